@@ -1,0 +1,10 @@
+# Debian packages (scripts/install-deps.sh installs them all).
+find_package(Threads REQUIRED)
+find_package(PkgConfig REQUIRED)
+pkg_check_modules(SENTENCEPIECE REQUIRED IMPORTED_TARGET sentencepiece)
+find_package(nlohmann_json 3.10 REQUIRED)
+find_package(hwy REQUIRED)
+pkg_check_modules(XXHASH REQUIRED IMPORTED_TARGET libxxhash)
+if(PARLEY_TESTS)
+  find_package(doctest REQUIRED)
+endif()

@@ -1,0 +1,402 @@
+/*
+ * parley.h — the C ABI of Parley, an embeddable on-device chat engine.
+ *
+ * If a function, structure, type or constant does not appear in this file, it is not part of
+ * Parley's published API.
+ *
+ * Conventions (they hold for every declaration below):
+ * - Every fallible call returns a parley_status; results go through out-pointers, which come
+ *   last. On failure an out-handle is set to NULL, and parley_last_error() holds a message.
+ * - Options and filled structs start with `size_t struct_size`, set by the CALLER to the size
+ *   it was compiled with (the *_init macros do that). The library reads or writes only that many
+ *   bytes; a newer caller's extra fields must be zero. Fields are only ever appended.
+ * - Strings are UTF-8 and NUL-terminated unless a length is given.
+ * - Buffers: a call writes at most `cap` elements (a string is NUL-terminated within `cap`),
+ *   sets `*needed` to the full size (a string's includes its NUL) and returns PARLEY_OK even
+ *   when it had to cut; `cap = 0` asks for the size.
+ * - Handles are opaque. Whoever creates a handle closes it; closing NULL is a no-op. Using a
+ *   handle after closing it returns PARLEY_E_MISUSE.
+ * - Threads: an engine may be used from any thread. A session is used by one thread at a
+ *   time: a second concurrent call on it returns PARLEY_E_BUSY (also from inside its own
+ *   callback); only parley_session_interrupt() may be called at any time from any thread.
+ * - No C++ exception ever crosses this interface.
+ */
+#ifndef PARLEY_H
+#define PARLEY_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- Export macro ------------------------------------------------------------------------ */
+
+#if defined(_WIN32) && !defined(PARLEY_STATIC)
+#  ifdef PARLEY_BUILD
+#    define PARLEY_API __declspec(dllexport)
+#  else
+#    define PARLEY_API __declspec(dllimport)
+#  endif
+#elif defined(__GNUC__)
+#  define PARLEY_API __attribute__((visibility("default")))
+#else
+#  define PARLEY_API
+#endif
+
+#ifdef PARLEY_DISABLE_DEPRECATE_WARNINGS
+#  define PARLEY_DEPRECATED(msg)
+#elif defined(__GNUC__)
+#  define PARLEY_DEPRECATED(msg) __attribute__((deprecated(msg)))
+#elif defined(_MSC_VER)
+#  define PARLEY_DEPRECATED(msg) __declspec(deprecated(msg))
+#else
+#  define PARLEY_DEPRECATED(msg)
+#endif
+
+/* ---- Version ----------------------------------------------------------------------------- */
+
+#define PARLEY_VERSION_MAJOR 0
+#define PARLEY_VERSION_MINOR 1
+#define PARLEY_VERSION_PATCH 0
+#define PARLEY_VERSION_NUMBER \
+  (PARLEY_VERSION_MAJOR * 10000 + PARLEY_VERSION_MINOR * 100 + PARLEY_VERSION_PATCH)
+
+/** The library's version as "MAJOR.MINOR.PATCH".
+ *  Ownership: static storage. Thread-safety: any thread. Since: 0.1. */
+PARLEY_API const char *parley_version(void);
+
+/** The library's version as MAJOR*10000 + MINOR*100 + PATCH; compare with
+ *  PARLEY_VERSION_NUMBER to catch a header/library mismatch.
+ *  Thread-safety: any thread. Since: 0.1. */
+PARLEY_API uint32_t parley_version_number(void);
+
+/* ---- Status codes (values are stable; new ones may be added) ----------------------------- */
+
+typedef int32_t parley_status;
+#define PARLEY_OK                  0  /* Success */
+#define PARLEY_E_INVALID_ARGUMENT  1  /* A NULL, out-of-range or malformed argument */
+#define PARLEY_E_NOT_FOUND         2  /* A file, session id or token that does not exist */
+#define PARLEY_E_IO                3  /* Reading or mapping a file failed */
+#define PARLEY_E_BAD_MODEL         4  /* The model file or directory is malformed */
+#define PARLEY_E_UNSUPPORTED       5  /* A valid request this build or version cannot serve */
+#define PARLEY_E_OUT_OF_MEMORY     6  /* An allocation failed */
+#define PARLEY_E_CONTEXT_FULL      7  /* The conversation does not fit the context window */
+#define PARLEY_E_BUSY              8  /* The session is in use by another call */
+#define PARLEY_E_CANCELLED         9  /* Stopped by parley_session_interrupt() or a callback */
+#define PARLEY_E_CORRUPT          10  /* Stored data failed its checks */
+#define PARLEY_E_MODEL_MISMATCH   11  /* Stored data belongs to another model */
+#define PARLEY_E_STORAGE          12  /* The session store failed (disk full, locked, I/O) */
+#define PARLEY_E_BACKEND          13  /* The compute device failed */
+#define PARLEY_E_INTERNAL         14  /* A bug in Parley; the message says where */
+#define PARLEY_E_MISUSE           15  /* A closed or foreign handle */
+
+/** The name of a status code, e.g. "PARLEY_E_BUSY"; "PARLEY_E_UNKNOWN" for other values.
+ *  Does not change parley_last_error().
+ *  Ownership: static storage. Thread-safety: any thread. Since: 0.1. */
+PARLEY_API const char *parley_status_name(parley_status s);
+
+/** A human-readable message for the last failed call on this thread; "" when none.
+ *  Ownership: owned by the library; valid until the next failing Parley call on this thread.
+ *  Thread-safety: thread-local. Since: 0.1. */
+PARLEY_API const char *parley_last_error(void);
+
+/* ---- Constants (0 is always the default, so a zeroed struct means "defaults") ------------ */
+
+#define PARLEY_KV_DEFAULT 0 /* = PARLEY_KV_INT8 */
+#define PARLEY_KV_INT8    1 /* per token and KV head symmetric scale; 4x smaller than F32 */
+#define PARLEY_KV_F16     2 /* reference type for quality checks */
+#define PARLEY_KV_F32     3 /* reference type for exact checks */
+
+#define PARLEY_OVERFLOW_ERROR       0 /* a turn that does not fit returns PARLEY_E_CONTEXT_FULL */
+#define PARLEY_OVERFLOW_DROP_OLDEST 1 /* drop the oldest turns, keep the system prompt */
+
+#define PARLEY_KV_SOURCE_NEW      0 /* the session had no KV before this turn */
+#define PARLEY_KV_SOURCE_RESIDENT 1 /* KV was in memory */
+#define PARLEY_KV_SOURCE_RESTORED 2 /* KV was read back from the store */
+#define PARLEY_KV_SOURCE_REBUILT  3 /* KV was recomputed from the stored transcript */
+
+#define PARLEY_SESSION_ACTIVE  0
+#define PARLEY_SESSION_IDLE    1
+#define PARLEY_SESSION_SPILLED 2
+
+#define PARLEY_ROLE_SYSTEM    0
+#define PARLEY_ROLE_USER      1
+#define PARLEY_ROLE_ASSISTANT 2
+
+#define PARLEY_LOG_ERROR 0
+#define PARLEY_LOG_WARN  1
+#define PARLEY_LOG_INFO  2
+#define PARLEY_LOG_DEBUG 3
+
+/* ---- Handles ----------------------------------------------------------------------------- */
+
+typedef struct parley_engine parley_engine;   /* a loaded model, its backend and its sessions */
+typedef struct parley_session parley_session; /* one conversation */
+
+/* ---- Logging ----------------------------------------------------------------------------- */
+
+/** Receives the library's log lines; `level` is a PARLEY_LOG_* value.
+ *  Called on whichever thread logs; it must not call back into Parley. */
+typedef void (*parley_log_fn)(int level, const char *msg, void *user);
+
+/** Installs the log callback (NULL restores the default: warnings and errors to stderr).
+ *  @param[in] fn    the callback, or NULL
+ *  @param[in] user  passed back to every call of fn
+ *  Thread-safety: call before the first engine opens. Since: 0.1. */
+PARLEY_API void parley_set_log_callback(parley_log_fn fn, void *user);
+
+/* ---- Engine ------------------------------------------------------------------------------ */
+
+typedef struct parley_engine_options {
+  size_t      struct_size;     /* sizeof(parley_engine_options) as the caller compiled it */
+  const char *model_path;      /* GGUF file or Hugging Face model directory (required) */
+  const char *store_path;      /* SQLite file; NULL = sessions kept in memory only */
+  const char *device;          /* NULL or "auto" (default), "cpu", "cuda", "cuda:N" */
+  int32_t     n_threads;       /* CPU threads; 0 = one per core */
+  int32_t     kv_type;         /* PARLEY_KV_DEFAULT (= INT8), _INT8, _F16, _F32 */
+  uint64_t    kv_budget_bytes; /* resident KV budget; 0 = automatic */
+  uint32_t    idle_spill_ms;   /* spill sessions idle this long; 0 = only under pressure */
+  uint32_t    context_length;  /* 0 = the model's; larger than the model's is refused */
+} parley_engine_options;
+
+/** Fills `o` with defaults. Use the macro parley_engine_options_init(o), which passes the
+ *  caller's sizeof. Since: 0.1. */
+PARLEY_API void parley_engine_options_init_sized(parley_engine_options *o, size_t size);
+#define parley_engine_options_init(o) parley_engine_options_init_sized((o), sizeof *(o))
+
+/** Loads a model and starts a backend.
+ *  @param[in]  o    options; model_path is required
+ *  @param[out] out  the engine, or NULL on failure
+ *  Ownership: close with parley_engine_close().
+ *  Errors: INVALID_ARGUMENT (NULL, bad struct_size, unknown non-zero fields, bad device or
+ *  kv_type), NOT_FOUND / IO (model path), BAD_MODEL (the message names the offending field),
+ *  UNSUPPORTED (architecture, tensor type, a device this build lacks), OUT_OF_MEMORY.
+ *  Thread-safety: any thread. Since: 0.1. */
+PARLEY_API parley_status parley_engine_open(const parley_engine_options *o, parley_engine **out);
+
+/** Closes an engine. Sessions still open stay usable; the engine is freed when the last of
+ *  them closes. NULL is a no-op.
+ *  Thread-safety: any thread, but not concurrently with other calls on this engine. Since: 0.1. */
+PARLEY_API void parley_engine_close(parley_engine *e);
+
+typedef struct parley_engine_stats {
+  size_t   struct_size;
+  uint32_t sessions_active;     /* open sessions with KV in memory */
+  uint32_t sessions_idle;       /* reserved until sessions can idle: 0 */
+  uint32_t sessions_spilled;    /* reserved until the store: 0 */
+  uint32_t reserved0;
+  uint64_t kv_blocks_total;     /* reserved until the paged pool: 0 */
+  uint64_t kv_blocks_used;
+  uint64_t kv_blocks_shared;
+  uint64_t kv_blocks_cached;
+  uint64_t kv_bytes_per_token;  /* 2 x layers x kv_heads x head_dim x bytes, plus scales */
+  uint64_t kv_bytes_resident;   /* KV bytes held by open sessions */
+  uint64_t kv_budget_bytes;     /* the resident KV budget in force */
+  uint64_t prefix_hits;         /* reserved until prefix sharing: 0 */
+  uint64_t prefix_misses;
+  uint64_t store_bytes;         /* reserved until the store: 0 */
+} parley_engine_stats;
+
+/** Engine-wide counters.
+ *  @param[out] out  caller sets out->struct_size; the library fills that many bytes
+ *  Errors: INVALID_ARGUMENT, MISUSE. Thread-safety: any thread. Since: 0.1. */
+PARLEY_API parley_status parley_engine_get_stats(parley_engine *e, parley_engine_stats *out);
+
+typedef struct parley_model_info {
+  size_t   struct_size;
+  char     name[128];           /* general.name or the directory's name; NUL-terminated */
+  char     architecture[32];    /* "llama" */
+  char     chat_template[32];   /* the template used when a session names none: "raw", ... */
+  uint32_t n_vocab;
+  uint32_t n_layers;
+  uint32_t n_heads;
+  uint32_t n_kv_heads;
+  uint32_t head_dim;
+  uint32_t embedding_length;
+  uint32_t context_length;      /* the context in force (engine option or the model's) */
+  uint32_t reserved0;
+  uint64_t n_params;
+  char     backend[32];         /* "cpu", "cuda:0", ... */
+} parley_model_info;
+
+/** What the engine has loaded.
+ *  @param[out] out  caller sets out->struct_size; the library fills that many bytes
+ *  Errors: INVALID_ARGUMENT, MISUSE. Thread-safety: any thread. Since: 0.1. */
+PARLEY_API parley_status parley_engine_get_model_info(parley_engine *e, parley_model_info *out);
+
+/* ---- Sessions ---------------------------------------------------------------------------- */
+
+typedef struct parley_session_options {
+  size_t      struct_size;
+  const char *id;            /* NULL = generate one; at most 127 bytes of UTF-8 */
+  const char *system_prompt; /* NULL = none */
+  const char *chat_template; /* NULL = the model's; or "raw", "llama2", "chatml", "zephyr",
+                                "mistral" — this option wins over the model's */
+  const char *cache_scope;   /* prefix KV is shared only among sessions of one scope; NULL = "" */
+  int32_t     overflow;      /* PARLEY_OVERFLOW_ERROR (default) or _DROP_OLDEST */
+  int32_t     reserved0;     /* keeps the size a multiple of 8 with no hidden padding */
+} parley_session_options;
+
+/** Fills `o` with defaults; use the macro parley_session_options_init(o). Since: 0.1. */
+PARLEY_API void parley_session_options_init_sized(parley_session_options *o, size_t size);
+#define parley_session_options_init(o) parley_session_options_init_sized((o), sizeof *(o))
+
+/** Starts a new conversation.
+ *  @param[in]  e    the engine
+ *  @param[in]  o    options, or NULL for defaults
+ *  @param[out] out  the session, or NULL on failure
+ *  Ownership: close with parley_session_close(); it keeps the engine alive.
+ *  Errors: INVALID_ARGUMENT (bad options, unknown template, a template whose special tokens
+ *  the model lacks, invalid UTF-8), UNSUPPORTED (overflow = DROP_OLDEST: not in this version),
+ *  CONTEXT_FULL (the system prompt alone does not fit), MISUSE.
+ *  Thread-safety: any thread. Since: 0.1. */
+PARLEY_API parley_status parley_session_create(parley_engine *e, const parley_session_options *o,
+                                               parley_session **out);
+
+/** Reopens a stored conversation by id.
+ *  Errors: UNSUPPORTED in this version (sessions live in memory only). Since: 0.1. */
+PARLEY_API parley_status parley_session_open(parley_engine *e, const char *id,
+                                             parley_session **out);
+
+/** Copies a conversation into a new session.
+ *  Errors: UNSUPPORTED in this version. Since: 0.1. */
+PARLEY_API parley_status parley_session_fork(parley_session *s, const char *new_id,
+                                             parley_session **out);
+
+/** Moves a session's KV to the store and frees its memory.
+ *  Errors: UNSUPPORTED in this version. Since: 0.1. */
+PARLEY_API parley_status parley_session_suspend(parley_session *s);
+
+/** Asks the running parley_session_send() on `s` to stop at the next token; it then returns
+ *  PARLEY_E_CANCELLED and keeps the partial reply as the turn. A no-op when nothing runs.
+ *  Errors: MISUSE. Thread-safety: any thread, at any time. Since: 0.1. */
+PARLEY_API parley_status parley_session_interrupt(parley_session *s);
+
+/** Drops the last n_turns messages of the conversation.
+ *  Errors: UNSUPPORTED in this version. Since: 0.1. */
+PARLEY_API parley_status parley_session_rewind(parley_session *s, uint32_t n_turns);
+
+/** Closes a session. NULL is a no-op. If a send is running on another thread, the session is
+ *  freed when that send returns. Thread-safety: any thread. Since: 0.1. */
+PARLEY_API void parley_session_close(parley_session *s);
+
+/** Deletes a stored conversation.
+ *  Errors: UNSUPPORTED in this version. Since: 0.1. */
+PARLEY_API parley_status parley_session_delete(parley_engine *e, const char *id);
+
+typedef struct parley_session_info {
+  size_t   struct_size;
+  char     id[128];          /* NUL-terminated; session ids are at most 127 bytes of UTF-8 */
+  uint32_t n_turns;          /* a turn is one message: a user message and its reply are two */
+  uint32_t n_tokens;         /* tokens in the conversation */
+  int32_t  state;            /* PARLEY_SESSION_ACTIVE, _IDLE, _SPILLED */
+  int32_t  reserved0;
+  uint64_t kv_bytes_resident;
+  uint64_t kv_bytes_stored;
+} parley_session_info;
+
+/** Facts about a session.
+ *  Errors: INVALID_ARGUMENT, MISUSE, BUSY. Thread-safety: one thread per session. Since: 0.1. */
+PARLEY_API parley_status parley_session_get_info(parley_session *s, parley_session_info *out);
+
+typedef struct parley_turn {
+  size_t      struct_size;
+  const char *text;          /* valid until the next call on this session */
+  int32_t     role;          /* PARLEY_ROLE_* */
+  uint32_t    n_tokens;      /* tokens this message took in the conversation */
+} parley_turn;
+
+/** One message of the conversation; index 0 is the system prompt when there is one.
+ *  Errors: INVALID_ARGUMENT, NOT_FOUND (index past the end), MISUSE, BUSY.
+ *  Thread-safety: one thread per session. Since: 0.1. */
+PARLEY_API parley_status parley_session_get_turn(parley_session *s, uint32_t index,
+                                                 parley_turn *out);
+
+/** The token ids of the whole conversation, in order (buffer rule above).
+ *  Errors: INVALID_ARGUMENT, MISUSE, BUSY. Thread-safety: one thread per session. Since: 0.1. */
+PARLEY_API parley_status parley_session_get_tokens(parley_session *s, int32_t *ids, size_t cap,
+                                                   size_t *n_needed);
+
+/** Ids of the stored sessions separated by '\n' (buffer rule above).
+ *  Errors: UNSUPPORTED in this version. Since: 0.1. */
+PARLEY_API parley_status parley_store_list_sessions(parley_engine *e, char *buf, size_t cap,
+                                                    size_t *needed);
+
+/* ---- Generation -------------------------------------------------------------------------- */
+
+typedef struct parley_generate_options {
+  size_t   struct_size;
+  uint64_t seed;            /* 0 = a fresh random seed; same seed + same state = same reply */
+  uint32_t max_tokens;      /* default 256; 0 = up to the context's end */
+  float    temperature;     /* default 0.8; 0 = greedy */
+  int32_t  top_k;           /* default 40; 0 = off */
+  float    top_p;           /* default 0.95; 1 = off */
+  float    min_p;           /* default 0.05; 0 = off */
+  float    repeat_penalty;  /* default 1.0 = off */
+  uint32_t repeat_last_n;   /* default 64; tokens of the conversation the penalty looks at */
+  int32_t  ignore_eos;      /* non-zero: never stop on end tokens (benchmarks, references) */
+} parley_generate_options;
+
+/** Fills `o` with defaults; use the macro parley_generate_options_init(o). Since: 0.1. */
+PARLEY_API void parley_generate_options_init_sized(parley_generate_options *o, size_t size);
+#define parley_generate_options_init(o) parley_generate_options_init_sized((o), sizeof *(o))
+
+/** Receives reply text as it is generated: `len` bytes of whole UTF-8 code points (also
+ *  NUL-terminated). Runs on the thread that called parley_session_send(). Return 0 to go on,
+ *  non-zero to stop (the send then returns PARLEY_E_CANCELLED and keeps the partial reply).
+ *  Calling back into the same session from here returns PARLEY_E_BUSY. */
+typedef int (*parley_text_fn)(const char *utf8, size_t len, void *user);
+
+typedef struct parley_turn_stats {
+  size_t   struct_size;
+  uint32_t prompt_tokens;    /* tokens of this turn's input (template + user text) */
+  uint32_t reused_tokens;    /* tokens whose KV was already there (history, shared prefix) */
+  uint32_t computed_tokens;  /* tokens prefilled in this turn */
+  uint32_t generated_tokens;
+  double   ttft_ms;          /* from the call to the first reply token */
+  double   tpot_ms;          /* mean time per reply token after the first */
+  double   restore_ms;       /* time spent bringing stored KV back */
+  int32_t  kv_source;        /* PARLEY_KV_SOURCE_* */
+  int32_t  reserved0;
+} parley_turn_stats;
+
+/** Adds a user message and generates the reply, streaming it to `on_text`.
+ *  With the "raw" template the user text is the input as is (the first turn starts with BOS;
+ *  "" then means BOS alone) and the reply is its plain continuation.
+ *  @param[in]  s          the session
+ *  @param[in]  user_text  UTF-8 text
+ *  @param[in]  o          options, or NULL for defaults
+ *  @param[in]  on_text    callback, or NULL
+ *  @param[in]  user       passed to on_text
+ *  @param[out] stats      filled when not NULL (caller sets struct_size)
+ *  Errors: INVALID_ARGUMENT (invalid UTF-8, bad options), CONTEXT_FULL (the message does not
+ *  fit; the session is left as before), CANCELLED (interrupted or stopped by the callback; the
+ *  partial reply is kept as the turn), BUSY, MISUSE, BACKEND.
+ *  Thread-safety: one thread per session. Since: 0.1. */
+PARLEY_API parley_status parley_session_send(parley_session *s, const char *user_text,
+                                             const parley_generate_options *o,
+                                             parley_text_fn on_text, void *user,
+                                             parley_turn_stats *stats);
+
+/* ---- Tokens ------------------------------------------------------------------------------ */
+
+/** Text to token ids with the model's tokenizer (buffer rule above); control tokens are never
+ *  produced from text.
+ *  @param[in] add_bos  non-zero: start with BOS
+ *  Errors: INVALID_ARGUMENT (NULL, invalid UTF-8), MISUSE. Thread-safety: any thread. Since: 0.1. */
+PARLEY_API parley_status parley_tokenize(parley_engine *e, const char *text, int32_t add_bos,
+                                         int32_t *ids, size_t cap, size_t *n_needed);
+
+/** Token ids to text (buffer rule above; `*needed` includes the NUL).
+ *  Errors: INVALID_ARGUMENT (NULL, an id outside the vocabulary), MISUSE.
+ *  Thread-safety: any thread. Since: 0.1. */
+PARLEY_API parley_status parley_detokenize(parley_engine *e, const int32_t *ids, size_t n,
+                                           char *buf, size_t cap, size_t *needed);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* PARLEY_H */

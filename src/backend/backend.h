@@ -1,0 +1,48 @@
+// A backend runs the network on one device: tokens in, K/V written to the sequence's cache,
+// logits out.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+
+#include "kv/kv_cache.h"
+
+namespace parley::model {
+struct LoadedModel;
+}
+
+namespace parley::backend {
+
+struct Batch {
+  std::span<const int32_t> tokens;  // [n] new tokens of one sequence
+  uint32_t start_pos = 0;           // position of tokens[0]; the cache holds [0, start_pos)
+  bool all_logits = false;          // logits for every token, else only for the last
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+
+  // "cpu", "cuda:0", ...
+  virtual std::string name() const = 0;
+
+  // The largest batch.tokens.size() one forward() accepts (callers chunk longer inputs).
+  virtual uint32_t max_batch() const = 0;
+
+  // Runs the batch: writes K/V of positions [start_pos, start_pos + n) into kv (all layers),
+  // then attends over the cache. logits: [n_rows, n_vocab], n_rows = all_logits ? n : 1.
+  // Thread-safety: any thread; calls may be serialized inside.
+  // Throws Error(backend) on device failure; Error(internal) on a shape mismatch.
+  virtual void forward(const Batch& batch, kv::KvCache& kv, std::span<float> logits) = 0;
+};
+
+// device: "auto", "cpu", "cuda", "cuda:N". n_threads: 0 = one per core.
+// Throws Error(invalid_argument) for an unknown device, Error(unsupported) for a device this
+// build or machine lacks.
+std::unique_ptr<Backend> make_backend(std::string_view device, const model::LoadedModel& model,
+                                      int32_t n_threads);
+
+}  // namespace parley::backend

@@ -1,0 +1,30 @@
+// What the loader hands to the tokenizer: either a sentencepiece ModelProto file's bytes
+// (Hugging Face tokenizer.model) or a GGUF vocabulary to build one from.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace parley::model {
+
+struct GgufVocab {
+  std::string model;                 // tokenizer.ggml.model, e.g. "llama"
+  std::vector<std::string> tokens;   // tokenizer.ggml.tokens
+  std::vector<float> scores;         // tokenizer.ggml.scores (empty: all 0)
+  std::vector<int32_t> token_types;  // tokenizer.ggml.token_type (empty: all normal)
+  int32_t bos_id = 1;
+  int32_t eos_id = 2;
+  int32_t unk_id = 0;
+  int32_t pad_id = -1;
+  bool add_space_prefix = true;           // tokenizer.ggml.add_space_prefix (llama.cpp default)
+  bool remove_extra_whitespaces = false;  // tokenizer.ggml.remove_extra_whitespaces
+};
+
+struct TokenizerSource {
+  enum class Kind { sentencepiece_proto, gguf_vocab } kind = Kind::sentencepiece_proto;
+  std::string proto_bytes;  // Kind::sentencepiece_proto: the serialized ModelProto
+  GgufVocab vocab;          // Kind::gguf_vocab
+};
+
+}  // namespace parley::model

@@ -1,0 +1,36 @@
+// Logits -> one token: penalties -> temperature -> top-k -> top-p -> min-p -> draw.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "sample/rng.h"
+
+namespace parley::sample {
+
+struct SamplerParams {
+  float temperature = 0.8f;     // 0 = greedy (argmax; the lowest id wins ties)
+  int32_t top_k = 40;           // 0 = off
+  float top_p = 0.95f;          // 1 = off
+  float min_p = 0.05f;          // 0 = off
+  float repeat_penalty = 1.0f;  // 1 = off; > 1 discourages tokens seen in the window
+  uint32_t repeat_last_n = 64;  // the window: the last n ids of the history
+};
+
+class Sampler {
+ public:
+  // Throws Error(invalid_argument) for out-of-range parameters (negative temperature, ...).
+  Sampler(const SamplerParams& params, uint64_t seed);
+
+  // history: the conversation's ids so far (the penalty looks at its last repeat_last_n).
+  int32_t sample(std::span<const float> logits, std::span<const int32_t> history);
+
+ private:
+  SamplerParams params_;
+  Rng rng_;
+  std::vector<float> scratch_logits_;
+  std::vector<int32_t> scratch_ids_;
+};
+
+}  // namespace parley::sample

@@ -1,0 +1,66 @@
+// Chat templates render only the NEW part of a conversation into token ids. A template is a
+// list of segments: control tokens (inserted as ids) and text (tokenized as plain text, one
+// encode() per text run between control tokens, as llama.cpp and sentencepiece do). User text
+// is always plain text, so a user typing "</s>" gets those characters, never the token.
+// Markers such as "[INST]" or "<|user|>" become ids only where the vocabulary has them as
+// control tokens; otherwise they are text.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace parley::text {
+
+class Tokenizer;
+
+enum class TemplateKind { raw, llama2, chatml, zephyr, mistral };
+
+std::string_view template_name(TemplateKind kind);
+// "raw", "llama2", "chatml", "zephyr", "mistral"; nullopt for anything else.
+std::optional<TemplateKind> template_from_name(std::string_view name);
+// Recognises the family of a model's own (Jinja) template text; raw when none or unknown.
+TemplateKind template_from_model(std::string_view jinja);
+
+class ChatTemplate {
+ public:
+  ChatTemplate(TemplateKind kind, const Tokenizer& tokenizer);
+
+  TemplateKind kind() const { return kind_; }
+
+  // Ids to prefill for a new user message, ending with the assistant's prefix.
+  //   first:         nothing is in the conversation yet (BOS and the system prompt go first)
+  //   system_prompt: rendered only when first and not empty
+  // With raw, the first turn is BOS + user text; later turns are the user text alone.
+  std::vector<int32_t> render_user_turn(std::string_view system_prompt, std::string_view user,
+                                        bool first) const;
+
+  // The system prompt alone, rendered as the start of a conversation (for prefix sharing and
+  // for checking that it fits). Empty for raw.
+  std::vector<int32_t> render_system(std::string_view system_prompt) const;
+
+  // Ids that close an assistant reply which stopped before its end token (max_tokens, stop).
+  std::vector<int32_t> close_reply() const;
+
+  // Ids that end a reply when generated (EOS always; <|im_end|> for chatml; BOS for raw).
+  const std::vector<int32_t>& stop_tokens() const { return stop_tokens_; }
+
+  // Whether a reply's first space is dropped when streamed (true for chat templates).
+  bool strip_reply_leading_space() const { return kind_ != TemplateKind::raw; }
+
+ private:
+  struct Segment {
+    int32_t id = -1;   // a control token, or -1 for text
+    std::string text;
+  };
+  std::vector<int32_t> tokenize(const std::vector<Segment>& segments) const;
+  Segment marker(std::string_view piece) const;  // id when the vocabulary has it, else text
+
+  TemplateKind kind_;
+  const Tokenizer& tokenizer_;
+  std::vector<int32_t> stop_tokens_;
+};
+
+}  // namespace parley::text

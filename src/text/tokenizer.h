@@ -1,0 +1,53 @@
+// Strings <-> token ids through sentencepiece. Built from a tokenizer.model's bytes or from a
+// GGUF vocabulary (turned into a sentencepiece ModelProto in memory).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "model/tokenizer_source.h"
+
+namespace parley::text {
+
+class Tokenizer {
+ public:
+  // Throws Error(bad_model) when the source cannot be turned into a tokenizer.
+  explicit Tokenizer(const model::TokenizerSource& source);
+  ~Tokenizer();
+  Tokenizer(const Tokenizer&) = delete;
+  Tokenizer& operator=(const Tokenizer&) = delete;
+
+  // Plain text -> ids; control tokens are never produced from text. No BOS is added.
+  // Throws Error(invalid_argument) on invalid UTF-8.
+  std::vector<int32_t> encode(std::string_view text) const;
+
+  // Ids -> text as sentencepiece DecodeIds does (control tokens vanish, byte pieces are
+  // joined, the leading space of the text is dropped). Throws Error(invalid_argument) for an
+  // id outside [0, n_vocab).
+  std::string decode(std::span<const int32_t> ids) const;
+
+  // The bytes one token stands for in running text: U+2581 -> ' ', <0xNN> -> that byte,
+  // control and unknown-type pieces -> "". May be part of a UTF-8 sequence.
+  std::string piece_bytes(int32_t id) const;
+
+  // A control or user-defined token whose piece is exactly `piece` (e.g. "<|im_start|>").
+  std::optional<int32_t> find_special(std::string_view piece) const;
+
+  int32_t n_vocab() const;
+  int32_t bos_id() const;
+  int32_t eos_id() const;
+  bool is_control(int32_t id) const;
+  // Whether encode() puts U+2581 before the text (the normalizer's add_dummy_prefix).
+  bool adds_dummy_prefix() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace parley::text

@@ -1,0 +1,41 @@
+// Token ids -> text for a streaming callback, cut only at whole UTF-8 code points.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+namespace parley::text {
+
+class Tokenizer;
+
+bool is_valid_utf8(std::string_view s);
+
+// Collects bytes and hands out the longest run of whole code points. Bytes that can never
+// become a valid sequence are replaced by U+FFFD, so the output is always valid UTF-8.
+class Utf8Stream {
+ public:
+  std::string push(std::string_view bytes);
+  // Ends the stream: an incomplete tail becomes U+FFFD.
+  std::string finish();
+
+ private:
+  std::string pending_;
+};
+
+// A reply's ids -> text. With strip_leading_space, a space at the very start of the reply is
+// dropped, as sentencepiece drops it at the start of a text (chat replies); a continuation of
+// running text (the raw template) keeps it, except right after BOS.
+class DetokenizeStream {
+ public:
+  DetokenizeStream(const Tokenizer& tokenizer, bool strip_leading_space);
+  std::string push(int32_t id);
+  std::string finish();
+
+ private:
+  const Tokenizer& tokenizer_;
+  bool strip_next_space_;
+  Utf8Stream utf8_;
+};
+
+}  // namespace parley::text
