@@ -152,12 +152,14 @@ PARLEY_API void parley_set_log_callback(parley_log_fn fn, void *user);
 typedef struct parley_engine_options {
   size_t      struct_size;     /* sizeof(parley_engine_options) as the caller compiled it */
   const char *model_path;      /* GGUF file or Hugging Face model directory (required) */
-  const char *store_path;      /* SQLite file; NULL = sessions kept in memory only */
+  const char *store_path;      /* SQLite file; NULL = sessions kept in memory only.
+                                  Not available in this version: must be NULL */
   const char *device;          /* NULL or "auto" (default), "cpu", "cuda", "cuda:N" */
   int32_t     n_threads;       /* CPU threads; 0 = one per core */
   int32_t     kv_type;         /* PARLEY_KV_DEFAULT (= INT8), _INT8, _F16, _F32 */
   uint64_t    kv_budget_bytes; /* resident KV budget; 0 = automatic */
-  uint32_t    idle_spill_ms;   /* spill sessions idle this long; 0 = only under pressure */
+  uint32_t    idle_spill_ms;   /* spill sessions idle this long; 0 = only under pressure;
+                                  used only with a store */
   uint32_t    context_length;  /* 0 = the model's; larger than the model's is refused */
 } parley_engine_options;
 
@@ -172,7 +174,8 @@ PARLEY_API void parley_engine_options_init_sized(parley_engine_options *o, size_
  *  Ownership: close with parley_engine_close().
  *  Errors: INVALID_ARGUMENT (NULL, bad struct_size, unknown non-zero fields, bad device or
  *  kv_type), NOT_FOUND / IO (model path), BAD_MODEL (the message names the offending field),
- *  UNSUPPORTED (architecture, tensor type, a device this build lacks), OUT_OF_MEMORY.
+ *  UNSUPPORTED (architecture, tensor type, a device this build lacks, store_path in this
+ *  version), OUT_OF_MEMORY.
  *  Thread-safety: any thread. Since: 0.1. */
 PARLEY_API parley_status parley_engine_open(const parley_engine_options *o, parley_engine **out);
 
@@ -248,9 +251,9 @@ PARLEY_API void parley_session_options_init_sized(parley_session_options *o, siz
  *  @param[in]  o    options, or NULL for defaults
  *  @param[out] out  the session, or NULL on failure
  *  Ownership: close with parley_session_close(); it keeps the engine alive.
- *  Errors: INVALID_ARGUMENT (bad options, unknown template, a template whose special tokens
- *  the model lacks, invalid UTF-8), UNSUPPORTED (overflow = DROP_OLDEST: not in this version),
- *  CONTEXT_FULL (the system prompt alone does not fit), MISUSE.
+ *  Errors: INVALID_ARGUMENT (bad options, unknown template, an id in use, longer than 127
+ *  bytes or with control characters, invalid UTF-8), UNSUPPORTED (overflow = DROP_OLDEST: not
+ *  in this version), CONTEXT_FULL (the system prompt alone does not fit), MISUSE.
  *  Thread-safety: any thread. Since: 0.1. */
 PARLEY_API parley_status parley_session_create(parley_engine *e, const parley_session_options *o,
                                                parley_session **out);
@@ -326,15 +329,17 @@ PARLEY_API parley_status parley_store_list_sessions(parley_engine *e, char *buf,
 
 /* ---- Generation -------------------------------------------------------------------------- */
 
+/* Start from parley_generate_options_init(). A struct zeroed except for struct_size means
+ * greedy decoding with every filter off and no token limit but the context. */
 typedef struct parley_generate_options {
   size_t   struct_size;
   uint64_t seed;            /* 0 = a fresh random seed; same seed + same state = same reply */
   uint32_t max_tokens;      /* default 256; 0 = up to the context's end */
   float    temperature;     /* default 0.8; 0 = greedy */
   int32_t  top_k;           /* default 40; 0 = off */
-  float    top_p;           /* default 0.95; 1 = off */
+  float    top_p;           /* default 0.95; 1 (or 0) = off */
   float    min_p;           /* default 0.05; 0 = off */
-  float    repeat_penalty;  /* default 1.0 = off */
+  float    repeat_penalty;  /* default 1.0 = off (0 also means off) */
   uint32_t repeat_last_n;   /* default 64; tokens of the conversation the penalty looks at */
   int32_t  ignore_eos;      /* non-zero: never stop on end tokens (benchmarks, references) */
 } parley_generate_options;
@@ -373,7 +378,8 @@ typedef struct parley_turn_stats {
  *  @param[out] stats      filled when not NULL (caller sets struct_size)
  *  Errors: INVALID_ARGUMENT (invalid UTF-8, bad options), CONTEXT_FULL (the message does not
  *  fit; the session is left as before), CANCELLED (interrupted or stopped by the callback; the
- *  partial reply is kept as the turn), BUSY, MISUSE, BACKEND.
+ *  partial reply is kept as the turn), OUT_OF_MEMORY (the KV budget is exhausted), BUSY,
+ *  MISUSE, BACKEND.
  *  Thread-safety: one thread per session. Since: 0.1. */
 PARLEY_API parley_status parley_session_send(parley_session *s, const char *user_text,
                                              const parley_generate_options *o,

@@ -1,5 +1,7 @@
 // Typed, shaped views of a model's weights. Views point into memory-mapped files or into
 // buffers the Weights own (tensors rewritten at load, such as HF q/k rows).
+// Guarantees after build_weights(): every view's data is aligned to its element type (4 bytes
+// for F32, 2 for F16/BF16/Q8_0), and the norm vectors are F32.
 #pragma once
 
 #include <cstddef>
@@ -9,6 +11,7 @@
 #include <vector>
 
 #include "model/dtype.h"
+#include "model/model_config.h"
 
 namespace parley::model {
 
@@ -49,5 +52,30 @@ struct Weights {
   // Buffers behind views that are not in a mapped file.
   std::vector<std::unique_ptr<std::byte[]>> owned;
 };
+
+// A tensor as a file lists it, before it is given a role and checked against the config.
+struct FileTensor {
+  std::string name;
+  DType dtype = DType::f32;
+  std::vector<int64_t> shape;  // outermost first: [rows, cols] for a matrix, [n] for a vector
+  const std::byte* data = nullptr;
+  size_t n_bytes = 0;
+};
+
+enum class TensorNaming {
+  gguf,          // token_embd.weight, blk.N.attn_q.weight, ...; q/k rows in interleaved order
+  hugging_face,  // model.embed_tokens.weight, model.layers.N.self_attn.q_proj.weight, ...;
+                 // q/k rows in rotate-half order (un-permuted here into owned buffers)
+};
+
+// Gives every tensor the model needs its role, checking its shape against `config` (which
+// must be validate()d). The output matrix is tied to the token embedding when
+// `tie_output` is set or the file has none. Tensors with other names are ignored.
+// Throws Error(bad_model) naming a missing or misshapen tensor.
+Weights build_weights(const std::vector<FileTensor>& tensors, TensorNaming naming,
+                      const ModelConfig& config, bool tie_output);
+
+// Parameters the model computes with (a tied output matrix counts once).
+uint64_t count_parameters(const Weights& weights);
 
 }  // namespace parley::model

@@ -24,13 +24,17 @@ class Sampler {
   Sampler(const SamplerParams& params, uint64_t seed);
 
   // history: the conversation's ids so far (the penalty looks at its last repeat_last_n).
+  // NaN logits count as -inf; none finite at all throws Error(internal). Greedy draws nothing
+  // from the generator, any other call exactly one uniform, so same seed + same calls = same ids.
   int32_t sample(std::span<const float> logits, std::span<const int32_t> history);
 
  private:
   SamplerParams params_;
   Rng rng_;
-  std::vector<float> scratch_logits_;
-  std::vector<int32_t> scratch_ids_;
+  // Reused across calls so that sampling allocates nothing once warmed up.
+  std::vector<float> scratch_logits_;   // the logits after NaN clean-up and the penalty
+  std::vector<int32_t> scratch_ids_;    // the penalty window's distinct ids
+  std::vector<uint64_t> scratch_keys_;  // the candidates as rank keys (logit, then lower id)
 };
 
 }  // namespace parley::sample

@@ -10,6 +10,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace parley::text {
@@ -55,8 +56,15 @@ class ChatTemplate {
     int32_t id = -1;   // a control token, or -1 for text
     std::string text;
   };
+  static Segment token(int32_t id) { return {id, {}}; }
+  static Segment text(std::string text) { return {-1, std::move(text)}; }
   std::vector<int32_t> tokenize(const std::vector<Segment>& segments) const;
   Segment marker(std::string_view piece) const;  // id when the vocabulary has it, else text
+  // BOS and, when not empty, the system prompt's part of the format.
+  std::vector<Segment> start_segments(std::string_view system_prompt) const;
+  // The user's message up to the assistant's prefix; `after_system` when start_segments
+  // rendered a system prompt just before (llama2 and mistral put it inside the first [INST]).
+  std::vector<Segment> turn_segments(std::string_view user, bool first, bool after_system) const;
 
   TemplateKind kind_;
   const Tokenizer& tokenizer_;

@@ -32,7 +32,9 @@ class Tokenizer {
   std::string decode(std::span<const int32_t> ids) const;
 
   // The bytes one token stands for in running text: U+2581 -> ' ', <0xNN> -> that byte,
-  // control and unknown-type pieces -> "". May be part of a UTF-8 sequence.
+  // control pieces -> "", the unknown piece -> what DecodeIds gives for it (" ⁇ ",
+  // U+2047 between spaces). May be part of a UTF-8 sequence. Throws Error(invalid_argument)
+  // for an id outside [0, n_vocab).
   std::string piece_bytes(int32_t id) const;
 
   // A control or user-defined token whose piece is exactly `piece` (e.g. "<|im_start|>").

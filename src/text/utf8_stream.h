@@ -34,7 +34,8 @@ class DetokenizeStream {
 
  private:
   const Tokenizer& tokenizer_;
-  bool strip_next_space_;
+  bool strip_next_space_;    // the reply's first bytes lose a leading ' '
+  bool after_bos_ = false;   // the next piece loses what sentencepiece drops at a text's start
   Utf8Stream utf8_;
 };
 

@@ -5,12 +5,17 @@
 #include <mutex>
 
 #include "backend/backend.h"
+#include "model/model_config.h"
+#include "model/weights.h"
 
 namespace parley::backend::cpu {
 
 class CpuBackend final : public Backend {
  public:
-  CpuBackend(const model::LoadedModel& model, int32_t n_threads);
+  // The weights (and what their views point into) must outlive the backend.
+  // n_threads: 0 = one per core. Throws Error(internal) when a weight's shape does not match
+  // the config, Error(invalid_argument) for a negative thread count.
+  CpuBackend(const model::ModelConfig& config, const model::Weights& weights, int32_t n_threads);
   ~CpuBackend() override;
 
   std::string name() const override { return "cpu"; }

@@ -1,0 +1,111 @@
+#include "cli_args.h"
+
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
+#include <stdexcept>
+#include <string_view>
+
+namespace chat {
+namespace {
+
+std::invalid_argument bad_value(std::string_view flag, std::string_view value, const char* want) {
+  return std::invalid_argument("invalid value for " + std::string(flag) + ": '" +
+                               std::string(value) + "' (expected " + want + ")");
+}
+
+long long parse_integer(std::string_view flag, const char* s, long long lo, long long hi) {
+  errno = 0;
+  char* end = nullptr;
+  const long long v = std::strtoll(s, &end, 10);
+  if (errno || end == s || *end != '\0' || v < lo || v > hi) {
+    throw bad_value(flag, s, ("an integer in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]").c_str());
+  }
+  return v;
+}
+
+float parse_float(std::string_view flag, const char* s) {
+  errno = 0;
+  char* end = nullptr;
+  const float v = std::strtof(s, &end);
+  if (errno || end == s || *end != '\0' || !std::isfinite(v)) throw bad_value(flag, s, "a number");
+  return v;
+}
+
+int32_t parse_kv(const char* s) {
+  const std::string_view v = s;
+  if (v == "default") return PARLEY_KV_DEFAULT;
+  if (v == "int8") return PARLEY_KV_INT8;
+  if (v == "f16") return PARLEY_KV_F16;
+  if (v == "f32") return PARLEY_KV_F32;
+  throw bad_value("--kv", v, "int8, f16, f32 or default");
+}
+
+}  // namespace
+
+const char* usage() {
+  return "usage: parley-chat -m MODEL [options]\n"
+         "\n"
+         "Chat with a local model. Without -p: an interactive console (type /help there).\n"
+         "With -p: one-shot mode; stdout holds the reply only.\n"
+         "\n"
+         "  -m, --model PATH        GGUF file or Hugging Face model directory (required)\n"
+         "  -p, --prompt TEXT       one-shot: send TEXT, print the reply, exit\n"
+         "  -s, --system TEXT       system prompt\n"
+         "      --template NAME     raw, llama2, chatml, zephyr or mistral (default: the model's)\n"
+         "  -n, --max-tokens N      reply length limit (default 256; 0 = up to the context)\n"
+         "      --temp T            temperature (default 0.8; 0 = greedy)\n"
+         "      --top-k K           (default 40; 0 = off)\n"
+         "      --top-p P           (default 0.95; 1 = off)\n"
+         "      --min-p P           (default 0.05; 0 = off)\n"
+         "      --repeat-penalty R  (default 1.0 = off)\n"
+         "      --repeat-last-n N   tokens the penalty looks at (default 64)\n"
+         "      --seed S            (default: random)\n"
+         "      --ignore-eos        never stop at end tokens\n"
+         "      --threads N         CPU threads (default: one per core)\n"
+         "      --device D          auto, cpu, cuda or cuda:N (default auto)\n"
+         "      --kv TYPE           KV cache type: int8 (default), f16, f32\n"
+         "      --ctx N             context length (default: the model's)\n"
+         "      --print-ids         after the reply, print 'ids: <generated token ids>'\n"
+         "  -h, --help              this text\n"
+         "      --version           the library version\n";
+}
+
+CliArgs parse_args(int argc, char** argv) {
+  CliArgs a;
+  parley_generate_options_init(&a.gen);
+  for (int i = 1; i < argc; ++i) {
+    const std::string_view flag = argv[i];
+    auto value = [&]() -> const char* {
+      if (i + 1 >= argc) throw std::invalid_argument("missing value for " + std::string(flag));
+      return argv[++i];
+    };
+    if (flag == "-h" || flag == "--help") a.help = true;
+    else if (flag == "--version") a.version = true;
+    else if (flag == "-m" || flag == "--model") a.model = value();
+    else if (flag == "-p" || flag == "--prompt") a.prompt = value();
+    else if (flag == "-s" || flag == "--system") a.system_prompt = value();
+    else if (flag == "--template") a.chat_template = value();
+    else if (flag == "-n" || flag == "--max-tokens") a.gen.max_tokens = uint32_t(parse_integer(flag, value(), 0, UINT32_MAX));
+    else if (flag == "--temp") a.gen.temperature = parse_float(flag, value());
+    else if (flag == "--top-k") a.gen.top_k = int32_t(parse_integer(flag, value(), 0, INT32_MAX));
+    else if (flag == "--top-p") a.gen.top_p = parse_float(flag, value());
+    else if (flag == "--min-p") a.gen.min_p = parse_float(flag, value());
+    else if (flag == "--repeat-penalty") a.gen.repeat_penalty = parse_float(flag, value());
+    else if (flag == "--repeat-last-n") a.gen.repeat_last_n = uint32_t(parse_integer(flag, value(), 0, UINT32_MAX));
+    else if (flag == "--seed") a.gen.seed = uint64_t(parse_integer(flag, value(), 0, INT64_MAX));
+    else if (flag == "--ignore-eos") a.gen.ignore_eos = 1;
+    else if (flag == "--threads") a.n_threads = int32_t(parse_integer(flag, value(), 0, 1024));
+    else if (flag == "--device") a.device = value();
+    else if (flag == "--kv") a.kv_type = parse_kv(value());
+    else if (flag == "--ctx") a.context_length = uint32_t(parse_integer(flag, value(), 0, UINT32_MAX));
+    else if (flag == "--print-ids") a.print_ids = true;
+    else throw std::invalid_argument("unknown option '" + std::string(flag) + "' (see --help)");
+  }
+  if (!a.help && !a.version && a.model.empty()) {
+    throw std::invalid_argument("no model given: use -m PATH (see --help)");
+  }
+  return a;
+}
+
+}  // namespace chat

@@ -1,0 +1,31 @@
+// parley-chat's command line.
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include "parley.h"
+
+namespace chat {
+
+struct CliArgs {
+  std::string model;
+  std::optional<std::string> prompt;  // set: one-shot mode
+  std::optional<std::string> system_prompt;
+  std::optional<std::string> chat_template;
+  std::string device = "auto";
+  int32_t n_threads = 0;
+  int32_t kv_type = PARLEY_KV_DEFAULT;
+  uint32_t context_length = 0;
+  parley_generate_options gen{};
+  bool print_ids = false;
+  bool help = false;
+  bool version = false;
+};
+
+// Throws std::invalid_argument with a message naming the flag.
+CliArgs parse_args(int argc, char** argv);
+
+const char* usage();
+
+}  // namespace chat

@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Builds Parley and runs every test; exits non-zero on any failure. This is what CI runs.
+#   BUILD_DIR               build tree (default: build)
+#   PARLEY_SANITIZE_PASS=0  skip the second build, which runs the unit tests under
+#                           AddressSanitizer + UndefinedBehaviorSanitizer
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+build_dir=${BUILD_DIR:-build}
+jobs=$(nproc)
+
+echo "== build ($build_dir)"
+BUILD_DIR=$build_dir scripts/build.sh -DPARLEY_TESTS=ON -DPARLEY_SAMPLES=ON
+
+echo "== tests"
+ctest --test-dir "$build_dir" --output-on-failure -j "$jobs"
+
+if [ "${PARLEY_SANITIZE_PASS:-1}" != "0" ]; then
+  echo "== unit tests under AddressSanitizer + UndefinedBehaviorSanitizer"
+  BUILD_DIR=$build_dir-asan scripts/build.sh -DCMAKE_BUILD_TYPE=Debug -DPARLEY_CUDA=OFF \
+    -DPARLEY_SANITIZE=ON -DPARLEY_TESTS=ON -DPARLEY_SAMPLES=OFF
+  ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
+    ctest --test-dir "$build_dir-asan" --output-on-failure -j "$jobs" -L unit
+fi
+echo "== all tests passed"

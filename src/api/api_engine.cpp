@@ -1,0 +1,128 @@
+// parley_engine_* and parley_set_log_callback: argument checks, then engine::Engine.
+#include <algorithm>
+#include <cstring>
+
+#include "api/api_guard.h"
+#include "api/handles.h"
+#include "api/options.h"
+#include "common/log.h"
+#include "parley.h"
+
+namespace parley::api {
+namespace {
+
+kv::KvType kv_type_from(int32_t v) {
+  switch (v) {
+    case PARLEY_KV_DEFAULT:
+    case PARLEY_KV_INT8: return kv::KvType::int8;
+    case PARLEY_KV_F16: return kv::KvType::f16;
+    case PARLEY_KV_F32: return kv::KvType::f32;
+    default:
+      fail(Status::invalid_argument, "kv_type " + std::to_string(v) +
+                                         " is not one of PARLEY_KV_DEFAULT, _INT8, _F16, _F32");
+  }
+}
+
+engine::EngineOptions engine_options_from(const parley_engine_options& o) {
+  check_arg(o.model_path && *o.model_path, "model_path is NULL or empty");
+  if (o.store_path) {
+    fail(Status::unsupported, "the session store (store_path) is not available in this version");
+  }
+  check_arg(o.n_threads >= 0, "n_threads is negative");
+  engine::EngineOptions e;
+  e.model_path = o.model_path;
+  e.device = o.device && *o.device ? o.device : "auto";
+  e.n_threads = o.n_threads;
+  e.kv_type = kv_type_from(o.kv_type);
+  e.kv_budget_bytes = o.kv_budget_bytes;
+  e.context_length = o.context_length;
+  return e;
+}
+
+// Copies a string into a fixed char array, cut to fit and always NUL-terminated.
+template <size_t N>
+void copy_name(char (&dst)[N], const std::string& src) {
+  const size_t n = std::min(src.size(), N - 1);
+  std::memcpy(dst, src.data(), n);
+  dst[n] = '\0';
+}
+
+}  // namespace
+}  // namespace parley::api
+
+using namespace parley;
+using namespace parley::api;
+
+extern "C" {
+
+PARLEY_API void parley_set_log_callback(parley_log_fn fn, void* user) {
+  log::set_sink(fn, user);
+}
+
+PARLEY_API parley_status parley_engine_open(const parley_engine_options* o, parley_engine** out) {
+  return guarded(__func__, [&] {
+    check_arg(out, "out is NULL");
+    *out = nullptr;
+    const auto options = engine_options_from(read_options(o, "options"));
+    auto handle = std::make_shared<parley_engine>();
+    handle->engine = std::make_shared<engine::Engine>(options);
+    *out = register_engine(std::move(handle));
+  });
+}
+
+PARLEY_API void parley_engine_close(parley_engine* e) {
+  if (!e) return;
+  // Sessions hold the engine itself; it is freed when the last of them closes.
+  auto handle = unregister(e);
+  handle.reset();
+}
+
+PARLEY_API parley_status parley_engine_get_stats(parley_engine* e, parley_engine_stats* out) {
+  return guarded(__func__, [&] {
+    auto handle = acquire(e);
+    check_out_struct(out, "out");
+    const auto s = handle->engine->stats();
+    parley_engine_stats r{};
+    r.sessions_active = s.sessions_active;
+    r.kv_bytes_per_token = s.kv_bytes_per_token;
+    r.kv_bytes_resident = s.kv_bytes_resident;
+    r.kv_budget_bytes = s.kv_budget_bytes;
+    write_out_struct(out, r);
+  });
+}
+
+PARLEY_API parley_status parley_engine_get_model_info(parley_engine* e, parley_model_info* out) {
+  return guarded(__func__, [&] {
+    auto handle = acquire(e);
+    check_out_struct(out, "out");
+    const auto& eng = *handle->engine;
+    const auto& cfg = eng.config();
+    parley_model_info r{};
+    copy_name(r.name, cfg.name);
+    copy_name(r.architecture, cfg.architecture);
+    copy_name(r.chat_template, std::string(text::template_name(eng.default_template())));
+    r.n_vocab = uint32_t(cfg.n_vocab);
+    r.n_layers = uint32_t(cfg.n_layers);
+    r.n_heads = uint32_t(cfg.n_heads);
+    r.n_kv_heads = uint32_t(cfg.n_kv_heads);
+    r.head_dim = uint32_t(cfg.head_dim);
+    r.embedding_length = uint32_t(cfg.dim);
+    r.context_length = eng.context_length();
+    r.n_params = eng.model().n_params;
+    copy_name(r.backend, handle->engine->backend().name());
+    write_out_struct(out, r);
+  });
+}
+
+PARLEY_API parley_status parley_store_list_sessions(parley_engine* e, char* buf, size_t cap,
+                                                    size_t* needed) {
+  (void)buf;
+  (void)cap;
+  (void)needed;
+  return guarded(__func__, [&] {
+    acquire(e);
+    fail(Status::unsupported, "the session store is not available in this version");
+  });
+}
+
+}  // extern "C"

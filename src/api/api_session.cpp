@@ -1,0 +1,228 @@
+// parley_session_*: argument checks, the busy flag, then engine::Session.
+#include <cmath>
+#include <cstring>
+
+#include "api/api_guard.h"
+#include "api/buffers.h"
+#include "api/handles.h"
+#include "api/options.h"
+#include "parley.h"
+#include "text/chat_template.h"
+
+namespace parley::api {
+namespace {
+
+engine::SessionOptions session_options_from(const parley_session_options* user) {
+  engine::SessionOptions s;
+  if (!user) return s;
+  const auto o = read_options(user, "options");
+  if (o.id) s.id = o.id;
+  check_arg(!o.id || !s.id.empty(), "id is empty (pass NULL to generate one)");
+  if (o.system_prompt) s.system_prompt = o.system_prompt;
+  if (o.chat_template) {
+    s.chat_template = text::template_from_name(o.chat_template);
+    if (!s.chat_template) {
+      fail(Status::invalid_argument, std::string("unknown chat_template '") + o.chat_template +
+                                         "' (expected raw, llama2, chatml, zephyr or mistral)");
+    }
+  }
+  if (o.cache_scope) s.cache_scope = o.cache_scope;
+  if (o.overflow == PARLEY_OVERFLOW_DROP_OLDEST) {
+    fail(Status::unsupported, "overflow = PARLEY_OVERFLOW_DROP_OLDEST is not available in this version");
+  }
+  check_arg(o.overflow == PARLEY_OVERFLOW_ERROR, "overflow is not a PARLEY_OVERFLOW_* value");
+  check_arg(o.reserved0 == 0, "reserved0 must be 0");
+  return s;
+}
+
+engine::GenerateParams generate_params_from(const parley_generate_options* user) {
+  parley_generate_options o;
+  if (user) {
+    o = read_options(user, "options");
+  } else {
+    parley_generate_options_init(&o);
+  }
+  engine::GenerateParams p;
+  p.seed = o.seed;
+  p.max_tokens = o.max_tokens;
+  p.ignore_eos = o.ignore_eos != 0;
+  p.sampler.temperature = o.temperature;
+  p.sampler.top_k = o.top_k;
+  p.sampler.top_p = o.top_p == 0.0f ? 1.0f : o.top_p;  // a zeroed struct means "off"
+  p.sampler.min_p = o.min_p;
+  p.sampler.repeat_penalty = o.repeat_penalty == 0.0f ? 1.0f : o.repeat_penalty;
+  p.sampler.repeat_last_n = o.repeat_last_n;
+  return p;
+}
+
+parley_turn_stats turn_stats_to_c(const engine::TurnStats& s) {
+  parley_turn_stats r{};
+  r.prompt_tokens = s.prompt_tokens;
+  r.reused_tokens = s.reused_tokens;
+  r.computed_tokens = s.computed_tokens;
+  r.generated_tokens = s.generated_tokens;
+  r.ttft_ms = s.ttft_ms;
+  r.tpot_ms = s.tpot_ms;
+  r.restore_ms = s.restore_ms;
+  r.kv_source = int32_t(s.kv_source);
+  return r;
+}
+
+[[noreturn]] void not_in_this_version(const char* what) {
+  fail(Status::unsupported, std::string(what) + " is not available in this version");
+}
+
+}  // namespace
+}  // namespace parley::api
+
+using namespace parley;
+using namespace parley::api;
+
+extern "C" {
+
+PARLEY_API parley_status parley_session_create(parley_engine* e, const parley_session_options* o,
+                                               parley_session** out) {
+  return guarded(__func__, [&] {
+    check_arg(out, "out is NULL");
+    *out = nullptr;
+    auto engine = acquire(e);
+    const auto options = session_options_from(o);
+    auto handle = std::make_shared<parley_session>();
+    handle->session = std::make_unique<engine::Session>(engine->engine, options);
+    *out = register_session(std::move(handle));
+  });
+}
+
+PARLEY_API parley_status parley_session_open(parley_engine* e, const char* id,
+                                             parley_session** out) {
+  return guarded(__func__, [&] {
+    check_arg(out, "out is NULL");
+    *out = nullptr;
+    acquire(e);
+    check_arg(id, "id is NULL");
+    not_in_this_version("reopening a stored session");
+  });
+}
+
+PARLEY_API parley_status parley_session_fork(parley_session* s, const char* new_id,
+                                             parley_session** out) {
+  (void)new_id;
+  return guarded(__func__, [&] {
+    check_arg(out, "out is NULL");
+    *out = nullptr;
+    acquire(s);
+    not_in_this_version("parley_session_fork");
+  });
+}
+
+PARLEY_API parley_status parley_session_suspend(parley_session* s) {
+  return guarded(__func__, [&] {
+    acquire(s);
+    not_in_this_version("parley_session_suspend");
+  });
+}
+
+PARLEY_API parley_status parley_session_interrupt(parley_session* s) {
+  return guarded(__func__, [&] { acquire(s)->session->interrupt(); });
+}
+
+PARLEY_API parley_status parley_session_rewind(parley_session* s, uint32_t n_turns) {
+  (void)n_turns;
+  return guarded(__func__, [&] {
+    acquire(s);
+    not_in_this_version("parley_session_rewind");
+  });
+}
+
+PARLEY_API void parley_session_close(parley_session* s) {
+  if (!s) return;
+  // A send running on another thread (or this call from its own callback) still holds the
+  // handle; it is freed when that send returns.
+  auto handle = unregister(s);
+  handle.reset();
+}
+
+PARLEY_API parley_status parley_session_delete(parley_engine* e, const char* id) {
+  return guarded(__func__, [&] {
+    acquire(e);
+    check_arg(id, "id is NULL");
+    not_in_this_version("deleting a stored session");
+  });
+}
+
+PARLEY_API parley_status parley_session_get_info(parley_session* s, parley_session_info* out) {
+  return guarded(__func__, [&] {
+    auto handle = acquire(s);
+    SessionUse use(*handle);
+    check_out_struct(out, "out");
+    const auto& session = *handle->session;
+    parley_session_info r{};
+    std::memcpy(r.id, session.id().c_str(), session.id().size() + 1);  // ids are <= 127 bytes
+    r.n_turns = uint32_t(session.messages().size());
+    r.n_tokens = uint32_t(session.tokens().size());
+    r.state = PARLEY_SESSION_ACTIVE;
+    r.kv_bytes_resident = session.kv_bytes_resident();
+    write_out_struct(out, r);
+  });
+}
+
+PARLEY_API parley_status parley_session_get_turn(parley_session* s, uint32_t index,
+                                                 parley_turn* out) {
+  return guarded(__func__, [&] {
+    auto handle = acquire(s);
+    SessionUse use(*handle);
+    check_out_struct(out, "out");
+    const auto& messages = handle->session->messages();
+    if (index >= messages.size()) {
+      fail(Status::not_found, "turn " + std::to_string(index) + " does not exist; the session has " +
+                                  std::to_string(messages.size()));
+    }
+    handle->turn_text = messages[index].text;
+    parley_turn r{};
+    r.text = handle->turn_text.c_str();
+    r.role = int32_t(messages[index].role);
+    r.n_tokens = messages[index].n_tokens;
+    write_out_struct(out, r);
+  });
+}
+
+PARLEY_API parley_status parley_session_get_tokens(parley_session* s, int32_t* ids, size_t cap,
+                                                   size_t* n_needed) {
+  return guarded(__func__, [&] {
+    auto handle = acquire(s);
+    SessionUse use(*handle);
+    write_ids(handle->session->tokens(), ids, cap, n_needed);
+  });
+}
+
+PARLEY_API parley_status parley_session_send(parley_session* s, const char* user_text,
+                                             const parley_generate_options* o,
+                                             parley_text_fn on_text, void* user,
+                                             parley_turn_stats* stats) {
+  return guarded(__func__, [&] {
+    auto handle = acquire(s);
+    SessionUse use(*handle);
+    check_arg(user_text, "user_text is NULL");
+    if (stats) check_out_struct(stats, "stats");
+    const auto params = generate_params_from(o);
+
+    engine::TextSink sink;
+    if (on_text) {
+      sink = [&](std::string_view piece) {
+        const std::string text(piece);  // NUL-terminated for C callers
+        return on_text(text.c_str(), text.size(), user) == 0;
+      };
+    }
+    engine::TurnStats turn_stats;
+    try {
+      handle->session->send(user_text, params, sink, turn_stats);
+    } catch (const Error& e) {
+      // A cancelled turn is kept, and its figures are as real as a finished one's.
+      if (stats && e.status() == Status::cancelled) write_out_struct(stats, turn_stats_to_c(turn_stats));
+      throw;
+    }
+    if (stats) write_out_struct(stats, turn_stats_to_c(turn_stats));
+  });
+}
+
+}  // extern "C"

@@ -1,0 +1,214 @@
+#include "backend/cpu/cpu_backend.h"
+
+#include <string>
+#include <vector>
+
+#include "backend/cpu/ops_attention.h"
+#include "backend/cpu/ops_matmul.h"
+#include "backend/cpu/ops_norm_rope.h"
+#include "backend/cpu/ops_swiglu.h"
+#include "backend/cpu/thread_pool.h"
+#include "common/error.h"
+
+namespace parley::backend::cpu {
+namespace {
+
+// Scratch grows with the largest batch seen; longer inputs are chunked by the caller.
+constexpr uint32_t kMaxBatch = 512;
+
+void check_shape(const model::TensorView& t, const std::string& what, int64_t rows,
+                 int64_t cols) {
+  require(t.data != nullptr, Status::internal, "weight " + what + " is missing");
+  require(t.rows == rows && t.cols == cols, Status::internal,
+          "weight " + what + " (" + t.name + ") is [" + std::to_string(t.rows) + ", " +
+              std::to_string(t.cols) + "], expected [" + std::to_string(rows) + ", " +
+              std::to_string(cols) + "]");
+  require(t.dtype != model::DType::q8_0 || cols % model::kQ8BlockValues == 0, Status::internal,
+          "weight " + what + " is Q8_0 with rows of " + std::to_string(cols) +
+              " values, not a multiple of 32");
+}
+
+// Norm weights are tiny: keep them as floats whatever their stored type.
+std::vector<float> norm_as_floats(const model::TensorView& t, const std::string& what,
+                                  int32_t dim) {
+  check_shape(t, what, 1, dim);
+  std::vector<float> out(static_cast<size_t>(dim));
+  dequantize_row(t, 0, out.data());
+  return out;
+}
+
+void add_into(float* x, const float* y, size_t n) {
+  for (size_t i = 0; i < n; ++i) x[i] += y[i];
+}
+
+}  // namespace
+
+struct CpuBackend::Impl {
+  model::ModelConfig config;
+  const model::Weights& weights;
+  const model::TensorView& output;  // the untied matrix, or the embedding when tied
+  std::vector<std::vector<float>> attn_norm, ffn_norm;  // [n_layers][dim]
+  std::vector<float> output_norm;                       // [dim]
+  ThreadPool pool;
+
+  // Scratch, [rows of the batch, width] each.
+  std::vector<float> x, xn, q, k, v, att, proj, gate, up;
+
+  Impl(const model::ModelConfig& c, const model::Weights& w, int32_t n_threads)
+      : config(c),
+        weights(w),
+        output(w.output.empty() ? w.tok_embd : w.output),
+        pool(n_threads) {}
+
+  size_t q_dim() const { return size_t(config.n_heads) * size_t(config.head_dim); }
+  size_t kv_dim() const { return size_t(config.n_kv_heads) * size_t(config.head_dim); }
+
+  void validate_model();
+  void validate_batch(const Batch& batch, const kv::KvCache& kv, size_t n_logits) const;
+  void reserve(size_t n);
+  void run_layer(int32_t l, const Batch& batch, kv::KvCache& kv);
+};
+
+void CpuBackend::Impl::validate_model() {
+  const model::ModelConfig& c = config;
+  require(c.n_vocab > 0 && c.dim > 0 && c.hidden_dim > 0 && c.n_layers > 0 && c.n_heads > 0 &&
+              c.n_kv_heads > 0 && c.head_dim > 0,
+          Status::internal, "model hyperparameters must be positive");
+  require(c.n_heads % c.n_kv_heads == 0, Status::internal,
+          "n_heads (" + std::to_string(c.n_heads) + ") is not a multiple of n_kv_heads (" +
+              std::to_string(c.n_kv_heads) + ")");
+  require(c.head_dim % 2 == 0, Status::internal,
+          "head_dim must be even for RoPE, got " + std::to_string(c.head_dim));
+  require(c.sliding_window >= 0, Status::internal, "sliding_window must not be negative");
+  require(weights.layers.size() == size_t(c.n_layers), Status::internal,
+          "weights have " + std::to_string(weights.layers.size()) + " layers, config says " +
+              std::to_string(c.n_layers));
+  const int64_t qd = int64_t(q_dim()), kvd = int64_t(kv_dim());
+  check_shape(weights.tok_embd, "tok_embd", c.n_vocab, c.dim);
+  for (int32_t l = 0; l < c.n_layers; ++l) {
+    const model::LayerWeights& lw = weights.layers[size_t(l)];
+    const std::string p = "layer " + std::to_string(l) + " ";
+    check_shape(lw.wq, p + "wq", qd, c.dim);
+    check_shape(lw.wk, p + "wk", kvd, c.dim);
+    check_shape(lw.wv, p + "wv", kvd, c.dim);
+    check_shape(lw.wo, p + "wo", c.dim, qd);
+    check_shape(lw.w_gate, p + "w_gate", c.hidden_dim, c.dim);
+    check_shape(lw.w_up, p + "w_up", c.hidden_dim, c.dim);
+    check_shape(lw.w_down, p + "w_down", c.dim, c.hidden_dim);
+    attn_norm.push_back(norm_as_floats(lw.attn_norm, p + "attn_norm", c.dim));
+    ffn_norm.push_back(norm_as_floats(lw.ffn_norm, p + "ffn_norm", c.dim));
+  }
+  output_norm = norm_as_floats(weights.output_norm, "output_norm", c.dim);
+  check_shape(output, "output", c.n_vocab, c.dim);
+}
+
+void CpuBackend::Impl::validate_batch(const Batch& batch, const kv::KvCache& kv,
+                                      size_t n_logits) const {
+  const size_t n = batch.tokens.size();
+  require(n > 0, Status::invalid_argument, "forward() needs at least one token");
+  require(n <= kMaxBatch, Status::internal,
+          "batch of " + std::to_string(n) + " tokens exceeds max_batch " +
+              std::to_string(kMaxBatch));
+  const kv::KvShape& s = kv.shape();
+  require(s.n_layers == config.n_layers && s.n_kv_heads == config.n_kv_heads &&
+              s.head_dim == config.head_dim,
+          Status::internal,
+          "KV cache shape (layers " + std::to_string(s.n_layers) + ", kv heads " +
+              std::to_string(s.n_kv_heads) + ", head dim " + std::to_string(s.head_dim) +
+              ") does not match the model");
+  require(uint64_t(batch.start_pos) + n <= kv.capacity(), Status::internal,
+          "positions [" + std::to_string(batch.start_pos) + ", " +
+              std::to_string(uint64_t(batch.start_pos) + n) + ") exceed the KV cache capacity " +
+              std::to_string(kv.capacity()));
+  const size_t rows = batch.all_logits ? n : 1;
+  require(n_logits == rows * size_t(config.n_vocab), Status::internal,
+          "logits span holds " + std::to_string(n_logits) + " floats, expected " +
+              std::to_string(rows) + " x " + std::to_string(config.n_vocab));
+  for (int32_t id : batch.tokens) {
+    require(id >= 0 && id < config.n_vocab, Status::invalid_argument,
+            "token id " + std::to_string(id) + " is outside the vocabulary [0, " +
+                std::to_string(config.n_vocab) + ")");
+  }
+}
+
+void CpuBackend::Impl::reserve(size_t n) {
+  const size_t dim = size_t(config.dim), hidden = size_t(config.hidden_dim);
+  for (auto* buf : {&x, &xn, &proj}) buf->resize(n * dim);
+  for (auto* buf : {&q, &att}) buf->resize(n * q_dim());
+  for (auto* buf : {&k, &v}) buf->resize(n * kv_dim());
+  for (auto* buf : {&gate, &up}) buf->resize(n * hidden);
+}
+
+// One transformer block over the batch's rows, x updated in place.
+void CpuBackend::Impl::run_layer(int32_t l, const Batch& batch, kv::KvCache& kv) {
+  const model::LayerWeights& lw = weights.layers[size_t(l)];
+  const size_t n = batch.tokens.size();
+  const size_t dim = size_t(config.dim);
+
+  // Attention: norm, projections, RoPE, K/V into the cache, then attend over the cache.
+  for (size_t i = 0; i < n; ++i) {
+    rmsnorm(&x[i * dim], attn_norm[size_t(l)].data(), dim, config.rms_eps, &xn[i * dim]);
+  }
+  matmul(lw.wq, xn.data(), n, q.data(), pool);
+  matmul(lw.wk, xn.data(), n, k.data(), pool);
+  matmul(lw.wv, xn.data(), n, v.data(), pool);
+  pool.parallel_for(n, [&](size_t begin, size_t end) {
+    for (size_t i = begin; i < end; ++i) {
+      const uint32_t pos = batch.start_pos + uint32_t(i);
+      rope_rows(&q[i * q_dim()], config.n_heads, &k[i * kv_dim()], config.n_kv_heads,
+                config.head_dim, pos, config.rope_theta);
+      kv.write(l, pos, &k[i * kv_dim()], &v[i * kv_dim()]);
+    }
+  });
+  AttentionArgs args;
+  args.q = q.data();
+  args.out = att.data();
+  args.n_rows = n;
+  args.start_pos = batch.start_pos;
+  args.layer = l;
+  args.n_heads = config.n_heads;
+  args.sliding_window = config.sliding_window;
+  attention(args, kv, pool);
+  matmul(lw.wo, att.data(), n, proj.data(), pool);
+  add_into(x.data(), proj.data(), n * dim);
+
+  // Feed-forward: norm, SwiGLU, down projection.
+  for (size_t i = 0; i < n; ++i) {
+    rmsnorm(&x[i * dim], ffn_norm[size_t(l)].data(), dim, config.rms_eps, &xn[i * dim]);
+  }
+  matmul(lw.w_gate, xn.data(), n, gate.data(), pool);
+  matmul(lw.w_up, xn.data(), n, up.data(), pool);
+  swiglu(gate.data(), up.data(), n * size_t(config.hidden_dim), gate.data());
+  matmul(lw.w_down, gate.data(), n, proj.data(), pool);
+  add_into(x.data(), proj.data(), n * dim);
+}
+
+CpuBackend::CpuBackend(const model::ModelConfig& config, const model::Weights& weights,
+                       int32_t n_threads)
+    : impl_(std::make_unique<Impl>(config, weights, n_threads)) {
+  impl_->validate_model();
+}
+
+CpuBackend::~CpuBackend() = default;
+
+uint32_t CpuBackend::max_batch() const { return kMaxBatch; }
+
+void CpuBackend::forward(const Batch& batch, kv::KvCache& kv, std::span<float> logits) {
+  std::lock_guard lock(mutex_);
+  Impl& m = *impl_;
+  m.validate_batch(batch, kv, logits.size());
+  const size_t n = batch.tokens.size();
+  const size_t dim = size_t(m.config.dim);
+  m.reserve(n);
+
+  for (size_t i = 0; i < n; ++i) dequantize_row(m.weights.tok_embd, batch.tokens[i], &m.x[i * dim]);
+  for (int32_t l = 0; l < m.config.n_layers; ++l) m.run_layer(l, batch, kv);
+
+  const size_t first = batch.all_logits ? 0 : n - 1;
+  for (size_t i = first; i < n; ++i) {
+    rmsnorm(&m.x[i * dim], m.output_norm.data(), dim, m.config.rms_eps, &m.xn[(i - first) * dim]);
+  }
+  matmul(m.output, m.xn.data(), n - first, logits.data(), m.pool);
+}
+
+}  // namespace parley::backend::cpu

@@ -1,0 +1,11 @@
+// The SwiGLU gate of the feed-forward block.
+#pragma once
+
+#include <cstddef>
+
+namespace parley::backend::cpu {
+
+// out[i] = silu(gate[i]) * up[i], silu(g) = g / (1 + exp(-g)). out may alias gate or up.
+void swiglu(const float* gate, const float* up, size_t n, float* out);
+
+}  // namespace parley::backend::cpu

@@ -1,0 +1,83 @@
+// Session::decode — sample a token, stream its text, feed it back, until a stop.
+#include <algorithm>
+#include <cstdint>
+#include <random>
+#include <span>
+
+#include "engine/clock.h"
+#include "engine/engine.h"
+#include "engine/session.h"
+#include "text/utf8_stream.h"
+
+namespace parley::engine {
+namespace {
+
+uint64_t fresh_seed() {
+  std::random_device rd;
+  return (uint64_t(rd()) << 32) ^ rd();
+}
+
+}  // namespace
+
+std::string Session::decode(const GenerateParams& params, const TextSink& sink,
+                            TurnStats& stats, double started_ms, bool& cancelled) {
+  auto& backend = engine_->backend();
+  const uint32_t context = engine_->context_length();
+  const uint32_t limit = params.max_tokens ? params.max_tokens : UINT32_MAX;
+  const auto& stops = template_.stop_tokens();
+  sample::Sampler sampler(params.sampler, params.seed ? params.seed : fresh_seed());
+  // A reply that starts a text (chat replies, or a raw continuation of BOS alone) loses its
+  // leading space, as sentencepiece decodes the start of a text.
+  const bool starts_text = template_.strip_reply_leading_space() ||
+                           (!tokens_.empty() && tokens_.back() == engine_->tokenizer().bos_id());
+  text::DetokenizeStream stream(engine_->tokenizer(), starts_text);
+
+  std::string reply;
+  uint32_t generated = 0;
+  double first_token_ms = 0;
+  reply_closed_ = false;
+  while (generated < limit && tokens_.size() < context) {
+    if (interrupt_.load(std::memory_order_relaxed)) {
+      cancelled = true;
+      break;
+    }
+    const int32_t id = sampler.sample(logits_, tokens_);
+    tokens_.push_back(id);  // its K/V is computed when it is fed back (or by the next turn)
+    ++generated;
+    const double t = now_ms();
+    if (generated == 1) {
+      first_token_ms = t;
+      stats.ttft_ms = t - started_ms;
+    } else {
+      stats.tpot_ms = (t - first_token_ms) / (generated - 1);
+    }
+    if (!params.ignore_eos && std::find(stops.begin(), stops.end(), id) != stops.end()) {
+      reply_closed_ = true;
+      break;
+    }
+    const std::string piece = stream.push(id);
+    if (!piece.empty()) {
+      reply += piece;
+      if (sink && !sink(piece)) {
+        cancelled = true;
+        break;
+      }
+    }
+    if (generated == limit || tokens_.size() >= context) break;
+
+    backend::Batch batch;
+    batch.tokens = std::span<const int32_t>(tokens_).subspan(n_cached_, 1);
+    batch.start_pos = n_cached_;
+    backend.forward(batch, *kv_, logits_);
+    ++n_cached_;
+  }
+  const std::string tail = stream.finish();
+  if (!tail.empty()) {
+    reply += tail;
+    if (sink) sink(tail);  // the reply ends here anyway; a stop request changes nothing
+  }
+  stats.generated_tokens = generated;
+  return reply;
+}
+
+}  // namespace parley::engine

@@ -1,0 +1,155 @@
+#include "model/gguf_metadata.h"
+
+#include <limits>
+
+#include "common/error.h"
+
+namespace parley::model {
+
+namespace {
+
+[[noreturn]] void bad(const std::string& what) { fail(Status::bad_model, "GGUF: " + what); }
+
+std::string key_text(std::string_view key) { return "metadata key '" + std::string(key) + "'"; }
+
+std::optional<int32_t> get_i32(const GgufFile& f, std::string_view key, int64_t min = 0) {
+  const auto v = f.get_int(key);
+  if (!v) return std::nullopt;
+  if (*v < min || *v > std::numeric_limits<int32_t>::max()) {
+    bad(key_text(key) + " = " + std::to_string(*v) + " is out of range");
+  }
+  return int32_t(*v);
+}
+
+int32_t require_i32(const GgufFile& f, std::string_view key) {
+  const auto v = get_i32(f, key);
+  if (!v) bad(key_text(key) + " is missing");
+  return *v;
+}
+
+float require_float(const GgufFile& f, std::string_view key) {
+  const auto v = f.get_float(key);
+  if (!v) bad(key_text(key) + " is missing");
+  return float(*v);
+}
+
+void read_hyperparameters(const GgufFile& f, ModelConfig& c) {
+  const auto arch = f.get_string("general.architecture");
+  if (!arch) bad(key_text("general.architecture") + " is missing");
+  if (*arch != "llama") {
+    fail(Status::unsupported,
+         "GGUF: architecture '" + std::string(*arch) + "' is not supported (llama is)");
+  }
+  c.architecture = "llama";
+  if (const auto name = f.get_string("general.name")) c.name = std::string(*name);
+  c.dim = require_i32(f, "llama.embedding_length");
+  c.hidden_dim = require_i32(f, "llama.feed_forward_length");
+  c.n_layers = require_i32(f, "llama.block_count");
+  c.n_heads = require_i32(f, "llama.attention.head_count");
+  c.n_kv_heads = get_i32(f, "llama.attention.head_count_kv").value_or(c.n_heads);
+  c.context_length = require_i32(f, "llama.context_length");
+  c.rms_eps = require_float(f, "llama.attention.layer_norm_rms_epsilon");
+  c.rope_theta = float(f.get_float("llama.rope.freq_base").value_or(10000.0));
+  c.sliding_window = get_i32(f, "llama.attention.sliding_window").value_or(0);
+
+  if (const auto hd = get_i32(f, "llama.attention.key_length")) {
+    c.head_dim = *hd;
+    const auto vd = get_i32(f, "llama.attention.value_length");
+    if (vd && *vd != *hd) {
+      fail(Status::unsupported, "GGUF: llama.attention.value_length " + std::to_string(*vd) +
+                                    " != key_length " + std::to_string(*hd) + " is not supported");
+    }
+  } else {
+    if (c.n_heads <= 0)
+      bad(key_text("llama.attention.head_count") + " = " + std::to_string(c.n_heads) +
+          " must be positive");
+    if (c.dim % c.n_heads != 0) {
+      bad("llama.embedding_length " + std::to_string(c.dim) +
+          " is not divisible by llama.attention.head_count " + std::to_string(c.n_heads));
+    }
+    c.head_dim = c.dim / c.n_heads;
+  }
+  if (const auto rot = get_i32(f, "llama.rope.dimension_count"); rot && *rot != c.head_dim) {
+    fail(Status::unsupported, "GGUF: llama.rope.dimension_count " + std::to_string(*rot) +
+                                  " != head dim " + std::to_string(c.head_dim) +
+                                  " (partial RoPE) is not supported");
+  }
+  if (const auto scaling = f.get_string("llama.rope.scaling.type"); scaling && *scaling != "none") {
+    fail(Status::unsupported,
+         "GGUF: llama.rope.scaling.type '" + std::string(*scaling) + "' is not supported");
+  }
+}
+
+void read_vocab(const GgufFile& f, ModelConfig& c, GgufVocab& v) {
+  const auto model = f.get_string("tokenizer.ggml.model");
+  if (!model) bad(key_text("tokenizer.ggml.model") + " is missing");
+  if (*model != "llama") {
+    fail(Status::unsupported, "GGUF: tokenizer.ggml.model '" + std::string(*model) +
+                                  "' is not supported (llama, i.e. sentencepiece, is)");
+  }
+  v.model = "llama";
+  const GgufValue* tokens = f.get_array("tokenizer.ggml.tokens");
+  if (!tokens) bad(key_text("tokenizer.ggml.tokens") + " is missing");
+  if (tokens->elem_type != GgufValueType::string)
+    bad(key_text("tokenizer.ggml.tokens") + " is not an array of strings");
+  if (const auto n = get_i32(f, "llama.vocab_size")) {
+    c.n_vocab = *n;
+  } else {
+    if (tokens->count > uint64_t(std::numeric_limits<int32_t>::max()))
+      bad("tokenizer.ggml.tokens is too long");
+    c.n_vocab = int32_t(tokens->count);
+  }
+  const uint64_t n = uint64_t(c.n_vocab);
+  auto check_length = [&](const GgufValue* a, const char* key) {
+    if (a->count != n) {
+      bad(key_text(key) + " has " + std::to_string(a->count) + " entries, the vocabulary " +
+          std::to_string(n));
+    }
+  };
+  check_length(tokens, "tokenizer.ggml.tokens");
+  v.tokens.assign(tokens->strings.begin(), tokens->strings.end());
+
+  if (const GgufValue* scores = f.get_array("tokenizer.ggml.scores")) {
+    check_length(scores, "tokenizer.ggml.scores");
+    v.scores.resize(n);
+    for (uint64_t i = 0; i < n; ++i)
+      v.scores[i] = float(gguf_array_float(*scores, i, "tokenizer.ggml.scores"));
+  }
+  if (const GgufValue* types = f.get_array("tokenizer.ggml.token_type")) {
+    check_length(types, "tokenizer.ggml.token_type");
+    v.token_types.resize(n);
+    for (uint64_t i = 0; i < n; ++i) {
+      const int64_t t = gguf_array_int(*types, i, "tokenizer.ggml.token_type");
+      if (t < 0 || t > std::numeric_limits<int32_t>::max()) {
+        bad(key_text("tokenizer.ggml.token_type") + " element " + std::to_string(i) + " = " +
+            std::to_string(t) + " is out of range");
+      }
+      v.token_types[i] = int32_t(t);
+    }
+  }
+  v.bos_id = get_i32(f, "tokenizer.ggml.bos_token_id", -1).value_or(v.bos_id);
+  v.eos_id = get_i32(f, "tokenizer.ggml.eos_token_id", -1).value_or(v.eos_id);
+  v.unk_id = get_i32(f, "tokenizer.ggml.unknown_token_id", -1).value_or(v.unk_id);
+  v.pad_id = get_i32(f, "tokenizer.ggml.padding_token_id", -1).value_or(v.pad_id);
+  v.add_space_prefix = f.get_bool("tokenizer.ggml.add_space_prefix").value_or(v.add_space_prefix);
+  v.remove_extra_whitespaces =
+      f.get_bool("tokenizer.ggml.remove_extra_whitespaces").value_or(v.remove_extra_whitespaces);
+  c.add_bos = f.get_bool("tokenizer.ggml.add_bos_token").value_or(true);
+  c.bos_id = v.bos_id;
+  c.eos_id = v.eos_id;
+  c.unk_id = v.unk_id;
+  c.pad_id = v.pad_id;
+  if (const auto tmpl = f.get_string("tokenizer.chat_template"))
+    c.chat_template = std::string(*tmpl);
+}
+
+}  // namespace
+
+GgufModelInfo read_gguf_metadata(const GgufFile& file) {
+  GgufModelInfo info;
+  read_hyperparameters(file, info.config);
+  read_vocab(file, info.config, info.vocab);
+  return info;
+}
+
+}  // namespace parley::model

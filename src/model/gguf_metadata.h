@@ -1,0 +1,20 @@
+// Hyperparameters and vocabulary of a Llama-family model from GGUF metadata
+// (general.*, llama.*, tokenizer.ggml.*, tokenizer.chat_template).
+#pragma once
+
+#include "model/gguf_reader.h"
+#include "model/model_config.h"
+#include "model/tokenizer_source.h"
+
+namespace parley::model {
+
+struct GgufModelInfo {
+  ModelConfig config;  // not yet validate()d
+  GgufVocab vocab;  // tokens/scores/types have config.n_vocab entries (scores/types may be empty)
+};
+
+// Throws Error(bad_model) naming the key for missing, mistyped or inconsistent metadata,
+// Error(unsupported) for another architecture, tokenizer model or RoPE scaling.
+GgufModelInfo read_gguf_metadata(const GgufFile& file);
+
+}  // namespace parley::model

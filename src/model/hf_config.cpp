@@ -1,0 +1,181 @@
+#include "model/hf_config.h"
+
+#include <algorithm>
+#include <limits>
+#include <nlohmann/json.hpp>
+#include <optional>
+
+#include "common/error.h"
+
+namespace parley::model {
+
+namespace {
+
+using json = nlohmann::json;
+
+[[noreturn]] void bad(const std::string& what) { fail(Status::bad_model, "config.json: " + what); }
+[[noreturn]] void unsupported(const std::string& what) {
+  fail(Status::unsupported, "config.json: " + what);
+}
+
+// The field, or nullptr when absent or null (HF writes null for "not set").
+const json* field(const json& j, const char* key) {
+  const auto it = j.find(key);
+  return it == j.end() || it->is_null() ? nullptr : &*it;
+}
+
+int32_t to_i32(const json& v, const std::string& key, int64_t min) {
+  if (!v.is_number_integer()) bad(key + " = " + v.dump() + " is not an integer");
+  const bool negative = v.is_number_integer() && !v.is_number_unsigned() && v.get<int64_t>() < 0;
+  if (!negative && v.get<uint64_t>() > uint64_t(std::numeric_limits<int32_t>::max()))
+    bad(key + " = " + v.dump() + " is out of range");
+  const int64_t i = negative ? v.get<int64_t>() : int64_t(v.get<uint64_t>());
+  if (i < min) bad(key + " = " + v.dump() + " is out of range");
+  return int32_t(i);
+}
+
+std::optional<int32_t> get_i32(const json& j, const char* key, int64_t min = 0) {
+  const json* v = field(j, key);
+  if (!v) return std::nullopt;
+  return to_i32(*v, key, min);
+}
+
+int32_t require_i32(const json& j, const char* key) {
+  const auto v = get_i32(j, key);
+  if (!v) bad(std::string(key) + " is missing");
+  return *v;
+}
+
+std::optional<double> get_number(const json& j, const char* key) {
+  const json* v = field(j, key);
+  if (!v) return std::nullopt;
+  if (!v->is_number()) bad(std::string(key) + " = " + v->dump() + " is not a number");
+  return v->get<double>();
+}
+
+std::optional<bool> get_bool(const json& j, const char* key) {
+  const json* v = field(j, key);
+  if (!v) return std::nullopt;
+  if (!v->is_boolean()) bad(std::string(key) + " = " + v->dump() + " is not a boolean");
+  return v->get<bool>();
+}
+
+// A token id, or the first of a list of them (generation may stop on several EOS ids).
+std::optional<int32_t> get_token_id(const json& j, const char* key) {
+  const json* v = field(j, key);
+  if (!v) return std::nullopt;
+  if (v->is_array()) {
+    if (v->empty()) bad(std::string(key) + " is an empty list");
+    return to_i32(v->front(), key, 0);
+  }
+  return to_i32(*v, key, 0);
+}
+
+void check_architecture(const json& j) {
+  static constexpr std::string_view kTypes[] = {"llama", "mistral"};
+  static constexpr std::string_view kArchs[] = {"LlamaForCausalLM", "MistralForCausalLM"};
+  std::string model_type;
+  if (const json* t = field(j, "model_type")) {
+    if (!t->is_string()) bad("model_type is not a string");
+    model_type = t->get<std::string>();
+    if (std::find(std::begin(kTypes), std::end(kTypes), model_type) != std::end(kTypes)) return;
+  }
+  if (const json* a = field(j, "architectures"); a && a->is_array()) {
+    for (const json& name : *a) {
+      if (name.is_string() && std::find(std::begin(kArchs), std::end(kArchs),
+                                        name.get<std::string>()) != std::end(kArchs)) {
+        return;
+      }
+    }
+  }
+  unsupported("model_type '" + model_type + "' is not supported (llama and mistral are)");
+}
+
+void check_unsupported_features(const json& j) {
+  if (field(j, "rope_scaling"))
+    unsupported("rope_scaling " + j["rope_scaling"].dump() + " is not supported");
+  if (const json* act = field(j, "hidden_act")) {
+    if (!act->is_string() || act->get<std::string>() != "silu") {
+      unsupported("hidden_act " + act->dump() + " is not supported (silu is)");
+    }
+  }
+  if (get_bool(j, "attention_bias").value_or(false))
+    unsupported("attention_bias true is not supported");
+  if (get_bool(j, "mlp_bias").value_or(false)) unsupported("mlp_bias true is not supported");
+}
+
+void read_tokenizer_config(std::string_view text, ModelConfig& c) {
+  if (text.empty()) return;
+  const json j = json::parse(text.begin(), text.end(), nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded() || !j.is_object()) {
+    fail(Status::bad_model, "tokenizer_config.json: not a JSON object");
+  }
+  if (const json* t = field(j, "chat_template")) {
+    if (t->is_string()) {
+      c.chat_template = t->get<std::string>();
+    } else if (t->is_array()) {  // newer files list named templates; the default one applies
+      for (const json& entry : *t) {
+        if (entry.is_object() && entry.value("name", "") == "default" &&
+            entry.contains("template") && entry["template"].is_string()) {
+          c.chat_template = entry["template"].get<std::string>();
+        }
+      }
+    } else {
+      fail(Status::bad_model,
+           "tokenizer_config.json: chat_template is neither a string nor a list");
+    }
+  }
+  if (const json* b = field(j, "add_bos_token")) {
+    if (!b->is_boolean())
+      fail(Status::bad_model, "tokenizer_config.json: add_bos_token is not a boolean");
+    c.add_bos = b->get<bool>();
+  }
+}
+
+}  // namespace
+
+HfConfig parse_hf_config(std::string_view config_json, std::string_view tokenizer_config_json,
+                         std::string name) {
+  const json j =
+      json::parse(config_json.begin(), config_json.end(), nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded()) bad("not valid JSON");
+  if (!j.is_object()) bad("not a JSON object");
+  check_architecture(j);
+  check_unsupported_features(j);
+
+  HfConfig out;
+  ModelConfig& c = out.config;
+  c.architecture = "llama";
+  c.name = std::move(name);
+  c.n_vocab = require_i32(j, "vocab_size");
+  c.dim = require_i32(j, "hidden_size");
+  c.hidden_dim = require_i32(j, "intermediate_size");
+  c.n_layers = require_i32(j, "num_hidden_layers");
+  c.n_heads = require_i32(j, "num_attention_heads");
+  c.n_kv_heads = get_i32(j, "num_key_value_heads").value_or(c.n_heads);
+  if (const auto hd = get_i32(j, "head_dim")) {
+    c.head_dim = *hd;
+  } else {
+    if (c.n_heads <= 0)
+      bad("num_attention_heads = " + std::to_string(c.n_heads) + " must be positive");
+    if (c.dim % c.n_heads != 0) {
+      bad("hidden_size " + std::to_string(c.dim) + " is not divisible by num_attention_heads " +
+          std::to_string(c.n_heads));
+    }
+    c.head_dim = c.dim / c.n_heads;
+  }
+  c.context_length = require_i32(j, "max_position_embeddings");
+  const auto eps = get_number(j, "rms_norm_eps");
+  if (!eps) bad("rms_norm_eps is missing");
+  c.rms_eps = float(*eps);
+  c.rope_theta = float(get_number(j, "rope_theta").value_or(10000.0));
+  c.sliding_window = get_i32(j, "sliding_window").value_or(0);
+  c.bos_id = get_token_id(j, "bos_token_id").value_or(c.bos_id);
+  c.eos_id = get_token_id(j, "eos_token_id").value_or(c.eos_id);
+  c.pad_id = get_i32(j, "pad_token_id", -1).value_or(c.pad_id);
+  out.tie_word_embeddings = get_bool(j, "tie_word_embeddings").value_or(false);
+  read_tokenizer_config(tokenizer_config_json, c);
+  return out;
+}
+
+}  // namespace parley::model

@@ -1,0 +1,98 @@
+#include "model/model_loader.h"
+
+#include <cstring>
+#include <filesystem>
+
+#include "common/error.h"
+#include "model/fingerprint.h"
+#include "model/gguf_metadata.h"
+#include "model/gguf_reader.h"
+#include "model/hf_config.h"
+#include "model/safetensors_reader.h"
+#include "model/text_file.h"
+
+namespace parley::model {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr size_t kMaxJsonBytes = 16u * 1000u * 1000u;
+constexpr size_t kMaxTokenizerModelBytes = 64u * 1000u * 1000u;
+
+void load_gguf(const GgufFile& file, LoadedModel& m) {
+  GgufModelInfo info = read_gguf_metadata(file);
+  m.config = std::move(info.config);
+  m.config.validate();
+  std::vector<FileTensor> tensors;
+  tensors.reserve(file.tensors.size());
+  for (const GgufTensorInfo& t : file.tensors) {
+    FileTensor ft{t.name, t.dtype, {}, t.data.data(), t.data.size()};
+    for (uint32_t d = t.n_dims; d-- > 0;) ft.shape.push_back(t.ne[d]);  // ne is innermost first
+    tensors.push_back(std::move(ft));
+  }
+  m.weights = build_weights(tensors, TensorNaming::gguf, m.config, /*tie_output=*/false);
+  m.tokenizer.kind = TokenizerSource::Kind::gguf_vocab;
+  m.tokenizer.vocab = std::move(info.vocab);
+}
+
+std::string directory_name(const fs::path& dir) {
+  fs::path p = dir.lexically_normal();
+  if (p.filename().empty()) p = p.parent_path();  // "models/x/" -> "models/x"
+  return p.filename().string();
+}
+
+void load_hf(const fs::path& dir, LoadedModel& m) {
+  const fs::path config_path = dir / "config.json";
+  std::error_code ec;
+  if (!fs::exists(config_path, ec)) {
+    fail(Status::bad_model,
+         "'" + dir.string() + "' is not a Hugging Face model directory: config.json missing");
+  }
+  const fs::path tok_config_path = dir / "tokenizer_config.json";
+  const std::string tok_config = fs::exists(tok_config_path, ec)
+                                     ? read_text_file(tok_config_path, kMaxJsonBytes)
+                                     : std::string();
+  HfConfig hf =
+      parse_hf_config(read_text_file(config_path, kMaxJsonBytes), tok_config, directory_name(dir));
+  m.config = std::move(hf.config);
+  m.config.validate();
+
+  const fs::path tokenizer_path = dir / "tokenizer.model";
+  if (!fs::exists(tokenizer_path, ec)) {
+    fail(Status::bad_model, "tokenizer.model missing: only sentencepiece tokenizers are supported");
+  }
+  m.tokenizer.kind = TokenizerSource::Kind::sentencepiece_proto;
+  m.tokenizer.proto_bytes = read_text_file(tokenizer_path, kMaxTokenizerModelBytes);
+
+  std::vector<FileTensor> tensors;
+  for (SafetensorsTensor& t : read_safetensors_dir(dir, m.files)) {
+    tensors.push_back(
+        FileTensor{std::move(t.name), t.dtype, std::move(t.shape), t.data.data(), t.data.size()});
+  }
+  m.weights = build_weights(tensors, TensorNaming::hugging_face, m.config, hf.tie_word_embeddings);
+}
+
+}  // namespace
+
+std::unique_ptr<LoadedModel> load_model(const std::string& path) {
+  std::error_code ec;
+  const fs::file_status st = fs::status(path, ec);
+  if (!fs::exists(st)) fail(Status::not_found, "model path '" + path + "' does not exist");
+  auto m = std::make_unique<LoadedModel>();
+  if (fs::is_directory(st)) {
+    load_hf(path, *m);
+  } else {
+    m->files.push_back(std::make_unique<MappedFile>(path));
+    const auto bytes = m->files.back()->bytes();
+    if (bytes.size() < 4 || std::memcmp(bytes.data(), "GGUF", 4) != 0) {
+      fail(Status::bad_model, "'" + path + "' is not a GGUF file or a Hugging Face directory");
+    }
+    load_gguf(parse_gguf(bytes), *m);
+  }
+  m->n_params = count_parameters(m->weights);
+  m->fingerprint = model_fingerprint(m->config, m->tokenizer, m->weights);
+  return m;
+}
+
+}  // namespace parley::model

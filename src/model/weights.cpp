@@ -1,0 +1,212 @@
+#include "model/weights.h"
+
+#include <cstdint>
+#include <cstring>
+#include <unordered_map>
+
+#include "common/error.h"
+
+namespace parley::model {
+
+namespace {
+
+struct Names {
+  std::string tok_embd, output_norm, output;
+  std::string attn_norm, wq, wk, wv, wo, ffn_norm, w_gate, w_up, w_down;  // with "{}" for the layer
+};
+
+Names names_for(TensorNaming naming) {
+  if (naming == TensorNaming::gguf) {
+    return {"token_embd.weight",       "output_norm.weight",        "output.weight",
+            "blk.{}.attn_norm.weight", "blk.{}.attn_q.weight",      "blk.{}.attn_k.weight",
+            "blk.{}.attn_v.weight",    "blk.{}.attn_output.weight", "blk.{}.ffn_norm.weight",
+            "blk.{}.ffn_gate.weight",  "blk.{}.ffn_up.weight",      "blk.{}.ffn_down.weight"};
+  }
+  return {"model.embed_tokens.weight",
+          "model.norm.weight",
+          "lm_head.weight",
+          "model.layers.{}.input_layernorm.weight",
+          "model.layers.{}.self_attn.q_proj.weight",
+          "model.layers.{}.self_attn.k_proj.weight",
+          "model.layers.{}.self_attn.v_proj.weight",
+          "model.layers.{}.self_attn.o_proj.weight",
+          "model.layers.{}.post_attention_layernorm.weight",
+          "model.layers.{}.mlp.gate_proj.weight",
+          "model.layers.{}.mlp.up_proj.weight",
+          "model.layers.{}.mlp.down_proj.weight"};
+}
+
+std::string layer_name(const std::string& pattern, int32_t layer) {
+  std::string s = pattern;
+  s.replace(s.find("{}"), 2, std::to_string(layer));
+  return s;
+}
+
+std::string shape_text(const std::vector<int64_t>& shape) {
+  std::string s = "[";
+  for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
+  return s + "]";
+}
+
+size_t element_alignment(DType t) { return t == DType::f32 ? 4 : 2; }
+
+std::byte* own(Weights& w, size_t n_bytes) {
+  w.owned.push_back(std::make_unique<std::byte[]>(n_bytes));  // new[] is 16-byte aligned
+  return w.owned.back().get();
+}
+
+void dequantize_row(DType t, const std::byte* src, size_t n, float* dst) {
+  switch (t) {
+    case DType::f32:
+      std::memcpy(dst, src, n * 4);
+      return;
+    case DType::f16:
+    case DType::bf16:
+      for (size_t i = 0; i < n; ++i) {
+        uint16_t h;
+        std::memcpy(&h, src + 2 * i, 2);
+        dst[i] = t == DType::f16 ? f16_to_f32(h) : bf16_to_f32(h);
+      }
+      return;
+    case DType::q8_0:
+      for (size_t b = 0; b < n / kQ8BlockValues; ++b) {
+        Q8Block blk;
+        std::memcpy(&blk, src + b * sizeof(Q8Block), sizeof blk);
+        const float d = f16_to_f32(blk.d);
+        for (int i = 0; i < kQ8BlockValues; ++i)
+          dst[b * kQ8BlockValues + size_t(i)] = d * float(blk.q[i]);
+      }
+      return;
+  }
+}
+
+class Builder {
+ public:
+  Builder(const std::vector<FileTensor>& tensors, TensorNaming naming, Weights& w)
+      : naming_(naming), w_(w) {
+    for (const FileTensor& t : tensors) by_name_.emplace(t.name, &t);
+  }
+
+  const FileTensor* find(const std::string& name) const {
+    const auto it = by_name_.find(name);
+    return it == by_name_.end() ? nullptr : it->second;
+  }
+
+  // A matrix [rows, cols], or a vector [cols] when rows == 0.
+  TensorView take(const std::string& name, int64_t rows, int64_t cols) {
+    const FileTensor* t = find(name);
+    if (!t) fail(Status::bad_model, "tensor '" + name + "' is missing");
+    const std::vector<int64_t> want =
+        rows ? std::vector<int64_t>{rows, cols} : std::vector<int64_t>{cols};
+    if (t->shape != want) {
+      const char* order = naming_ == TensorNaming::gguf ? " (GGUF ne reversed)" : "";
+      fail(Status::bad_model, "tensor '" + name + "' has shape " + shape_text(t->shape) + order +
+                                  ", expected " + shape_text(want));
+    }
+    TensorView v;
+    v.name = t->name;
+    v.dtype = t->dtype;
+    v.rows = rows ? rows : 1;
+    v.cols = cols;
+    v.data = t->data;
+    v.n_bytes = t->n_bytes;
+    if (v.n_bytes != size_t(v.rows) * row_bytes(v.dtype, size_t(v.cols))) {
+      fail(Status::bad_model,
+           "tensor '" + name + "' holds " + std::to_string(v.n_bytes) + " bytes, its shape needs " +
+               std::to_string(size_t(v.rows) * row_bytes(v.dtype, size_t(v.cols))));
+    }
+    if (reinterpret_cast<uintptr_t>(v.data) % element_alignment(v.dtype) != 0) {
+      // Formats do not promise aligned tensor data; consumers may load elements directly.
+      std::byte* copy = own(w_, v.n_bytes);
+      std::memcpy(copy, v.data, v.n_bytes);
+      v.data = copy;
+    }
+    return v;
+  }
+
+  // Norm vectors are small; keeping them F32 spares every backend three code paths.
+  TensorView take_norm(const std::string& name, int64_t dim) {
+    TensorView v = take(name, 0, dim);
+    if (v.dtype == DType::f32) return v;
+    std::byte* out = own(w_, size_t(dim) * 4);
+    std::vector<float> values(static_cast<size_t>(dim));
+    dequantize_row(v.dtype, v.data, size_t(dim), values.data());
+    std::memcpy(out, values.data(), values.size() * 4);
+    v.dtype = DType::f32;
+    v.data = out;
+    v.n_bytes = size_t(dim) * 4;
+    return v;
+  }
+
+  // Hugging Face keeps q/k rows in rotate-half order: HF row h*hd + t*hd/2 + j holds the
+  // interleaved (Meta) row h*hd + 2j + t. Rewrite them into interleaved order.
+  void unpermute_rows(TensorView& v, int32_t n_heads, int32_t head_dim) {
+    const size_t rb = row_bytes(v.dtype, size_t(v.cols));
+    std::byte* out = own(w_, v.n_bytes);
+    const int32_t half = head_dim / 2;
+    for (int32_t h = 0; h < n_heads; ++h) {
+      for (int32_t t = 0; t < 2; ++t) {
+        for (int32_t j = 0; j < half; ++j) {
+          const size_t meta_row = size_t(h) * size_t(head_dim) + size_t(2 * j + t);
+          const size_t hf_row = size_t(h) * size_t(head_dim) + size_t(t * half + j);
+          std::memcpy(out + meta_row * rb, v.data + hf_row * rb, rb);
+        }
+      }
+    }
+    v.data = out;
+  }
+
+ private:
+  TensorNaming naming_;
+  Weights& w_;
+  std::unordered_map<std::string, const FileTensor*> by_name_;
+};
+
+}  // namespace
+
+Weights build_weights(const std::vector<FileTensor>& tensors, TensorNaming naming,
+                      const ModelConfig& c, bool tie_output) {
+  Weights w;
+  Builder b(tensors, naming, w);
+  const Names n = names_for(naming);
+  const int64_t q_rows = int64_t(c.n_heads) * c.head_dim;
+  const int64_t kv_rows = int64_t(c.n_kv_heads) * c.head_dim;
+
+  w.tok_embd = b.take(n.tok_embd, c.n_vocab, c.dim);
+  // Grown layer by layer: a corrupt n_layers fails at the first missing tensor instead of
+  // allocating for layers the file does not have.
+  for (int32_t l = 0; l < c.n_layers; ++l) {
+    LayerWeights& L = w.layers.emplace_back();
+    L.attn_norm = b.take_norm(layer_name(n.attn_norm, l), c.dim);
+    L.wq = b.take(layer_name(n.wq, l), q_rows, c.dim);
+    L.wk = b.take(layer_name(n.wk, l), kv_rows, c.dim);
+    L.wv = b.take(layer_name(n.wv, l), kv_rows, c.dim);
+    L.wo = b.take(layer_name(n.wo, l), c.dim, q_rows);
+    L.ffn_norm = b.take_norm(layer_name(n.ffn_norm, l), c.dim);
+    L.w_gate = b.take(layer_name(n.w_gate, l), c.hidden_dim, c.dim);
+    L.w_up = b.take(layer_name(n.w_up, l), c.hidden_dim, c.dim);
+    L.w_down = b.take(layer_name(n.w_down, l), c.dim, c.hidden_dim);
+    if (naming == TensorNaming::hugging_face) {
+      b.unpermute_rows(L.wq, c.n_heads, c.head_dim);
+      b.unpermute_rows(L.wk, c.n_kv_heads, c.head_dim);
+    }
+  }
+  w.output_norm = b.take_norm(n.output_norm, c.dim);
+  w.tied_output = tie_output || b.find(n.output) == nullptr;
+  w.output = w.tied_output ? w.tok_embd : b.take(n.output, c.n_vocab, c.dim);
+  return w;
+}
+
+uint64_t count_parameters(const Weights& w) {
+  uint64_t n = uint64_t(w.tok_embd.n_elements()) + uint64_t(w.output_norm.n_elements());
+  for (const LayerWeights& L : w.layers) {
+    for (const TensorView* v :
+         {&L.attn_norm, &L.wq, &L.wk, &L.wv, &L.wo, &L.ffn_norm, &L.w_gate, &L.w_up, &L.w_down}) {
+      n += uint64_t(v->n_elements());
+    }
+  }
+  if (!w.tied_output) n += uint64_t(w.output.n_elements());
+  return n;
+}
+
+}  // namespace parley::model

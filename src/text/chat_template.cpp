@@ -1,0 +1,169 @@
+#include "text/chat_template.h"
+
+#include <algorithm>
+#include <array>
+#include <string>
+
+#include "text/tokenizer.h"
+
+namespace parley::text {
+namespace {
+
+constexpr std::array kAllKinds = {TemplateKind::raw, TemplateKind::llama2, TemplateKind::chatml,
+                                  TemplateKind::zephyr, TemplateKind::mistral};
+
+// Markers of the published formats; ids where the vocabulary has them as special tokens.
+constexpr std::string_view kInst = "[INST]";
+constexpr std::string_view kInstEnd = "[/INST]";
+constexpr std::string_view kSys = "<<SYS>>";
+constexpr std::string_view kSysEnd = "<</SYS>>";
+constexpr std::string_view kImStart = "<|im_start|>";
+constexpr std::string_view kImEnd = "<|im_end|>";
+constexpr std::string_view kZephyrSystem = "<|system|>";
+constexpr std::string_view kZephyrUser = "<|user|>";
+constexpr std::string_view kZephyrAssistant = "<|assistant|>";
+
+void add_unique(std::vector<int32_t>& ids, int32_t id) {
+  if (std::find(ids.begin(), ids.end(), id) == ids.end()) ids.push_back(id);
+}
+
+}  // namespace
+
+std::string_view template_name(TemplateKind kind) {
+  switch (kind) {
+    case TemplateKind::raw: return "raw";
+    case TemplateKind::llama2: return "llama2";
+    case TemplateKind::chatml: return "chatml";
+    case TemplateKind::zephyr: return "zephyr";
+    case TemplateKind::mistral: return "mistral";
+  }
+  return "raw";
+}
+
+std::optional<TemplateKind> template_from_name(std::string_view name) {
+  for (TemplateKind kind : kAllKinds) {
+    if (template_name(kind) == name) return kind;
+  }
+  return std::nullopt;
+}
+
+TemplateKind template_from_model(std::string_view jinja) {
+  const auto has = [&](std::string_view s) { return jinja.find(s) != std::string_view::npos; };
+  if (has(kImStart)) return TemplateKind::chatml;
+  if (has(kZephyrUser)) return TemplateKind::zephyr;
+  if (has(kInst) && has(kSys)) return TemplateKind::llama2;
+  if (has(kInst)) return TemplateKind::mistral;
+  return TemplateKind::raw;
+}
+
+ChatTemplate::ChatTemplate(TemplateKind kind, const Tokenizer& tokenizer)
+    : kind_(kind), tokenizer_(tokenizer) {
+  if (kind_ == TemplateKind::chatml) {
+    if (auto im_end = tokenizer_.find_special(kImEnd)) add_unique(stop_tokens_, *im_end);
+  }
+  add_unique(stop_tokens_, tokenizer_.eos_id());
+  // Raw models (TinyStories-style) delimit documents with BOS.
+  if (kind_ == TemplateKind::raw) add_unique(stop_tokens_, tokenizer_.bos_id());
+}
+
+std::vector<int32_t> ChatTemplate::render_user_turn(std::string_view system_prompt,
+                                                    std::string_view user, bool first) const {
+  const bool with_system = first && !system_prompt.empty() && kind_ != TemplateKind::raw;
+  std::vector<Segment> segments;
+  if (first) segments = start_segments(with_system ? system_prompt : std::string_view());
+  auto turn = turn_segments(user, first, with_system);
+  segments.insert(segments.end(), std::make_move_iterator(turn.begin()),
+                  std::make_move_iterator(turn.end()));
+  return tokenize(segments);
+}
+
+std::vector<int32_t> ChatTemplate::render_system(std::string_view system_prompt) const {
+  if (kind_ == TemplateKind::raw || system_prompt.empty()) return {};
+  return tokenize(start_segments(system_prompt));
+}
+
+std::vector<int32_t> ChatTemplate::close_reply() const {
+  switch (kind_) {
+    case TemplateKind::raw: return {};
+    case TemplateKind::chatml: return tokenize({marker(kImEnd)});
+    default: return {tokenizer_.eos_id()};
+  }
+}
+
+std::vector<ChatTemplate::Segment> ChatTemplate::start_segments(std::string_view system) const {
+  const Segment bos = token(tokenizer_.bos_id());
+  if (system.empty()) return {bos};
+  const std::string sys(system);
+  switch (kind_) {
+    case TemplateKind::raw: return {bos};
+    case TemplateKind::llama2:  // [INST] <<SYS>>\n{system}\n<</SYS>>\n\n
+      return {bos, marker(kInst), text(" "), marker(kSys), text("\n" + sys + "\n"),
+              marker(kSysEnd), text("\n\n")};
+    case TemplateKind::mistral:  // [INST] {system}\n\n
+      return {bos, marker(kInst), text(" " + sys + "\n\n")};
+    case TemplateKind::chatml:  // <|im_start|>system\n{system}<|im_end|>\n
+      return {bos, marker(kImStart), text("system\n" + sys), marker(kImEnd), text("\n")};
+    case TemplateKind::zephyr:  // <|system|>\n{system}</s>\n
+      return {bos, marker(kZephyrSystem), text("\n" + sys), token(tokenizer_.eos_id()),
+              text("\n")};
+  }
+  return {bos};
+}
+
+std::vector<ChatTemplate::Segment> ChatTemplate::turn_segments(std::string_view user, bool first,
+                                                               bool after_system) const {
+  const std::string message(user);
+  std::vector<Segment> s;
+  switch (kind_) {
+    case TemplateKind::raw:
+      s = {text(message)};
+      break;
+    case TemplateKind::llama2:   // <s>[INST] {user} [/INST]; the first <s> is the start's
+    case TemplateKind::mistral:  // [INST] {user} [/INST]; <s> only at the very start
+      if (!first && kind_ == TemplateKind::llama2) s.push_back(token(tokenizer_.bos_id()));
+      if (!after_system) s.insert(s.end(), {marker(kInst), text(" ")});
+      s.insert(s.end(), {text(message + " "), marker(kInstEnd)});
+      break;
+    case TemplateKind::chatml:  // <|im_start|>user\n{user}<|im_end|>\n<|im_start|>assistant\n
+      if (!first) s.push_back(text("\n"));  // follows the previous reply's <|im_end|>
+      s.insert(s.end(), {marker(kImStart), text("user\n" + message), marker(kImEnd), text("\n"),
+                         marker(kImStart), text("assistant\n")});
+      break;
+    case TemplateKind::zephyr:  // <|user|>\n{user}</s>\n<|assistant|>\n
+      if (!first) s.push_back(text("\n"));  // follows the previous reply's </s>
+      s.insert(s.end(), {marker(kZephyrUser), text("\n" + message), token(tokenizer_.eos_id()),
+                         text("\n"), marker(kZephyrAssistant), text("\n")});
+      break;
+  }
+  return s;
+}
+
+ChatTemplate::Segment ChatTemplate::marker(std::string_view piece) const {
+  if (auto id = tokenizer_.find_special(piece)) return token(*id);
+  return text(std::string(piece));
+}
+
+std::vector<int32_t> ChatTemplate::tokenize(const std::vector<Segment>& segments) const {
+  // Adjacent text segments form one run and one encode() call: a marker that is plain text
+  // in this vocabulary tokenizes together with the text around it.
+  std::vector<int32_t> ids;
+  std::string run;
+  const auto flush = [&] {
+    if (run.empty()) return;
+    const auto run_ids = tokenizer_.encode(run);
+    ids.insert(ids.end(), run_ids.begin(), run_ids.end());
+    run.clear();
+  };
+  for (const Segment& s : segments) {
+    if (s.id >= 0) {
+      flush();
+      ids.push_back(s.id);
+    } else {
+      run += s.text;
+    }
+  }
+  flush();
+  return ids;
+}
+
+}  // namespace parley::text

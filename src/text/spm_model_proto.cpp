@@ -1,0 +1,325 @@
+#include "text/spm_model_proto.h"
+
+#include <array>
+#include <cstring>
+#include <limits>
+
+#include "common/error.h"
+
+namespace parley::text {
+namespace {
+
+// Protobuf wire types.
+constexpr uint32_t kWireVarint = 0;
+constexpr uint32_t kWireFixed64 = 1;
+constexpr uint32_t kWireLengthDelimited = 2;
+constexpr uint32_t kWireFixed32 = 5;
+
+// Field numbers of sentencepiece_model.proto.
+namespace field {
+constexpr uint32_t kModelPieces = 1;
+constexpr uint32_t kModelTrainerSpec = 2;
+constexpr uint32_t kModelNormalizerSpec = 3;
+
+constexpr uint32_t kPiecePiece = 1;
+constexpr uint32_t kPieceScore = 2;
+constexpr uint32_t kPieceType = 3;
+
+constexpr uint32_t kTrainerModelType = 3;
+constexpr uint32_t kTrainerVocabSize = 4;
+constexpr uint32_t kTrainerByteFallback = 35;
+constexpr uint32_t kTrainerUnkId = 40;
+constexpr uint32_t kTrainerBosId = 41;
+constexpr uint32_t kTrainerEosId = 42;
+constexpr uint32_t kTrainerPadId = 43;
+constexpr uint32_t kTrainerUnkPiece = 45;
+constexpr uint32_t kTrainerBosPiece = 46;
+constexpr uint32_t kTrainerEosPiece = 47;
+constexpr uint32_t kTrainerPadPiece = 48;
+
+constexpr uint32_t kNormalizerName = 1;
+constexpr uint32_t kNormalizerAddDummyPrefix = 3;
+constexpr uint32_t kNormalizerRemoveExtraWhitespaces = 4;
+constexpr uint32_t kNormalizerEscapeWhitespaces = 5;
+}  // namespace field
+
+constexpr uint64_t kModelTypeBpe = 2;  // TrainerSpec.ModelType.BPE
+
+class WireWriter {
+ public:
+  void varint(uint32_t number, uint64_t value) {
+    key(number, kWireVarint);
+    raw_varint(value);
+  }
+  // Negative int32 values are sign-extended to 64 bits, as protobuf encodes them.
+  void int32(uint32_t number, int32_t value) { varint(number, uint64_t(int64_t(value))); }
+  void boolean(uint32_t number, bool value) { varint(number, value ? 1 : 0); }
+  void float32(uint32_t number, float value) {
+    key(number, kWireFixed32);
+    uint32_t bits = 0;
+    std::memcpy(&bits, &value, sizeof bits);
+    for (int i = 0; i < 4; ++i) out_.push_back(char((bits >> (8 * i)) & 0xFF));
+  }
+  void bytes(uint32_t number, std::string_view value) {
+    key(number, kWireLengthDelimited);
+    raw_varint(value.size());
+    out_.append(value);
+  }
+  const std::string& data() const { return out_; }
+  std::string take() { return std::move(out_); }
+
+ private:
+  void key(uint32_t number, uint32_t wire_type) { raw_varint((uint64_t(number) << 3) | wire_type); }
+  void raw_varint(uint64_t value) {
+    while (value >= 0x80) {
+      out_.push_back(char((value & 0x7F) | 0x80));
+      value >>= 7;
+    }
+    out_.push_back(char(value));
+  }
+  std::string out_;
+};
+
+// Reads the fields of one message, bounds-checked; unknown fields are skipped by wire type.
+class WireReader {
+ public:
+  struct Field {
+    uint32_t number = 0;
+    uint32_t wire_type = 0;
+    uint64_t value = 0;      // varint fields
+    std::string_view bytes;  // length-delimited fields
+  };
+
+  WireReader(std::string_view data, const char* message) : data_(data), message_(message) {}
+
+  bool done() const { return pos_ == data_.size(); }
+
+  Field next() {
+    Field f;
+    const uint64_t key = varint();
+    f.number = uint32_t(key >> 3);
+    f.wire_type = uint32_t(key & 7);
+    switch (f.wire_type) {
+      case kWireVarint: f.value = varint(); break;
+      case kWireFixed64: take(8); break;
+      case kWireLengthDelimited: {
+        const uint64_t n = varint();
+        require(n <= data_.size() - pos_, Status::bad_model,
+                std::string("tokenizer model: a field of ") + message_ + " runs past its end");
+        f.bytes = take(size_t(n));
+        break;
+      }
+      case kWireFixed32: take(4); break;
+      default:
+        fail(Status::bad_model, std::string("tokenizer model: unknown wire type ") +
+                                    std::to_string(f.wire_type) + " in " + message_);
+    }
+    return f;
+  }
+
+ private:
+  uint64_t varint() {
+    uint64_t value = 0;
+    for (int shift = 0; shift < 64; shift += 7) {
+      require(pos_ < data_.size(), Status::bad_model,
+              std::string("tokenizer model: truncated varint in ") + message_);
+      const auto b = uint8_t(data_[pos_++]);
+      value |= uint64_t(b & 0x7F) << shift;
+      if (!(b & 0x80)) return value;
+    }
+    fail(Status::bad_model,
+         std::string("tokenizer model: varint longer than 10 bytes in ") + message_);
+  }
+  std::string_view take(size_t n) {
+    require(n <= data_.size() - pos_, Status::bad_model,
+            std::string("tokenizer model: truncated field in ") + message_);
+    const auto s = data_.substr(pos_, n);
+    pos_ += n;
+    return s;
+  }
+
+  std::string_view data_;
+  const char* message_;
+  size_t pos_ = 0;
+};
+
+const char* type_name(PieceType type) {
+  switch (type) {
+    case PieceType::normal: return "NORMAL";
+    case PieceType::unknown: return "UNKNOWN";
+    case PieceType::control: return "CONTROL";
+    case PieceType::user_defined: return "USER_DEFINED";
+    case PieceType::unused: return "UNUSED";
+    case PieceType::byte: return "BYTE";
+  }
+  return "?";
+}
+
+// GGUF leaves token_type out when every token is normal.
+PieceType type_of(const model::GgufVocab& vocab, size_t id) {
+  return vocab.token_types.empty() ? PieceType::normal : PieceType(vocab.token_types[id]);
+}
+
+std::string describe(const model::GgufVocab& vocab, size_t id) {
+  return "token " + std::to_string(id) + " ('" + vocab.tokens[id] + "')";
+}
+
+void require_special(const model::GgufVocab& vocab, const char* key, int32_t id, PieceType type) {
+  const size_t n = vocab.tokens.size();
+  require(id >= 0 && size_t(id) < n, Status::bad_model,
+          std::string("tokenizer.ggml.") + key + " " + std::to_string(id) +
+              " is outside the vocabulary [0, " + std::to_string(n) + ")");
+  const PieceType actual = type_of(vocab, size_t(id));
+  require(actual == type, Status::bad_model,
+          std::string("tokenizer.ggml.") + key + " names " + describe(vocab, size_t(id)) +
+              " of type " + type_name(actual) + "; it must be " + type_name(type));
+}
+
+bool has_byte_pieces(const model::GgufVocab& vocab) {
+  for (size_t i = 0; i < vocab.token_types.size(); ++i) {
+    if (type_of(vocab, i) == PieceType::byte) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+std::optional<uint8_t> parse_byte_piece(std::string_view piece) {
+  // Exactly "<0xNN>" with upper-case hex digits: sentencepiece knows no other spelling.
+  if (piece.size() != 6 || piece.substr(0, 3) != "<0x" || piece[5] != '>') return std::nullopt;
+  int value = 0;
+  for (char c : piece.substr(3, 2)) {
+    int digit = 0;
+    if (c >= '0' && c <= '9') {
+      digit = c - '0';
+    } else if (c >= 'A' && c <= 'F') {
+      digit = c - 'A' + 10;
+    } else {
+      return std::nullopt;
+    }
+    value = value * 16 + digit;
+  }
+  return uint8_t(value);
+}
+
+void validate_gguf_vocab(const model::GgufVocab& vocab) {
+  const size_t n = vocab.tokens.size();
+  require(n > 0, Status::bad_model, "tokenizer.ggml.tokens is empty");
+  require(n <= size_t(std::numeric_limits<int32_t>::max()), Status::bad_model,
+          "tokenizer.ggml.tokens has more entries than int32 ids can name");
+  require(vocab.scores.empty() || vocab.scores.size() == n, Status::bad_model,
+          "tokenizer.ggml.scores has " + std::to_string(vocab.scores.size()) +
+              " entries but tokenizer.ggml.tokens has " + std::to_string(n));
+  require(vocab.token_types.empty() || vocab.token_types.size() == n, Status::bad_model,
+          "tokenizer.ggml.token_type has " + std::to_string(vocab.token_types.size()) +
+              " entries but tokenizer.ggml.tokens has " + std::to_string(n));
+
+  std::optional<size_t> unknown;
+  std::array<bool, 256> has_byte{};
+  size_t n_bytes = 0;
+  for (size_t i = 0; i < n; ++i) {
+    require(!vocab.tokens[i].empty(), Status::bad_model,
+            "token " + std::to_string(i) + " of tokenizer.ggml.tokens is an empty string");
+    if (!vocab.token_types.empty()) {
+      const int32_t t = vocab.token_types[i];
+      require(t >= int32_t(PieceType::normal) && t <= int32_t(PieceType::byte), Status::bad_model,
+              describe(vocab, i) + " has tokenizer.ggml.token_type " + std::to_string(t) +
+                  "; sentencepiece knows types 1..6");
+    }
+    const PieceType type = type_of(vocab, i);
+    if (type == PieceType::byte) {
+      const auto byte = parse_byte_piece(vocab.tokens[i]);
+      require(byte.has_value(), Status::bad_model,
+              describe(vocab, i) + " is of type BYTE but is not written <0xNN>");
+      require(!has_byte[*byte], Status::bad_model, describe(vocab, i) + " appears twice");
+      has_byte[*byte] = true;
+      ++n_bytes;
+    }
+    if (type == PieceType::unknown) {
+      require(!unknown, Status::bad_model,
+              describe(vocab, *unknown) + " and " + describe(vocab, i) +
+                  " are both of type UNKNOWN; sentencepiece allows one");
+      unknown = i;
+    }
+  }
+  // sentencepiece's byte fallback needs the whole set.
+  require(n_bytes == 0 || n_bytes == 256, Status::bad_model,
+          "the vocabulary has " + std::to_string(n_bytes) +
+              " of the 256 byte pieces <0x00>..<0xFF>; byte fallback needs all of them");
+  require(unknown.has_value(), Status::bad_model,
+          "the vocabulary has no token of type UNKNOWN; sentencepiece needs one");
+  require_special(vocab, "unknown_token_id", vocab.unk_id, PieceType::unknown);
+  require_special(vocab, "bos_token_id", vocab.bos_id, PieceType::control);
+  require_special(vocab, "eos_token_id", vocab.eos_id, PieceType::control);
+  require(vocab.pad_id == -1 || (vocab.pad_id >= 0 && size_t(vocab.pad_id) < n), Status::bad_model,
+          "tokenizer.ggml.padding_token_id " + std::to_string(vocab.pad_id) +
+              " is outside the vocabulary [0, " + std::to_string(n) + ")");
+}
+
+std::string build_spm_model_proto(const model::GgufVocab& vocab) {
+  WireWriter model;
+  for (size_t i = 0; i < vocab.tokens.size(); ++i) {
+    WireWriter piece;
+    piece.bytes(field::kPiecePiece, vocab.tokens[i]);
+    piece.float32(field::kPieceScore, vocab.scores.empty() ? 0.0f : vocab.scores[i]);
+    piece.varint(field::kPieceType, uint64_t(type_of(vocab, i)));
+    model.bytes(field::kModelPieces, piece.data());
+  }
+
+  // The special ids are written with their pieces, so that sentencepiece's own bos_id() and
+  // friends (which look pieces up by name) agree with the GGUF ids.
+  WireWriter trainer;
+  trainer.varint(field::kTrainerModelType, kModelTypeBpe);
+  trainer.int32(field::kTrainerVocabSize, int32_t(vocab.tokens.size()));
+  trainer.boolean(field::kTrainerByteFallback, has_byte_pieces(vocab));
+  trainer.int32(field::kTrainerUnkId, vocab.unk_id);
+  trainer.int32(field::kTrainerBosId, vocab.bos_id);
+  trainer.int32(field::kTrainerEosId, vocab.eos_id);
+  trainer.int32(field::kTrainerPadId, vocab.pad_id);
+  trainer.bytes(field::kTrainerUnkPiece, vocab.tokens[size_t(vocab.unk_id)]);
+  trainer.bytes(field::kTrainerBosPiece, vocab.tokens[size_t(vocab.bos_id)]);
+  trainer.bytes(field::kTrainerEosPiece, vocab.tokens[size_t(vocab.eos_id)]);
+  if (vocab.pad_id >= 0) trainer.bytes(field::kTrainerPadPiece, vocab.tokens[size_t(vocab.pad_id)]);
+  model.bytes(field::kModelTrainerSpec, trainer.data());
+
+  // GGUF carries no normalization rules: identity, with the two flags it does carry.
+  WireWriter normalizer;
+  normalizer.bytes(field::kNormalizerName, "identity");
+  normalizer.boolean(field::kNormalizerAddDummyPrefix, vocab.add_space_prefix);
+  normalizer.boolean(field::kNormalizerRemoveExtraWhitespaces, vocab.remove_extra_whitespaces);
+  normalizer.boolean(field::kNormalizerEscapeWhitespaces, true);
+  model.bytes(field::kModelNormalizerSpec, normalizer.data());
+  return model.take();
+}
+
+SpmModelInfo read_spm_model_info(std::string_view model_proto) {
+  SpmModelInfo info;
+  WireReader model(model_proto, "ModelProto");
+  while (!model.done()) {
+    const auto f = model.next();
+    if (f.wire_type != kWireLengthDelimited) continue;
+    if (f.number == field::kModelPieces) {
+      PieceType type = PieceType::normal;  // the proto default
+      WireReader piece(f.bytes, "SentencePiece");
+      while (!piece.done()) {
+        const auto pf = piece.next();
+        if (pf.number == field::kPieceType && pf.wire_type == kWireVarint) {
+          type = PieceType(pf.value);
+        }
+      }
+      info.piece_types.push_back(type);
+    } else if (f.number == field::kModelNormalizerSpec) {
+      // Repeated occurrences of a message field merge; the last value of a scalar wins.
+      WireReader normalizer(f.bytes, "NormalizerSpec");
+      while (!normalizer.done()) {
+        const auto nf = normalizer.next();
+        if (nf.number == field::kNormalizerAddDummyPrefix && nf.wire_type == kWireVarint) {
+          info.add_dummy_prefix = nf.value != 0;
+        }
+      }
+    }
+  }
+  return info;
+}
+
+}  // namespace parley::text

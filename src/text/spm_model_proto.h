@@ -1,0 +1,51 @@
+// sentencepiece ModelProto bytes without libprotobuf. Debian ships no sentencepiece_model.pb.h,
+// so the few fields Parley needs are written and read with a minimal protobuf wire-format codec
+// (field numbers from sentencepiece_model.proto).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "model/tokenizer_source.h"
+
+namespace parley::text {
+
+// ModelProto.SentencePiece.Type; GGUF tokenizer.ggml.token_type uses the same numbers.
+enum class PieceType : int32_t {
+  normal = 1,
+  unknown = 2,
+  control = 3,
+  user_defined = 4,
+  unused = 5,
+  byte = 6,
+};
+
+// The byte of a byte piece written as sentencepiece writes them ("<0x0A>": upper-case hex);
+// nullopt for anything else.
+std::optional<uint8_t> parse_byte_piece(std::string_view piece);
+
+// Checks that a GGUF "llama" vocabulary can become a sentencepiece model: equal array sizes,
+// known token types, non-empty pieces, none or all 256 byte pieces (well-formed, each once),
+// exactly one unknown piece, at unk_id, BOS/EOS in range and of type control. Throws
+// Error(bad_model) naming the problem.
+void validate_gguf_vocab(const model::GgufVocab& vocab);
+
+// A serialized ModelProto for a vocabulary that passed validate_gguf_vocab: BPE (what GGUF
+// "llama" means), byte fallback when there are byte pieces, identity normalizer with the
+// vocabulary's space-prefix and whitespace flags.
+std::string build_spm_model_proto(const model::GgufVocab& vocab);
+
+// What Parley reads back from a serialized ModelProto (sentencepiece's C++ API of this
+// version exposes neither the user-defined piece type nor the normalizer settings).
+struct SpmModelInfo {
+  std::vector<PieceType> piece_types;  // [n_pieces]
+  bool add_dummy_prefix = true;        // normalizer_spec.add_dummy_prefix (proto default true)
+};
+
+// Throws Error(bad_model) on malformed wire data.
+SpmModelInfo read_spm_model_info(std::string_view model_proto);
+
+}  // namespace parley::text

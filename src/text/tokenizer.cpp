@@ -1,0 +1,133 @@
+#include "text/tokenizer.h"
+
+#include <sentencepiece_processor.h>
+
+#include "common/error.h"
+#include "text/spm_model_proto.h"
+#include "text/utf8_stream.h"
+
+namespace parley::text {
+namespace {
+
+constexpr std::string_view kSpaceSymbol = "\xE2\x96\x81";  // U+2581, sentencepiece's space
+
+std::string replace_space_symbols(std::string_view piece) {
+  std::string out;
+  out.reserve(piece.size());
+  for (size_t i = 0; i < piece.size();) {
+    if (piece.substr(i, kSpaceSymbol.size()) == kSpaceSymbol) {
+      out.push_back(' ');
+      i += kSpaceSymbol.size();
+    } else {
+      out.push_back(piece[i++]);
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+struct Tokenizer::Impl {
+  sentencepiece::SentencePieceProcessor sp;
+  std::vector<PieceType> types;         // [n_vocab]
+  std::vector<std::string> piece_bytes;  // [n_vocab], see Tokenizer::piece_bytes
+  int32_t bos = -1;
+  int32_t eos = -1;
+  bool add_dummy_prefix = true;
+
+  void load(const std::string& proto) {
+    const auto status = sp.LoadFromSerializedProto(proto);
+    require(status.ok(), Status::bad_model,
+            "sentencepiece cannot load the tokenizer model: " + status.ToString());
+    SpmModelInfo info = read_spm_model_info(proto);
+    require(info.piece_types.size() == size_t(sp.GetPieceSize()), Status::bad_model,
+            "tokenizer model: piece count disagrees with sentencepiece's");
+    types = std::move(info.piece_types);
+    add_dummy_prefix = info.add_dummy_prefix;
+  }
+
+  std::string bytes_of(int32_t id) const {
+    switch (types[size_t(id)]) {
+      case PieceType::control: return "";
+      case PieceType::unknown: return sp.DecodeIds({id});  // the model's unk surface, " ⁇ "
+      case PieceType::byte: {
+        const auto byte = parse_byte_piece(sp.IdToPiece(id));
+        return byte ? std::string(1, char(*byte)) : std::string();
+      }
+      default: return replace_space_symbols(sp.IdToPiece(id));
+    }
+  }
+
+  void check_id(int32_t id) const {
+    require(id >= 0 && id < sp.GetPieceSize(), Status::invalid_argument,
+            "token id " + std::to_string(id) + " is outside the vocabulary [0, " +
+                std::to_string(sp.GetPieceSize()) + ")");
+  }
+};
+
+Tokenizer::Tokenizer(const model::TokenizerSource& source) : impl_(std::make_unique<Impl>()) {
+  if (source.kind == model::TokenizerSource::Kind::gguf_vocab) {
+    const auto& vocab = source.vocab;
+    require(vocab.model == "llama", Status::unsupported,
+            "tokenizer.ggml.model '" + vocab.model +
+                "' is not supported (only 'llama', a sentencepiece vocabulary)");
+    validate_gguf_vocab(vocab);
+    impl_->load(build_spm_model_proto(vocab));
+    impl_->bos = vocab.bos_id;
+    impl_->eos = vocab.eos_id;
+  } else {
+    impl_->load(source.proto_bytes);
+    // sentencepiece finds these by piece name (<s>, </s> unless the trainer spec says otherwise).
+    impl_->bos = impl_->sp.bos_id();
+    impl_->eos = impl_->sp.eos_id();
+    require(impl_->bos >= 0, Status::bad_model, "the tokenizer model has no BOS control piece");
+    require(impl_->eos >= 0, Status::bad_model, "the tokenizer model has no EOS control piece");
+  }
+  const int32_t n = impl_->sp.GetPieceSize();
+  impl_->piece_bytes.reserve(size_t(n));
+  for (int32_t id = 0; id < n; ++id) impl_->piece_bytes.push_back(impl_->bytes_of(id));
+}
+
+Tokenizer::~Tokenizer() = default;
+
+std::vector<int32_t> Tokenizer::encode(std::string_view text) const {
+  require(is_valid_utf8(text), Status::invalid_argument, "text to tokenize is not valid UTF-8");
+  std::vector<int> ids;
+  const auto status = impl_->sp.Encode(text, &ids);
+  require(status.ok(), Status::internal, "sentencepiece encode failed: " + status.ToString());
+  return {ids.begin(), ids.end()};
+}
+
+std::string Tokenizer::decode(std::span<const int32_t> ids) const {
+  for (int32_t id : ids) impl_->check_id(id);
+  std::string text;
+  const auto status = impl_->sp.Decode(std::vector<int>(ids.begin(), ids.end()), &text);
+  require(status.ok(), Status::internal, "sentencepiece decode failed: " + status.ToString());
+  return text;
+}
+
+std::string Tokenizer::piece_bytes(int32_t id) const {
+  impl_->check_id(id);
+  return impl_->piece_bytes[size_t(id)];
+}
+
+std::optional<int32_t> Tokenizer::find_special(std::string_view piece) const {
+  // PieceToId answers the unknown id for pieces it does not know; the type check rules that out.
+  const int32_t id = impl_->sp.PieceToId(piece);
+  if (id < 0 || id >= n_vocab() || impl_->sp.IdToPiece(id) != piece) return std::nullopt;
+  const PieceType type = impl_->types[size_t(id)];
+  if (type != PieceType::control && type != PieceType::user_defined) return std::nullopt;
+  return id;
+}
+
+int32_t Tokenizer::n_vocab() const { return impl_->sp.GetPieceSize(); }
+int32_t Tokenizer::bos_id() const { return impl_->bos; }
+int32_t Tokenizer::eos_id() const { return impl_->eos; }
+
+bool Tokenizer::is_control(int32_t id) const {
+  return id >= 0 && id < n_vocab() && impl_->types[size_t(id)] == PieceType::control;
+}
+
+bool Tokenizer::adds_dummy_prefix() const { return impl_->add_dummy_prefix; }
+
+}  // namespace parley::text

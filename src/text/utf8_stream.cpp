@@ -1,0 +1,114 @@
+#include "text/utf8_stream.h"
+
+#include "text/tokenizer.h"
+
+namespace parley::text {
+namespace {
+
+constexpr std::string_view kReplacement = "\xEF\xBF\xBD";  // U+FFFD
+
+// What starts at the front of some bytes.
+struct Sequence {
+  enum Kind {
+    whole,       // a valid code point of `length` bytes
+    invalid,     // `length` bytes that can never start a valid sequence: one U+FFFD
+    incomplete,  // all the bytes (fewer than 4) are a valid start; more may complete them
+  } kind;
+  size_t length;
+};
+
+// Follows the Unicode table of well-formed byte sequences (and the WHATWG decoder): the second
+// byte's range depends on the first, which rules out overlongs (E0 80..9F, F0 80..8F),
+// surrogates (ED A0..BF) and code points past U+10FFFF (F4 90..BF, F5..FF). An invalid
+// sequence is cut at its maximal subpart: the longest prefix that could have been valid.
+Sequence next_sequence(std::string_view s) {
+  const auto lead = uint8_t(s[0]);
+  if (lead < 0x80) return {Sequence::whole, 1};
+  size_t trailing = 0;
+  uint8_t low = 0x80;
+  uint8_t high = 0xBF;
+  if (lead >= 0xC2 && lead <= 0xDF) {
+    trailing = 1;
+  } else if (lead >= 0xE0 && lead <= 0xEF) {
+    trailing = 2;
+    if (lead == 0xE0) low = 0xA0;
+    if (lead == 0xED) high = 0x9F;
+  } else if (lead >= 0xF0 && lead <= 0xF4) {
+    trailing = 3;
+    if (lead == 0xF0) low = 0x90;
+    if (lead == 0xF4) high = 0x8F;
+  } else {
+    return {Sequence::invalid, 1};  // a continuation byte, C0, C1 or F5..FF
+  }
+  for (size_t i = 1; i <= trailing; ++i) {
+    if (i == s.size()) return {Sequence::incomplete, i};
+    const auto b = uint8_t(s[i]);
+    if (b < low || b > high) return {Sequence::invalid, i};
+    low = 0x80;
+    high = 0xBF;
+  }
+  return {Sequence::whole, trailing + 1};
+}
+
+}  // namespace
+
+bool is_valid_utf8(std::string_view s) {
+  while (!s.empty()) {
+    const Sequence seq = next_sequence(s);
+    if (seq.kind != Sequence::whole) return false;
+    s.remove_prefix(seq.length);
+  }
+  return true;
+}
+
+std::string Utf8Stream::push(std::string_view bytes) {
+  pending_.append(bytes);
+  std::string out;
+  std::string_view rest = pending_;
+  while (!rest.empty()) {
+    const Sequence seq = next_sequence(rest);
+    if (seq.kind == Sequence::incomplete) break;
+    if (seq.kind == Sequence::whole) {
+      out.append(rest.substr(0, seq.length));
+    } else {
+      out.append(kReplacement);
+    }
+    rest.remove_prefix(seq.length);
+  }
+  pending_.erase(0, pending_.size() - rest.size());
+  return out;
+}
+
+std::string Utf8Stream::finish() {
+  // A pending tail is a valid start cut short: one maximal subpart, one U+FFFD.
+  std::string out = pending_.empty() ? std::string() : std::string(kReplacement);
+  pending_.clear();
+  return out;
+}
+
+DetokenizeStream::DetokenizeStream(const Tokenizer& tokenizer, bool strip_leading_space)
+    : tokenizer_(tokenizer), strip_next_space_(strip_leading_space) {}
+
+std::string DetokenizeStream::push(int32_t id) {
+  std::string bytes = tokenizer_.piece_bytes(id);
+  if (id == tokenizer_.bos_id()) after_bos_ = true;
+  if (bytes.empty()) return {};  // control pieces neither show nor end the start of a text
+
+  if (bytes.front() == ' ') {
+    if (strip_next_space_) {
+      bytes.erase(0, 1);
+    } else if (after_bos_) {
+      // sentencepiece drops the U+2581 of the first piece of a text, but not a <0x20> byte
+      // piece nor the unknown piece's surface; decoding the piece alone tells them apart.
+      const std::string alone = tokenizer_.decode(std::span<const int32_t>(&id, 1));
+      if (std::string_view(bytes).substr(1) == alone) bytes.erase(0, 1);
+    }
+  }
+  strip_next_space_ = false;
+  after_bos_ = false;
+  return utf8_.push(bytes);
+}
+
+std::string DetokenizeStream::finish() { return utf8_.finish(); }
+
+}  // namespace parley::text

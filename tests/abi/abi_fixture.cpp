@@ -1,0 +1,69 @@
+#include "abi_fixture.h"
+
+#include <doctest/doctest.h>
+
+#include <memory>
+
+#include "support/shared_assets.h"
+#include "support/synth_model.h"
+
+namespace parley::test {
+
+const std::string& tiny_chat_model() {
+  static const auto dir = std::make_unique<TempDir>();
+  static const std::string path = [] {
+    SynthSpec spec;
+    spec.context_length = 256;
+    auto weights = make_synth_weights(spec);
+    auto vocab = make_spm_vocab(spec.n_vocab);
+    // Silence the rows of control and byte tokens so greedy picks a word piece: every reply
+    // then streams text, which the callback tests rely on.
+    for (int32_t id = 0; id < 259; ++id) {
+      std::fill_n(weights.output.begin() + size_t(id) * spec.dim, spec.dim, 0.0f);
+    }
+    const std::string p = (dir->path() / "tiny-chat.gguf").string();
+    write_gguf(spec, weights, vocab, p);
+    return p;
+  }();
+  return path;
+}
+
+EngineHandle::EngineHandle(const std::string& model, int32_t kv_type, uint32_t context_length,
+                           uint64_t kv_budget) {
+  parley_engine_options o;
+  parley_engine_options_init(&o);
+  o.model_path = model.c_str();
+  o.kv_type = kv_type;
+  o.context_length = context_length;
+  o.kv_budget_bytes = kv_budget;
+  o.n_threads = 2;
+  const parley_status st = parley_engine_open(&o, &e);
+  REQUIRE_MESSAGE(st == PARLEY_OK, parley_last_error());
+}
+
+SessionHandle::SessionHandle(parley_engine* e, const char* chat_template) {
+  parley_session_options o;
+  parley_session_options_init(&o);
+  o.chat_template = chat_template;
+  const parley_status st = parley_session_create(e, &o, &s);
+  REQUIRE_MESSAGE(st == PARLEY_OK, parley_last_error());
+}
+
+parley_generate_options greedy_options(uint32_t max_tokens) {
+  parley_generate_options g;
+  parley_generate_options_init(&g);
+  g.temperature = 0;
+  g.max_tokens = max_tokens;
+  g.ignore_eos = 1;
+  return g;
+}
+
+std::vector<int32_t> session_tokens(parley_session* s) {
+  size_t n = 0;
+  REQUIRE(parley_session_get_tokens(s, nullptr, 0, &n) == PARLEY_OK);
+  std::vector<int32_t> ids(n);
+  REQUIRE(parley_session_get_tokens(s, ids.data(), ids.size(), &n) == PARLEY_OK);
+  return ids;
+}
+
+}  // namespace parley::test

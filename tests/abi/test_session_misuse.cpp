@@ -1,0 +1,275 @@
+// parley_session_* with bad arguments and in bad states: documented statuses, messages, and
+// the session left as it was.
+#include <doctest/doctest.h>
+
+#include <cstring>
+#include <string>
+
+#include "abi_fixture.h"
+#include "parley.h"
+
+using namespace parley::test;
+
+namespace {
+
+bool last_error_mentions(const char* needle) {
+  return std::strstr(parley_last_error(), needle) != nullptr;
+}
+
+parley_status create(parley_engine* e, const parley_session_options& o, parley_session** out) {
+  *out = reinterpret_cast<parley_session*>(uintptr_t(0x99));
+  return parley_session_create(e, &o, out);
+}
+
+std::string session_id(parley_session* s) {
+  parley_session_info info;
+  info.struct_size = sizeof info;
+  REQUIRE(parley_session_get_info(s, &info) == PARLEY_OK);
+  return info.id;
+}
+
+}  // namespace
+
+TEST_CASE("session_create checks its options") {
+  EngineHandle e(tiny_chat_model());
+  parley_session* s = nullptr;
+  parley_session_options o;
+  parley_session_options_init(&o);
+
+  SUBCASE("unknown template") {
+    o.chat_template = "alpaca";
+    CHECK(create(e, o, &s) == PARLEY_E_INVALID_ARGUMENT);
+    CHECK(last_error_mentions("alpaca"));
+  }
+  SUBCASE("bad ids: too long, control characters, invalid UTF-8, empty") {
+    const std::string long_id(128, 'x');
+    o.id = long_id.c_str();
+    CHECK(create(e, o, &s) == PARLEY_E_INVALID_ARGUMENT);
+    CHECK(last_error_mentions("127"));
+    o.id = "two\nlines";
+    CHECK(create(e, o, &s) == PARLEY_E_INVALID_ARGUMENT);
+    CHECK(last_error_mentions("control"));
+    o.id = "bad\xC3";
+    CHECK(create(e, o, &s) == PARLEY_E_INVALID_ARGUMENT);
+    o.id = "";
+    CHECK(create(e, o, &s) == PARLEY_E_INVALID_ARGUMENT);
+  }
+  SUBCASE("overflow policy and reserved field") {
+    o.overflow = PARLEY_OVERFLOW_DROP_OLDEST;
+    CHECK(create(e, o, &s) == PARLEY_E_UNSUPPORTED);
+    o.overflow = 5;
+    CHECK(create(e, o, &s) == PARLEY_E_INVALID_ARGUMENT);
+    o.overflow = PARLEY_OVERFLOW_ERROR;
+    o.reserved0 = 1;
+    CHECK(create(e, o, &s) == PARLEY_E_INVALID_ARGUMENT);
+  }
+  SUBCASE("a system prompt longer than the context") {
+    const std::string huge(2000, 'a');
+    o.system_prompt = huge.c_str();
+    o.chat_template = "llama2";
+    CHECK(create(e, o, &s) == PARLEY_E_CONTEXT_FULL);
+  }
+  SUBCASE("invalid UTF-8 in the system prompt") {
+    o.system_prompt = "\xFF\xFE";
+    CHECK(create(e, o, &s) == PARLEY_E_INVALID_ARGUMENT);
+  }
+  CHECK(s == nullptr);
+}
+
+TEST_CASE("session ids: given, generated, unique among live sessions") {
+  EngineHandle e(tiny_chat_model());
+  parley_session_options o;
+  parley_session_options_init(&o);
+  const std::string max_id(127, 'y');
+  o.id = max_id.c_str();
+  parley_session* a = nullptr;
+  REQUIRE(parley_session_create(e, &o, &a) == PARLEY_OK);
+  CHECK(session_id(a) == max_id);
+
+  parley_session* b = nullptr;
+  CHECK(create(e, o, &b) == PARLEY_E_INVALID_ARGUMENT);
+  CHECK(last_error_mentions("in use"));
+  CHECK(b == nullptr);
+
+  parley_session* g1 = nullptr;
+  parley_session* g2 = nullptr;
+  REQUIRE(parley_session_create(e, nullptr, &g1) == PARLEY_OK);
+  REQUIRE(parley_session_create(e, nullptr, &g2) == PARLEY_OK);
+  CHECK(session_id(g1) != session_id(g2));
+  CHECK(!session_id(g1).empty());
+
+  parley_session_close(a);  // the id is free again
+  REQUIRE(create(e, o, &b) == PARLEY_OK);
+  parley_session_close(b);
+  parley_session_close(g1);
+  parley_session_close(g2);
+}
+
+TEST_CASE("send rejects bad input and leaves the session as it was") {
+  EngineHandle e(tiny_chat_model());
+  SessionHandle s(e);
+  auto g = greedy_options(3);
+  REQUIRE(parley_session_send(s, "a b", &g, nullptr, nullptr, nullptr) == PARLEY_OK);
+  const auto before = session_tokens(s);
+
+  SUBCASE("NULL text or session") {
+    CHECK(parley_session_send(s, nullptr, &g, nullptr, nullptr, nullptr) == PARLEY_E_INVALID_ARGUMENT);
+    CHECK(parley_session_send(nullptr, "a", &g, nullptr, nullptr, nullptr) == PARLEY_E_INVALID_ARGUMENT);
+  }
+  SUBCASE("invalid UTF-8") {
+    CHECK(parley_session_send(s, "a\xC0\xAF", &g, nullptr, nullptr, nullptr) == PARLEY_E_INVALID_ARGUMENT);
+    CHECK(last_error_mentions("UTF-8"));
+  }
+  SUBCASE("bad generate options") {
+    auto bad = g;
+    bad.struct_size = 8;
+    CHECK(parley_session_send(s, "a", &bad, nullptr, nullptr, nullptr) == PARLEY_E_INVALID_ARGUMENT);
+    bad = g;
+    bad.temperature = -1.0f;
+    CHECK(parley_session_send(s, "a", &bad, nullptr, nullptr, nullptr) == PARLEY_E_INVALID_ARGUMENT);
+    CHECK(last_error_mentions("temperature"));
+    bad = g;
+    bad.top_p = 1.5f;
+    CHECK(parley_session_send(s, "a", &bad, nullptr, nullptr, nullptr) == PARLEY_E_INVALID_ARGUMENT);
+  }
+  SUBCASE("stats with a bad struct_size") {
+    parley_turn_stats st;
+    st.struct_size = 4;
+    CHECK(parley_session_send(s, "a", &g, nullptr, nullptr, &st) == PARLEY_E_INVALID_ARGUMENT);
+  }
+  SUBCASE("a message longer than what is left of the context") {
+    std::string lots;
+    for (int i = 0; i < 300; ++i) lots += "a b ";
+    CHECK(parley_session_send(s, lots.c_str(), &g, nullptr, nullptr, nullptr) == PARLEY_E_CONTEXT_FULL);
+    CHECK(last_error_mentions("context"));
+  }
+  CHECK(session_tokens(s) == before);
+  // ... and it still works.
+  CHECK(parley_session_send(s, "b", &g, nullptr, nullptr, nullptr) == PARLEY_OK);
+  CHECK(session_tokens(s).size() > before.size());
+}
+
+TEST_CASE("a reply stops at the end of the context, and the next message is CONTEXT_FULL") {
+  EngineHandle e(tiny_chat_model());
+  SessionHandle s(e);
+  auto g = greedy_options(0);  // 0 = up to the end of the context
+  parley_turn_stats st;
+  st.struct_size = sizeof st;
+  REQUIRE(parley_session_send(s, "a", &g, nullptr, nullptr, &st) == PARLEY_OK);
+  CHECK(session_tokens(s).size() == 256);
+  CHECK(st.prompt_tokens + st.generated_tokens == 256);
+  CHECK(parley_session_send(s, "b", &g, nullptr, nullptr, nullptr) == PARLEY_E_CONTEXT_FULL);
+}
+
+TEST_CASE("closed and NULL session handles") {
+  EngineHandle e(tiny_chat_model());
+  parley_session* s = nullptr;
+  REQUIRE(parley_session_create(e, nullptr, &s) == PARLEY_OK);
+  parley_session_close(s);
+  auto g = greedy_options(2);
+  CHECK(parley_session_send(s, "a", &g, nullptr, nullptr, nullptr) == PARLEY_E_MISUSE);
+  CHECK(parley_session_interrupt(s) == PARLEY_E_MISUSE);
+  parley_session_info info;
+  info.struct_size = sizeof info;
+  CHECK(parley_session_get_info(s, &info) == PARLEY_E_MISUSE);
+  CHECK(parley_session_get_info(nullptr, &info) == PARLEY_E_INVALID_ARGUMENT);
+  CHECK(parley_session_interrupt(nullptr) == PARLEY_E_INVALID_ARGUMENT);
+  parley_session_close(s);  // a second close of a dead handle is harmless
+  parley_session_close(nullptr);
+}
+
+TEST_CASE("a session outlives its closed engine") {
+  parley_engine_options o;
+  parley_engine_options_init(&o);
+  o.model_path = tiny_chat_model().c_str();
+  parley_engine* e = nullptr;
+  REQUIRE(parley_engine_open(&o, &e) == PARLEY_OK);
+  parley_session* s = nullptr;
+  REQUIRE(parley_session_create(e, nullptr, &s) == PARLEY_OK);
+  parley_engine_close(e);
+  auto g = greedy_options(3);
+  CHECK(parley_session_send(s, "a", &g, nullptr, nullptr, nullptr) == PARLEY_OK);
+  parley_session_close(s);  // frees the engine too (ASan would report a leak otherwise)
+}
+
+TEST_CASE("turns and tokens of a conversation") {
+  EngineHandle e(tiny_chat_model());
+  parley_session_options o;
+  parley_session_options_init(&o);
+  o.system_prompt = "a b c";
+  o.chat_template = "zephyr";
+  parley_session* s = nullptr;
+  REQUIRE(parley_session_create(e, &o, &s) == PARLEY_OK);
+  auto g = greedy_options(4);
+  std::string streamed;
+  auto collect = [](const char* utf8, size_t len, void* user) {
+    static_cast<std::string*>(user)->append(utf8, len);
+    return 0;
+  };
+  parley_turn_stats st;
+  st.struct_size = sizeof st;
+  REQUIRE(parley_session_send(s, "d e", &g, collect, &streamed, &st) == PARLEY_OK);
+  CHECK(st.kv_source == PARLEY_KV_SOURCE_NEW);
+  CHECK(st.reused_tokens == 0);
+  CHECK(st.generated_tokens == 4);
+  CHECK(st.computed_tokens == st.prompt_tokens);
+
+  parley_session_info info;
+  info.struct_size = sizeof info;
+  REQUIRE(parley_session_get_info(s, &info) == PARLEY_OK);
+  CHECK(info.n_turns == 3);
+  CHECK(info.state == PARLEY_SESSION_ACTIVE);
+  CHECK(info.kv_bytes_resident > 0);
+  CHECK(info.n_tokens == session_tokens(s).size());
+
+  parley_turn t;
+  t.struct_size = sizeof t;
+  REQUIRE(parley_session_get_turn(s, 0, &t) == PARLEY_OK);
+  CHECK(t.role == PARLEY_ROLE_SYSTEM);
+  CHECK(std::string(t.text) == "a b c");
+  const uint32_t system_tokens = t.n_tokens;
+  REQUIRE(parley_session_get_turn(s, 1, &t) == PARLEY_OK);
+  CHECK(t.role == PARLEY_ROLE_USER);
+  CHECK(std::string(t.text) == "d e");
+  CHECK(system_tokens + t.n_tokens == st.prompt_tokens);
+  REQUIRE(parley_session_get_turn(s, 2, &t) == PARLEY_OK);
+  CHECK(t.role == PARLEY_ROLE_ASSISTANT);
+  CHECK(std::string(t.text) == streamed);
+  CHECK(t.n_tokens == 4);
+  CHECK(parley_session_get_turn(s, 3, &t) == PARLEY_E_NOT_FOUND);
+  CHECK(parley_session_get_turn(s, 0, nullptr) == PARLEY_E_INVALID_ARGUMENT);
+
+  // The second turn reuses the whole conversation and computes only what is new.
+  const size_t n_before = session_tokens(s).size();
+  REQUIRE(parley_session_send(s, "f", &g, nullptr, nullptr, &st) == PARLEY_OK);
+  CHECK(st.kv_source == PARLEY_KV_SOURCE_RESIDENT);
+  CHECK(st.reused_tokens == n_before - 1);  // all but the last reply token, fed now
+  CHECK(st.computed_tokens == st.prompt_tokens + 1);
+  parley_session_close(s);
+}
+
+TEST_CASE("entry points of later versions say UNSUPPORTED") {
+  EngineHandle e(tiny_chat_model());
+  SessionHandle s(e);
+  parley_session* out = reinterpret_cast<parley_session*>(uintptr_t(1));
+  CHECK(parley_session_fork(s, nullptr, &out) == PARLEY_E_UNSUPPORTED);
+  CHECK(out == nullptr);
+  CHECK(parley_session_suspend(s) == PARLEY_E_UNSUPPORTED);
+  CHECK(parley_session_rewind(s, 1) == PARLEY_E_UNSUPPORTED);
+  CHECK(parley_session_open(e, "x", &out) == PARLEY_E_UNSUPPORTED);
+  CHECK(parley_session_delete(e, "x") == PARLEY_E_UNSUPPORTED);
+  size_t needed = 0;
+  CHECK(parley_store_list_sessions(e, nullptr, 0, &needed) == PARLEY_E_UNSUPPORTED);
+}
+
+TEST_CASE("the KV budget is enforced") {
+  // 256 tokens x 160 bytes (INT8) = 40960 bytes per session: room for one, not two.
+  EngineHandle e(tiny_chat_model(), PARLEY_KV_INT8, 0, 60000);
+  SessionHandle a(e);
+  SessionHandle b(e);
+  auto g = greedy_options(2);
+  REQUIRE(parley_session_send(a, "a", &g, nullptr, nullptr, nullptr) == PARLEY_OK);
+  CHECK(parley_session_send(b, "a", &g, nullptr, nullptr, nullptr) == PARLEY_E_OUT_OF_MEMORY);
+  CHECK(last_error_mentions("budget"));
+  CHECK(session_tokens(b).empty());
+}

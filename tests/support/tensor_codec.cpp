@@ -1,0 +1,85 @@
+#include "support/tensor_codec.h"
+
+#include <cmath>
+#include <cstring>
+#include <stdexcept>
+
+namespace parley::test {
+
+using model::DType;
+
+namespace {
+
+void append16(std::string& out, uint16_t v) { out.append(reinterpret_cast<const char*>(&v), 2); }
+
+void encode_q8_0(std::string& out, std::span<const float> x) {
+  if (x.size() % model::kQ8BlockValues != 0)
+    throw std::invalid_argument("Q8_0 needs multiples of 32 values");
+  for (size_t b = 0; b < x.size(); b += model::kQ8BlockValues) {
+    float amax = 0.0f;
+    for (int j = 0; j < model::kQ8BlockValues; ++j)
+      amax = std::max(amax, std::fabs(x[b + size_t(j)]));
+    const float d = amax / 127.0f;
+    const float id = d != 0.0f ? 1.0f / d : 0.0f;
+    model::Q8Block blk{};
+    blk.d = model::f32_to_f16(d);
+    for (int j = 0; j < model::kQ8BlockValues; ++j)
+      blk.q[j] = int8_t(std::roundf(x[b + size_t(j)] * id));
+    out.append(reinterpret_cast<const char*>(&blk), sizeof blk);
+  }
+}
+
+}  // namespace
+
+std::string encode_tensor(DType dtype, std::span<const float> values) {
+  std::string out;
+  switch (dtype) {
+    case DType::f32:
+      out.append(reinterpret_cast<const char*>(values.data()), values.size() * 4);
+      break;
+    case DType::f16:
+      for (float v : values) append16(out, model::f32_to_f16(v));
+      break;
+    case DType::bf16:
+      for (float v : values) append16(out, model::f32_to_bf16(v));
+      break;
+    case DType::q8_0:
+      encode_q8_0(out, values);
+      break;
+  }
+  return out;
+}
+
+std::vector<float> decode_tensor(DType dtype, const std::byte* data, size_t n) {
+  std::vector<float> out(n);
+  switch (dtype) {
+    case DType::f32:
+      std::memcpy(out.data(), data, n * 4);
+      break;
+    case DType::f16:
+    case DType::bf16:
+      for (size_t i = 0; i < n; ++i) {
+        uint16_t h;
+        std::memcpy(&h, data + 2 * i, 2);
+        out[i] = dtype == DType::f16 ? model::f16_to_f32(h) : model::bf16_to_f32(h);
+      }
+      break;
+    case DType::q8_0:
+      for (size_t b = 0; b < n / model::kQ8BlockValues; ++b) {
+        model::Q8Block blk;
+        std::memcpy(&blk, data + b * sizeof blk, sizeof blk);
+        for (int j = 0; j < model::kQ8BlockValues; ++j) {
+          out[b * model::kQ8BlockValues + size_t(j)] = model::f16_to_f32(blk.d) * float(blk.q[j]);
+        }
+      }
+      break;
+  }
+  return out;
+}
+
+std::vector<float> round_trip(DType dtype, std::span<const float> values) {
+  const std::string bytes = encode_tensor(dtype, values);
+  return decode_tensor(dtype, reinterpret_cast<const std::byte*>(bytes.data()), values.size());
+}
+
+}  // namespace parley::test

@@ -1,0 +1,109 @@
+// matmul and dequantize_row for every weight type, against a naive double product over the
+// same stored (dequantized) weights, on sizes that are not multiples of any SIMD width.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <random>
+#include <string>
+
+#include "backend/cpu/ops_matmul.h"
+#include "backend/cpu/thread_pool.h"
+#include "common/error.h"
+#include "tiny_model.h"
+
+namespace parley::test {
+namespace {
+
+using model::DType;
+
+// Max |y - x W^T| relative to the largest |y| of the exact product.
+double matmul_error(DType dtype, int64_t rows, int64_t cols, size_t n, int32_t threads) {
+  std::mt19937 rng(uint32_t(rows * 131 + cols * 7 + n));
+  model::Weights owner;
+  const model::TensorView w =
+      make_tensor(owner, "w", dtype, rows, cols, random_values(size_t(rows * cols), 1.0f, rng));
+  const std::vector<float> x = random_values(n * size_t(cols), 1.0f, rng);
+  std::vector<float> y(n * size_t(rows), NAN);
+  backend::cpu::ThreadPool pool(threads);
+  backend::cpu::matmul(w, x.data(), n, y.data(), pool);
+
+  const std::vector<double> wd = decode_tensor(w);
+  double worst = 0.0, scale = 0.0;
+  for (size_t i = 0; i < n; ++i) {
+    for (int64_t r = 0; r < rows; ++r) {
+      double exact = 0.0;
+      for (int64_t c = 0; c < cols; ++c) exact += wd[size_t(r * cols + c)] * x[i * size_t(cols) + size_t(c)];
+      worst = std::max(worst, std::fabs(exact - y[i * size_t(rows) + size_t(r)]));
+      scale = std::max(scale, std::fabs(exact));
+    }
+  }
+  return worst / scale;
+}
+
+}  // namespace
+
+TEST_CASE("matmul matches a double product for every weight type and awkward sizes") {
+  struct Shape {
+    int64_t rows, cols;
+    size_t n;
+  };
+  for (DType t : {DType::f32, DType::f16, DType::bf16}) {
+    for (Shape s : {Shape{1, 1, 1}, Shape{3, 7, 1}, Shape{17, 172, 1}, Shape{64, 172, 5},
+                    Shape{33, 64, 9}, Shape{5, 4097, 3}, Shape{130, 31, 4}}) {
+      const double err = matmul_error(t, s.rows, s.cols, s.n, 3);
+      INFO(model::dtype_name(t) << " rows " << s.rows << " cols " << s.cols << " n " << s.n);
+      CHECK(err < 1e-6);  // float accumulation over at most 4097 terms
+    }
+  }
+  for (Shape s : {Shape{1, 32, 1}, Shape{7, 96, 2}, Shape{64, 64, 5}, Shape{19, 4096, 6}}) {
+    const double err = matmul_error(DType::q8_0, s.rows, s.cols, s.n, 3);
+    INFO("Q8_0 rows " << s.rows << " cols " << s.cols << " n " << s.n);
+    CHECK(err < 1e-6);
+  }
+}
+
+TEST_CASE("matmul gives the same bits for any thread count and any batch split") {
+  std::mt19937 rng(5);
+  model::Weights owner;
+  const int64_t rows = 67, cols = 172;
+  const size_t n = 7;
+  const model::TensorView w =
+      make_tensor(owner, "w", DType::f16, rows, cols, random_values(size_t(rows * cols), 1.0f, rng));
+  const std::vector<float> x = random_values(n * size_t(cols), 1.0f, rng);
+  backend::cpu::ThreadPool one(1), four(4);
+  std::vector<float> a(n * size_t(rows)), b(a.size());
+  backend::cpu::matmul(w, x.data(), n, a.data(), one);
+  backend::cpu::matmul(w, x.data(), n, b.data(), four);
+  CHECK(a == b);
+  for (size_t i = 0; i < n; ++i) {  // row i alone
+    std::vector<float> single(static_cast<size_t>(rows));
+    backend::cpu::matmul(w, &x[i * size_t(cols)], 1, single.data(), four);
+    CHECK(std::equal(single.begin(), single.end(), a.begin() + int64_t(i) * rows));
+  }
+}
+
+TEST_CASE("matmul rejects a Q8_0 matrix whose rows are not whole blocks") {
+  model::Weights owner;
+  model::TensorView w = make_tensor(owner, "w", DType::q8_0, 2, 64, std::vector<float>(128, 1.0f));
+  w.cols = 48;  // a shape a reader would never accept
+  std::vector<float> x(48), y(2);
+  backend::cpu::ThreadPool pool(1);
+  CHECK_THROWS_AS(backend::cpu::matmul(w, x.data(), 1, y.data(), pool), Error);
+}
+
+TEST_CASE("dequantize_row decodes one row of each type exactly") {
+  std::mt19937 rng(9);
+  for (DType t : {DType::f32, DType::f16, DType::bf16, DType::q8_0}) {
+    model::Weights owner;
+    const model::TensorView w = make_tensor(owner, "e", t, 5, 64, random_values(5 * 64, 2.0f, rng));
+    const std::vector<double> all = decode_tensor(w);
+    std::vector<float> row(64);
+    backend::cpu::dequantize_row(w, 3, row.data());
+    for (size_t i = 0; i < row.size(); ++i) {
+      INFO(model::dtype_name(t) << " element " << i);
+      CHECK(double(row[i]) == doctest::Approx(all[3 * 64 + i]).epsilon(1e-7));
+    }
+  }
+}
+
+}  // namespace parley::test

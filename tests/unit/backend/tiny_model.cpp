@@ -1,0 +1,154 @@
+#include "tiny_model.h"
+
+#include <cmath>
+#include <cstring>
+#include <memory>
+
+#include "model/dtype.h"
+
+namespace parley::test {
+namespace {
+
+std::vector<std::byte> encode(model::DType dtype, int64_t rows, int64_t cols,
+                              const std::vector<float>& values) {
+  std::vector<std::byte> bytes(size_t(rows) * model::row_bytes(dtype, size_t(cols)));
+  switch (dtype) {
+    case model::DType::f32:
+      std::memcpy(bytes.data(), values.data(), bytes.size());
+      break;
+    case model::DType::f16:
+    case model::DType::bf16: {
+      auto* out = reinterpret_cast<uint16_t*>(bytes.data());
+      for (size_t i = 0; i < values.size(); ++i) {
+        out[i] = dtype == model::DType::f16 ? model::f32_to_f16(values[i])
+                                            : model::f32_to_bf16(values[i]);
+      }
+      break;
+    }
+    case model::DType::q8_0: {  // ggml's reference quantizer: d = amax / 127, q = round(x / d)
+      auto* blocks = reinterpret_cast<model::Q8Block*>(bytes.data());
+      for (size_t b = 0; b < values.size() / model::kQ8BlockValues; ++b) {
+        const float* x = &values[b * model::kQ8BlockValues];
+        float amax = 0.0f;
+        for (int i = 0; i < model::kQ8BlockValues; ++i) amax = std::fmax(amax, std::fabs(x[i]));
+        const float d = amax / 127.0f;
+        const float id = d != 0.0f ? 1.0f / d : 0.0f;
+        blocks[b].d = model::f32_to_f16(d);
+        for (int i = 0; i < model::kQ8BlockValues; ++i) {
+          blocks[b].q[i] = static_cast<int8_t>(std::round(x[i] * id));
+        }
+      }
+      break;
+    }
+  }
+  return bytes;
+}
+
+}  // namespace
+
+std::vector<float> random_values(size_t n, float scale, std::mt19937& rng) {
+  std::uniform_real_distribution<float> dist(-scale, scale);
+  std::vector<float> v(n);
+  for (float& x : v) x = dist(rng);
+  return v;
+}
+
+model::TensorView make_tensor(model::Weights& owner, const std::string& name, model::DType dtype,
+                              int64_t rows, int64_t cols, const std::vector<float>& values) {
+  const std::vector<std::byte> bytes = encode(dtype, rows, cols, values);
+  auto buffer = std::make_unique<std::byte[]>(bytes.size());
+  std::memcpy(buffer.get(), bytes.data(), bytes.size());
+  model::TensorView t;
+  t.name = name;
+  t.dtype = dtype;
+  t.rows = rows;
+  t.cols = cols;
+  t.data = buffer.get();
+  t.n_bytes = bytes.size();
+  owner.owned.push_back(std::move(buffer));
+  return t;
+}
+
+std::vector<double> decode_tensor(const model::TensorView& t) {
+  std::vector<double> out(size_t(t.n_elements()));
+  for (int64_t r = 0; r < t.rows; ++r) {
+    const std::byte* row = t.row(r);
+    for (int64_t c = 0; c < t.cols; ++c) {
+      double v = 0.0;
+      switch (t.dtype) {
+        case model::DType::f32: v = reinterpret_cast<const float*>(row)[c]; break;
+        case model::DType::f16: v = model::f16_to_f32(reinterpret_cast<const uint16_t*>(row)[c]); break;
+        case model::DType::bf16: v = model::bf16_to_f32(reinterpret_cast<const uint16_t*>(row)[c]); break;
+        case model::DType::q8_0: {
+          const auto& b = reinterpret_cast<const model::Q8Block*>(row)[c / model::kQ8BlockValues];
+          v = double(model::f16_to_f32(b.d)) * double(b.q[c % model::kQ8BlockValues]);
+          break;
+        }
+      }
+      out[size_t(r * t.cols + c)] = v;
+    }
+  }
+  return out;
+}
+
+TinyModel make_tiny_model(const TinySpec& s) {
+  TinyModel m;
+  model::ModelConfig& c = m.config;
+  c.name = "tiny";
+  c.n_vocab = s.n_vocab;
+  c.dim = s.dim;
+  c.hidden_dim = s.hidden_dim;
+  c.n_layers = s.n_layers;
+  c.n_heads = s.n_heads;
+  c.n_kv_heads = s.n_kv_heads;
+  c.head_dim = s.head_dim;
+  c.context_length = 256;
+  c.sliding_window = s.sliding_window;
+  c.rope_theta = s.rope_theta;
+
+  std::mt19937 rng(s.seed);
+  model::Weights& w = m.weights;
+  auto matrix = [&](const std::string& name, int64_t rows, int64_t cols, float scale) {
+    const model::DType t =
+        s.dtype == model::DType::q8_0 && cols % model::kQ8BlockValues != 0 ? model::DType::f16
+                                                                           : s.dtype;
+    return make_tensor(w, name, t, rows, cols, random_values(size_t(rows * cols), scale, rng));
+  };
+  auto norm = [&](const std::string& name) {
+    const model::DType t = s.dtype == model::DType::q8_0 ? model::DType::f32 : s.dtype;
+    std::vector<float> v = random_values(size_t(s.dim), 0.2f, rng);
+    for (float& x : v) x += 1.0f;
+    return make_tensor(w, name, t, 1, s.dim, v);
+  };
+  // Scales keep activations O(1) and logits O(1..10): products of n inputs get 1/sqrt(n).
+  auto fan_in = [](int64_t n) { return std::sqrt(3.0f / float(n)); };
+  const int64_t q_dim = int64_t(s.n_heads) * s.head_dim;
+  const int64_t kv_dim = int64_t(s.n_kv_heads) * s.head_dim;
+  w.tok_embd = matrix("tok_embd", s.n_vocab, s.dim, 1.0f);
+  for (int32_t l = 0; l < s.n_layers; ++l) {
+    const std::string p = "blk." + std::to_string(l) + ".";
+    model::LayerWeights lw;
+    lw.attn_norm = norm(p + "attn_norm");
+    // Larger q/k weights give peaked attention, so softmax errors would show.
+    lw.wq = matrix(p + "wq", q_dim, s.dim, 2.0f * fan_in(s.dim));
+    lw.wk = matrix(p + "wk", kv_dim, s.dim, 2.0f * fan_in(s.dim));
+    lw.wv = matrix(p + "wv", kv_dim, s.dim, fan_in(s.dim));
+    lw.wo = matrix(p + "wo", s.dim, q_dim, fan_in(q_dim));
+    lw.ffn_norm = norm(p + "ffn_norm");
+    lw.w_gate = matrix(p + "w_gate", s.hidden_dim, s.dim, 2.0f * fan_in(s.dim));
+    lw.w_up = matrix(p + "w_up", s.hidden_dim, s.dim, fan_in(s.dim));
+    lw.w_down = matrix(p + "w_down", s.dim, s.hidden_dim, fan_in(s.hidden_dim));
+    w.layers.push_back(lw);
+  }
+  w.output_norm = norm("output_norm");
+  if (s.tied) {
+    // The embedding's scale (1) gives logits of std sqrt(dim / 3): 3..7 for these sizes.
+    w.output = w.tok_embd;
+    w.tied_output = true;
+  } else {
+    w.output = matrix("output", s.n_vocab, s.dim, 3.0f * fan_in(s.dim));
+  }
+  return m;
+}
+
+}  // namespace parley::test

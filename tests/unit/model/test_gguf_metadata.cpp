@@ -1,0 +1,256 @@
+#include <doctest/doctest.h>
+
+#include <functional>
+
+#include "error_check.h"
+#include "model/gguf_metadata.h"
+#include "support/gguf_builder.h"
+#include "support/synth_model.h"
+
+using parley::Status;
+using parley::model::parse_gguf;
+using parley::model::read_gguf_metadata;
+using parley::test::GgufBuilder;
+namespace gt = parley::test::gguf_type;
+
+namespace {
+
+using KvWriter = std::function<void(GgufBuilder&)>;
+
+// Metadata of a small llama model, as an editable list of entries.
+class Metadata {
+ public:
+  Metadata() {
+    const auto vocab = parley::test::make_spm_vocab(300);
+    set("general.architecture", [](GgufBuilder& b) { b.kv_str("general.architecture", "llama"); });
+    set("general.name", [](GgufBuilder& b) { b.kv_str("general.name", "tiny"); });
+    u32("llama.vocab_size", 300);
+    u32("llama.context_length", 128);
+    u32("llama.embedding_length", 48);
+    u32("llama.block_count", 3);
+    u32("llama.feed_forward_length", 100);
+    u32("llama.attention.head_count", 6);
+    u32("llama.attention.head_count_kv", 2);
+    set("llama.attention.layer_norm_rms_epsilon",
+        [](GgufBuilder& b) { b.kv_f32("llama.attention.layer_norm_rms_epsilon", 1e-6f); });
+    set("llama.rope.freq_base",
+        [](GgufBuilder& b) { b.kv_f32("llama.rope.freq_base", 500000.0f); });
+    set("tokenizer.ggml.model", [](GgufBuilder& b) { b.kv_str("tokenizer.ggml.model", "llama"); });
+    set("tokenizer.ggml.tokens",
+        [vocab](GgufBuilder& b) { b.kv_strings("tokenizer.ggml.tokens", vocab.tokens); });
+    set("tokenizer.ggml.scores",
+        [vocab](GgufBuilder& b) { b.kv_f32s("tokenizer.ggml.scores", vocab.scores); });
+    set("tokenizer.ggml.token_type",
+        [vocab](GgufBuilder& b) { b.kv_i32s("tokenizer.ggml.token_type", vocab.types); });
+    u32("tokenizer.ggml.bos_token_id", 1);
+    u32("tokenizer.ggml.eos_token_id", 2);
+    u32("tokenizer.ggml.unknown_token_id", 0);
+  }
+
+  Metadata& set(const std::string& key, KvWriter w) {
+    for (auto& [k, writer] : kvs_) {
+      if (k == key) {
+        writer = std::move(w);
+        return *this;
+      }
+    }
+    kvs_.emplace_back(key, std::move(w));
+    return *this;
+  }
+  Metadata& u32(const std::string& key, uint32_t v) {
+    return set(key, [key, v](GgufBuilder& b) { b.kv_u32(key, v); });
+  }
+  Metadata& str(const std::string& key, const std::string& v) {
+    return set(key, [key, v](GgufBuilder& b) { b.kv_str(key, v); });
+  }
+  Metadata& erase(const std::string& key) {
+    std::erase_if(kvs_, [&](const auto& kv) { return kv.first == key; });
+    return *this;
+  }
+
+  std::string bytes() const {
+    GgufBuilder b;
+    b.header(0, kvs_.size());
+    for (const auto& kv : kvs_) kv.second(b);
+    return b.bytes();
+  }
+
+ private:
+  std::vector<std::pair<std::string, KvWriter>> kvs_;
+};
+
+parley::model::GgufModelInfo read(const Metadata& m) {
+  const std::string bytes = m.bytes();
+  return read_gguf_metadata(parse_gguf(parley::test::as_span(bytes)));
+}
+
+}  // namespace
+
+TEST_CASE("GGUF metadata: hyperparameters, vocabulary and defaults") {
+  const auto info = read(Metadata());
+  const auto& c = info.config;
+  CHECK(c.architecture == "llama");
+  CHECK(c.name == "tiny");
+  CHECK(c.n_vocab == 300);
+  CHECK(c.dim == 48);
+  CHECK(c.hidden_dim == 100);
+  CHECK(c.n_layers == 3);
+  CHECK(c.n_heads == 6);
+  CHECK(c.n_kv_heads == 2);
+  CHECK(c.head_dim == 8);
+  CHECK(c.context_length == 128);
+  CHECK(c.rms_eps == 1e-6f);
+  CHECK(c.rope_theta == 500000.0f);
+  CHECK(c.sliding_window == 0);
+  CHECK(c.add_bos);
+  CHECK(c.chat_template.empty());
+  CHECK_NOTHROW(c.validate());
+  const auto& v = info.vocab;
+  CHECK(v.model == "llama");
+  REQUIRE(v.tokens.size() == 300);
+  CHECK(v.tokens[1] == "<s>");
+  CHECK(v.tokens[3] == "<0x00>");
+  CHECK(v.token_types[0] == 2);
+  CHECK(v.token_types[258] == 6);
+  CHECK(v.scores.size() == 300);
+  CHECK(v.add_space_prefix);  // llama.cpp's default when the key is absent
+  CHECK_FALSE(v.remove_extra_whitespaces);
+}
+
+TEST_CASE("GGUF metadata: optional keys and their defaults") {
+  Metadata m;
+  m.erase("llama.attention.head_count_kv").erase("llama.rope.freq_base").erase("llama.vocab_size");
+  m.erase("tokenizer.ggml.scores").erase("tokenizer.ggml.token_type");
+  const auto info = read(m);
+  CHECK(info.config.n_kv_heads == 6);
+  CHECK(info.config.rope_theta == 10000.0f);
+  CHECK(info.config.n_vocab == 300);  // the length of tokenizer.ggml.tokens
+  CHECK(info.vocab.scores.empty());
+  CHECK(info.vocab.token_types.empty());
+
+  Metadata n;
+  n.u32("llama.attention.key_length", 16).u32("llama.attention.value_length", 16);
+  n.u32("llama.attention.sliding_window", 64).u32("tokenizer.ggml.padding_token_id", 5);
+  n.str("tokenizer.chat_template", "{{ messages }}");
+  n.set("tokenizer.ggml.add_bos_token",
+        [](GgufBuilder& b) { b.kv_bool("tokenizer.ggml.add_bos_token", false); });
+  n.set("tokenizer.ggml.add_space_prefix",
+        [](GgufBuilder& b) { b.kv_bool("tokenizer.ggml.add_space_prefix", false); });
+  n.set("tokenizer.ggml.remove_extra_whitespaces",
+        [](GgufBuilder& b) { b.kv_bool("tokenizer.ggml.remove_extra_whitespaces", true); });
+  n.str("llama.rope.scaling.type", "none");
+  const auto j = read(n);
+  CHECK(j.config.head_dim == 16);
+  CHECK(j.config.sliding_window == 64);
+  CHECK(j.config.pad_id == 5);
+  CHECK(j.vocab.pad_id == 5);
+  CHECK(j.config.chat_template == "{{ messages }}");
+  CHECK_FALSE(j.config.add_bos);
+  CHECK_FALSE(j.vocab.add_space_prefix);
+  CHECK(j.vocab.remove_extra_whitespaces);
+}
+
+TEST_CASE("GGUF metadata: integers of any integer type, floats as float32 or float64") {
+  Metadata m;
+  m.set("llama.block_count", [](GgufBuilder& b) { b.kv_u8("llama.block_count", 3); });
+  m.set("llama.embedding_length", [](GgufBuilder& b) { b.kv_i16("llama.embedding_length", 48); });
+  m.set("llama.context_length", [](GgufBuilder& b) { b.kv_u64("llama.context_length", 128); });
+  m.set("llama.feed_forward_length",
+        [](GgufBuilder& b) { b.kv_i64("llama.feed_forward_length", 100); });
+  m.set("llama.attention.layer_norm_rms_epsilon",
+        [](GgufBuilder& b) { b.kv_f64("llama.attention.layer_norm_rms_epsilon", 1e-5); });
+  const auto info = read(m);
+  CHECK(info.config.n_layers == 3);
+  CHECK(info.config.dim == 48);
+  CHECK(info.config.context_length == 128);
+  CHECK(info.config.hidden_dim == 100);
+  CHECK(info.config.rms_eps == 1e-5f);
+}
+
+TEST_CASE("GGUF metadata: wrong types and out-of-range values name the key") {
+  CHECK_PARLEY_ERROR(read(Metadata().str("llama.block_count", "5")), Status::bad_model,
+                     "llama.block_count");
+  CHECK_PARLEY_ERROR(read(Metadata().set("llama.context_length",
+                                         [](GgufBuilder& b) {
+                                           b.kv_u64("llama.context_length", uint64_t(1) << 40);
+                                         })),
+                     Status::bad_model, "llama.context_length", "out of range");
+  CHECK_PARLEY_ERROR(
+      read(Metadata().set("llama.block_count",
+                          [](GgufBuilder& b) { b.kv_i32("llama.block_count", -1); })),
+      Status::bad_model, "llama.block_count", "out of range");
+  CHECK_PARLEY_ERROR(read(Metadata().u32("llama.attention.layer_norm_rms_epsilon", 1)),
+                     Status::bad_model, "llama.attention.layer_norm_rms_epsilon");
+  CHECK_PARLEY_ERROR(read(Metadata().u32("general.architecture", 1)), Status::bad_model,
+                     "general.architecture");
+  CHECK_PARLEY_ERROR(
+      read(Metadata().set(
+          "tokenizer.ggml.tokens",
+          [](GgufBuilder& b) { b.kv_f32s("tokenizer.ggml.tokens", std::vector<float>(300)); })),
+      Status::bad_model, "tokenizer.ggml.tokens");
+  CHECK_PARLEY_ERROR(
+      read(Metadata().set(
+          "tokenizer.ggml.scores",
+          [](GgufBuilder& b) { b.kv_i32s("tokenizer.ggml.scores", std::vector<int32_t>(300)); })),
+      Status::bad_model, "tokenizer.ggml.scores");
+  CHECK_PARLEY_ERROR(
+      read(Metadata().set(
+          "tokenizer.ggml.token_type",
+          [](GgufBuilder& b) { b.kv_f32s("tokenizer.ggml.token_type", std::vector<float>(300)); })),
+      Status::bad_model, "tokenizer.ggml.token_type");
+  CHECK_PARLEY_ERROR(read(Metadata().set("tokenizer.ggml.token_type",
+                                         [](GgufBuilder& b) {
+                                           b.kv_i32s("tokenizer.ggml.token_type",
+                                                     std::vector<int32_t>(300, -4));
+                                         })),
+                     Status::bad_model, "tokenizer.ggml.token_type", "element 0");
+  CHECK_PARLEY_ERROR(read(Metadata().str("tokenizer.ggml.add_bos_token", "yes")), Status::bad_model,
+                     "tokenizer.ggml.add_bos_token");
+}
+
+TEST_CASE("GGUF metadata: missing required keys name the key") {
+  for (const char* key :
+       {"general.architecture", "llama.embedding_length", "llama.feed_forward_length",
+        "llama.block_count", "llama.attention.head_count", "llama.context_length",
+        "llama.attention.layer_norm_rms_epsilon", "tokenizer.ggml.model",
+        "tokenizer.ggml.tokens"}) {
+    CAPTURE(key);
+    CHECK_PARLEY_ERROR(read(Metadata().erase(key)), Status::bad_model, key, "missing");
+  }
+}
+
+TEST_CASE("GGUF metadata: array lengths must equal the vocabulary size") {
+  CHECK_PARLEY_ERROR(read(Metadata().u32("llama.vocab_size", 301)), Status::bad_model,
+                     "tokenizer.ggml.tokens", "300 entries");
+  CHECK_PARLEY_ERROR(
+      read(Metadata().set(
+          "tokenizer.ggml.scores",
+          [](GgufBuilder& b) { b.kv_f32s("tokenizer.ggml.scores", std::vector<float>(299)); })),
+      Status::bad_model, "tokenizer.ggml.scores", "299 entries");
+  CHECK_PARLEY_ERROR(
+      read(Metadata().set(
+          "tokenizer.ggml.token_type",
+          [](GgufBuilder& b) { b.kv_i32s("tokenizer.ggml.token_type", std::vector<int32_t>(1)); })),
+      Status::bad_model, "tokenizer.ggml.token_type", "1 entries");
+}
+
+TEST_CASE("GGUF metadata: head size must follow from the embedding when not given") {
+  CHECK_PARLEY_ERROR(read(Metadata().u32("llama.attention.head_count", 7)), Status::bad_model,
+                     "llama.embedding_length", "llama.attention.head_count");
+  CHECK_PARLEY_ERROR(read(Metadata().u32("llama.attention.head_count", 0)), Status::bad_model,
+                     "llama.attention.head_count");
+  CHECK_PARLEY_ERROR(read(Metadata().u32("llama.rope.dimension_count", 4)), Status::unsupported,
+                     "llama.rope.dimension_count");
+  CHECK_PARLEY_ERROR(
+      read(Metadata().u32("llama.attention.key_length", 16).u32("llama.attention.value_length", 8)),
+      Status::unsupported, "llama.attention.value_length");
+}
+
+TEST_CASE("GGUF metadata: other architectures, tokenizers and RoPE scaling are unsupported") {
+  CHECK_PARLEY_ERROR(read(Metadata().str("general.architecture", "gpt2")), Status::unsupported,
+                     "architecture 'gpt2'");
+  CHECK_PARLEY_ERROR(read(Metadata().str("tokenizer.ggml.model", "gpt2")), Status::unsupported,
+                     "tokenizer.ggml.model 'gpt2'");
+  CHECK_PARLEY_ERROR(read(Metadata().str("llama.rope.scaling.type", "linear")), Status::unsupported,
+                     "llama.rope.scaling.type 'linear'");
+}

@@ -1,0 +1,178 @@
+#include <doctest/doctest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "error_check.h"
+#include "model/hf_config.h"
+#include "support/shared_assets.h"
+
+using parley::Status;
+using parley::model::parse_hf_config;
+using json = nlohmann::json;
+
+namespace {
+
+// A Mistral-7B-shaped config.json.
+json mistral() {
+  return {{"architectures", {"MistralForCausalLM"}},
+          {"model_type", "mistral"},
+          {"vocab_size", 32000},
+          {"hidden_size", 4096},
+          {"intermediate_size", 14336},
+          {"num_hidden_layers", 32},
+          {"num_attention_heads", 32},
+          {"num_key_value_heads", 8},
+          {"max_position_embeddings", 32768},
+          {"rms_norm_eps", 1e-5},
+          {"rope_theta", 1000000.0},
+          {"sliding_window", 4096},
+          {"hidden_act", "silu"},
+          {"tie_word_embeddings", false},
+          {"bos_token_id", 1},
+          {"eos_token_id", 2}};
+}
+
+parley::model::HfConfig parse(const json& config, const std::string& tokenizer_config = "") {
+  return parse_hf_config(config.dump(), tokenizer_config, "my-model");
+}
+
+}  // namespace
+
+TEST_CASE("HF config: a Mistral config.json") {
+  const auto hf = parse(mistral());
+  const auto& c = hf.config;
+  CHECK(c.name == "my-model");
+  CHECK(c.n_vocab == 32000);
+  CHECK(c.dim == 4096);
+  CHECK(c.hidden_dim == 14336);
+  CHECK(c.n_layers == 32);
+  CHECK(c.n_heads == 32);
+  CHECK(c.n_kv_heads == 8);
+  CHECK(c.head_dim == 128);
+  CHECK(c.context_length == 32768);
+  CHECK(c.rms_eps == 1e-5f);
+  CHECK(c.rope_theta == 1e6f);
+  CHECK(c.sliding_window == 4096);
+  CHECK(c.bos_id == 1);
+  CHECK(c.eos_id == 2);
+  CHECK_FALSE(hf.tie_word_embeddings);
+  CHECK_NOTHROW(c.validate());
+}
+
+TEST_CASE("HF config: optional fields and their defaults") {
+  json j = mistral();
+  for (const char* k :
+       {"num_key_value_heads", "rope_theta", "tie_word_embeddings", "hidden_act", "bos_token_id"})
+    j.erase(k);
+  j["sliding_window"] = nullptr;
+  j["head_dim"] = nullptr;
+  j["rope_scaling"] = nullptr;
+  j["eos_token_id"] = {7, 2};  // several stop ids: the first is the EOS
+  j["pad_token_id"] = nullptr;
+  const auto hf = parse(j);
+  CHECK(hf.config.n_kv_heads == 32);
+  CHECK(hf.config.rope_theta == 10000.0f);
+  CHECK(hf.config.sliding_window == 0);
+  CHECK(hf.config.head_dim == 128);
+  CHECK(hf.config.bos_id == 1);
+  CHECK(hf.config.eos_id == 7);
+  CHECK(hf.config.pad_id == -1);
+  CHECK_FALSE(hf.tie_word_embeddings);
+
+  json k = mistral();
+  k["head_dim"] = 64;  // explicit, not hidden_size / heads
+  k["tie_word_embeddings"] = true;
+  k.erase("model_type");  // architectures alone identifies the model
+  const auto hk = parse(k);
+  CHECK(hk.config.head_dim == 64);
+  CHECK(hk.tie_word_embeddings);
+}
+
+TEST_CASE("HF config: tokenizer_config.json gives the chat template and add_bos") {
+  const auto hf =
+      parse(mistral(), R"({"add_bos_token": false, "chat_template": "{{ bos_token }}"})");
+  CHECK(hf.config.chat_template == "{{ bos_token }}");
+  CHECK_FALSE(hf.config.add_bos);
+  const auto named = parse(
+      mistral(),
+      R"({"chat_template": [{"name": "tool_use", "template": "T"}, {"name": "default", "template": "D"}]})");
+  CHECK(named.config.chat_template == "D");
+  CHECK(parse(mistral(), "{}").config.add_bos);
+  CHECK_PARLEY_ERROR(parse(mistral(), "[1]"), Status::bad_model, "tokenizer_config.json");
+  CHECK_PARLEY_ERROR(parse(mistral(), R"({"add_bos_token": "yes"})"), Status::bad_model,
+                     "add_bos_token");
+  CHECK_PARLEY_ERROR(parse(mistral(), R"({"chat_template": 5})"), Status::bad_model,
+                     "chat_template");
+}
+
+TEST_CASE("HF config: unsupported models and features") {
+  json gpt2 = mistral();
+  gpt2["model_type"] = "gpt2";
+  gpt2["architectures"] = {"GPT2LMHeadModel"};
+  CHECK_PARLEY_ERROR(parse(gpt2), Status::unsupported, "model_type 'gpt2'");
+  json scaled = mistral();
+  scaled["rope_scaling"] = {{"type", "linear"}, {"factor", 2.0}};
+  CHECK_PARLEY_ERROR(parse(scaled), Status::unsupported, "rope_scaling");
+  json gelu = mistral();
+  gelu["hidden_act"] = "gelu";
+  CHECK_PARLEY_ERROR(parse(gelu), Status::unsupported, "hidden_act");
+  json bias = mistral();
+  bias["attention_bias"] = true;
+  CHECK_PARLEY_ERROR(parse(bias), Status::unsupported, "attention_bias");
+}
+
+TEST_CASE("HF config: malformed config.json names the field") {
+  CHECK_PARLEY_ERROR(parse_hf_config("{", "", "x"), Status::bad_model, "config.json", "JSON");
+  CHECK_PARLEY_ERROR(parse_hf_config("[]", "", "x"), Status::bad_model, "config.json", "object");
+  for (const char* key : {"vocab_size", "hidden_size", "intermediate_size", "num_hidden_layers",
+                          "num_attention_heads", "max_position_embeddings", "rms_norm_eps"}) {
+    CAPTURE(key);
+    json missing = mistral();
+    missing.erase(key);
+    CHECK_PARLEY_ERROR(parse(missing), Status::bad_model, key, "missing");
+    json wrong = mistral();
+    wrong[key] = "12";
+    CHECK_PARLEY_ERROR(parse(wrong), Status::bad_model, key);
+  }
+  json frac = mistral();
+  frac["num_hidden_layers"] = 2.5;
+  CHECK_PARLEY_ERROR(parse(frac), Status::bad_model, "num_hidden_layers", "not an integer");
+  json negative = mistral();
+  negative["vocab_size"] = -5;
+  CHECK_PARLEY_ERROR(parse(negative), Status::bad_model, "vocab_size", "out of range");
+  json huge = mistral();
+  huge["hidden_size"] = uint64_t(1) << 40;
+  CHECK_PARLEY_ERROR(parse(huge), Status::bad_model, "hidden_size", "out of range");
+  json indivisible = mistral();
+  indivisible["num_attention_heads"] = 30;
+  CHECK_PARLEY_ERROR(parse(indivisible), Status::bad_model, "hidden_size", "num_attention_heads");
+  json empty_eos = mistral();
+  empty_eos["eos_token_id"] = json::array();
+  CHECK_PARLEY_ERROR(parse(empty_eos), Status::bad_model, "eos_token_id");
+  json tie = mistral();
+  tie["tie_word_embeddings"] = "no";
+  CHECK_PARLEY_ERROR(parse(tie), Status::bad_model, "tie_word_embeddings");
+  json window = mistral();
+  window["sliding_window"] = "4096";
+  CHECK_PARLEY_ERROR(parse(window), Status::bad_model, "sliding_window");
+}
+
+TEST_CASE("HF config: the stories260K config.json") {
+  PARLEY_SHARED_OR_SKIP(config, "models/stories260k/hf/config.json");
+  PARLEY_SHARED_OR_SKIP(tok_config, "models/stories260k/hf/tokenizer_config.json");
+  const auto hf =
+      parse_hf_config(parley::test::read_file(config), parley::test::read_file(tok_config), "hf");
+  const auto& c = hf.config;
+  CHECK(c.dim == 64);
+  CHECK(c.hidden_dim == 172);
+  CHECK(c.n_layers == 5);
+  CHECK(c.n_heads == 8);
+  CHECK(c.n_kv_heads == 4);
+  CHECK(c.head_dim == 8);
+  CHECK(c.n_vocab == 512);
+  CHECK(c.context_length == 512);
+  CHECK(c.rms_eps == 1e-5f);
+  CHECK(c.rope_theta == 10000.0f);
+  CHECK(c.add_bos);
+  CHECK(hf.tie_word_embeddings);
+}
