@@ -37,7 +37,7 @@ class Hasher {
   uint64_t digest() const { return XXH3_64bits_digest(&state_); }
 
  private:
-  XXH3_state_t state_;
+  XXH3_state_t state_{};  // zeroed: the seeded reset reads fields before it sets them
 };
 
 }  // namespace parley

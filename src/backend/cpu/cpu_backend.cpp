@@ -16,8 +16,7 @@ namespace {
 // Scratch grows with the largest batch seen; longer inputs are chunked by the caller.
 constexpr uint32_t kMaxBatch = 512;
 
-void check_shape(const model::TensorView& t, const std::string& what, int64_t rows,
-                 int64_t cols) {
+void check_shape(const model::TensorView& t, const std::string& what, int64_t rows, int64_t cols) {
   require(t.data != nullptr, Status::internal, "weight " + what + " is missing");
   require(t.rows == rows && t.cols == cols, Status::internal,
           "weight " + what + " (" + t.name + ") is [" + std::to_string(t.rows) + ", " +
@@ -55,10 +54,7 @@ struct CpuBackend::Impl {
   std::vector<float> x, xn, q, k, v, att, proj, gate, up;
 
   Impl(const model::ModelConfig& c, const model::Weights& w, int32_t n_threads)
-      : config(c),
-        weights(w),
-        output(w.output.empty() ? w.tok_embd : w.output),
-        pool(n_threads) {}
+      : config(c), weights(w), output(w.output.empty() ? w.tok_embd : w.output), pool(n_threads) {}
 
   size_t q_dim() const { return size_t(config.n_heads) * size_t(config.head_dim); }
   size_t kv_dim() const { return size_t(config.n_kv_heads) * size_t(config.head_dim); }
@@ -106,9 +102,9 @@ void CpuBackend::Impl::validate_batch(const Batch& batch, const kv::KvCache& kv,
                                       size_t n_logits) const {
   const size_t n = batch.tokens.size();
   require(n > 0, Status::invalid_argument, "forward() needs at least one token");
-  require(n <= kMaxBatch, Status::internal,
-          "batch of " + std::to_string(n) + " tokens exceeds max_batch " +
-              std::to_string(kMaxBatch));
+  require(
+      n <= kMaxBatch, Status::internal,
+      "batch of " + std::to_string(n) + " tokens exceeds max_batch " + std::to_string(kMaxBatch));
   const kv::KvShape& s = kv.shape();
   require(s.n_layers == config.n_layers && s.n_kv_heads == config.n_kv_heads &&
               s.head_dim == config.head_dim,

@@ -14,9 +14,9 @@ struct AttentionArgs {
   const float* q = nullptr;  // [n_rows, n_heads * head_dim], RoPE applied
   float* out = nullptr;      // [n_rows, n_heads * head_dim]
   size_t n_rows = 0;
-  uint32_t start_pos = 0;    // position of row 0; row i attends to [.., start_pos + i]
+  uint32_t start_pos = 0;  // position of row 0; row i attends to [.., start_pos + i]
   int32_t layer = 0;
-  int32_t n_heads = 0;       // query heads; head h reads KV head h / (n_heads / n_kv_heads)
+  int32_t n_heads = 0;         // query heads; head h reads KV head h / (n_heads / n_kv_heads)
   int32_t sliding_window = 0;  // > 0: only the last sliding_window positions, itself included
 };
 

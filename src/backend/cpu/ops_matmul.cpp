@@ -2,6 +2,8 @@
 // picks the best target of the running CPU, so one binary runs on any x86-64.
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "backend/cpu/ops_matmul.cpp"
+#include "backend/cpu/ops_matmul.h"
+
 #include <hwy/foreach_target.h>  // must come before highway.h
 #include <hwy/highway.h>
 
@@ -9,7 +11,6 @@
 #include <cstring>
 #include <type_traits>
 
-#include "backend/cpu/ops_matmul.h"
 #include "backend/cpu/thread_pool.h"
 #include "common/error.h"
 #include "model/dtype.h"
@@ -53,8 +54,8 @@ struct BF16Weights {
 
 // y[r * y_stride] = dot(w, x + r * x_stride) for r < kRows; x rows have `cols` values.
 template <size_t kRows, class Weights>
-HWY_INLINE void dot_group(const Weights& w, size_t cols, const float* x, size_t x_stride,
-                          float* y, size_t y_stride) {
+HWY_INLINE void dot_group(const Weights& w, size_t cols, const float* x, size_t x_stride, float* y,
+                          size_t y_stride) {
   const DF df;
   const size_t lanes = hn::Lanes(df);
   const float* x0 = x;
@@ -92,7 +93,8 @@ HWY_INLINE void dot_group(const Weights& w, size_t cols, const float* x, size_t 
 HWY_INLINE float f16_scale(uint16_t bits) {
   const hn::CappedTag<float, 1> d1;
   const hn::Rebind<hwy::float16_t, decltype(d1)> dh1;
-  return hn::GetLane(hn::PromoteTo(d1, hn::LoadU(dh1, reinterpret_cast<const hwy::float16_t*>(&bits))));
+  return hn::GetLane(
+      hn::PromoteTo(d1, hn::LoadU(dh1, reinterpret_cast<const hwy::float16_t*>(&bits))));
 }
 
 // Q8_0: each block's 32 int8 values times its scale give the float weights the reference
@@ -180,37 +182,41 @@ HWY_INLINE void matmul_panels(const model::TensorView& w, const float* x, size_t
 void MatmulRowsF32(const model::TensorView& w, const float* x, size_t n, float* y, size_t r0,
                    size_t r1) {
   const size_t cols = size_t(w.cols), y_stride = size_t(w.rows);
-  matmul_panels(w, x, n, y, r0, r1, [&](auto tag, const std::byte* row, const float* xg, float* yg) {
-    const F32Weights weights{reinterpret_cast<const float*>(row)};
-    dot_group<decltype(tag)::value>(weights, cols, xg, cols, yg, y_stride);
-  });
+  matmul_panels(w, x, n, y, r0, r1,
+                [&](auto tag, const std::byte* row, const float* xg, float* yg) {
+                  const F32Weights weights{reinterpret_cast<const float*>(row)};
+                  dot_group<decltype(tag)::value>(weights, cols, xg, cols, yg, y_stride);
+                });
 }
 
 void MatmulRowsF16(const model::TensorView& w, const float* x, size_t n, float* y, size_t r0,
                    size_t r1) {
   const size_t cols = size_t(w.cols), y_stride = size_t(w.rows);
-  matmul_panels(w, x, n, y, r0, r1, [&](auto tag, const std::byte* row, const float* xg, float* yg) {
-    const F16Weights weights{reinterpret_cast<const uint16_t*>(row)};
-    dot_group<decltype(tag)::value>(weights, cols, xg, cols, yg, y_stride);
-  });
+  matmul_panels(w, x, n, y, r0, r1,
+                [&](auto tag, const std::byte* row, const float* xg, float* yg) {
+                  const F16Weights weights{reinterpret_cast<const uint16_t*>(row)};
+                  dot_group<decltype(tag)::value>(weights, cols, xg, cols, yg, y_stride);
+                });
 }
 
 void MatmulRowsBF16(const model::TensorView& w, const float* x, size_t n, float* y, size_t r0,
                     size_t r1) {
   const size_t cols = size_t(w.cols), y_stride = size_t(w.rows);
-  matmul_panels(w, x, n, y, r0, r1, [&](auto tag, const std::byte* row, const float* xg, float* yg) {
-    const BF16Weights weights{reinterpret_cast<const uint16_t*>(row)};
-    dot_group<decltype(tag)::value>(weights, cols, xg, cols, yg, y_stride);
-  });
+  matmul_panels(w, x, n, y, r0, r1,
+                [&](auto tag, const std::byte* row, const float* xg, float* yg) {
+                  const BF16Weights weights{reinterpret_cast<const uint16_t*>(row)};
+                  dot_group<decltype(tag)::value>(weights, cols, xg, cols, yg, y_stride);
+                });
 }
 
 void MatmulRowsQ8(const model::TensorView& w, const float* x, size_t n, float* y, size_t r0,
                   size_t r1) {
   const size_t cols = size_t(w.cols), y_stride = size_t(w.rows);
-  matmul_panels(w, x, n, y, r0, r1, [&](auto tag, const std::byte* row, const float* xg, float* yg) {
-    const auto* blocks = reinterpret_cast<const model::Q8Block*>(row);
-    dot_group_q8<decltype(tag)::value>(blocks, cols, xg, cols, yg, y_stride);
-  });
+  matmul_panels(w, x, n, y, r0, r1,
+                [&](auto tag, const std::byte* row, const float* xg, float* yg) {
+                  const auto* blocks = reinterpret_cast<const model::Q8Block*>(row);
+                  dot_group_q8<decltype(tag)::value>(blocks, cols, xg, cols, yg, y_stride);
+                });
 }
 
 }  // namespace HWY_NAMESPACE
@@ -226,8 +232,8 @@ HWY_EXPORT(MatmulRowsBF16);
 HWY_EXPORT(MatmulRowsQ8);
 
 void matmul(const model::TensorView& w, const float* x, size_t n, float* y, ThreadPool& pool) {
-  require(w.dtype != model::DType::q8_0 || w.cols % model::kQ8BlockValues == 0,
-          Status::internal, "Q8_0 matrix " + w.name + " has a row length not a multiple of 32");
+  require(w.dtype != model::DType::q8_0 || w.cols % model::kQ8BlockValues == 0, Status::internal,
+          "Q8_0 matrix " + w.name + " has a row length not a multiple of 32");
   pool.parallel_for(size_t(w.rows), [&](size_t r0, size_t r1) {
     switch (w.dtype) {
       case model::DType::f32: HWY_DYNAMIC_DISPATCH(MatmulRowsF32)(w, x, n, y, r0, r1); break;
@@ -242,9 +248,7 @@ void dequantize_row(const model::TensorView& w, int64_t r, float* out) {
   const std::byte* row = w.row(r);
   const size_t cols = size_t(w.cols);
   switch (w.dtype) {
-    case model::DType::f32:
-      std::memcpy(out, row, cols * sizeof(float));
-      break;
+    case model::DType::f32: std::memcpy(out, row, cols * sizeof(float)); break;
     case model::DType::f16: {
       const auto* h = reinterpret_cast<const uint16_t*>(row);
       for (size_t i = 0; i < cols; ++i) out[i] = model::f16_to_f32(h[i]);

@@ -41,7 +41,8 @@ inline std::vector<float> run_chunks(backend::Backend& backend, kv::KvCache& kv,
     batch.tokens = std::span<const int32_t>(tokens).subspan(done, n);
     batch.start_pos = start_pos + uint32_t(done);
     batch.all_logits = true;
-    backend.forward(batch, kv, std::span<float>(logits).subspan(done * size_t(n_vocab), n * size_t(n_vocab)));
+    backend.forward(batch, kv,
+                    std::span<float>(logits).subspan(done * size_t(n_vocab), n * size_t(n_vocab)));
     done += n;
   }
   return logits;

@@ -20,7 +20,8 @@ struct Matrix {
   Vec operator*(const Vec& x) const {
     Vec y(size_t(rows), 0.0);
     for (int64_t r = 0; r < rows; ++r) {
-      for (int64_t c = 0; c < cols; ++c) y[size_t(r)] += values[size_t(r * cols + c)] * x[size_t(c)];
+      for (int64_t c = 0; c < cols; ++c)
+        y[size_t(r)] += values[size_t(r * cols + c)] * x[size_t(c)];
     }
     return y;
   }
@@ -64,7 +65,9 @@ Vec stored(const Vec& x, int n_kv_heads, int head_dim, kv::KvType type) {
           out[base + size_t(i)] = q * s;
           break;
         }
-        case kv::KvType::f16: out[base + size_t(i)] = model::f16_to_f32(model::f32_to_f16(float(v))); break;
+        case kv::KvType::f16:
+          out[base + size_t(i)] = model::f16_to_f32(model::f32_to_f16(float(v)));
+          break;
         case kv::KvType::f32: out[base + size_t(i)] = v; break;
       }
     }
@@ -113,8 +116,7 @@ std::vector<std::vector<double>> reference_forward(const model::ModelConfig& c,
                                                    const model::Weights& w,
                                                    const std::vector<int32_t>& tokens,
                                                    kv::KvType kv_type,
-                                                   const kv::KvCache* backend_kv,
-                                                   KvCheck* check) {
+                                                   const kv::KvCache* backend_kv, KvCheck* check) {
   KvCheck unused;
   if (!check) check = &unused;
   std::fesetround(FE_TONEAREST);  // nearbyint: round half to even
@@ -130,9 +132,17 @@ std::vector<std::vector<double>> reference_forward(const model::ModelConfig& c,
   };
   std::vector<Layer> layers;
   for (const model::LayerWeights& lw : w.layers) {
-    layers.push_back(Layer{decode_tensor(lw.attn_norm), decode_tensor(lw.ffn_norm), Matrix(lw.wq),
-                           Matrix(lw.wk), Matrix(lw.wv), Matrix(lw.wo), Matrix(lw.w_gate),
-                           Matrix(lw.w_up), Matrix(lw.w_down), {}, {}});
+    layers.push_back(Layer{decode_tensor(lw.attn_norm),
+                           decode_tensor(lw.ffn_norm),
+                           Matrix(lw.wq),
+                           Matrix(lw.wk),
+                           Matrix(lw.wv),
+                           Matrix(lw.wo),
+                           Matrix(lw.w_gate),
+                           Matrix(lw.w_up),
+                           Matrix(lw.w_down),
+                           {},
+                           {}});
   }
 
   std::vector<Vec> all_logits;

@@ -10,8 +10,8 @@
 namespace parley::test {
 namespace {
 
-using model::DType;
 using kv::KvType;
+using model::DType;
 
 // Runs `n_tokens` random tokens through the backend in one batch (all logits) and compares
 // every row with the reference. Returns the max |error|.
@@ -105,13 +105,20 @@ constexpr double kF32Tolerance = 1e-4;
 }  // namespace
 
 TEST_CASE("F32: MHA, GQA and MQA layouts and head sizes 8, 64, 128 match the reference") {
-  compare_with_reference("MHA hd8 untied", with(mha_hd8(), DType::f32, false), KvType::f32, 24, kF32Tolerance);
-  compare_with_reference("MHA hd8 tied", with(mha_hd8(), DType::f32, true), KvType::f32, 24, kF32Tolerance);
-  compare_with_reference("GQA hd8 tied", with(gqa_hd8(), DType::f32, true), KvType::f32, 24, kF32Tolerance);
-  compare_with_reference("GQA hd8 untied", with(gqa_hd8(), DType::f32, false), KvType::f32, 24, kF32Tolerance);
-  compare_with_reference("MQA hd64 untied", with(mqa_hd64(), DType::f32, false), KvType::f32, 20, kF32Tolerance);
-  compare_with_reference("MQA hd64 tied", with(mqa_hd64(), DType::f32, true), KvType::f32, 20, kF32Tolerance);
-  compare_with_reference("GQA hd128 untied", with(gqa_hd128(), DType::f32, false), KvType::f32, 20, kF32Tolerance);
+  compare_with_reference("MHA hd8 untied", with(mha_hd8(), DType::f32, false), KvType::f32, 24,
+                         kF32Tolerance);
+  compare_with_reference("MHA hd8 tied", with(mha_hd8(), DType::f32, true), KvType::f32, 24,
+                         kF32Tolerance);
+  compare_with_reference("GQA hd8 tied", with(gqa_hd8(), DType::f32, true), KvType::f32, 24,
+                         kF32Tolerance);
+  compare_with_reference("GQA hd8 untied", with(gqa_hd8(), DType::f32, false), KvType::f32, 24,
+                         kF32Tolerance);
+  compare_with_reference("MQA hd64 untied", with(mqa_hd64(), DType::f32, false), KvType::f32, 20,
+                         kF32Tolerance);
+  compare_with_reference("MQA hd64 tied", with(mqa_hd64(), DType::f32, true), KvType::f32, 20,
+                         kF32Tolerance);
+  compare_with_reference("GQA hd128 untied", with(gqa_hd128(), DType::f32, false), KvType::f32, 20,
+                         kF32Tolerance);
 }
 
 TEST_CASE("F32: a sliding window attends only to the last window positions") {
@@ -127,8 +134,10 @@ TEST_CASE("F16, BF16 and Q8_0 weights match the reference on the same dequantize
   for (DType t : {DType::f16, DType::bf16, DType::q8_0}) {
     const std::string name(model::dtype_name(t));
     // gqa_hd8 with Q8_0 keeps w_down (rows of 172) in F16: a mixed model, as GGUF has.
-    compare_with_reference(name + " GQA hd8", with(gqa_hd8(), t, false), KvType::f32, 24, kF32Tolerance);
-    compare_with_reference(name + " MQA hd64 tied", with(mqa_hd64(), t, true), KvType::f32, 20, kF32Tolerance);
+    compare_with_reference(name + " GQA hd8", with(gqa_hd8(), t, false), KvType::f32, 24,
+                           kF32Tolerance);
+    compare_with_reference(name + " MQA hd64 tied", with(mqa_hd64(), t, true), KvType::f32, 20,
+                           kF32Tolerance);
   }
 }
 

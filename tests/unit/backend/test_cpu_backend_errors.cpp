@@ -63,7 +63,8 @@ TEST_CASE("bad batches are rejected with a status that names the problem") {
     CHECK(error_of([&] { backend.forward(batch, other, logits); }).status() == Status::internal);
   }
   SUBCASE("empty and oversized batches") {
-    CHECK(error_of([&] { backend.forward(batch, kv, logits); }).status() == Status::invalid_argument);
+    CHECK(error_of([&] { backend.forward(batch, kv, logits); }).status() ==
+          Status::invalid_argument);
     const std::vector<int32_t> tokens(backend.max_batch() + 1, 1);
     batch.tokens = tokens;
     kv::KvCache big(kv::KvType::int8, kv_shape_of(m.config), 1024);

@@ -76,7 +76,8 @@ struct Golden {
 
 Golden load_golden(const std::filesystem::path& dir, const std::string& name) {
   Golden g;
-  const auto meta = nlohmann::json::parse(read_file(dir / ("golden/stories260k_logits_" + name + ".json")));
+  const auto meta =
+      nlohmann::json::parse(read_file(dir / ("golden/stories260k_logits_" + name + ".json")));
   g.tokens = meta.at("token_ids").get<std::vector<int32_t>>();
   const std::string raw = read_file(dir / ("golden/stories260k_logits_" + name + ".f32"));
   g.logits.resize(raw.size() / sizeof(float));
@@ -131,9 +132,8 @@ TEST_CASE("stories260K with INT8 KV stays close to the F32 golden") {
     same_top += argmax(&got[i * 512], 512) == argmax(&g.logits[i * 512], 512);
   }
   const double err = max_abs_diff(got, g.logits);
-  const std::string summary = "INT8 KV once_upon: max |err| " + std::to_string(err) +
-                              ", top-1 " + std::to_string(same_top) + "/" +
-                              std::to_string(g.tokens.size());
+  const std::string summary = "INT8 KV once_upon: max |err| " + std::to_string(err) + ", top-1 " +
+                              std::to_string(same_top) + "/" + std::to_string(g.tokens.size());
   report(summary);
   INFO(summary);
   // Agreement, not equality (DESIGN 8.2).

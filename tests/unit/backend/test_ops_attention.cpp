@@ -26,7 +26,8 @@ std::vector<double> naive_attention(const Setup& s, const std::vector<float>& q,
   std::vector<float> k(static_cast<size_t>(hd)), v(static_cast<size_t>(hd));
   for (size_t r = 0; r < s.n_rows; ++r) {
     const uint32_t pos = s.start_pos + uint32_t(r);
-    const uint32_t first = s.window > 0 ? uint32_t(std::max<int64_t>(0, int64_t(pos) - s.window + 1)) : 0;
+    const uint32_t first =
+        s.window > 0 ? uint32_t(std::max<int64_t>(0, int64_t(pos) - s.window + 1)) : 0;
     for (int32_t h = 0; h < s.n_heads; ++h) {
       const int32_t kvh = h / (s.n_heads / s.n_kv_heads);
       const size_t qo = (r * size_t(s.n_heads) + size_t(h)) * size_t(hd);

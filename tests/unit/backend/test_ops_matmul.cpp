@@ -32,7 +32,8 @@ double matmul_error(DType dtype, int64_t rows, int64_t cols, size_t n, int32_t t
   for (size_t i = 0; i < n; ++i) {
     for (int64_t r = 0; r < rows; ++r) {
       double exact = 0.0;
-      for (int64_t c = 0; c < cols; ++c) exact += wd[size_t(r * cols + c)] * x[i * size_t(cols) + size_t(c)];
+      for (int64_t c = 0; c < cols; ++c)
+        exact += wd[size_t(r * cols + c)] * x[i * size_t(cols) + size_t(c)];
       worst = std::max(worst, std::fabs(exact - y[i * size_t(rows) + size_t(r)]));
       scale = std::max(scale, std::fabs(exact));
     }
@@ -67,8 +68,8 @@ TEST_CASE("matmul gives the same bits for any thread count and any batch split")
   model::Weights owner;
   const int64_t rows = 67, cols = 172;
   const size_t n = 7;
-  const model::TensorView w =
-      make_tensor(owner, "w", DType::f16, rows, cols, random_values(size_t(rows * cols), 1.0f, rng));
+  const model::TensorView w = make_tensor(owner, "w", DType::f16, rows, cols,
+                                          random_values(size_t(rows * cols), 1.0f, rng));
   const std::vector<float> x = random_values(n * size_t(cols), 1.0f, rng);
   backend::cpu::ThreadPool one(1), four(4);
   std::vector<float> a(n * size_t(rows)), b(a.size());

@@ -25,7 +25,8 @@ TEST_CASE("rmsnorm divides by the root mean square and scales by the weight") {
       const double want = x[i] / std::sqrt(ms + 1e-5) * w[i];
       CHECK(out[i] == doctest::Approx(want).epsilon(1e-6));
     }
-    backend::cpu::rmsnorm(x.data(), w.data(), dim, 1e-5f, std::vector<float>(x).data());  // alias ok
+    backend::cpu::rmsnorm(x.data(), w.data(), dim, 1e-5f,
+                          std::vector<float>(x).data());  // alias ok
   }
   std::vector<float> zeros(8, 0.0f), w(8, 1.0f), out(8, NAN);  // eps keeps zeros finite
   backend::cpu::rmsnorm(zeros.data(), w.data(), 8, 1e-5f, out.data());
@@ -44,7 +45,8 @@ TEST_CASE("rope_rows rotates pairs (2j, 2j+1) of every q and k head by pos * the
       backend::cpu::rope_rows(q.data(), n_q, k.data(), n_k, head_dim, pos, theta);
 
       std::vector<float> shared = q0;  // the header both backends share
-      for (int h = 0; h < n_q; ++h) kernels::rope_rotate_head(&shared[size_t(h * head_dim)], head_dim, int(pos), theta);
+      for (int h = 0; h < n_q; ++h)
+        kernels::rope_rotate_head(&shared[size_t(h * head_dim)], head_dim, int(pos), theta);
       CHECK(shared == q);
 
       for (int h = 0; h < n_k; ++h) {

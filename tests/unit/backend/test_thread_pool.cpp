@@ -49,7 +49,8 @@ TEST_CASE("an exception in a task reaches the caller and the pool keeps working"
   ThreadPool pool(3);
   CHECK_THROWS_WITH_AS(pool.parallel_for(100,
                                          [](size_t begin, size_t end) {
-                                           if (begin <= 50 && 50 < end) throw std::runtime_error("task 50");
+                                           if (begin <= 50 && 50 < end)
+                                             throw std::runtime_error("task 50");
                                          }),
                        "task 50", std::runtime_error);
   std::atomic<size_t> sum{0};
@@ -81,7 +82,8 @@ TEST_CASE("calls from several threads are serialized") {
   std::vector<std::thread> callers;
   for (int c = 0; c < 4; ++c) {
     callers.emplace_back([&] {
-      for (int i = 0; i < 200; ++i) pool.parallel_for(7, [&](size_t b, size_t e) { total += e - b; });
+      for (int i = 0; i < 200; ++i)
+        pool.parallel_for(7, [&](size_t b, size_t e) { total += e - b; });
     });
   }
   for (auto& t : callers) t.join();

@@ -13,9 +13,7 @@ std::vector<std::byte> encode(model::DType dtype, int64_t rows, int64_t cols,
                               const std::vector<float>& values) {
   std::vector<std::byte> bytes(size_t(rows) * model::row_bytes(dtype, size_t(cols)));
   switch (dtype) {
-    case model::DType::f32:
-      std::memcpy(bytes.data(), values.data(), bytes.size());
-      break;
+    case model::DType::f32: std::memcpy(bytes.data(), values.data(), bytes.size()); break;
     case model::DType::f16:
     case model::DType::bf16: {
       auto* out = reinterpret_cast<uint16_t*>(bytes.data());
@@ -77,8 +75,12 @@ std::vector<double> decode_tensor(const model::TensorView& t) {
       double v = 0.0;
       switch (t.dtype) {
         case model::DType::f32: v = reinterpret_cast<const float*>(row)[c]; break;
-        case model::DType::f16: v = model::f16_to_f32(reinterpret_cast<const uint16_t*>(row)[c]); break;
-        case model::DType::bf16: v = model::bf16_to_f32(reinterpret_cast<const uint16_t*>(row)[c]); break;
+        case model::DType::f16:
+          v = model::f16_to_f32(reinterpret_cast<const uint16_t*>(row)[c]);
+          break;
+        case model::DType::bf16:
+          v = model::bf16_to_f32(reinterpret_cast<const uint16_t*>(row)[c]);
+          break;
         case model::DType::q8_0: {
           const auto& b = reinterpret_cast<const model::Q8Block*>(row)[c / model::kQ8BlockValues];
           v = double(model::f16_to_f32(b.d)) * double(b.q[c % model::kQ8BlockValues]);
@@ -109,9 +111,9 @@ TinyModel make_tiny_model(const TinySpec& s) {
   std::mt19937 rng(s.seed);
   model::Weights& w = m.weights;
   auto matrix = [&](const std::string& name, int64_t rows, int64_t cols, float scale) {
-    const model::DType t =
-        s.dtype == model::DType::q8_0 && cols % model::kQ8BlockValues != 0 ? model::DType::f16
-                                                                           : s.dtype;
+    const model::DType t = s.dtype == model::DType::q8_0 && cols % model::kQ8BlockValues != 0
+                               ? model::DType::f16
+                               : s.dtype;
     return make_tensor(w, name, t, rows, cols, random_values(size_t(rows * cols), scale, rng));
   };
   auto norm = [&](const std::string& name) {
