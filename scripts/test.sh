@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds Parley and runs every test; exits non-zero on any failure. This is what CI runs.
 #   BUILD_DIR               build tree (default: build)
-#   PARLEY_SANITIZE_PASS=0  skip the second build, which runs the unit tests under
+#   PARLEY_SANITIZE_PASS=0  skip the second build, which runs the tests again under
 #                           AddressSanitizer + UndefinedBehaviorSanitizer
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -16,10 +16,10 @@ echo "== tests"
 ctest --test-dir "$build_dir" --output-on-failure -j "$jobs"
 
 if [ "${PARLEY_SANITIZE_PASS:-1}" != "0" ]; then
-  echo "== unit tests under AddressSanitizer + UndefinedBehaviorSanitizer"
+  echo "== tests under AddressSanitizer + UndefinedBehaviorSanitizer"
   BUILD_DIR=$build_dir-asan scripts/build.sh -DCMAKE_BUILD_TYPE=Debug -DPARLEY_CUDA=OFF \
-    -DPARLEY_SANITIZE=ON -DPARLEY_TESTS=ON -DPARLEY_SAMPLES=OFF
+    -DPARLEY_SANITIZE=ON -DPARLEY_TESTS=ON -DPARLEY_SAMPLES=ON
   ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
-    ctest --test-dir "$build_dir-asan" --output-on-failure -j "$jobs" -L unit
+    ctest --test-dir "$build_dir-asan" --output-on-failure -j "$jobs"
 fi
 echo "== all tests passed"

@@ -26,11 +26,9 @@ std::string Session::decode(const GenerateParams& params, const TextSink& sink,
   const uint32_t limit = params.max_tokens ? params.max_tokens : UINT32_MAX;
   const auto& stops = template_.stop_tokens();
   sample::Sampler sampler(params.sampler, params.seed ? params.seed : fresh_seed());
-  // A reply that starts a text (chat replies, or a raw continuation of BOS alone) loses its
-  // leading space, as sentencepiece decodes the start of a text.
-  const bool starts_text = template_.strip_reply_leading_space() ||
-                           (!tokens_.empty() && tokens_.back() == engine_->tokenizer().bos_id());
-  text::DetokenizeStream stream(engine_->tokenizer(), starts_text);
+  text::DetokenizeStream stream(engine_->tokenizer(), template_.strip_reply_leading_space());
+  // A raw reply to BOS alone starts a text: the stream decodes it as sentencepiece would.
+  if (!tokens_.empty() && tokens_.back() == engine_->tokenizer().bos_id()) stream.push(tokens_.back());
 
   std::string reply;
   uint32_t generated = 0;

@@ -68,7 +68,7 @@ ChatTemplate::ChatTemplate(TemplateKind kind, const Tokenizer& tokenizer)
 
 std::vector<int32_t> ChatTemplate::render_user_turn(std::string_view system_prompt,
                                                     std::string_view user, bool first) const {
-  const bool with_system = first && !system_prompt.empty() && kind_ != TemplateKind::raw;
+  const bool with_system = first && !system_prompt.empty();
   std::vector<Segment> segments;
   if (first) segments = start_segments(with_system ? system_prompt : std::string_view());
   auto turn = turn_segments(user, first, with_system);
@@ -78,7 +78,7 @@ std::vector<int32_t> ChatTemplate::render_user_turn(std::string_view system_prom
 }
 
 std::vector<int32_t> ChatTemplate::render_system(std::string_view system_prompt) const {
-  if (kind_ == TemplateKind::raw || system_prompt.empty()) return {};
+  if (system_prompt.empty()) return {};
   return tokenize(start_segments(system_prompt));
 }
 
@@ -95,7 +95,8 @@ std::vector<ChatTemplate::Segment> ChatTemplate::start_segments(std::string_view
   if (system.empty()) return {bos};
   const std::string sys(system);
   switch (kind_) {
-    case TemplateKind::raw: return {bos};
+    case TemplateKind::raw:  // the text starts with the system prompt, encoded as a message
+      return {bos, Segment{-1, sys, true}};
     case TemplateKind::llama2:  // [INST] <<SYS>>\n{system}\n<</SYS>>\n\n
       return {bos, marker(kInst), text(" "), marker(kSys), text("\n" + sys + "\n"),
               marker(kSysEnd), text("\n\n")};
@@ -160,6 +161,7 @@ std::vector<int32_t> ChatTemplate::tokenize(const std::vector<Segment>& segments
       ids.push_back(s.id);
     } else {
       run += s.text;
+      if (s.ends_run) flush();
     }
   }
   flush();

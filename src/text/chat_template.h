@@ -34,12 +34,13 @@ class ChatTemplate {
   // Ids to prefill for a new user message, ending with the assistant's prefix.
   //   first:         nothing is in the conversation yet (BOS and the system prompt go first)
   //   system_prompt: rendered only when first and not empty
-  // With raw, the first turn is BOS + user text; later turns are the user text alone.
+  // With raw, the first turn is BOS + system prompt + user text as one text; later turns are
+  // the user text alone.
   std::vector<int32_t> render_user_turn(std::string_view system_prompt, std::string_view user,
                                         bool first) const;
 
   // The system prompt alone, rendered as the start of a conversation (for prefix sharing and
-  // for checking that it fits). Empty for raw.
+  // for checking that it fits). Empty when there is no system prompt.
   std::vector<int32_t> render_system(std::string_view system_prompt) const;
 
   // Ids that close an assistant reply which stopped before its end token (max_tokens, stop).
@@ -55,9 +56,10 @@ class ChatTemplate {
   struct Segment {
     int32_t id = -1;   // a control token, or -1 for text
     std::string text;
+    bool ends_run = false;  // text encoded on its own, not joined with the text after it
   };
-  static Segment token(int32_t id) { return {id, {}}; }
-  static Segment text(std::string text) { return {-1, std::move(text)}; }
+  static Segment token(int32_t id) { return {id, {}, false}; }
+  static Segment text(std::string text) { return {-1, std::move(text), false}; }
   std::vector<int32_t> tokenize(const std::vector<Segment>& segments) const;
   Segment marker(std::string_view piece) const;  // id when the vocabulary has it, else text
   // BOS and, when not empty, the system prompt's part of the format.

@@ -12,6 +12,9 @@
 namespace parley::text {
 namespace {
 
+// Ends a text run without a token: raw text from separate messages is encoded separately.
+constexpr char kRunBreak = '\x1F';
+
 // The ids a published format string stands for: "<s>" and "</s>" are BOS and EOS, a marker is
 // its id where the vocabulary has it as a special token, and each run of text between ids is
 // one encode() call.
@@ -40,6 +43,9 @@ std::vector<int32_t> published(const Tokenizer& tokenizer, std::string_view form
       flush();
       ids.push_back(*id);
       i += length;
+    } else if (format[i] == kRunBreak) {
+      flush();
+      ++i;
     } else {
       run.push_back(format[i++]);
     }
@@ -62,7 +68,8 @@ struct PublishedFormat {
 
 // Meta Llama-2-chat; Mistral-7B-Instruct v0.1/v0.2; ChatML; Zephyr / TinyLlama-1.1B-Chat.
 const PublishedFormat kFormats[] = {
-    {TemplateKind::raw, "<s>Hello there!", "<s>Hello there!", "What is 2+2?", ""},
+    {TemplateKind::raw, "<s>You are a helpful assistant.\x1FHello there!", "<s>Hello there!",
+     "What is 2+2?", "<s>You are a helpful assistant."},
     {TemplateKind::llama2,
      "<s>[INST] <<SYS>>\nYou are a helpful assistant.\n<</SYS>>\n\nHello there! [/INST]",
      "<s>[INST] Hello there! [/INST]", "<s>[INST] What is 2+2? [/INST]",
@@ -179,9 +186,7 @@ TEST_CASE("raw: an empty first message is BOS alone") {
   const Tokenizer tokenizer(test::proto_source(model));
   const ChatTemplate raw(TemplateKind::raw, tokenizer);
   CHECK(raw.render_user_turn("", "", true) == std::vector<int32_t>{tokenizer.bos_id()});
-  CHECK(raw.render_user_turn("ignored", "", true) == std::vector<int32_t>{tokenizer.bos_id()});
   CHECK(raw.render_user_turn("", "", false).empty());
-  CHECK(raw.render_system("ignored system").empty());
 }
 
 TEST_CASE("a user typing control markers gets text, never control ids") {
