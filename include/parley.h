@@ -190,15 +190,15 @@ typedef struct parley_engine_stats {
   uint32_t sessions_idle;       /* reserved until sessions can idle: 0 */
   uint32_t sessions_spilled;    /* reserved until the store: 0 */
   uint32_t reserved0;
-  uint64_t kv_blocks_total;     /* reserved until the paged pool: 0 */
-  uint64_t kv_blocks_used;
-  uint64_t kv_blocks_shared;
-  uint64_t kv_blocks_cached;
+  uint64_t kv_blocks_total;     /* KV blocks (16 tokens x all layers) the budget allows */
+  uint64_t kv_blocks_used;      /* blocks held by sessions */
+  uint64_t kv_blocks_shared;    /* blocks held by two or more sessions (a shared prefix) */
+  uint64_t kv_blocks_cached;    /* prefix blocks no session holds, kept for the next hit */
   uint64_t kv_bytes_per_token;  /* 2 x layers x kv_heads x head_dim x bytes, plus scales */
-  uint64_t kv_bytes_resident;   /* KV bytes held by open sessions */
+  uint64_t kv_bytes_resident;   /* bytes of the used and cached blocks */
   uint64_t kv_budget_bytes;     /* the resident KV budget in force */
-  uint64_t prefix_hits;         /* reserved until prefix sharing: 0 */
-  uint64_t prefix_misses;
+  uint64_t prefix_hits;         /* blocks found in the prefix cache */
+  uint64_t prefix_misses;       /* lookups that found none */
   uint64_t store_bytes;         /* reserved until the store: 0 */
 } parley_engine_stats;
 
@@ -238,7 +238,9 @@ typedef struct parley_session_options {
   const char *chat_template; /* NULL = the model's; or "raw", "llama2", "chatml", "zephyr",
                                 "mistral" — this option wins over the model's */
   const char *cache_scope;   /* prefix KV is shared only among sessions of one scope; NULL = "" */
-  int32_t     overflow;      /* PARLEY_OVERFLOW_ERROR (default) or _DROP_OLDEST */
+  int32_t     overflow;      /* PARLEY_OVERFLOW_ERROR (default): a message that does not fit
+                                is CONTEXT_FULL; _DROP_OLDEST: the oldest exchanges are dropped
+                                (the system prompt stays) and the conversation is rebuilt */
   int32_t     reserved0;     /* keeps the size a multiple of 8 with no hidden padding */
 } parley_session_options;
 
@@ -252,8 +254,8 @@ PARLEY_API void parley_session_options_init_sized(parley_session_options *o, siz
  *  @param[out] out  the session, or NULL on failure
  *  Ownership: close with parley_session_close(); it keeps the engine alive.
  *  Errors: INVALID_ARGUMENT (bad options, unknown template, an id in use, longer than 127
- *  bytes or with control characters, invalid UTF-8), UNSUPPORTED (overflow = DROP_OLDEST: not
- *  in this version), CONTEXT_FULL (the system prompt alone does not fit), MISUSE.
+ *  bytes or with control characters, invalid UTF-8), CONTEXT_FULL (the system prompt alone
+ *  does not fit), MISUSE.
  *  Thread-safety: any thread. Since: 0.1. */
 PARLEY_API parley_status parley_session_create(parley_engine *e, const parley_session_options *o,
                                                parley_session **out);
@@ -263,8 +265,13 @@ PARLEY_API parley_status parley_session_create(parley_engine *e, const parley_se
 PARLEY_API parley_status parley_session_open(parley_engine *e, const char *id,
                                              parley_session **out);
 
-/** Copies a conversation into a new session.
- *  Errors: UNSUPPORTED in this version. Since: 0.1. */
+/** Copies a conversation into a new session, which then goes its own way. The copy shares the
+ *  KV of every full block with the original (copy-on-write), so a fork is cheap.
+ *  @param[in]  new_id  the copy's id, or NULL to generate one
+ *  @param[out] out     the copy, or NULL on failure
+ *  Ownership: close the copy with parley_session_close().
+ *  Errors: INVALID_ARGUMENT (bad or used id), OUT_OF_MEMORY (KV budget), BUSY, MISUSE.
+ *  Thread-safety: one thread per session. Since: 0.1. */
 PARLEY_API parley_status parley_session_fork(parley_session *s, const char *new_id,
                                              parley_session **out);
 
@@ -277,8 +284,11 @@ PARLEY_API parley_status parley_session_suspend(parley_session *s);
  *  Errors: MISUSE. Thread-safety: any thread, at any time. Since: 0.1. */
 PARLEY_API parley_status parley_session_interrupt(parley_session *s);
 
-/** Drops the last n_turns messages of the conversation.
- *  Errors: UNSUPPORTED in this version. Since: 0.1. */
+/** Drops the last n_turns messages of the conversation (a user message and its reply are two;
+ *  the system prompt stays) and frees their KV. Rewinding to right after a user message leaves
+ *  that message with an empty reply.
+ *  Errors: INVALID_ARGUMENT (more turns than the conversation has), BUSY, MISUSE.
+ *  Thread-safety: one thread per session. Since: 0.1. */
 PARLEY_API parley_status parley_session_rewind(parley_session *s, uint32_t n_turns);
 
 /** Closes a session. NULL is a no-op. If a send is running on another thread, the session is
@@ -368,6 +378,10 @@ typedef struct parley_turn_stats {
 } parley_turn_stats;
 
 /** Adds a user message and generates the reply, streaming it to `on_text`.
+ *  Only what is new is computed: the conversation's KV stays in memory between turns, and
+ *  leading blocks another session of the same cache_scope computed for the same tokens (a
+ *  common system prompt) are shared. A reply stops at its end token, at max_tokens, or at the
+ *  end of the context.
  *  With the "raw" template the user text is the input as is (the first turn starts with BOS;
  *  "" then means BOS alone) and the reply is its plain continuation.
  *  @param[in]  s          the session
@@ -377,8 +391,9 @@ typedef struct parley_turn_stats {
  *  @param[in]  user       passed to on_text
  *  @param[out] stats      filled when not NULL (caller sets struct_size)
  *  Errors: INVALID_ARGUMENT (invalid UTF-8, bad options), CONTEXT_FULL (the message does not
- *  fit; the session is left as before), CANCELLED (interrupted or stopped by the callback; the
- *  partial reply is kept as the turn), OUT_OF_MEMORY (the KV budget is exhausted), BUSY,
+ *  fit and the overflow policy is ERROR, or it would not fit even alone; the session is left as
+ *  before), CANCELLED (interrupted or stopped by the callback; the partial reply is kept as the
+ *  turn), OUT_OF_MEMORY (the KV budget is exhausted; the session is left as before), BUSY,
  *  MISUSE, BACKEND.
  *  Thread-safety: one thread per session. Since: 0.1. */
 PARLEY_API parley_status parley_session_send(parley_session *s, const char *user_text,

@@ -84,6 +84,12 @@ PARLEY_API parley_status parley_engine_get_stats(parley_engine* e, parley_engine
     const auto s = handle->engine->stats();
     parley_engine_stats r{};
     r.sessions_active = s.sessions_active;
+    r.kv_blocks_total = s.blocks.total;
+    r.kv_blocks_used = s.blocks.used;
+    r.kv_blocks_shared = s.blocks.shared;
+    r.kv_blocks_cached = s.blocks.cached;
+    r.prefix_hits = s.blocks.prefix_hits;
+    r.prefix_misses = s.blocks.prefix_misses;
     r.kv_bytes_per_token = s.kv_bytes_per_token;
     r.kv_bytes_resident = s.kv_bytes_resident;
     r.kv_budget_bytes = s.kv_budget_bytes;

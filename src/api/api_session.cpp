@@ -27,10 +27,9 @@ engine::SessionOptions session_options_from(const parley_session_options* user) 
     }
   }
   if (o.cache_scope) s.cache_scope = o.cache_scope;
-  if (o.overflow == PARLEY_OVERFLOW_DROP_OLDEST) {
-    fail(Status::unsupported, "overflow = PARLEY_OVERFLOW_DROP_OLDEST is not available in this version");
-  }
-  check_arg(o.overflow == PARLEY_OVERFLOW_ERROR, "overflow is not a PARLEY_OVERFLOW_* value");
+  check_arg(o.overflow == PARLEY_OVERFLOW_ERROR || o.overflow == PARLEY_OVERFLOW_DROP_OLDEST,
+            "overflow is not a PARLEY_OVERFLOW_* value");
+  s.overflow = engine::OverflowPolicy(o.overflow);
   check_arg(o.reserved0 == 0, "reserved0 must be 0");
   return s;
 }
@@ -106,12 +105,15 @@ PARLEY_API parley_status parley_session_open(parley_engine* e, const char* id,
 
 PARLEY_API parley_status parley_session_fork(parley_session* s, const char* new_id,
                                              parley_session** out) {
-  (void)new_id;
   return guarded(__func__, [&] {
     check_arg(out, "out is NULL");
     *out = nullptr;
-    acquire(s);
-    not_in_this_version("parley_session_fork");
+    auto handle = acquire(s);
+    SessionUse use(*handle);
+    check_arg(!new_id || *new_id, "new_id is empty (pass NULL to generate one)");
+    auto fork = std::make_shared<parley_session>();
+    fork->session = handle->session->fork(new_id ? new_id : "");
+    *out = register_session(std::move(fork));
   });
 }
 
@@ -127,10 +129,10 @@ PARLEY_API parley_status parley_session_interrupt(parley_session* s) {
 }
 
 PARLEY_API parley_status parley_session_rewind(parley_session* s, uint32_t n_turns) {
-  (void)n_turns;
   return guarded(__func__, [&] {
-    acquire(s);
-    not_in_this_version("parley_session_rewind");
+    auto handle = acquire(s);
+    SessionUse use(*handle);
+    handle->session->rewind(n_turns);
   });
 }
 

@@ -8,7 +8,7 @@
 #include <string>
 #include <string_view>
 
-#include "kv/kv_cache.h"
+#include "kv/kv_view.h"
 
 namespace parley::model {
 struct LoadedModel;
@@ -34,9 +34,9 @@ class Backend {
 
   // Runs the batch: writes K/V of positions [start_pos, start_pos + n) into kv (all layers),
   // then attends over the cache. logits: [n_rows, n_vocab], n_rows = all_logits ? n : 1.
-  // Thread-safety: any thread; calls may be serialized inside.
+  // Thread-safety: any thread; calls on different sequences may run at the same time.
   // Throws Error(backend) on device failure; Error(internal) on a shape mismatch.
-  virtual void forward(const Batch& batch, kv::KvCache& kv, std::span<float> logits) = 0;
+  virtual void forward(const Batch& batch, kv::KvView& kv, std::span<float> logits) = 0;
 };
 
 // device: "auto", "cpu", "cuda", "cuda:N". n_threads: 0 = one per core.

@@ -2,7 +2,6 @@
 #include <algorithm>
 #include <cstdint>
 #include <random>
-#include <span>
 
 #include "engine/clock.h"
 #include "engine/engine.h"
@@ -21,7 +20,6 @@ uint64_t fresh_seed() {
 
 std::string Session::decode(const GenerateParams& params, const TextSink& sink,
                             TurnStats& stats, double started_ms, bool& cancelled) {
-  auto& backend = engine_->backend();
   const uint32_t context = engine_->context_length();
   const uint32_t limit = params.max_tokens ? params.max_tokens : UINT32_MAX;
   const auto& stops = template_.stop_tokens();
@@ -63,11 +61,7 @@ std::string Session::decode(const GenerateParams& params, const TextSink& sink,
     }
     if (generated == limit || tokens_.size() >= context) break;
 
-    backend::Batch batch;
-    batch.tokens = std::span<const int32_t>(tokens_).subspan(n_cached_, 1);
-    batch.start_pos = n_cached_;
-    backend.forward(batch, *kv_, logits_);
-    ++n_cached_;
+    feed_last_token();
   }
   const std::string tail = stream.finish();
   if (!tail.empty()) {

@@ -28,8 +28,10 @@ std::string random_session_id() {
 
 }  // namespace
 
-Engine::Engine(const EngineOptions& options) : kv_type_(options.kv_type) {
-  model_ = model::load_model(options.model_path);
+Engine::Engine(const EngineOptions& options) : Engine(model::load_model(options.model_path), options) {}
+
+Engine::Engine(std::unique_ptr<model::LoadedModel> model, const EngineOptions& options)
+    : model_(std::move(model)) {
   const auto& cfg = model_->config;
   tokenizer_ = std::make_unique<text::Tokenizer>(model_->tokenizer);
   require(tokenizer_->n_vocab() == cfg.n_vocab, Status::bad_model,
@@ -41,18 +43,20 @@ Engine::Engine(const EngineOptions& options) : kv_type_(options.kv_type) {
           "context_length " + std::to_string(options.context_length) +
               " exceeds the model's trained context of " + std::to_string(cfg.context_length));
 
-  kv_budget_bytes_ = options.kv_budget_bytes ? options.kv_budget_bytes : automatic_kv_budget();
+  const kv::BlockLayout layout(options.kv_type,
+                               kv::KvShape{cfg.n_layers, cfg.n_kv_heads, cfg.head_dim});
+  pool_ = std::make_unique<kv::BlockPool>(
+      layout, options.kv_budget_bytes ? options.kv_budget_bytes : automatic_kv_budget());
   default_template_ = text::template_from_model(cfg.chat_template);
   backend_ = backend::make_backend(options.device, *model_, options.n_threads);
   log::info_line("loaded '" + cfg.name + "' on " + backend_->name() + ", KV " +
-                 kv::kv_type_name(kv_type_) + ", context " + std::to_string(context_length_));
+                 kv::kv_type_name(kv_type()) + ", context " + std::to_string(context_length_));
 }
 
 Engine::~Engine() = default;
 
-kv::KvShape Engine::kv_shape() const {
-  const auto& cfg = model_->config;
-  return kv::KvShape{cfg.n_layers, cfg.n_kv_heads, cfg.head_dim};
+uint64_t Engine::prefix_root(std::string_view cache_scope) const {
+  return kv::prefix_root(model_->fingerprint, kv_type(), cache_scope);
 }
 
 std::string Engine::reserve_session_id(const std::string& requested) {
@@ -73,37 +77,16 @@ void Engine::release_session_id(const std::string& id) {
   session_ids_.erase(id);
 }
 
-std::unique_ptr<kv::KvCache> Engine::allocate_kv(uint32_t capacity) {
-  const uint64_t bytes = uint64_t(capacity) * kv::kv_bytes_per_token(kv_type_, kv_shape());
+EngineStats Engine::stats() const {
+  EngineStats s;
   {
     std::lock_guard lock(mutex_);
-    require(kv_bytes_resident_ + bytes <= kv_budget_bytes_, Status::out_of_memory,
-            "the KV budget of " + std::to_string(kv_budget_bytes_) + " bytes is exhausted (" +
-                std::to_string(kv_bytes_resident_) + " in use, " + std::to_string(bytes) +
-                " more needed); close sessions or raise kv_budget_bytes");
-    kv_bytes_resident_ += bytes;
+    s.sessions_active = uint32_t(session_ids_.size());
   }
-  try {
-    return std::make_unique<kv::KvCache>(kv_type_, kv_shape(), capacity);
-  } catch (...) {
-    std::lock_guard lock(mutex_);
-    kv_bytes_resident_ -= bytes;
-    throw;
-  }
-}
-
-void Engine::release_kv(const kv::KvCache& kv) {
-  std::lock_guard lock(mutex_);
-  kv_bytes_resident_ -= kv.bytes();
-}
-
-EngineStats Engine::stats() const {
-  std::lock_guard lock(mutex_);
-  EngineStats s;
-  s.sessions_active = uint32_t(session_ids_.size());
-  s.kv_bytes_per_token = kv::kv_bytes_per_token(kv_type_, kv_shape());
-  s.kv_bytes_resident = kv_bytes_resident_;
-  s.kv_budget_bytes = kv_budget_bytes_;
+  s.blocks = pool_->stats();
+  s.kv_bytes_per_token = kv::kv_bytes_per_token(kv_type(), kv_shape());
+  s.kv_bytes_resident = (s.blocks.used + s.blocks.cached) * pool_->layout().block_bytes();
+  s.kv_budget_bytes = pool_->budget_bytes();
   return s;
 }
 

@@ -7,10 +7,11 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <unordered_set>
 
 #include "backend/backend.h"
-#include "kv/kv_cache.h"
+#include "kv/block_pool.h"
 #include "model/model_loader.h"
 #include "text/chat_template.h"
 #include "text/tokenizer.h"
@@ -28,8 +29,9 @@ struct EngineOptions {
 
 struct EngineStats {
   uint32_t sessions_active = 0;
+  kv::PoolStats blocks;
   uint64_t kv_bytes_per_token = 0;
-  uint64_t kv_bytes_resident = 0;
+  uint64_t kv_bytes_resident = 0;  // blocks referenced by sessions, plus cached prefix blocks
   uint64_t kv_budget_bytes = 0;
 };
 
@@ -37,14 +39,19 @@ class Engine {
  public:
   // Throws Error: see parley_engine_open.
   explicit Engine(const EngineOptions& options);
+  // An engine over a model already in memory (options.model_path is not used).
+  Engine(std::unique_ptr<model::LoadedModel> model, const EngineOptions& options);
   ~Engine();
 
   const model::LoadedModel& model() const { return *model_; }
   const model::ModelConfig& config() const { return model_->config; }
   const text::Tokenizer& tokenizer() const { return *tokenizer_; }
   backend::Backend& backend() { return *backend_; }
-  kv::KvType kv_type() const { return kv_type_; }
-  kv::KvShape kv_shape() const;
+  kv::KvType kv_type() const { return pool_->layout().type(); }
+  kv::KvShape kv_shape() const { return pool_->layout().shape(); }
+  kv::BlockPool& kv_pool() { return *pool_; }
+  // Where a session's chain of prefix blocks starts: the model, the KV format and the scope.
+  uint64_t prefix_root(std::string_view cache_scope) const;
   uint32_t context_length() const { return context_length_; }
   text::TemplateKind default_template() const { return default_template_; }
 
@@ -52,24 +59,18 @@ class Engine {
   std::string reserve_session_id(const std::string& requested);  // "" = generate one
   void release_session_id(const std::string& id);
 
-  // KV memory of live sessions, checked against the budget before it is allocated.
-  std::unique_ptr<kv::KvCache> allocate_kv(uint32_t capacity);
-  void release_kv(const kv::KvCache& kv);
-
   EngineStats stats() const;
 
  private:
   std::unique_ptr<model::LoadedModel> model_;
   std::unique_ptr<text::Tokenizer> tokenizer_;
   std::unique_ptr<backend::Backend> backend_;
-  kv::KvType kv_type_;
+  std::unique_ptr<kv::BlockPool> pool_;
   uint32_t context_length_ = 0;
-  uint64_t kv_budget_bytes_ = 0;
   text::TemplateKind default_template_ = text::TemplateKind::raw;
 
   mutable std::mutex mutex_;  // guards the members below
   std::unordered_set<std::string> session_ids_;
-  uint64_t kv_bytes_resident_ = 0;
 };
 
 }  // namespace parley::engine

@@ -1,5 +1,7 @@
-// Session::prefill — new tokens into the KV cache in chunks, so activation memory stays
-// bounded for long inputs; only the last chunk's last row produces logits.
+// Session::prefill — new tokens into the KV cache. Leading blocks that another session (or an
+// earlier one) already computed for the same prefix are shared instead; the rest is computed
+// in chunks, so activation memory stays bounded for long inputs. Only the last chunk's last
+// row produces logits.
 #include <algorithm>
 #include <span>
 
@@ -8,18 +10,42 @@
 
 namespace parley::engine {
 
-void Session::prefill() {
+uint32_t Session::prefill() {
   auto& backend = engine_->backend();
+  const uint32_t context = engine_->context_length();
+  const uint32_t end = uint32_t(tokens_.size());
+
+  // The last token is always computed: its logits start the reply.
+  const uint32_t before = n_cached_;
+  n_cached_ = blocks_.reuse_published(tokens_, n_cached_, end - 1);
+  const uint32_t from_cache = n_cached_ - before;
+
+  blocks_.prepare_write(n_cached_, end);
   logits_.resize(size_t(engine_->config().n_vocab));
   const uint32_t chunk = std::max<uint32_t>(1, backend.max_batch());
-  while (n_cached_ < tokens_.size()) {
-    const uint32_t n = std::min<uint32_t>(chunk, uint32_t(tokens_.size()) - n_cached_);
+  auto view = blocks_.view(context);
+  while (n_cached_ < end) {
+    const uint32_t n = std::min(chunk, end - n_cached_);
     backend::Batch batch;
     batch.tokens = std::span<const int32_t>(tokens_).subspan(n_cached_, n);
     batch.start_pos = n_cached_;
-    backend.forward(batch, *kv_, logits_);
+    backend.forward(batch, view, logits_);
     n_cached_ += n;
   }
+  blocks_.publish_full(tokens_, n_cached_);
+  return from_cache;
+}
+
+void Session::feed_last_token() {
+  const uint32_t pos = n_cached_;
+  blocks_.prepare_write(pos, pos + 1);
+  auto view = blocks_.view(engine_->context_length());
+  backend::Batch batch;
+  batch.tokens = std::span<const int32_t>(tokens_).subspan(pos, 1);
+  batch.start_pos = pos;
+  engine_->backend().forward(batch, view, logits_);
+  ++n_cached_;
+  if (n_cached_ % kv::kBlockTokens == 0) blocks_.publish_full(tokens_, n_cached_);
 }
 
 }  // namespace parley::engine

@@ -6,12 +6,13 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
 #include <vector>
 
-#include "kv/kv_cache.h"
+#include "kv/block_table.h"
 #include "sample/sampler.h"
 #include "text/chat_template.h"
 
@@ -22,11 +23,14 @@ class Engine;
 enum class Role : int32_t { system = 0, user = 1, assistant = 2 };      // PARLEY_ROLE_*
 enum class KvSource : int32_t { fresh = 0, resident = 1, restored = 2, rebuilt = 3 };
 
+enum class OverflowPolicy : int32_t { error = 0, drop_oldest = 1 };  // PARLEY_OVERFLOW_*
+
 struct SessionOptions {
   std::string id;                                  // "" = generate one
   std::string system_prompt;
   std::optional<text::TemplateKind> chat_template;  // nullopt = the model's
   std::string cache_scope;
+  OverflowPolicy overflow = OverflowPolicy::error;
 };
 
 struct GenerateParams {
@@ -50,7 +54,9 @@ struct TurnStats {
 struct Message {
   Role role;
   std::string text;
-  uint32_t n_tokens = 0;  // tokens this message took in the conversation
+  uint32_t n_tokens = 0;     // tokens this message took in the conversation
+  uint32_t token_begin = 0;  // where they start in the conversation's ids
+  bool closed = true;        // assistant: the reply ended with its end token
 };
 
 // Receives whole UTF-8 code points of the reply; returns false to stop.
@@ -65,6 +71,15 @@ class Session {
   Session(const Session&) = delete;
   Session& operator=(const Session&) = delete;
 
+  // A new session with this one's conversation: full KV blocks are shared, the partially
+  // filled last block is copied. Throws Error: invalid_argument (bad or used id),
+  // out_of_memory.
+  std::unique_ptr<Session> fork(const std::string& new_id) const;
+
+  // Drops the last n messages (the system prompt stays) and the KV behind them.
+  // Throws Error(invalid_argument) when there are fewer.
+  void rewind(uint32_t n_messages);
+
   // Adds a user message and generates the reply (turn.cpp). On Error(cancelled) the partial
   // reply is kept as the turn; on any other error the session is left as it was.
   void send(std::string_view user_text, const GenerateParams& params, const TextSink& sink,
@@ -76,14 +91,25 @@ class Session {
   const std::string& id() const { return id_; }
   const std::vector<Message>& messages() const { return messages_; }
   const std::vector<int32_t>& tokens() const { return tokens_; }
-  uint64_t kv_bytes_resident() const { return kv_ ? kv_->bytes() : 0; }
+  uint64_t kv_bytes_resident() const { return blocks_.bytes(); }
   text::TemplateKind template_kind() const { return template_.kind(); }
 
  private:
+  struct ForkTag {};
+  Session(const Session& source, const std::string& new_id, ForkTag);
+
   // The ids to prefill for a new user message, starting with what the previous reply left.
   std::vector<int32_t> render_turn(std::string_view user_text) const;
-  // Feeds tokens_[n_cached_..] through the model; leaves the last row's logits in logits_.
-  void prefill();
+  // Makes room for a new turn of `new_ids` by dropping the oldest exchanges and rebuilding
+  // the conversation from its stored ids (overflow.cpp); false when even that cannot fit it.
+  bool drop_oldest_to_fit(std::string_view user_text, std::vector<int32_t>& new_ids);
+  // Feeds tokens_[n_cached_..] through the model, reusing published prefix blocks first;
+  // leaves the last row's logits in logits_. Returns the tokens found in the prefix cache.
+  uint32_t prefill();
+  // Runs one token at position n_cached_ (the last of tokens_) and publishes a filled block.
+  void feed_last_token();
+  // Drops KV past n tokens (tokens_ is the caller's).
+  void truncate_kv(uint32_t n);
   // Samples, streams and feeds reply tokens until a stop; returns the reply's text.
   std::string decode(const GenerateParams& params, const TextSink& sink, TurnStats& stats,
                      double started_ms, bool& cancelled);
@@ -91,12 +117,14 @@ class Session {
   std::shared_ptr<Engine> engine_;
   std::string id_;
   std::string system_prompt_;
+  std::string cache_scope_;
+  OverflowPolicy overflow_;
   text::ChatTemplate template_;
   std::vector<Message> messages_;
   std::vector<int32_t> tokens_;  // the whole conversation; the last may still await its KV
-  uint32_t n_cached_ = 0;        // tokens_[0, n_cached_) have their K/V in kv_
+  uint32_t n_cached_ = 0;        // tokens_[0, n_cached_) have their K/V in blocks_
   bool reply_closed_ = true;     // the last reply ended with a stop token (or there is none)
-  std::unique_ptr<kv::KvCache> kv_;
+  kv::BlockTable blocks_;
   std::vector<float> logits_;    // [n_vocab] of the last fed token
   std::atomic<bool> interrupt_{false};
 };

@@ -15,39 +15,43 @@ void Session::send(std::string_view user_text, const GenerateParams& params,
   interrupt_.store(false, std::memory_order_relaxed);
   require(text::is_valid_utf8(user_text), Status::invalid_argument,
           "user text is not valid UTF-8");
+  stats = TurnStats{};
+  stats.kv_source = n_cached_ > 0 ? KvSource::resident : KvSource::fresh;
 
-  // 1. Render only what is new: what closes the previous reply, then the user message.
-  const bool first = tokens_.empty();
-  const std::vector<int32_t> new_ids = render_turn(user_text);
+  // 1. Render only what is new: what closes the previous reply, then the user message. When
+  //    it does not fit, the overflow policy decides: refuse, or drop the oldest exchanges.
+  std::vector<int32_t> new_ids = render_turn(user_text);
   const uint32_t context = engine_->context_length();
   if (tokens_.size() + new_ids.size() + 1 > context) {
-    fail(Status::context_full,
-         "the message needs " + std::to_string(new_ids.size()) + " tokens but only " +
-             std::to_string(context - std::min<size_t>(context, tokens_.size() + 1)) +
-             " of the context's " + std::to_string(context) + " are left");
+    if (overflow_ != OverflowPolicy::drop_oldest || !drop_oldest_to_fit(user_text, new_ids)) {
+      fail(Status::context_full,
+           "the message needs " + std::to_string(new_ids.size()) + " tokens but only " +
+               std::to_string(context - std::min<size_t>(context, tokens_.size() + 1)) +
+               " of the context's " + std::to_string(context) + " are left");
+    }
+    stats.kv_source = KvSource::rebuilt;
   }
 
   // 2. Remember where the conversation stood, so a failure leaves it as it was.
   const size_t tokens_before = tokens_.size();
   const uint32_t cached_before = n_cached_;
   const bool closed_before = reply_closed_;
-  stats = TurnStats{};
-  stats.kv_source = kv_ ? KvSource::resident : KvSource::fresh;
+  const bool first = tokens_before == 0;
   stats.prompt_tokens = uint32_t(new_ids.size());
-  stats.reused_tokens = n_cached_;
-  if (!kv_) kv_ = engine_->allocate_kv(context);
 
-  // 3. Prefill the pending token of the last reply and the new turn; 4. generate.
+  // 3. Prefill the pending token of the last reply and the new turn (reusing shared prefix
+  //    blocks); 4. generate.
   bool cancelled = false;
   std::string reply;
   try {
     tokens_.insert(tokens_.end(), new_ids.begin(), new_ids.end());
-    stats.computed_tokens = uint32_t(tokens_.size() - n_cached_);
-    prefill();
+    const uint32_t from_cache = prefill();
+    stats.reused_tokens = cached_before + from_cache;
+    stats.computed_tokens = uint32_t(tokens_.size()) - stats.reused_tokens;
     reply = decode(params, sink, stats, started_ms, cancelled);
   } catch (...) {
     tokens_.resize(tokens_before);
-    n_cached_ = cached_before;
+    truncate_kv(cached_before);
     reply_closed_ = closed_before;
     throw;
   }
@@ -56,14 +60,16 @@ void Session::send(std::string_view user_text, const GenerateParams& params,
   uint32_t user_tokens = stats.prompt_tokens;
   if (first && !messages_.empty() && messages_.front().role == Role::system) {
     const auto system_ids = template_.render_system(system_prompt_);
-    if (!system_ids.empty() && system_ids.size() <= new_ids.size() &&
-        std::equal(system_ids.begin(), system_ids.end(), new_ids.begin())) {
-      messages_.front().n_tokens = uint32_t(system_ids.size());
-      user_tokens -= uint32_t(system_ids.size());
-    }
+    const bool prefix = system_ids.size() <= new_ids.size() &&
+                        std::equal(system_ids.begin(), system_ids.end(), new_ids.begin());
+    messages_.front().n_tokens = prefix ? uint32_t(system_ids.size()) : 0;
+    user_tokens -= messages_.front().n_tokens;
   }
-  messages_.push_back({Role::user, std::string(user_text), user_tokens});
-  messages_.push_back({Role::assistant, std::move(reply), stats.generated_tokens});
+  // A user message's ids start where the turn did (with the system prompt and the previous
+  // reply's closing ids, which are rendered with it): rewinding it removes them all.
+  messages_.push_back({Role::user, std::string(user_text), user_tokens, uint32_t(tokens_before), true});
+  messages_.push_back({Role::assistant, std::move(reply), stats.generated_tokens,
+                       uint32_t(tokens_before + new_ids.size()), reply_closed_});
   if (cancelled) fail(Status::cancelled, "the reply was stopped; its partial text is kept");
 }
 

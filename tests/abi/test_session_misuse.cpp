@@ -55,8 +55,6 @@ TEST_CASE("session_create checks its options") {
     CHECK(create(e, o, &s) == PARLEY_E_INVALID_ARGUMENT);
   }
   SUBCASE("overflow policy and reserved field") {
-    o.overflow = PARLEY_OVERFLOW_DROP_OLDEST;
-    CHECK(create(e, o, &s) == PARLEY_E_UNSUPPORTED);
     o.overflow = 5;
     CHECK(create(e, o, &s) == PARLEY_E_INVALID_ARGUMENT);
     o.overflow = PARLEY_OVERFLOW_ERROR;
@@ -252,24 +250,54 @@ TEST_CASE("entry points of later versions say UNSUPPORTED") {
   EngineHandle e(tiny_chat_model());
   SessionHandle s(e);
   parley_session* out = reinterpret_cast<parley_session*>(uintptr_t(1));
-  CHECK(parley_session_fork(s, nullptr, &out) == PARLEY_E_UNSUPPORTED);
-  CHECK(out == nullptr);
   CHECK(parley_session_suspend(s) == PARLEY_E_UNSUPPORTED);
-  CHECK(parley_session_rewind(s, 1) == PARLEY_E_UNSUPPORTED);
   CHECK(parley_session_open(e, "x", &out) == PARLEY_E_UNSUPPORTED);
+  CHECK(out == nullptr);
   CHECK(parley_session_delete(e, "x") == PARLEY_E_UNSUPPORTED);
   size_t needed = 0;
   CHECK(parley_store_list_sessions(e, nullptr, 0, &needed) == PARLEY_E_UNSUPPORTED);
 }
 
+TEST_CASE("fork and rewind check their arguments") {
+  EngineHandle e(tiny_chat_model());
+  SessionHandle s(e);
+  auto g = greedy_options(2);
+  REQUIRE(parley_session_send(s, "a", &g, nullptr, nullptr, nullptr) == PARLEY_OK);
+  parley_session* out = reinterpret_cast<parley_session*>(uintptr_t(1));
+  CHECK(parley_session_fork(s, "", &out) == PARLEY_E_INVALID_ARGUMENT);
+  CHECK(out == nullptr);
+  CHECK(parley_session_fork(s, nullptr, nullptr) == PARLEY_E_INVALID_ARGUMENT);
+  CHECK(parley_session_fork(nullptr, nullptr, &out) == PARLEY_E_INVALID_ARGUMENT);
+  parley_session_info info;
+  info.struct_size = sizeof info;
+  REQUIRE(parley_session_get_info(s, &info) == PARLEY_OK);
+  CHECK(parley_session_fork(s, info.id, &out) == PARLEY_E_INVALID_ARGUMENT);  // id in use
+  CHECK(std::strstr(parley_last_error(), "in use") != nullptr);
+
+  CHECK(parley_session_rewind(s, 3) == PARLEY_E_INVALID_ARGUMENT);  // it has 2 messages
+  CHECK(std::strstr(parley_last_error(), "rewind") != nullptr);
+  CHECK(parley_session_rewind(s, 0) == PARLEY_OK);
+  CHECK(parley_session_rewind(nullptr, 1) == PARLEY_E_INVALID_ARGUMENT);
+  CHECK(session_tokens(s).size() > 0);
+}
+
 TEST_CASE("the KV budget is enforced") {
-  // 256 tokens x 160 bytes (INT8) = 40960 bytes per session: room for one, not two.
-  EngineHandle e(tiny_chat_model(), PARLEY_KV_INT8, 0, 60000);
-  SessionHandle a(e);
+  // One 16-token INT8 block of this model is 16 x 160 = 2560 bytes: a budget of two blocks.
+  EngineHandle e(tiny_chat_model(), PARLEY_KV_INT8, 0, 2 * 2560);
+  parley_engine_stats st;
+  st.struct_size = sizeof st;
+  REQUIRE(parley_engine_get_stats(e, &st) == PARLEY_OK);
+  CHECK(st.kv_blocks_total == 2);
+  parley_session* a = nullptr;
+  REQUIRE(parley_session_create(e, nullptr, &a) == PARLEY_OK);
   SessionHandle b(e);
   auto g = greedy_options(2);
-  REQUIRE(parley_session_send(a, "a", &g, nullptr, nullptr, nullptr) == PARLEY_OK);
-  CHECK(parley_session_send(b, "a", &g, nullptr, nullptr, nullptr) == PARLEY_E_OUT_OF_MEMORY);
+  REQUIRE(parley_session_send(a, "a", &g, nullptr, nullptr, nullptr) == PARLEY_OK);  // 1 block
+  // 21 tokens need two blocks; one is left.
+  CHECK(parley_session_send(b, "a b c d e f g h i j k l m n o p q r s t", &g, nullptr, nullptr, nullptr) ==
+        PARLEY_E_OUT_OF_MEMORY);
   CHECK(last_error_mentions("budget"));
-  CHECK(session_tokens(b).empty());
+  CHECK(session_tokens(b).empty());  // left as it was
+  parley_session_close(a);           // its block goes back (it was never published: not full)
+  CHECK(parley_session_send(b, "a b c d e f g h i j k l m n o p q r s t", &g, nullptr, nullptr, nullptr) == PARLEY_OK);
 }

@@ -1,5 +1,7 @@
 #include "backend/cpu/cpu_backend.h"
 
+#include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -42,6 +44,12 @@ void add_into(float* x, const float* y, size_t n) {
 
 }  // namespace
 
+// Activations of one forward call, [rows of the batch, width] each. Calls on different
+// threads each take their own, so sessions run side by side.
+struct Workspace {
+  std::vector<float> x, xn, q, k, v, att, proj, gate, up;
+};
+
 struct CpuBackend::Impl {
   model::ModelConfig config;
   const model::Weights& weights;
@@ -50,8 +58,8 @@ struct CpuBackend::Impl {
   std::vector<float> output_norm;                       // [dim]
   ThreadPool pool;
 
-  // Scratch, [rows of the batch, width] each.
-  std::vector<float> x, xn, q, k, v, att, proj, gate, up;
+  std::mutex workspaces_mutex;
+  std::vector<std::unique_ptr<Workspace>> idle_workspaces;
 
   Impl(const model::ModelConfig& c, const model::Weights& w, int32_t n_threads)
       : config(c), weights(w), output(w.output.empty() ? w.tok_embd : w.output), pool(n_threads) {}
@@ -60,9 +68,10 @@ struct CpuBackend::Impl {
   size_t kv_dim() const { return size_t(config.n_kv_heads) * size_t(config.head_dim); }
 
   void validate_model();
-  void validate_batch(const Batch& batch, const kv::KvCache& kv, size_t n_logits) const;
-  void reserve(size_t n);
-  void run_layer(int32_t l, const Batch& batch, kv::KvCache& kv);
+  void validate_batch(const Batch& batch, const kv::KvView& kv, size_t n_logits) const;
+  std::unique_ptr<Workspace> take_workspace(size_t n);
+  void return_workspace(std::unique_ptr<Workspace> ws);
+  void run_layer(int32_t l, const Batch& batch, kv::KvView& kv, Workspace& ws);
 };
 
 void CpuBackend::Impl::validate_model() {
@@ -98,7 +107,7 @@ void CpuBackend::Impl::validate_model() {
   check_shape(output, "output", c.n_vocab, c.dim);
 }
 
-void CpuBackend::Impl::validate_batch(const Batch& batch, const kv::KvCache& kv,
+void CpuBackend::Impl::validate_batch(const Batch& batch, const kv::KvView& kv,
                                       size_t n_logits) const {
   const size_t n = batch.tokens.size();
   require(n > 0, Status::invalid_argument, "forward() needs at least one token");
@@ -127,16 +136,32 @@ void CpuBackend::Impl::validate_batch(const Batch& batch, const kv::KvCache& kv,
   }
 }
 
-void CpuBackend::Impl::reserve(size_t n) {
+std::unique_ptr<Workspace> CpuBackend::Impl::take_workspace(size_t n) {
+  std::unique_ptr<Workspace> ws;
+  {
+    std::lock_guard lock(workspaces_mutex);
+    if (!idle_workspaces.empty()) {
+      ws = std::move(idle_workspaces.back());
+      idle_workspaces.pop_back();
+    }
+  }
+  if (!ws) ws = std::make_unique<Workspace>();
   const size_t dim = size_t(config.dim), hidden = size_t(config.hidden_dim);
-  for (auto* buf : {&x, &xn, &proj}) buf->resize(n * dim);
-  for (auto* buf : {&q, &att}) buf->resize(n * q_dim());
-  for (auto* buf : {&k, &v}) buf->resize(n * kv_dim());
-  for (auto* buf : {&gate, &up}) buf->resize(n * hidden);
+  for (auto* buf : {&ws->x, &ws->xn, &ws->proj}) buf->resize(n * dim);
+  for (auto* buf : {&ws->q, &ws->att}) buf->resize(n * q_dim());
+  for (auto* buf : {&ws->k, &ws->v}) buf->resize(n * kv_dim());
+  for (auto* buf : {&ws->gate, &ws->up}) buf->resize(n * hidden);
+  return ws;
+}
+
+void CpuBackend::Impl::return_workspace(std::unique_ptr<Workspace> ws) {
+  std::lock_guard lock(workspaces_mutex);
+  idle_workspaces.push_back(std::move(ws));
 }
 
 // One transformer block over the batch's rows, x updated in place.
-void CpuBackend::Impl::run_layer(int32_t l, const Batch& batch, kv::KvCache& kv) {
+void CpuBackend::Impl::run_layer(int32_t l, const Batch& batch, kv::KvView& kv, Workspace& ws) {
+  auto& [x, xn, q, k, v, att, proj, gate, up] = ws;
   const model::LayerWeights& lw = weights.layers[size_t(l)];
   const size_t n = batch.tokens.size();
   const size_t dim = size_t(config.dim);
@@ -189,22 +214,22 @@ CpuBackend::~CpuBackend() = default;
 
 uint32_t CpuBackend::max_batch() const { return kMaxBatch; }
 
-void CpuBackend::forward(const Batch& batch, kv::KvCache& kv, std::span<float> logits) {
-  std::lock_guard lock(mutex_);
+void CpuBackend::forward(const Batch& batch, kv::KvView& kv, std::span<float> logits) {
   Impl& m = *impl_;
   m.validate_batch(batch, kv, logits.size());
   const size_t n = batch.tokens.size();
   const size_t dim = size_t(m.config.dim);
-  m.reserve(n);
+  auto ws = m.take_workspace(n);
 
-  for (size_t i = 0; i < n; ++i) dequantize_row(m.weights.tok_embd, batch.tokens[i], &m.x[i * dim]);
-  for (int32_t l = 0; l < m.config.n_layers; ++l) m.run_layer(l, batch, kv);
+  for (size_t i = 0; i < n; ++i) dequantize_row(m.weights.tok_embd, batch.tokens[i], &ws->x[i * dim]);
+  for (int32_t l = 0; l < m.config.n_layers; ++l) m.run_layer(l, batch, kv, *ws);
 
   const size_t first = batch.all_logits ? 0 : n - 1;
   for (size_t i = first; i < n; ++i) {
-    rmsnorm(&m.x[i * dim], m.output_norm.data(), dim, m.config.rms_eps, &m.xn[(i - first) * dim]);
+    rmsnorm(&ws->x[i * dim], m.output_norm.data(), dim, m.config.rms_eps, &ws->xn[(i - first) * dim]);
   }
-  matmul(m.output, m.xn.data(), n - first, logits.data(), m.pool);
+  matmul(m.output, ws->xn.data(), n - first, logits.data(), m.pool);
+  m.return_workspace(std::move(ws));
 }
 
 }  // namespace parley::backend::cpu

@@ -2,7 +2,6 @@
 #pragma once
 
 #include <memory>
-#include <mutex>
 
 #include "backend/backend.h"
 #include "model/model_config.h"
@@ -20,12 +19,11 @@ class CpuBackend final : public Backend {
 
   std::string name() const override { return "cpu"; }
   uint32_t max_batch() const override;
-  void forward(const Batch& batch, kv::KvCache& kv, std::span<float> logits) override;
+  void forward(const Batch& batch, kv::KvView& kv, std::span<float> logits) override;
 
  private:
   struct Impl;
   std::unique_ptr<Impl> impl_;
-  std::mutex mutex_;  // one forward at a time: the pool and scratch are shared
 };
 
 }  // namespace parley::backend::cpu

@@ -10,7 +10,7 @@ namespace {
 
 // One query head of one row: two passes (scores, then the weighted sum of V).
 void attend_one(const float* q, uint32_t first, uint32_t last, int32_t layer, int32_t kv_head,
-                const kv::KvCache& kv, std::vector<float>& scores, std::vector<float>& row,
+                const kv::KvView& kv, std::vector<float>& scores, std::vector<float>& row,
                 float* out) {
   const int32_t head_dim = kv.shape().head_dim;
   const float scale = 1.0f / std::sqrt(float(head_dim));
@@ -40,7 +40,7 @@ void attend_one(const float* q, uint32_t first, uint32_t last, int32_t layer, in
 
 }  // namespace
 
-void attention(const AttentionArgs& args, const kv::KvCache& kv, ThreadPool& pool) {
+void attention(const AttentionArgs& args, const kv::KvView& kv, ThreadPool& pool) {
   const int32_t head_dim = kv.shape().head_dim;
   const int32_t group = args.n_heads / kv.shape().n_kv_heads;  // query heads per KV head
   const size_t q_row = size_t(args.n_heads) * size_t(head_dim);

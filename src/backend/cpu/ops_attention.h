@@ -4,7 +4,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "kv/kv_cache.h"
+#include "kv/kv_view.h"
 
 namespace parley::backend::cpu {
 
@@ -24,6 +24,6 @@ struct AttentionArgs {
 // t it may see, times v_t. K/V come from kv (dequantized as read), which must already hold
 // the rows' own positions. Parallel over (row, head) pairs; one pair's result does not
 // depend on the thread count or on which other rows are in the call.
-void attention(const AttentionArgs& args, const kv::KvCache& kv, ThreadPool& pool);
+void attention(const AttentionArgs& args, const kv::KvView& kv, ThreadPool& pool);
 
 }  // namespace parley::backend::cpu

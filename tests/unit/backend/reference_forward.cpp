@@ -1,3 +1,4 @@
+#include "kv/kv_cache.h"
 #include "reference_forward.h"
 
 #include <algorithm>

@@ -4,6 +4,7 @@
 
 #include <string>
 
+#include "kv/kv_cache.h"
 #include "backend_test_util.h"
 #include "reference_forward.h"
 

@@ -3,6 +3,7 @@
 
 #include <thread>
 
+#include "kv/kv_cache.h"
 #include "backend_test_util.h"
 
 namespace parley::test {

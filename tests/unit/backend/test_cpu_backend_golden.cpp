@@ -5,6 +5,7 @@
 #include <cstring>
 #include <nlohmann/json.hpp>
 
+#include "kv/kv_cache.h"
 #include "backend_test_util.h"
 #include "support/shared_assets.h"
 

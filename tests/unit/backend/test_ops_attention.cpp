@@ -6,6 +6,7 @@
 #include <cmath>
 #include <random>
 
+#include "kv/kv_cache.h"
 #include "backend/cpu/ops_attention.h"
 #include "backend/cpu/thread_pool.h"
 #include "tiny_model.h"

@@ -30,8 +30,10 @@ TEST_CASE("bytes per token: 2 x layers x kv_heads x head_dim x element, plus INT
   CHECK(kv_bytes_per_token(KvType::f32, kShape) == 2 * 3 * 2 * 8 * 4);
   CHECK(kv_bytes_per_token(KvType::f16, kShape) == 2 * 3 * 2 * 8 * 2);
   CHECK(kv_bytes_per_token(KvType::int8, kShape) == 2 * 3 * 2 * 8 + 2 * 3 * 2 * 4);
-  KvCache cache(KvType::int8, kShape, 10);
-  CHECK(cache.bytes() == 10 * kv_bytes_per_token(KvType::int8, kShape));
+  KvCache cache(KvType::int8, kShape, 10);  // one 16-token block
+  CHECK(cache.bytes() == 16 * kv_bytes_per_token(KvType::int8, kShape));
+  KvCache two(KvType::f16, kShape, 17);  // two blocks
+  CHECK(two.bytes() == 32 * kv_bytes_per_token(KvType::f16, kShape));
 }
 
 TEST_CASE("each type reads back what was written, within its rounding") {
@@ -80,11 +82,14 @@ TEST_CASE("INT8: the largest value of a head maps to +-127 exactly; zeros stay z
   k[3] = -2.54f;  // head 0's largest magnitude
   k[1] = 1.27f;
   cache.write(0, 0, k.data(), v.data());
-  const auto* q = static_cast<const int8_t*>(cache.k_data());
-  CHECK(q[3] == -127);
-  CHECK(q[1] == 64);  // 1.27 / (2.54 / 127) = 63.5 rounds half to even: 64
-  CHECK(cache.k_scales()[0] == doctest::Approx(2.54f / 127.0f));
-  CHECK(cache.k_scales()[1] == 0.0f);  // head 1 all zero
+  std::vector<float> k0(8), k1(8);
+  cache.read_k(0, 0, 0, k0.data());
+  cache.read_k(0, 0, 1, k1.data());
+  const float scale = 2.54f / 127.0f;
+  CHECK(k0[3] == -127.0f * scale);
+  CHECK(k0[1] == 64.0f * scale);  // 1.27 / scale = 63.5 rounds half to even: 64
+  CHECK(k0[0] == 0.0f);
+  for (float x : k1) CHECK(x == 0.0f);  // head 1 is all zero: scale 0
   std::vector<float> got(8);
   cache.read_v(0, 0, 1, got.data());
   for (float x : got) CHECK(x == 0.0f);

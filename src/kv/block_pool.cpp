@@ -1,0 +1,143 @@
+#include "kv/block_pool.h"
+
+#include <new>
+#include <string>
+
+#include "common/error.h"
+
+namespace parley::kv {
+namespace {
+
+// Block memory is aligned for any SIMD load of its rows.
+constexpr std::align_val_t kBlockAlignment{64};
+
+}  // namespace
+
+void BlockPool::AlignedDelete::operator()(std::byte* p) const {
+  ::operator delete[](p, kBlockAlignment);
+}
+
+BlockPool::BlockPool(const BlockLayout& layout, uint64_t budget_bytes)
+    : layout_(layout), budget_bytes_(budget_bytes), capacity_(budget_bytes / layout.block_bytes()) {
+  // data() reads this vector without the lock, so it must never reallocate.
+  blocks_.reserve(size_t(capacity_));
+  state_.reserve(size_t(capacity_));
+}
+
+void BlockPool::check_id_locked(BlockId id) const {
+  require(id >= 0 && size_t(id) < state_.size(), Status::internal,
+          "KV block " + std::to_string(id) + " does not exist");
+}
+
+BlockId BlockPool::take_block_locked() {
+  if (!free_.empty()) {
+    const BlockId id = free_.back();
+    free_.pop_back();
+    return id;
+  }
+  if (blocks_.size() < capacity_) {
+    auto* p = static_cast<std::byte*>(::operator new[](layout_.block_bytes(), kBlockAlignment));
+    blocks_.emplace_back(p);
+    state_.emplace_back();
+    return BlockId(blocks_.size() - 1);
+  }
+  if (!lru_.empty()) {  // the least recently used cached prefix block gives way
+    const BlockId id = lru_.front();
+    lru_.pop_front();
+    state_[size_t(id)].in_lru = false;
+    index_.erase(id);
+    return id;
+  }
+  fail(Status::out_of_memory,
+       "the KV budget of " + std::to_string(budget_bytes_) + " bytes (" +
+           std::to_string(capacity_) + " blocks of " + std::to_string(layout_.block_bytes()) +
+           " bytes) is exhausted by open sessions; close sessions or raise kv_budget_bytes");
+}
+
+BlockId BlockPool::allocate() {
+  std::lock_guard lock(mutex_);
+  const BlockId id = take_block_locked();
+  state_[size_t(id)].refs = 1;
+  return id;
+}
+
+bool BlockPool::can_allocate(size_t n) const {
+  std::lock_guard lock(mutex_);
+  return free_.size() + (capacity_ - blocks_.size()) + lru_.size() >= n;
+}
+
+void BlockPool::retain(BlockId id) {
+  std::lock_guard lock(mutex_);
+  check_id_locked(id);
+  BlockState& s = state_[size_t(id)];
+  if (s.in_lru) {
+    lru_.erase(s.lru_pos);
+    s.in_lru = false;
+  }
+  ++s.refs;
+}
+
+void BlockPool::release(BlockId id) {
+  std::lock_guard lock(mutex_);
+  check_id_locked(id);
+  BlockState& s = state_[size_t(id)];
+  require(s.refs > 0, Status::internal, "KV block " + std::to_string(id) + " released too often");
+  if (--s.refs > 0) return;
+  if (index_.contains(id)) {
+    s.lru_pos = lru_.insert(lru_.end(), id);
+    s.in_lru = true;
+  } else {
+    free_.push_back(id);
+  }
+}
+
+uint32_t BlockPool::ref_count(BlockId id) const {
+  std::lock_guard lock(mutex_);
+  check_id_locked(id);
+  return state_[size_t(id)].refs;
+}
+
+void BlockPool::publish(BlockId id, const BlockKey& key) {
+  std::lock_guard lock(mutex_);
+  check_id_locked(id);
+  index_.insert(key, id);
+}
+
+bool BlockPool::is_published(BlockId id) const {
+  std::lock_guard lock(mutex_);
+  return index_.contains(id);
+}
+
+std::optional<BlockId> BlockPool::acquire_published(const BlockKey& key) {
+  std::lock_guard lock(mutex_);
+  const auto id = index_.find(key);
+  if (!id) {
+    ++misses_;
+    return std::nullopt;
+  }
+  ++hits_;
+  BlockState& s = state_[size_t(*id)];
+  if (s.in_lru) {
+    lru_.erase(s.lru_pos);
+    s.in_lru = false;
+  }
+  ++s.refs;
+  return id;
+}
+
+PoolStats BlockPool::stats() const {
+  std::lock_guard lock(mutex_);
+  PoolStats st;
+  st.total = capacity_;
+  st.allocated = blocks_.size();
+  for (const BlockState& s : state_) {
+    st.used += s.refs > 0;
+    st.shared += s.refs > 1;
+  }
+  st.cached = lru_.size();
+  st.prefix_hits = hits_;
+  st.prefix_misses = misses_;
+  return st;
+}
+
+}  // namespace parley::kv

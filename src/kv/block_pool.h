@@ -1,0 +1,87 @@
+// The paged KV memory: blocks of kBlockTokens tokens x all layers, reference-counted, within a
+// byte budget. A block that is full and published in the prefix index is immutable; when its
+// last user lets go it stays cached (least recently used first out) until the budget needs
+// its memory. Bookkeeping is thread-safe; a block's bytes belong to whoever holds it.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <list>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <vector>
+
+#include "kv/block_layout.h"
+#include "kv/prefix_index.h"
+
+namespace parley::kv {
+
+struct PoolStats {
+  uint64_t total = 0;      // blocks the budget allows
+  uint64_t allocated = 0;  // blocks that have memory now
+  uint64_t used = 0;       // referenced by at least one sequence
+  uint64_t shared = 0;     // referenced by two or more
+  uint64_t cached = 0;     // unreferenced but kept for the prefix index
+  uint64_t prefix_hits = 0;
+  uint64_t prefix_misses = 0;
+};
+
+class BlockPool {
+ public:
+  BlockPool(const BlockLayout& layout, uint64_t budget_bytes);
+  BlockPool(const BlockPool&) = delete;
+  BlockPool& operator=(const BlockPool&) = delete;
+
+  const BlockLayout& layout() const { return layout_; }
+  uint64_t budget_bytes() const { return budget_bytes_; }
+
+  std::byte* data(BlockId id) { return blocks_[size_t(id)].get(); }
+  const std::byte* data(BlockId id) const { return blocks_[size_t(id)].get(); }
+
+  // A block with one reference. Reuses a free block, then grows, then evicts the least
+  // recently used cached block. Throws Error(out_of_memory) when every block the budget
+  // allows is in use.
+  BlockId allocate();
+  // Whether `n` more blocks could be allocated now.
+  bool can_allocate(size_t n) const;
+  void retain(BlockId id);
+  // Drops one reference; at zero a published block is cached, any other is freed.
+  void release(BlockId id);
+  uint32_t ref_count(BlockId id) const;
+
+  // Publishes a full block under its key; it must never be written again. No-op when the key
+  // is already published.
+  void publish(BlockId id, const BlockKey& key);
+  bool is_published(BlockId id) const;
+  // The block published under `key`, retained for the caller; counts a hit or a miss.
+  std::optional<BlockId> acquire_published(const BlockKey& key);
+
+  PoolStats stats() const;
+
+ private:
+  struct BlockState {
+    uint32_t refs = 0;
+    bool in_lru = false;
+    std::list<BlockId>::iterator lru_pos;
+  };
+  struct AlignedDelete {
+    void operator()(std::byte* p) const;
+  };
+  BlockId take_block_locked();
+  void check_id_locked(BlockId id) const;
+
+  BlockLayout layout_;
+  uint64_t budget_bytes_;
+  uint64_t capacity_;  // blocks the budget allows
+
+  mutable std::mutex mutex_;
+  std::vector<std::unique_ptr<std::byte[], AlignedDelete>> blocks_;
+  std::vector<BlockState> state_;
+  std::vector<BlockId> free_;
+  std::list<BlockId> lru_;  // cached blocks, least recently used first
+  PrefixIndex index_;
+  uint64_t hits_ = 0, misses_ = 0;
+};
+
+}  // namespace parley::kv
