@@ -92,6 +92,8 @@ class Session {
   const std::vector<Message>& messages() const { return messages_; }
   const std::vector<int32_t>& tokens() const { return tokens_; }
   uint64_t kv_bytes_resident() const { return blocks_.bytes(); }
+  // The logits the last reply token was chosen from.
+  std::span<const float> last_logits() const { return logits_; }
   text::TemplateKind template_kind() const { return template_.kind(); }
 
  private:

@@ -166,3 +166,19 @@ TEST_CASE("sessions on different threads both finish with the same result as alo
   CHECK(x == alone);
   CHECK(y == alone);
 }
+
+TEST_CASE("a session's send runs while another session's send is in progress") {
+  EngineHandle e(tiny_chat_model());
+  SessionHandle a(e);
+  SessionHandle b(e);
+  auto g = greedy_options(5);
+  Gate gate;
+  parley_status first = -1;
+  std::thread t([&] { first = parley_session_send(a, "a", &g, Gate::callback, &gate, nullptr); });
+  gate.wait_inside();  // a's send is in the middle of its reply
+  // b runs a whole turn meanwhile: nothing engine-wide is held across a send.
+  CHECK(parley_session_send(b, "b", &g, nullptr, nullptr, nullptr) == PARLEY_OK);
+  gate.release.store(true);
+  t.join();
+  CHECK(first == PARLEY_OK);
+}

@@ -1,0 +1,52 @@
+#include "session_fixture.h"
+
+#include "support/shared_assets.h"
+#include "support/synth_model.h"
+#include "text/chat_template.h"
+
+namespace parley::test {
+
+std::shared_ptr<engine::Engine> open_engine(const std::string& path, kv::KvType kv_type,
+                                            uint64_t budget_bytes) {
+  engine::EngineOptions o;
+  o.model_path = path;
+  o.kv_type = kv_type;
+  o.n_threads = 2;
+  o.kv_budget_bytes = budget_bytes;
+  return std::make_shared<engine::Engine>(o);
+}
+
+engine::SessionOptions session_options(const std::string& system_prompt,
+                                       const std::string& chat_template,
+                                       const std::string& scope) {
+  engine::SessionOptions o;
+  o.system_prompt = system_prompt;
+  o.chat_template = text::template_from_name(chat_template);
+  o.cache_scope = scope;
+  return o;
+}
+
+engine::TurnStats greedy_turn(engine::Session& s, const std::string& text, uint32_t max_tokens) {
+  engine::GenerateParams p;
+  p.sampler.temperature = 0;
+  p.max_tokens = max_tokens;
+  p.ignore_eos = true;
+  engine::TurnStats stats;
+  s.send(text, p, nullptr, stats);
+  return stats;
+}
+
+const std::string& small_synthetic_model() {
+  static const auto dir = std::make_unique<TempDir>();
+  static const std::string path = [] {
+    SynthSpec spec;
+    spec.context_length = 128;
+    spec.n_kv_heads = 1;
+    const std::string p = (dir->path() / "small.gguf").string();
+    write_gguf(spec, make_synth_weights(spec), make_spm_vocab(spec.n_vocab), p);
+    return p;
+  }();
+  return path;
+}
+
+}  // namespace parley::test

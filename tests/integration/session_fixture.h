@@ -1,0 +1,27 @@
+// Engine-level helpers for the session tests: an engine on a model file, greedy turns, and
+// a small synthetic chat model that needs nothing from outside the repository.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "engine/engine.h"
+#include "engine/session.h"
+
+namespace parley::test {
+
+std::shared_ptr<engine::Engine> open_engine(const std::string& path, kv::KvType kv_type,
+                                            uint64_t budget_bytes = 0);
+
+engine::SessionOptions session_options(const std::string& system_prompt = "",
+                                       const std::string& chat_template = "raw",
+                                       const std::string& scope = "");
+
+// One greedy turn of max_tokens (end tokens ignored, so every turn has that length).
+engine::TurnStats greedy_turn(engine::Session& s, const std::string& text, uint32_t max_tokens);
+
+// A GGUF file (written once per process) of a small random model: vocab 320, context 128.
+const std::string& small_synthetic_model();
+
+}  // namespace parley::test

@@ -1,0 +1,153 @@
+// Fork equals an independent copy; rewind then resend equals the original; the overflow
+// policies: refuse, or drop the oldest exchanges (keeping the system prompt) and rebuild.
+#include <doctest/doctest.h>
+
+#include "common/error.h"
+#include "session_fixture.h"
+#include "support/shared_assets.h"
+
+using namespace parley;
+using namespace parley::test;
+
+TEST_CASE("a fork equals an independent copy, and the two go their own ways") {
+  for (auto type : {kv::KvType::int8, kv::KvType::f32}) {
+    CAPTURE(std::string(kv::kv_type_name(type)));
+    auto engine = open_engine(small_synthetic_model(), type);
+    engine::Session original(engine, session_options("a b c d e f g", "llama2"));
+    greedy_turn(original, "h i j k", 13);  // the last block is partly filled
+    greedy_turn(original, "l m", 9);
+    auto fork = original.fork("copy");
+    CHECK(fork->id() == "copy");
+    CHECK(fork->tokens() == original.tokens());
+    CHECK(fork->messages().size() == original.messages().size());
+
+    // The original moves on; the fork must not notice.
+    greedy_turn(original, "n o p", 20);
+    original.rewind(4);  // back into the blocks the fork shares, then written again
+    greedy_turn(original, "q", 30);
+
+    // The fork continues exactly like a session that replayed the same turns from scratch.
+    engine::Session replay(engine, session_options("a b c d e f g", "llama2"));
+    greedy_turn(replay, "h i j k", 13);
+    greedy_turn(replay, "l m", 9);
+    greedy_turn(replay, "r s", 15);
+    greedy_turn(*fork, "r s", 15);
+    CHECK(fork->tokens() == replay.tokens());
+    CHECK(std::equal(fork->last_logits().begin(), fork->last_logits().end(),
+                     replay.last_logits().begin()));
+  }
+}
+
+TEST_CASE("fork refuses an id in use") {
+  auto engine = open_engine(small_synthetic_model(), kv::KvType::int8);
+  auto o = session_options();
+  o.id = "taken";
+  engine::Session s(engine, o);
+  try {
+    s.fork("taken");
+    FAIL("a fork with a used id must fail");
+  } catch (const Error& e) {
+    CHECK(e.status() == Status::invalid_argument);
+  }
+  CHECK(engine->stats().blocks.used == 0);
+}
+
+TEST_CASE("rewind then resend equals the original") {
+  PARLEY_SHARED_OR_SKIP(gguf, "models/stories260k/stories260k-f32.gguf");
+  auto engine = open_engine(gguf.string(), kv::KvType::int8);
+  engine::Session s(engine, session_options("Once upon a time"));
+  greedy_turn(s, "there was a dog", 20);
+  const auto after_one = s.tokens();
+  const auto messages_after_one = s.messages().size();
+  greedy_turn(s, "The dog", 37);
+  const auto after_two = s.tokens();
+  const auto used_after_two = engine->stats().blocks.used;
+
+  s.rewind(2);
+  CHECK(s.tokens() == after_one);
+  CHECK(s.messages().size() == messages_after_one);
+  CHECK(engine->stats().blocks.used < used_after_two);  // the dropped turn's blocks are freed
+  greedy_turn(s, "The dog", 37);
+  CHECK(s.tokens() == after_two);
+
+  s.rewind(4);  // everything but the system prompt
+  CHECK(s.tokens().empty());
+  CHECK(s.messages().size() == 1);
+  greedy_turn(s, "there was a dog", 20);
+  greedy_turn(s, "The dog", 37);
+  CHECK(s.tokens() == after_two);
+  CHECK_THROWS_AS(s.rewind(5), Error);
+}
+
+TEST_CASE("rewinding only a reply leaves the message with an empty, closed reply") {
+  auto engine = open_engine(small_synthetic_model(), kv::KvType::int8);
+  engine::Session s(engine, session_options("", "llama2"));
+  greedy_turn(s, "a b", 5);
+  const size_t before_reply = s.messages().back().token_begin;
+  s.rewind(1);
+  CHECK(s.messages().size() == 1);
+  CHECK(s.tokens().size() == before_reply);
+  const auto st = greedy_turn(s, "c", 3);
+  // The next turn starts with the end token that closes the empty reply.
+  CHECK(s.tokens()[before_reply] == engine->tokenizer().eos_id());
+  CHECK(st.prompt_tokens > 1);
+}
+
+TEST_CASE("overflow ERROR refuses a message that does not fit and keeps the session") {
+  auto engine = open_engine(small_synthetic_model(), kv::KvType::int8);
+  engine::Session s(engine, session_options("a b", "chatml"));
+  greedy_turn(s, "c d", 40);
+  const auto before = s.tokens();
+  try {
+    greedy_turn(s, "e f g h", 40);
+    greedy_turn(s, "i j", 40);
+    FAIL("the context of 128 cannot hold this");
+  } catch (const Error& e) {
+    CHECK(e.status() == Status::context_full);
+  }
+  CHECK(s.tokens().size() <= 128);
+}
+
+TEST_CASE("overflow DROP_OLDEST drops the oldest exchanges, keeps the system prompt, rebuilds") {
+  auto engine = open_engine(small_synthetic_model(), kv::KvType::int8);
+  auto o = session_options("a b c", "chatml");
+  o.overflow = engine::OverflowPolicy::drop_oldest;
+  engine::Session s(engine, o);
+  std::vector<engine::TurnStats> stats;
+  const char* messages[] = {"d e", "f g h", "i j", "k l m", "n o", "p q r"};
+  for (const char* m : messages) stats.push_back(greedy_turn(s, m, 30));
+  CHECK(s.tokens().size() <= 128);
+  // Some turn had to drop: it rebuilt the conversation.
+  CHECK(std::any_of(stats.begin(), stats.end(),
+                    [](const engine::TurnStats& t) { return t.kv_source == engine::KvSource::rebuilt; }));
+  REQUIRE(!s.messages().empty());
+  CHECK(s.messages().front().role == engine::Role::system);
+  CHECK(s.messages().front().text == "a b c");
+  CHECK(s.messages().back().role == engine::Role::assistant);
+  CHECK(s.messages()[s.messages().size() - 2].text == "p q r");
+  CHECK(s.messages().size() < 1 + 2 * std::size(messages));
+  // The rebuilt conversation starts like a fresh one with the same system prompt, and the
+  // kept messages' ids line up with the conversation's.
+  engine::Session fresh(engine, session_options("a b c", "chatml"));
+  const auto first_kept = s.messages()[1];
+  greedy_turn(fresh, first_kept.text, 1);
+  const auto& t = s.tokens();
+  const size_t first_turn = fresh.tokens().size() - 1;
+  CHECK(std::equal(fresh.tokens().begin(), fresh.tokens().begin() + long(first_turn), t.begin()));
+
+  // A rebuilt session goes on normally.
+  const auto next = greedy_turn(s, "s", 5);
+  CHECK(next.generated_tokens == 5);
+}
+
+TEST_CASE("DROP_OLDEST still refuses a message that cannot fit even alone") {
+  auto engine = open_engine(small_synthetic_model(), kv::KvType::int8);
+  auto o = session_options("a b c", "chatml");
+  o.overflow = engine::OverflowPolicy::drop_oldest;
+  engine::Session s(engine, o);
+  greedy_turn(s, "d", 5);
+  std::string huge;
+  for (int i = 0; i < 100; ++i) huge += "x y ";
+  CHECK_THROWS_AS(greedy_turn(s, huge, 5), Error);
+  CHECK(s.messages().size() == 3);  // nothing was dropped for nothing
+}
