@@ -1,4 +1,4 @@
-// The interactive console and the one-shot mode of parley-chat.
+// parley-chat's interactive console: several conversations, one of them current.
 #pragma once
 
 #include "cli_args.h"
@@ -6,11 +6,8 @@
 
 namespace chat {
 
-// Both return the process exit status (0 = success, 1 = an error was printed to stderr).
-int run_one_shot(parley_engine* engine, const CliArgs& args);
+// Reads messages and /commands from stdin until /quit or end of input. Returns the process
+// exit status (0 = success, 1 = an error was printed to stderr).
 int run_console(parley_engine* engine, const CliArgs& args);
-
-// Prints "parley-chat: error: <what>: <parley_last_error()>" to stderr.
-void print_error(const char* what, parley_status status);
 
 }  // namespace chat

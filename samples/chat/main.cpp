@@ -4,6 +4,8 @@
 
 #include "cli_args.h"
 #include "console.h"
+#include "one_shot.h"
+#include "output.h"
 #include "parley.h"
 
 int main(int argc, char** argv) {

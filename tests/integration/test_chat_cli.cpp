@@ -1,5 +1,6 @@
-// parley-chat's one-shot mode, as scripts use it: stdout holds the reply and the ids line,
-// diagnostics go to stderr, the exit status says whether it worked.
+// parley-chat as scripts and people use it. One-shot mode: stdout holds the reply and the ids
+// line, diagnostics go to stderr, the exit status says whether it worked. The console: messages
+// and /commands piped into stdin, several conversations in one run.
 #include <doctest/doctest.h>
 
 #include <sys/wait.h>
@@ -7,6 +8,7 @@
 #include <algorithm>
 #include <array>
 #include <cstdio>
+#include <map>
 #include <sstream>
 #include <string>
 
@@ -21,7 +23,7 @@ namespace {
 
 struct Run {
   int exit_code = -1;
-  std::string out;  // stdout only
+  std::string out;  // stdout only, or stdout and stderr as they were written
 };
 
 std::string quote(const std::string& s) {
@@ -30,10 +32,13 @@ std::string quote(const std::string& s) {
   return q + "'";
 }
 
-// Runs a program with `input` on its stdin; collects its stdout.
-Run run_program(const std::string& exe, const std::string& args, const std::string& input = "") {
-  const std::string cmd =
-      "printf '%s' " + quote(input) + " | " + exe + " " + args + " 2>/dev/null";
+enum class Stderr { dropped, merged };
+
+// Runs a program with `input` on its stdin; collects its stdout (and stderr when merged).
+Run run_program(const std::string& exe, const std::string& args, const std::string& input = "",
+                Stderr err = Stderr::dropped) {
+  const std::string cmd = "printf '%s' " + quote(input) + " | " + exe + " " + args +
+                          (err == Stderr::merged ? " 2>&1" : " 2>/dev/null");
   Run r;
   FILE* p = ::popen(cmd.c_str(), "r");
   REQUIRE(p);
@@ -47,6 +52,63 @@ Run run_program(const std::string& exe, const std::string& args, const std::stri
 
 Run run_chat(const std::string& args, const std::string& input = "") {
   return run_program(PARLEY_CHAT_EXE, args, input);
+}
+
+// The console on the real model, greedy and short, with its error lines in the output.
+Run run_console(const std::filesystem::path& model, const std::string& input) {
+  return run_program(PARLEY_CHAT_EXE,
+                     "-m " + quote(model.string()) + " --template raw --temp 0 -n 8", input,
+                     Stderr::merged);
+}
+
+// One line of /sessions: "* a  4 turns, 24 tokens, 15360 KV bytes".
+struct ListedSession {
+  bool current = false;
+  unsigned turns = 0;
+  unsigned tokens = 0;
+};
+
+// The /sessions lines found in `text`, by id (a later line for an id wins).
+std::map<std::string, ListedSession> listed_sessions(const std::string& text) {
+  std::map<std::string, ListedSession> found;
+  std::istringstream lines(text);
+  std::string line;
+  while (std::getline(lines, line)) {
+    if (line.size() < 3 || (line[0] != '*' && line[0] != ' ') || line[1] != ' ') continue;
+    const size_t gap = line.find("  ", 2);
+    if (gap == std::string::npos) continue;
+    ListedSession s;
+    s.current = line[0] == '*';
+    if (std::sscanf(line.c_str() + gap, " %u turns, %u tokens,", &s.turns, &s.tokens) != 2) {
+      continue;
+    }
+    found[line.substr(2, gap - 2)] = s;
+  }
+  return found;
+}
+
+// The text between the first `from` at or after `pos` and the next `to`; "" when absent.
+std::string text_between(const std::string& text, const std::string& from, const std::string& to,
+                         size_t pos = 0) {
+  const size_t begin = text.find(from, pos);
+  if (begin == std::string::npos) return "";
+  const size_t end = text.find(to, begin + from.size());
+  if (end == std::string::npos) return "";
+  return text.substr(begin + from.size(), end - begin - from.size());
+}
+
+// "last turn: P prompt tokens (R reused, C computed), G generated; ..." from /stats.
+struct TurnFigures {
+  unsigned prompt = 0, reused = 0, computed = 0, generated = 0;
+};
+
+TurnFigures turn_figures(const std::string& stats_line) {
+  TurnFigures f;
+  const int n = std::sscanf(stats_line.c_str(),
+                            "last turn: %u prompt tokens (%u reused, %u computed), %u generated",
+                            &f.prompt, &f.reused, &f.computed, &f.generated);
+  REQUIRE(n == 4);
+  return f;
 }
 
 std::string ids_line(const std::vector<int32_t>& ids) {
@@ -108,6 +170,133 @@ TEST_CASE("the console reads messages and commands from stdin") {
   CHECK(r.out.find("KV: ") != std::string::npos);
   CHECK(r.out.find("unknown command /nonsense") != std::string::npos);
   CHECK(r.out.find("(new conversation)") != std::string::npos);
+}
+
+TEST_CASE("console sessions: /new and /switch keep two conversations apart") {
+  PARLEY_SHARED_OR_SKIP(gguf, "models/stories260k/stories260k-f32.gguf");
+  const Run r = run_console(gguf, "/new a\nOnce upon a time\n/new b\n/switch a\nThe cat\n"
+                                  "/sessions\n/switch b\n/sessions\n/quit\n");
+  CHECK(r.exit_code == 0);
+  CHECK(r.out.find("(session a)\n, there was a little girl\n") != std::string::npos);
+  const size_t back_to_b = r.out.rfind("(session b)\n");
+  REQUIRE(back_to_b != std::string::npos);
+
+  // Both messages went to a; b, opened in between, is still empty.
+  const auto while_in_a = listed_sessions(r.out.substr(0, back_to_b));
+  REQUIRE(while_in_a.size() == 3);  // the console's first session, a and b
+  CHECK(while_in_a.at("a").turns == 4);
+  CHECK(while_in_a.at("a").current);
+  CHECK(while_in_a.at("b").turns == 0);
+  CHECK_FALSE(while_in_a.at("b").current);
+
+  const auto while_in_b = listed_sessions(r.out.substr(back_to_b));
+  CHECK(while_in_b.at("a").turns == 4);
+  CHECK_FALSE(while_in_b.at("a").current);
+  CHECK(while_in_b.at("b").current);
+}
+
+TEST_CASE("console sessions: a fork starts with its source's turns and, greedy, answers alike") {
+  PARLEY_SHARED_OR_SKIP(gguf, "models/stories260k/stories260k-f32.gguf");
+  const Run r = run_console(gguf, "/new a\nOnce upon a time\n/fork b\n/sessions\n"
+                                  "/switch b\nThe cat\n/switch a\nThe cat\n/sessions\n");
+  CHECK(r.exit_code == 0);
+  const size_t forked = r.out.find("(session b)\n");
+  REQUIRE(forked != std::string::npos);
+
+  const auto after_fork = listed_sessions(text_between(r.out, "(session b)\n", "(session b)\n"));
+  CHECK(after_fork.at("a").turns == 2);
+  CHECK(after_fork.at("b").turns == 2);
+  CHECK(after_fork.at("b").current);
+
+  // The same message on the same conversation, sampled greedily: the same reply.
+  const std::string reply_b =
+      text_between(r.out, "(session b)\n", "\n(session a)\n", forked + 1);
+  const std::string reply_a =
+      text_between(r.out, "(session a)\n", "\n", r.out.rfind("(session a)"));
+  CHECK(reply_b.size() > 5);
+  CHECK(reply_b == reply_a);
+  const auto at_end = listed_sessions(r.out.substr(r.out.rfind("(session a)")));
+  CHECK(at_end.at("a").tokens == at_end.at("b").tokens);
+  CHECK(at_end.at("a").turns == 4);
+  CHECK(at_end.at("b").turns == 4);
+}
+
+TEST_CASE("console sessions: /rewind drops messages, and refuses more than there are") {
+  PARLEY_SHARED_OR_SKIP(gguf, "models/stories260k/stories260k-f32.gguf");
+  const Run r = run_console(gguf, "/new a\nOnce upon a time\nThe cat\n/rewind 2\n/sessions\n"
+                                  "/rewind 99\n/rewind 0\n/rewind two\n/sessions\n");
+  CHECK(r.exit_code == 0);
+  CHECK(r.out.find("(rewound 2; 2 turns left)\n") != std::string::npos);
+  const size_t refused = r.out.find("parley-chat: error: cannot rewind: ");
+  REQUIRE(refused != std::string::npos);
+  CHECK(r.out.find("cannot rewind 99 turns", refused) != std::string::npos);  // the library's word
+  CHECK(r.out.find("(PARLEY_E_INVALID_ARGUMENT)", refused) != std::string::npos);
+  const std::string usage = "usage: /rewind N (N: how many messages to drop, at least 1)\n";
+  CHECK(r.out.find(usage + usage) != std::string::npos);  // for 0 and for "two"
+
+  CHECK(listed_sessions(r.out.substr(0, refused)).at("a").turns == 2);
+  CHECK(listed_sessions(r.out.substr(refused)).at("a").turns == 2);  // the refusals changed nothing
+}
+
+TEST_CASE("console sessions: /switch to an unknown id changes nothing") {
+  PARLEY_SHARED_OR_SKIP(gguf, "models/stories260k/stories260k-f32.gguf");
+  const Run r = run_console(gguf, "/new a\n/switch nowhere\n/switch\n/new a\n/sessions\n");
+  CHECK(r.out.find("no open session 'nowhere' (see /sessions)\n") != std::string::npos);
+  CHECK(r.out.find("usage: /switch ID (see /sessions)\n") != std::string::npos);
+  // A second "a" is refused: the id is taken.
+  CHECK(r.out.find("parley-chat: error: cannot start a session: ") != std::string::npos);
+  const auto listed = listed_sessions(r.out);
+  CHECK(listed.size() == 2);
+  CHECK(listed.at("a").current);
+}
+
+TEST_CASE("console sessions: /system and /reset replace only the current conversation") {
+  PARLEY_SHARED_OR_SKIP(gguf, "models/stories260k/stories260k-f32.gguf");
+  const Run r = run_console(gguf, "/new a\nOnce upon a time\n/new b\nThe cat\n/system Be brief\n"
+                                  "/sessions\n/reset\n/sessions\n");
+  CHECK(r.exit_code == 0);
+  const size_t reset = r.out.rfind("(new conversation)\n");
+  REQUIRE(reset != std::string::npos);
+  const auto after_system = listed_sessions(r.out.substr(0, reset));
+  CHECK(after_system.count("b") == 0);  // closed
+  CHECK(after_system.at("a").turns == 2);
+  CHECK(after_system.size() == 3);
+
+  // The replacement keeps the system prompt: one turn, the prompt itself.
+  const auto after_reset = listed_sessions(r.out.substr(reset));
+  CHECK(after_reset.size() == 3);
+  CHECK(after_reset.at("a").turns == 2);
+  for (const auto& [id, s] : after_reset) {
+    if (s.current) CHECK(s.turns == 1);
+  }
+}
+
+TEST_CASE("console sessions: /stats after a second turn shows reused KV and block counts") {
+  PARLEY_SHARED_OR_SKIP(gguf, "models/stories260k/stories260k-f32.gguf");
+  const Run r = run_console(gguf, "/new a\nOnce upon a time\n/stats\nThe cat\n/stats\n");
+  CHECK(r.exit_code == 0);
+  const size_t second = r.out.rfind("last turn: ");
+  REQUIRE(second != std::string::npos);
+  const TurnFigures first_turn = turn_figures(r.out.substr(r.out.find("last turn: ")));
+  const TurnFigures second_turn = turn_figures(r.out.substr(second));
+  CHECK(first_turn.reused == 0);
+  CHECK(first_turn.computed == first_turn.prompt);
+  // The first exchange's KV stays: only the new message (and the last reply token) is computed.
+  CHECK(second_turn.reused > 0);
+  CHECK(second_turn.reused + second_turn.computed ==
+        first_turn.prompt + first_turn.generated + second_turn.prompt);
+  CHECK(second_turn.generated == 8);
+
+  unsigned long long per_token = 0, used = 0, shared = 0, cached = 0, total = 0;
+  REQUIRE(std::sscanf(r.out.c_str() + r.out.rfind("KV: "), "KV: %llu bytes/token",
+                      &per_token) == 1);
+  CHECK(per_token > 0);
+  REQUIRE(std::sscanf(r.out.c_str() + r.out.rfind("KV blocks: "),
+                      "KV blocks: %llu used, %llu shared, %llu cached of %llu total", &used,
+                      &shared, &cached, &total) == 4);
+  CHECK(used == 2);  // a's 24 tokens (5 + 8 + 3 + 8) fill one 16-token block and part of another
+  CHECK(used <= total);
+  CHECK(r.out.find("prefix cache: ") != std::string::npos);
 }
 
 #ifdef PARLEY_MINIMAL_EXE

@@ -1,0 +1,29 @@
+// What parley-chat writes: reply text as it streams (stoppable with Ctrl-C), id lines, errors.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "parley.h"
+
+namespace chat {
+
+// From now on Ctrl-C stops the reply being written instead of killing the program.
+void stop_replies_on_ctrl_c();
+
+// Forgets a Ctrl-C pressed before this reply started.
+void clear_stop_request();
+
+// A parley_text_fn: writes the text to stdout at once; returns non-zero after Ctrl-C.
+int stream_to_stdout(const char* utf8, size_t len, void* user);
+
+// The ids of the last reply: the last `generated` tokens of the conversation.
+std::vector<int32_t> last_reply_ids(parley_session* s, uint32_t generated);
+
+// Prints "ids: 1 2 3".
+void print_ids(const std::vector<int32_t>& ids);
+
+// Prints "parley-chat: error: <what>: <parley_last_error()> (<status name>)" to stderr.
+void print_error(const char* what, parley_status status);
+
+}  // namespace chat

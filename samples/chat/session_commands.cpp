@@ -1,0 +1,143 @@
+#include "session_commands.h"
+
+#include <charconv>
+#include <cstdio>
+
+#include "new_session.h"
+#include "output.h"
+
+namespace chat {
+namespace {
+
+// An empty argument means "let the library generate an id".
+std::optional<std::string> optional_id(std::string_view id) {
+  if (id.empty()) return std::nullopt;
+  return std::string(id);
+}
+
+// A positive count of messages, or nullopt.
+std::optional<uint32_t> parse_count(std::string_view s) {
+  uint32_t n = 0;
+  const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), n);
+  if (ec != std::errc() || end != s.data() + s.size() || n == 0) return std::nullopt;
+  return n;
+}
+
+// The system prompt the session was started with ("" when none): turn 0 when it is one.
+std::string system_prompt_of(parley_session* s) {
+  parley_turn turn;
+  turn.struct_size = sizeof turn;
+  if (parley_session_get_turn(s, 0, &turn) != PARLEY_OK || turn.role != PARLEY_ROLE_SYSTEM) {
+    return "";
+  }
+  return turn.text;
+}
+
+void print_current(Sessions& sessions) {
+  std::printf("(session %s)\n", sessions.current().id.c_str());
+}
+
+// Hands a just-created session to the registry and announces it.
+void adopt_as_current(Sessions& sessions, parley_session* s) {
+  const parley_status st = sessions.add(s);
+  if (st != PARLEY_OK) {
+    print_error("cannot read the new session's id", st);
+    return;
+  }
+  print_current(sessions);
+}
+
+}  // namespace
+
+void SessionCommands::start_new(std::string_view id) {
+  const auto wanted = optional_id(id);
+  parley_session* s = nullptr;
+  const parley_status st = create_session(engine, args, args.system_prompt.value_or(""),
+                                          wanted ? wanted->c_str() : nullptr, &s);
+  if (st != PARLEY_OK) {
+    print_error("cannot start a session", st);
+    return;
+  }
+  adopt_as_current(sessions, s);
+}
+
+void SessionCommands::switch_to(std::string_view id) {
+  if (id.empty()) {
+    std::printf("usage: /switch ID (see /sessions)\n");
+    return;
+  }
+  if (!sessions.switch_to(id)) {
+    std::printf("no open session '%.*s' (see /sessions)\n", int(id.size()), id.data());
+    return;
+  }
+  print_current(sessions);
+}
+
+void SessionCommands::fork(std::string_view id) {
+  const auto wanted = optional_id(id);
+  parley_session* copy = nullptr;
+  const parley_status st = parley_session_fork(sessions.current().session.get(),
+                                               wanted ? wanted->c_str() : nullptr, &copy);
+  if (st != PARLEY_OK) {
+    print_error("cannot fork the session", st);
+    return;
+  }
+  adopt_as_current(sessions, copy);
+}
+
+void SessionCommands::rewind(std::string_view count) {
+  const auto n = parse_count(count);
+  if (!n) {
+    std::printf("usage: /rewind N (N: how many messages to drop, at least 1)\n");
+    return;
+  }
+  parley_session* s = sessions.current().session.get();
+  parley_status st = parley_session_rewind(s, *n);
+  if (st != PARLEY_OK) {
+    print_error("cannot rewind", st);
+    return;
+  }
+  parley_session_info info;
+  info.struct_size = sizeof info;
+  st = parley_session_get_info(s, &info);
+  if (st != PARLEY_OK) {
+    print_error("cannot read the session", st);
+    return;
+  }
+  std::printf("(rewound %u; %u turns left)\n", *n, info.n_turns);
+}
+
+void SessionCommands::replace_current(const std::optional<std::string>& system_prompt) {
+  const std::string prompt =
+      system_prompt ? *system_prompt : system_prompt_of(sessions.current().session.get());
+  parley_session* fresh = nullptr;
+  parley_status st = create_session(engine, args, prompt, nullptr, &fresh);
+  if (st != PARLEY_OK) {
+    print_error("cannot start a session", st);
+    return;
+  }
+  st = sessions.replace_current(fresh);
+  if (st != PARLEY_OK) {
+    print_error("cannot read the new session's id", st);
+    return;
+  }
+  std::printf("(new conversation)\n");
+  print_current(sessions);
+}
+
+void SessionCommands::list() const {
+  for (const auto& open : sessions.all()) {
+    parley_session_info info;
+    info.struct_size = sizeof info;
+    const parley_status st = parley_session_get_info(open.session.get(), &info);
+    if (st != PARLEY_OK) {
+      print_error("cannot read a session", st);
+      continue;
+    }
+    std::printf("%c %s  %u turns, %u tokens, %llu KV bytes\n",
+                sessions.is_current(open) ? '*' : ' ', open.id.c_str(), info.n_turns,
+                info.n_tokens, (unsigned long long)info.kv_bytes_resident);
+  }
+}
+
+}  // namespace chat

@@ -1,0 +1,35 @@
+// The console commands that open, switch, copy, cut, replace and list conversations. Each
+// prints its outcome; a command that fails changes nothing.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "cli_args.h"
+#include "parley.h"
+#include "sessions.h"
+
+namespace chat {
+
+struct SessionCommands {
+  parley_engine* engine;
+  const CliArgs& args;  // template and system prompt flags for new sessions
+  Sessions& sessions;
+
+  // /new [ID]: a fresh conversation from the command line's flags; it becomes current.
+  void start_new(std::string_view id);
+  // /switch ID
+  void switch_to(std::string_view id);
+  // /fork [ID]: a copy of the current conversation; the copy becomes current.
+  void fork(std::string_view id);
+  // /rewind N: drops the last N messages of the current conversation.
+  void rewind(std::string_view count);
+  // /reset (nullopt: same system prompt) and /system TEXT: a fresh conversation replaces the
+  // current one, which is closed.
+  void replace_current(const std::optional<std::string>& system_prompt);
+  // /sessions
+  void list() const;
+};
+
+}  // namespace chat

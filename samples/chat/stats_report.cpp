@@ -1,0 +1,48 @@
+#include "stats_report.h"
+
+#include <cstdio>
+
+#include "output.h"
+
+namespace chat {
+namespace {
+
+constexpr double kMiB = 1024.0 * 1024.0;
+
+void print_turn(const parley_turn_stats& t) {
+  std::printf("last turn: %u prompt tokens (%u reused, %u computed), %u generated; "
+              "TTFT %.1f ms, TPOT %.2f ms (%.1f tok/s)\n",
+              t.prompt_tokens, t.reused_tokens, t.computed_tokens, t.generated_tokens, t.ttft_ms,
+              t.tpot_ms, t.tpot_ms > 0 ? 1000.0 / t.tpot_ms : 0.0);
+}
+
+void print_kv(const parley_engine_stats& s) {
+  std::printf("KV: %llu bytes/token, %.2f MiB resident in %u session(s), budget %.1f MiB\n",
+              (unsigned long long)s.kv_bytes_per_token, double(s.kv_bytes_resident) / kMiB,
+              s.sessions_active, double(s.kv_budget_bytes) / kMiB);
+  std::printf("KV blocks: %llu used, %llu shared, %llu cached of %llu total; "
+              "prefix cache: %llu hits, %llu misses\n",
+              (unsigned long long)s.kv_blocks_used, (unsigned long long)s.kv_blocks_shared,
+              (unsigned long long)s.kv_blocks_cached, (unsigned long long)s.kv_blocks_total,
+              (unsigned long long)s.prefix_hits, (unsigned long long)s.prefix_misses);
+}
+
+}  // namespace
+
+void print_stats(parley_engine* engine, const std::optional<parley_turn_stats>& last_turn) {
+  if (last_turn) {
+    print_turn(*last_turn);
+  } else {
+    std::printf("no turn yet\n");
+  }
+  parley_engine_stats es;
+  es.struct_size = sizeof es;
+  const parley_status st = parley_engine_get_stats(engine, &es);
+  if (st == PARLEY_OK) {
+    print_kv(es);
+  } else {
+    print_error("cannot read the engine's figures", st);
+  }
+}
+
+}  // namespace chat

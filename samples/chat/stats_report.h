@@ -1,0 +1,13 @@
+// /stats: figures of the current session's last turn and of the engine's KV memory.
+#pragma once
+
+#include <optional>
+
+#include "parley.h"
+
+namespace chat {
+
+// `last_turn` nullopt: prints "no turn yet".
+void print_stats(parley_engine* engine, const std::optional<parley_turn_stats>& last_turn);
+
+}  // namespace chat
