@@ -1,0 +1,128 @@
+#include "bench_args.h"
+
+#include <charconv>
+#include <stdexcept>
+#include <string_view>
+#include <thread>
+
+namespace parley::bench {
+namespace {
+
+std::vector<std::string> split_commas(std::string_view s) {
+  std::vector<std::string> parts;
+  while (!s.empty()) {
+    const size_t comma = s.find(',');
+    const std::string_view part = s.substr(0, comma);
+    if (!part.empty()) parts.emplace_back(part);
+    if (comma == std::string_view::npos) break;
+    s.remove_prefix(comma + 1);
+  }
+  return parts;
+}
+
+uint64_t parse_count(std::string_view flag, std::string_view value, uint64_t min) {
+  uint64_t n = 0;
+  const auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), n);
+  if (ec != std::errc() || end != value.data() + value.size() || n < min) {
+    throw std::invalid_argument(std::string(flag) + " needs an integer >= " + std::to_string(min) +
+                                ", got '" + std::string(value) + "'");
+  }
+  return n;
+}
+
+model::DType parse_dtype(std::string_view value) {
+  if (value == "f32") return model::DType::f32;
+  if (value == "f16") return model::DType::f16;
+  if (value == "bf16") return model::DType::bf16;
+  if (value == "q8_0") return model::DType::q8_0;
+  throw std::invalid_argument("--dtype must be f32, f16, bf16 or q8_0, got '" + std::string(value) +
+                              "'");
+}
+
+kv::KvType parse_kv(std::string_view value) {
+  if (value == "int8") return kv::KvType::int8;
+  if (value == "f16") return kv::KvType::f16;
+  if (value == "f32") return kv::KvType::f32;
+  throw std::invalid_argument("--kv must be int8, f16 or f32, got '" + std::string(value) + "'");
+}
+
+}  // namespace
+
+BenchArgs parse_args(int argc, char** argv) {
+  BenchArgs a;
+  for (int i = 1; i < argc; ++i) {
+    const std::string_view flag = argv[i];
+    if (flag == "--help" || flag == "-h") {
+      a.help = true;
+      continue;
+    }
+    if (i + 1 >= argc) throw std::invalid_argument(std::string(flag) + " needs a value");
+    const std::string_view value = argv[++i];
+    if (flag == "--model") {
+      a.model_path = value;
+    } else if (flag == "--synthetic") {
+      a.synthetic = value;
+    } else if (flag == "--dtype") {
+      a.dtype = parse_dtype(value);
+    } else if (flag == "--seed") {
+      a.seed = parse_count(flag, value, 0);
+    } else if (flag == "--scenario") {
+      for (auto& s : split_commas(value)) a.scenarios.push_back(s);
+    } else if (flag == "--threads") {
+      a.threads = int32_t(parse_count(flag, value, 0));
+    } else if (flag == "--kv") {
+      for (auto& s : split_commas(value)) a.kv_types.push_back(parse_kv(s));
+    } else if (flag == "--repeat") {
+      a.repeat = uint32_t(parse_count(flag, value, 1));
+    } else if (flag == "--out") {
+      a.out_path = value;
+    } else if (flag == "--sessions") {
+      a.sessions = uint32_t(parse_count(flag, value, 2));
+    } else if (flag == "--system-tokens") {
+      a.system_tokens = uint32_t(parse_count(flag, value, 1));
+    } else if (flag == "--turns") {
+      a.turns = uint32_t(parse_count(flag, value, 1));
+    } else if (flag == "--turn-tokens") {
+      a.turn_tokens = uint32_t(parse_count(flag, value, 1));
+    } else if (flag == "--prompt-tokens") {
+      a.prompt_tokens = uint32_t(parse_count(flag, value, 2));
+    } else if (flag == "--gen-tokens") {
+      a.gen_tokens = uint32_t(parse_count(flag, value, 2));  // TPOT needs two tokens
+    } else {
+      throw std::invalid_argument("unknown flag '" + std::string(flag) + "' (see --help)");
+    }
+  }
+  if (!a.help && a.model_path.empty() == a.synthetic.empty()) {
+    throw std::invalid_argument("give exactly one of --model PATH and --synthetic NAME");
+  }
+  return a;
+}
+
+const char* usage_text() {
+  return R"(parley-bench: prints one JSON object per line for each measurement.
+
+  --model PATH          GGUF file or Hugging Face directory
+  --synthetic NAME      random weights of a known shape, built in memory:
+                        stories260k-shape, tinyllama-1.1b, llama2-7b
+  --dtype T             synthetic weights: f32, f16 (default), bf16, q8_0
+  --seed N              synthetic weights seed (default 1)
+  --scenario A[,B...]   kv-bytes, shared-prefix, turns, prefill, decode (default: all)
+  --threads N           CPU threads (default 0: one per core)
+  --kv T[,T...]         int8, f16, f32 (default: all three where a scenario compares
+                        them, else int8)
+  --repeat N            timed runs for prefill and decode (default 3)
+  --out FILE            also append the JSON lines to FILE
+  --sessions N          shared-prefix: sessions (default 8)
+  --system-tokens N     shared-prefix: system prompt length (default 200)
+  --turns N             turns: conversation length (default 10)
+  --turn-tokens N       turns: tokens per reply (default 32, less if the context is short)
+  --prompt-tokens N     prefill/decode: prompt length (default 128)
+  --gen-tokens N        decode: generated tokens (default 64)
+)";
+}
+
+int resolved_threads(const BenchArgs& args) {
+  return args.threads > 0 ? args.threads : int(std::thread::hardware_concurrency());
+}
+
+}  // namespace parley::bench

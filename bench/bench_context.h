@@ -1,0 +1,61 @@
+// What every scenario needs: the arguments, the model, the output, engines on demand, and
+// the fields that start every JSON line.
+#pragma once
+
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string_view>
+#include <vector>
+
+#include "bench_args.h"
+#include "engine/engine.h"
+#include "engine/session.h"
+#include "json_lines.h"
+#include "memory_bandwidth.h"
+#include "model_source.h"
+
+namespace parley::bench {
+
+class BenchContext {
+ public:
+  BenchContext(const BenchArgs& args, const ModelSource& source, JsonLines& out,
+               const CopyBandwidth& copy_bandwidth)
+      : args_(args), source_(source), out_(out), copy_bandwidth_(copy_bandwidth) {}
+
+  const BenchArgs& args() const { return args_; }
+  const ModelSource& source() const { return source_; }
+  JsonLines& out() { return out_; }
+  // Measured before the model was loaded; zero when no scenario needs it.
+  const CopyBandwidth& copy_bandwidth() const { return copy_bandwidth_; }
+
+  // Threads the backend runs on (--threads, or one per core).
+  int threads() const;
+
+  // --kv when given, else `fallback`.
+  std::vector<kv::KvType> kv_types(const std::vector<kv::KvType>& fallback) const;
+
+  // A fresh engine (empty prefix cache) on the CPU over a view of the model.
+  std::shared_ptr<engine::Engine> make_engine(kv::KvType kv) const;
+
+  // scenario, model, backend, threads, kv, weights: the fields every line starts with.
+  // (Non-const: Engine::backend() has no const overload.)
+  nlohmann::ordered_json line(std::string_view scenario, engine::Engine& engine) const;
+
+  // A line saying why a scenario did not run on this model (a "skipped" field).
+  void write_skipped(std::string_view scenario, engine::Engine& engine, const std::string& why);
+
+ private:
+  const BenchArgs& args_;
+  const ModelSource& source_;
+  JsonLines& out_;
+  CopyBandwidth copy_bandwidth_;
+};
+
+// Greedy, fixed length: the same work on every run.
+engine::GenerateParams fixed_length_params(uint32_t max_tokens);
+
+// A short untimed turn in its own cache scope, so first-call costs (scratch buffers, thread
+// start-up, page faults on the weights) do not land on the first measured turn.
+void warm_up(const std::shared_ptr<engine::Engine>& engine);
+
+}  // namespace parley::bench

@@ -1,0 +1,61 @@
+# Runs parley-bench on the tiny synthetic stories260k shape and checks that every line of its
+# output is a JSON object with the fields every measurement carries. Timings are not checked.
+# Usage: cmake -DBENCH=path/to/parley-bench -P check_json_lines.cmake
+if(NOT BENCH)
+  message(FATAL_ERROR "pass -DBENCH=path/to/parley-bench")
+endif()
+
+execute_process(
+  COMMAND ${BENCH} --synthetic stories260k-shape --scenario kv-bytes,turns --turns 2
+          --turn-tokens 4 --threads 1
+  OUTPUT_VARIABLE out ERROR_VARIABLE err RESULT_VARIABLE rc TIMEOUT 50)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "parley-bench exited with ${rc}: ${err}")
+endif()
+
+string(REGEX REPLACE "\n$" "" out "${out}")
+string(REPLACE ";" "\\;" out "${out}")  # a ';' inside the JSON must not split the list
+string(REPLACE "\n" ";" lines "${out}")
+set(common_keys scenario model backend threads kv weights)
+set(n_kv_bytes 0)
+set(n_turns 0)
+foreach(line IN LISTS lines)
+  string(JSON type ERROR_VARIABLE json_err TYPE "${line}")
+  if(json_err OR NOT type STREQUAL "OBJECT")
+    message(FATAL_ERROR "not a JSON object: '${line}' ${json_err}")
+  endif()
+  foreach(key IN LISTS common_keys)
+    string(JSON value ERROR_VARIABLE json_err GET "${line}" ${key})
+    if(json_err)
+      message(FATAL_ERROR "line lacks '${key}': ${line}")
+    endif()
+  endforeach()
+  string(JSON scenario GET "${line}" scenario)
+  string(JSON model GET "${line}" model)
+  if(NOT model STREQUAL "synthetic:stories260k-shape")
+    message(FATAL_ERROR "unexpected model '${model}'")
+  endif()
+  if(scenario STREQUAL "kv-bytes")
+    math(EXPR n_kv_bytes "${n_kv_bytes} + 1")
+    foreach(key kv_bytes_per_token block_bytes block_tokens)
+      string(JSON value GET "${line}" ${key})
+    endforeach()
+  elseif(scenario STREQUAL "turns")
+    math(EXPR n_turns "${n_turns} + 1")
+    foreach(key turn prompt_tokens reused_tokens computed_tokens generated_tokens ttft_ms tpot_ms)
+      string(JSON value GET "${line}" ${key})
+    endforeach()
+    string(JSON generated GET "${line}" generated_tokens)
+    if(NOT generated EQUAL 4)
+      message(FATAL_ERROR "a turn generated ${generated} tokens, not the 4 asked: ${line}")
+    endif()
+  else()
+    message(FATAL_ERROR "unexpected scenario '${scenario}'")
+  endif()
+endforeach()
+
+# One line per KV type (int8, f16, f32) and one per turn.
+if(NOT n_kv_bytes EQUAL 3 OR NOT n_turns EQUAL 2)
+  message(FATAL_ERROR "expected 3 kv-bytes lines and 2 turns lines, got ${n_kv_bytes} and ${n_turns}")
+endif()
+message(STATUS "parley-bench printed ${n_kv_bytes} kv-bytes and ${n_turns} turns lines")

@@ -1,0 +1,23 @@
+// A STREAM-style copy (c[i] = a[i]) to measure what memory can deliver on this machine: the
+// physical limit that decode, which reads every weight once per token, is compared against.
+#pragma once
+
+#include <cstddef>
+
+namespace parley::bench {
+
+struct CopyBandwidth {
+  double gb_per_s = 0;     // best of the runs; bytes read + bytes written, as STREAM counts
+  size_t array_bytes = 0;  // each of the two arrays
+  int threads = 0;
+};
+
+// Two arrays of `array_bytes` each (far larger than the caches), split across `threads`.
+CopyBandwidth measure_copy_bandwidth(size_t array_bytes, int threads, int runs);
+
+// The same, in a child process: the arrays must not count in this process's peak RSS.
+// Call it while this process runs no other threads (fork copies only the caller).
+// Throws std::runtime_error when the child fails.
+CopyBandwidth measure_copy_bandwidth_in_child(size_t array_bytes, int threads, int runs);
+
+}  // namespace parley::bench

@@ -1,0 +1,72 @@
+// parley-bench: runs the chosen scenarios on one model and prints one JSON object per line
+// for each measurement (DESIGN.md section 9). Writes nothing but stdout and --out.
+#include <cstdio>
+#include <exception>
+#include <set>
+#include <string>
+
+#include "bench_args.h"
+#include "bench_context.h"
+#include "json_lines.h"
+#include "memory_bandwidth.h"
+#include "model_source.h"
+#include "scenarios.h"
+
+namespace parley::bench {
+
+const std::vector<Scenario>& all_scenarios() {
+  static const std::vector<Scenario> scenarios = {
+      {"kv-bytes", run_kv_bytes}, {"shared-prefix", run_shared_prefix},
+      {"turns", run_turns},       {"prefill", run_prefill},
+      {"decode", run_decode},
+  };
+  return scenarios;
+}
+
+namespace {
+
+// 512 MiB per array: far beyond the last-level cache of the machines this runs on.
+constexpr size_t kCopyArrayBytes = size_t(512) << 20;
+constexpr int kCopyRuns = 5;
+
+int run(const BenchArgs& args) {
+  std::set<std::string> wanted(args.scenarios.begin(), args.scenarios.end());
+  for (const std::string& name : wanted) {
+    bool known = false;
+    for (const Scenario& s : all_scenarios()) known = known || s.name == name;
+    if (!known) throw std::invalid_argument("unknown --scenario '" + name + "' (see --help)");
+  }
+  JsonLines out(args.out_path);
+  // First, while this process is single-threaded and holds no model: the child it forks
+  // then has the machine's memory to itself.
+  CopyBandwidth copy;
+  if (wanted.empty() || wanted.count("decode")) {
+    copy = measure_copy_bandwidth_in_child(kCopyArrayBytes, resolved_threads(args), kCopyRuns);
+  }
+  const ModelSource source(args);
+  // On stderr, so stdout stays JSON lines only.
+  std::fprintf(stderr, "parley-bench: %s: %.3g parameters, loaded in %.2f s\n",
+               source.label().c_str(), double(source.model().n_params), source.load_seconds());
+  BenchContext ctx(args, source, out, copy);
+  for (const Scenario& s : all_scenarios()) {
+    if (wanted.empty() || wanted.count(std::string(s.name))) s.run(ctx);
+  }
+  return 0;
+}
+
+}  // namespace
+}  // namespace parley::bench
+
+int main(int argc, char** argv) {
+  try {
+    const auto args = parley::bench::parse_args(argc, argv);
+    if (args.help) {
+      std::fputs(parley::bench::usage_text(), stdout);
+      return 0;
+    }
+    return parley::bench::run(args);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "parley-bench: %s\n", e.what());
+    return 1;
+  }
+}

@@ -1,0 +1,78 @@
+// shared-prefix: N sessions with one system prompt each send a short message. The first
+// computes the prompt; the others should find its blocks in the prefix cache, so their TTFT
+// covers only their own message.
+#include <algorithm>
+
+#include "prompt_text.h"
+#include "scenarios.h"
+#include "summary_stats.h"
+
+namespace parley::bench {
+namespace {
+
+constexpr uint32_t kReplyTokens = 4;  // TTFT is the figure; the reply only has to start
+
+nlohmann::ordered_json block_stats(const engine::EngineStats& s) {
+  return {{"used", s.blocks.used},
+          {"shared", s.blocks.shared},
+          {"cached", s.blocks.cached},
+          {"prefix_hits", s.blocks.prefix_hits},
+          {"prefix_misses", s.blocks.prefix_misses},
+          {"kv_bytes_resident", s.kv_bytes_resident}};
+}
+
+}  // namespace
+
+void run_shared_prefix(BenchContext& ctx) {
+  const uint32_t n_sessions = ctx.args().sessions;
+  for (kv::KvType kv : ctx.kv_types(kDefaultKvType)) {
+    const auto engine = ctx.make_engine(kv);
+    // Room for the system prompt, the template around it, a message and the reply.
+    if (ctx.args().system_tokens + 64 + kReplyTokens > engine->context_length()) {
+      ctx.write_skipped("shared-prefix", *engine, "--system-tokens leaves no room in the context");
+      continue;
+    }
+    warm_up(engine);
+    engine::SessionOptions options;
+    options.system_prompt = text_of_tokens(engine->tokenizer(), ctx.args().system_tokens);
+    options.chat_template = text::TemplateKind::llama2;
+    const auto system_ids = text::ChatTemplate(text::TemplateKind::llama2, engine->tokenizer())
+                                .render_system(options.system_prompt);
+
+    std::vector<std::unique_ptr<engine::Session>> sessions;
+    std::vector<double> ttft;
+    for (uint32_t i = 0; i < n_sessions; ++i) {
+      sessions.push_back(std::make_unique<engine::Session>(engine, options));
+      engine::TurnStats stats;
+      const auto& messages = short_messages();
+      sessions.back()->send(messages[i % messages.size()], fixed_length_params(kReplyTokens),
+                            nullptr, stats);
+      ttft.push_back(stats.ttft_ms);
+      nlohmann::ordered_json line = ctx.line("shared-prefix", *engine);
+      line["part"] = "session";
+      line["session"] = i + 1;
+      line["prompt_tokens"] = stats.prompt_tokens;
+      line["reused_tokens"] = stats.reused_tokens;
+      line["computed_tokens"] = stats.computed_tokens;
+      line["ttft_ms"] = stats.ttft_ms;
+      ctx.out().write(line);
+    }
+
+    const engine::EngineStats live = engine->stats();
+    sessions.clear();
+    const engine::EngineStats closed = engine->stats();
+    const double rest = median(std::vector<double>(ttft.begin() + 1, ttft.end()));
+    nlohmann::ordered_json line = ctx.line("shared-prefix", *engine);
+    line["part"] = "summary";
+    line["sessions"] = n_sessions;
+    line["system_tokens"] = system_ids.size();
+    line["ttft_first_ms"] = ttft.front();
+    line["ttft_rest_median_ms"] = rest;
+    line["ttft_ratio"] = rest > 0 ? ttft.front() / rest : 0;
+    line["blocks_live"] = block_stats(live);
+    line["blocks_after_close"] = block_stats(closed);
+    ctx.out().write(line);
+  }
+}
+
+}  // namespace parley::bench

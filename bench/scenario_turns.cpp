@@ -1,0 +1,60 @@
+// turns: one conversation of several turns. With the KV cache kept between turns, each turn
+// should compute only its own new tokens, however long the conversation grows.
+#include <algorithm>
+
+#include "prompt_text.h"
+#include "scenarios.h"
+
+namespace parley::bench {
+namespace {
+
+// The reply length that lets every turn fit in the context (at most --turn-tokens).
+uint32_t reply_tokens_that_fit(const engine::Engine& engine, uint32_t turns, uint32_t wanted) {
+  const text::ChatTemplate tmpl(text::TemplateKind::llama2, engine.tokenizer());
+  const auto& messages = short_messages();
+  size_t prompts = 0;
+  for (uint32_t t = 0; t < turns; ++t) {
+    prompts += tmpl.render_user_turn("", messages[t % messages.size()], t == 0).size();
+    prompts += tmpl.close_reply().size() + 1;  // what ends each reply, and the pending token
+  }
+  const size_t context = engine.context_length();
+  if (prompts >= context) return 0;
+  return uint32_t(std::min<size_t>(wanted, (context - prompts) / turns));
+}
+
+}  // namespace
+
+void run_turns(BenchContext& ctx) {
+  const uint32_t turns = ctx.args().turns;
+  for (kv::KvType kv : ctx.kv_types(kDefaultKvType)) {
+    const auto engine = ctx.make_engine(kv);
+    const uint32_t reply_tokens = reply_tokens_that_fit(*engine, turns, ctx.args().turn_tokens);
+    if (reply_tokens < 2) {
+      ctx.write_skipped("turns", *engine,
+                        "the context is too short for " + std::to_string(turns) + " turns");
+      continue;
+    }
+    warm_up(engine);
+    engine::SessionOptions options;
+    options.chat_template = text::TemplateKind::llama2;
+    engine::Session session(engine, options);
+    const auto& messages = short_messages();
+    for (uint32_t t = 0; t < turns; ++t) {
+      engine::TurnStats stats;
+      session.send(messages[t % messages.size()], fixed_length_params(reply_tokens), nullptr,
+                   stats);
+      nlohmann::ordered_json line = ctx.line("turns", *engine);
+      line["turn"] = t + 1;
+      line["prompt_tokens"] = stats.prompt_tokens;
+      line["reused_tokens"] = stats.reused_tokens;
+      line["computed_tokens"] = stats.computed_tokens;
+      line["generated_tokens"] = stats.generated_tokens;
+      line["context_tokens"] = session.tokens().size();
+      line["ttft_ms"] = stats.ttft_ms;
+      line["tpot_ms"] = stats.tpot_ms;
+      ctx.out().write(line);
+    }
+  }
+}
+
+}  // namespace parley::bench

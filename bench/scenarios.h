@@ -1,0 +1,31 @@
+// The benchmark scenarios; each writes its own JSON lines through the context.
+#pragma once
+
+#include <string_view>
+#include <vector>
+
+#include "bench_context.h"
+
+namespace parley::bench {
+
+void run_kv_bytes(BenchContext& ctx);       // scenario_kv_bytes.cpp
+void run_shared_prefix(BenchContext& ctx);  // scenario_shared_prefix.cpp
+void run_turns(BenchContext& ctx);          // scenario_turns.cpp
+void run_prefill(BenchContext& ctx);        // scenario_prefill.cpp
+void run_decode(BenchContext& ctx);         // scenario_decode.cpp
+
+struct Scenario {
+  std::string_view name;
+  void (*run)(BenchContext&);
+};
+
+// In the order they run by default.
+const std::vector<Scenario>& all_scenarios();
+
+// KV types compared by default where the type changes the figures.
+inline const std::vector<kv::KvType> kAllKvTypes = {kv::KvType::int8, kv::KvType::f16,
+                                                    kv::KvType::f32};
+// Where it does not, the engine's default alone.
+inline const std::vector<kv::KvType> kDefaultKvType = {kv::KvType::int8};
+
+}  // namespace parley::bench

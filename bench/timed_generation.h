@@ -1,0 +1,29 @@
+// One timed turn on a new session: a prompt of about P tokens, then exactly G generated.
+// Shared by the prefill and decode scenarios.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "engine/engine.h"
+#include "engine/session.h"
+
+namespace parley::bench {
+
+struct GenerationRuns {
+  std::vector<engine::TurnStats> runs;
+  uint32_t prompt_tokens = 0;  // as the engine counted them (BOS included)
+
+  std::vector<double> ttft_ms() const;
+  std::vector<double> tpot_ms() const;
+  std::vector<double> prefill_tok_s() const;  // computed tokens / TTFT
+};
+
+// `repeat` runs with the raw template; each run has its own cache scope, so no run reuses
+// another's prefix blocks. Throws Error(context_full) when P + G exceed the context.
+GenerationRuns run_generations(const std::shared_ptr<engine::Engine>& engine,
+                               uint32_t prompt_tokens, uint32_t gen_tokens, uint32_t repeat);
+
+}  // namespace parley::bench
