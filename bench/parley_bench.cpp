@@ -18,7 +18,7 @@ const std::vector<Scenario>& all_scenarios() {
   static const std::vector<Scenario> scenarios = {
       {"kv-bytes", run_kv_bytes}, {"shared-prefix", run_shared_prefix},
       {"turns", run_turns},       {"prefill", run_prefill},
-      {"decode", run_decode},
+      {"decode", run_decode},     {"codec", run_codec},
   };
   return scenarios;
 }

@@ -13,6 +13,7 @@ void run_shared_prefix(BenchContext& ctx);  // scenario_shared_prefix.cpp
 void run_turns(BenchContext& ctx);          // scenario_turns.cpp
 void run_prefill(BenchContext& ctx);        // scenario_prefill.cpp
 void run_decode(BenchContext& ctx);         // scenario_decode.cpp
+void run_codec(BenchContext& ctx);          // scenario_codec.cpp
 
 struct Scenario {
   std::string_view name;

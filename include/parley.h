@@ -152,14 +152,14 @@ PARLEY_API void parley_set_log_callback(parley_log_fn fn, void *user);
 typedef struct parley_engine_options {
   size_t      struct_size;     /* sizeof(parley_engine_options) as the caller compiled it */
   const char *model_path;      /* GGUF file or Hugging Face model directory (required) */
-  const char *store_path;      /* SQLite file; NULL = sessions kept in memory only.
-                                  Not available in this version: must be NULL */
+  const char *store_path;      /* SQLite file holding every conversation (created when
+                                  missing); NULL = sessions kept in memory only */
   const char *device;          /* NULL or "auto" (default), "cpu", "cuda", "cuda:N" */
   int32_t     n_threads;       /* CPU threads; 0 = one per core */
   int32_t     kv_type;         /* PARLEY_KV_DEFAULT (= INT8), _INT8, _F16, _F32 */
   uint64_t    kv_budget_bytes; /* resident KV budget; 0 = automatic */
-  uint32_t    idle_spill_ms;   /* spill sessions idle this long; 0 = only under pressure;
-                                  used only with a store */
+  uint32_t    idle_spill_ms;   /* with a store: spill sessions idle this long to it, freeing
+                                  their KV memory; 0 = only under budget pressure */
   uint32_t    context_length;  /* 0 = the model's; larger than the model's is refused */
 } parley_engine_options;
 
@@ -174,21 +174,25 @@ PARLEY_API void parley_engine_options_init_sized(parley_engine_options *o, size_
  *  Ownership: close with parley_engine_close().
  *  Errors: INVALID_ARGUMENT (NULL, bad struct_size, unknown non-zero fields, bad device or
  *  kv_type), NOT_FOUND / IO (model path), BAD_MODEL (the message names the offending field),
- *  UNSUPPORTED (architecture, tensor type, a device this build lacks, store_path in this
- *  version), OUT_OF_MEMORY.
+ *  UNSUPPORTED (architecture, tensor type, a device this build lacks), STORAGE (the store
+ *  file cannot be opened or created), CORRUPT (store_path is not a Parley store, or one
+ *  from a newer, incompatible version), OUT_OF_MEMORY. A store that fails its integrity
+ *  check is never deleted: it is renamed aside, what can be read is copied into a fresh
+ *  file, and a warning names what was lost.
  *  Thread-safety: any thread. Since: 0.1. */
 PARLEY_API parley_status parley_engine_open(const parley_engine_options *o, parley_engine **out);
 
-/** Closes an engine. Sessions still open stay usable; the engine is freed when the last of
- *  them closes. NULL is a no-op.
+/** Closes an engine. With a store, the KV of every open session is spilled to it first.
+ *  Sessions still open stay usable; the engine is freed when the last of them closes. NULL is
+ *  a no-op.
  *  Thread-safety: any thread, but not concurrently with other calls on this engine. Since: 0.1. */
 PARLEY_API void parley_engine_close(parley_engine *e);
 
 typedef struct parley_engine_stats {
   size_t   struct_size;
   uint32_t sessions_active;     /* open sessions with KV in memory */
-  uint32_t sessions_idle;       /* reserved until sessions can idle: 0 */
-  uint32_t sessions_spilled;    /* reserved until the store: 0 */
+  uint32_t sessions_idle;       /* ... idle for idle_spill_ms or more: about to be spilled */
+  uint32_t sessions_spilled;    /* open sessions whose KV is in the store only */
   uint32_t reserved0;
   uint64_t kv_blocks_total;     /* KV blocks (16 tokens x all layers) the budget allows */
   uint64_t kv_blocks_used;      /* blocks held by sessions */
@@ -199,7 +203,7 @@ typedef struct parley_engine_stats {
   uint64_t kv_budget_bytes;     /* the resident KV budget in force */
   uint64_t prefix_hits;         /* blocks found in the prefix cache */
   uint64_t prefix_misses;       /* lookups that found none */
-  uint64_t store_bytes;         /* reserved until the store: 0 */
+  uint64_t store_bytes;         /* size of the store file; 0 without a store */
 } parley_engine_stats;
 
 /** Engine-wide counters.
@@ -260,8 +264,13 @@ PARLEY_API void parley_session_options_init_sized(parley_session_options *o, siz
 PARLEY_API parley_status parley_session_create(parley_engine *e, const parley_session_options *o,
                                                parley_session **out);
 
-/** Reopens a stored conversation by id.
- *  Errors: UNSUPPORTED in this version (sessions live in memory only). Since: 0.1. */
+/** Reopens a stored conversation, also in a new process: its KV comes back from the store on
+ *  the next send (kv_source RESTORED), or is recomputed from the stored tokens when it is
+ *  missing, damaged or from another model or KV type (kv_source REBUILT).
+ *  @param[out] out  the session, or NULL on failure
+ *  Errors: INVALID_ARGUMENT (NULL or empty id; the session is already open), NOT_FOUND (no
+ *  store, or no such session), CORRUPT (its transcript cannot be read), STORAGE, MISUSE.
+ *  Thread-safety: any thread. Since: 0.1. */
 PARLEY_API parley_status parley_session_open(parley_engine *e, const char *id,
                                              parley_session **out);
 
@@ -275,8 +284,9 @@ PARLEY_API parley_status parley_session_open(parley_engine *e, const char *id,
 PARLEY_API parley_status parley_session_fork(parley_session *s, const char *new_id,
                                              parley_session **out);
 
-/** Moves a session's KV to the store and frees its memory.
- *  Errors: UNSUPPORTED in this version. Since: 0.1. */
+/** Moves a session's KV to the store and frees its memory; the next send brings it back.
+ *  Errors: UNSUPPORTED (the engine has no store), STORAGE (the KV stays in memory), BUSY,
+ *  MISUSE. Thread-safety: one thread per session. Since: 0.1. */
 PARLEY_API parley_status parley_session_suspend(parley_session *s);
 
 /** Asks the running parley_session_send() on `s` to stop at the next token; it then returns
@@ -285,18 +295,21 @@ PARLEY_API parley_status parley_session_suspend(parley_session *s);
 PARLEY_API parley_status parley_session_interrupt(parley_session *s);
 
 /** Drops the last n_turns messages of the conversation (a user message and its reply are two;
- *  the system prompt stays) and frees their KV. Rewinding to right after a user message leaves
- *  that message with an empty reply.
- *  Errors: INVALID_ARGUMENT (more turns than the conversation has), BUSY, MISUSE.
+ *  the system prompt stays) and frees their KV, in the store too. Rewinding to right after a
+ *  user message leaves that message with an empty reply.
+ *  Errors: INVALID_ARGUMENT (more turns than the conversation has), STORAGE (nothing changed),
+ *  BUSY, MISUSE.
  *  Thread-safety: one thread per session. Since: 0.1. */
 PARLEY_API parley_status parley_session_rewind(parley_session *s, uint32_t n_turns);
 
-/** Closes a session. NULL is a no-op. If a send is running on another thread, the session is
- *  freed when that send returns. Thread-safety: any thread. Since: 0.1. */
+/** Closes a session. With a store its KV is spilled first, so reopening it is instant. NULL is
+ *  a no-op. If a send is running on another thread, the session is freed when that send
+ *  returns. Thread-safety: any thread. Since: 0.1. */
 PARLEY_API void parley_session_close(parley_session *s);
 
-/** Deletes a stored conversation.
- *  Errors: UNSUPPORTED in this version. Since: 0.1. */
+/** Deletes a stored conversation: its transcript and its KV.
+ *  Errors: INVALID_ARGUMENT (NULL or empty id; the session is open), NOT_FOUND (no store, or
+ *  no such session), STORAGE, MISUSE. Thread-safety: any thread. Since: 0.1. */
 PARLEY_API parley_status parley_session_delete(parley_engine *e, const char *id);
 
 typedef struct parley_session_info {
@@ -332,8 +345,8 @@ PARLEY_API parley_status parley_session_get_turn(parley_session *s, uint32_t ind
 PARLEY_API parley_status parley_session_get_tokens(parley_session *s, int32_t *ids, size_t cap,
                                                    size_t *n_needed);
 
-/** Ids of the stored sessions separated by '\n' (buffer rule above).
- *  Errors: UNSUPPORTED in this version. Since: 0.1. */
+/** Ids of the stored sessions, oldest first, separated by '\n' (buffer rule above); "" without
+ *  a store. Errors: INVALID_ARGUMENT, STORAGE, MISUSE. Thread-safety: any thread. Since: 0.1. */
 PARLEY_API parley_status parley_store_list_sessions(parley_engine *e, char *buf, size_t cap,
                                                     size_t *needed);
 
@@ -393,8 +406,10 @@ typedef struct parley_turn_stats {
  *  Errors: INVALID_ARGUMENT (invalid UTF-8, bad options), CONTEXT_FULL (the message does not
  *  fit and the overflow policy is ERROR, or it would not fit even alone; the session is left as
  *  before), CANCELLED (interrupted or stopped by the callback; the partial reply is kept as the
- *  turn), OUT_OF_MEMORY (the KV budget is exhausted; the session is left as before), BUSY,
- *  MISUSE, BACKEND.
+ *  turn), OUT_OF_MEMORY (the KV budget is exhausted even after spilling idle sessions; the
+ *  session is left as before), STORAGE (the turn could not be committed to the store: it is
+ *  kept in memory and committed with the next one), BUSY, MISUSE, BACKEND.
+ *  With a store, the turn is committed (synchronous=FULL) before this returns.
  *  Thread-safety: one thread per session. Since: 0.1. */
 PARLEY_API parley_status parley_session_send(parley_session *s, const char *user_text,
                                              const parley_generate_options *o,

@@ -5,7 +5,7 @@ set -euo pipefail
 
 packages=(
   g++ cmake ninja-build pkg-config binutils
-  libsentencepiece-dev nlohmann-json3-dev libxxhash-dev libhwy-dev
+  libsentencepiece-dev nlohmann-json3-dev libxxhash-dev libhwy-dev libzstd-dev libsqlite3-dev
   doctest-dev
 )
 

@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "api/api_guard.h"
+#include "api/buffers.h"
 #include "api/handles.h"
 #include "api/options.h"
 #include "common/log.h"
@@ -25,9 +26,7 @@ kv::KvType kv_type_from(int32_t v) {
 
 engine::EngineOptions engine_options_from(const parley_engine_options& o) {
   check_arg(o.model_path && *o.model_path, "model_path is NULL or empty");
-  if (o.store_path) {
-    fail(Status::unsupported, "the session store (store_path) is not available in this version");
-  }
+  check_arg(!o.store_path || *o.store_path, "store_path is empty (pass NULL for no store)");
   check_arg(o.n_threads >= 0, "n_threads is negative");
   engine::EngineOptions e;
   e.model_path = o.model_path;
@@ -36,6 +35,8 @@ engine::EngineOptions engine_options_from(const parley_engine_options& o) {
   e.kv_type = kv_type_from(o.kv_type);
   e.kv_budget_bytes = o.kv_budget_bytes;
   e.context_length = o.context_length;
+  if (o.store_path) e.store_path = o.store_path;
+  e.idle_spill_ms = o.idle_spill_ms;
   return e;
 }
 
@@ -72,9 +73,15 @@ PARLEY_API parley_status parley_engine_open(const parley_engine_options* o, parl
 
 PARLEY_API void parley_engine_close(parley_engine* e) {
   if (!e) return;
-  // Sessions hold the engine itself; it is freed when the last of them closes.
   auto handle = unregister(e);
-  handle.reset();
+  if (!handle) return;
+  // Live sessions go to the store now; they stay usable, and the engine itself is freed when
+  // the last of them closes.
+  try {
+    handle->engine->spill_all();
+  } catch (...) {
+    // spill_all logs what it could not spill; closing never fails
+  }
 }
 
 PARLEY_API parley_status parley_engine_get_stats(parley_engine* e, parley_engine_stats* out) {
@@ -84,6 +91,9 @@ PARLEY_API parley_status parley_engine_get_stats(parley_engine* e, parley_engine
     const auto s = handle->engine->stats();
     parley_engine_stats r{};
     r.sessions_active = s.sessions_active;
+    r.sessions_idle = s.sessions_idle;
+    r.sessions_spilled = s.sessions_spilled;
+    r.store_bytes = s.store_bytes;
     r.kv_blocks_total = s.blocks.total;
     r.kv_blocks_used = s.blocks.used;
     r.kv_blocks_shared = s.blocks.shared;
@@ -122,12 +132,16 @@ PARLEY_API parley_status parley_engine_get_model_info(parley_engine* e, parley_m
 
 PARLEY_API parley_status parley_store_list_sessions(parley_engine* e, char* buf, size_t cap,
                                                     size_t* needed) {
-  (void)buf;
-  (void)cap;
-  (void)needed;
   return guarded(__func__, [&] {
-    acquire(e);
-    fail(Status::unsupported, "the session store is not available in this version");
+    auto handle = acquire(e);
+    std::string list;
+    if (auto* store = handle->engine->store()) {
+      for (const auto& id : store->list_sessions()) {
+        if (!list.empty()) list += '\n';
+        list += id;
+      }
+    }
+    write_string(list, buf, cap, needed);
   });
 }
 

@@ -67,10 +67,6 @@ parley_turn_stats turn_stats_to_c(const engine::TurnStats& s) {
   return r;
 }
 
-[[noreturn]] void not_in_this_version(const char* what) {
-  fail(Status::unsupported, std::string(what) + " is not available in this version");
-}
-
 }  // namespace
 }  // namespace parley::api
 
@@ -97,9 +93,11 @@ PARLEY_API parley_status parley_session_open(parley_engine* e, const char* id,
   return guarded(__func__, [&] {
     check_arg(out, "out is NULL");
     *out = nullptr;
-    acquire(e);
-    check_arg(id, "id is NULL");
-    not_in_this_version("reopening a stored session");
+    auto engine = acquire(e);
+    check_arg(id && *id, "id is NULL or empty");
+    auto handle = std::make_shared<parley_session>();
+    handle->session = engine::Session::open(engine->engine, id);
+    *out = register_session(std::move(handle));
   });
 }
 
@@ -119,8 +117,11 @@ PARLEY_API parley_status parley_session_fork(parley_session* s, const char* new_
 
 PARLEY_API parley_status parley_session_suspend(parley_session* s) {
   return guarded(__func__, [&] {
-    acquire(s);
-    not_in_this_version("parley_session_suspend");
+    auto handle = acquire(s);
+    SessionUse use(*handle);
+    require(handle->session->has_store(), Status::unsupported,
+            "suspend needs a session store (engine option store_path)");
+    handle->session->spill();
   });
 }
 
@@ -146,9 +147,9 @@ PARLEY_API void parley_session_close(parley_session* s) {
 
 PARLEY_API parley_status parley_session_delete(parley_engine* e, const char* id) {
   return guarded(__func__, [&] {
-    acquire(e);
-    check_arg(id, "id is NULL");
-    not_in_this_version("deleting a stored session");
+    auto handle = acquire(e);
+    check_arg(id && *id, "id is NULL or empty");
+    handle->engine->delete_stored_session(id);
   });
 }
 
@@ -162,8 +163,9 @@ PARLEY_API parley_status parley_session_get_info(parley_session* s, parley_sessi
     std::memcpy(r.id, session.id().c_str(), session.id().size() + 1);  // ids are <= 127 bytes
     r.n_turns = uint32_t(session.messages().size());
     r.n_tokens = uint32_t(session.tokens().size());
-    r.state = PARLEY_SESSION_ACTIVE;
+    r.state = int32_t(session.state());
     r.kv_bytes_resident = session.kv_bytes_resident();
+    r.kv_bytes_stored = session.kv_bytes_stored();
     write_out_struct(out, r);
   });
 }

@@ -4,7 +4,7 @@
 // object dies when the last running call lets go of it.
 #pragma once
 
-#include <atomic>
+#include <mutex>
 #include <memory>
 #include <string>
 
@@ -17,7 +17,6 @@ struct parley_engine {
 
 struct parley_session {
   std::unique_ptr<parley::engine::Session> session;
-  std::atomic<bool> busy{false};
   std::string turn_text;  // backs parley_turn.text until the next call on this session
 };
 
@@ -35,16 +34,14 @@ std::shared_ptr<parley_session> acquire(parley_session* s);
 std::shared_ptr<parley_engine> unregister(parley_engine* e);
 std::shared_ptr<parley_session> unregister(parley_session* s);
 
-// Marks a session in use for the lifetime of this object; a second user gets Error(busy).
+// Holds a session for the lifetime of this object; a second user (another thread, the
+// session's own callback, or the engine spilling it right now) gets Error(busy).
 class SessionUse {
  public:
   explicit SessionUse(parley_session& s);
-  ~SessionUse();
-  SessionUse(const SessionUse&) = delete;
-  SessionUse& operator=(const SessionUse&) = delete;
 
  private:
-  parley_session& s_;
+  std::unique_lock<std::mutex> lock_;
 };
 
 }  // namespace parley::api

@@ -2,11 +2,16 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <random>
+#include <vector>
 
 #include "common/error.h"
 #include "common/log.h"
+#include "engine/clock.h"
+#include "engine/janitor.h"
+#include "engine/session.h"
 
 namespace parley::engine {
 namespace {
@@ -49,44 +54,122 @@ Engine::Engine(std::unique_ptr<model::LoadedModel> model, const EngineOptions& o
       layout, options.kv_budget_bytes ? options.kv_budget_bytes : automatic_kv_budget());
   default_template_ = text::template_from_model(cfg.chat_template);
   backend_ = backend::make_backend(options.device, *model_, options.n_threads);
+  if (!options.store_path.empty()) {
+    store_ = std::make_unique<store::Store>(options.store_path, options.store_options);
+    idle_spill_ms_ = options.idle_spill_ms;
+    if (idle_spill_ms_ > 0) janitor_ = std::make_unique<Janitor>(*this, idle_spill_ms_);
+  }
   log::info_line("loaded '" + cfg.name + "' on " + backend_->name() + ", KV " +
                  kv::kv_type_name(kv_type()) + ", context " + std::to_string(context_length_));
 }
 
-Engine::~Engine() = default;
+Engine::~Engine() { janitor_.reset(); }
 
 uint64_t Engine::prefix_root(std::string_view cache_scope) const {
   return kv::prefix_root(model_->fingerprint, kv_type(), cache_scope);
 }
 
-std::string Engine::reserve_session_id(const std::string& requested) {
-  std::lock_guard lock(mutex_);
+std::string Engine::register_session(Session* session, const std::string& requested,
+                                     bool reopening) {
+  // The store is asked outside the lock; a race between two creators of one id ends at the
+  // store's primary key.
+  auto stored = [&](const std::string& id) {
+    return store_ && !reopening && store_->load_session(id).has_value();
+  };
   if (requested.empty()) {
     for (;;) {
       std::string id = random_session_id();
-      if (session_ids_.insert(id).second) return id;
+      if (stored(id)) continue;
+      std::lock_guard lock(mutex_);
+      if (sessions_.emplace(id, session).second) return id;
     }
   }
-  require(session_ids_.insert(requested).second, Status::invalid_argument,
-          "session id '" + requested + "' is already in use");
+  require(!stored(requested), Status::invalid_argument,
+          "session id '" + requested + "' belongs to a stored conversation; open it instead");
+  std::lock_guard lock(mutex_);
+  require(sessions_.emplace(requested, session).second, Status::invalid_argument,
+          "session id '" + requested + "' is already in use by an open session");
   return requested;
 }
 
-void Engine::release_session_id(const std::string& id) {
+void Engine::unregister_session(const std::string& id) {
   std::lock_guard lock(mutex_);
-  session_ids_.erase(id);
+  sessions_.erase(id);
+}
+
+void Engine::spill_where(SessionFilter filter, double arg, const Session* except,
+                         size_t stop_at_blocks) {
+  if (!store_) return;
+  struct Candidate {
+    Session* session;
+    std::unique_lock<std::mutex> use;
+  };
+  std::vector<Candidate> candidates;
+  {
+    std::lock_guard lock(mutex_);
+    for (auto& [id, s] : sessions_) {
+      if (s == except || s->spilled() || !filter(*s, arg)) continue;
+      auto use = s->try_use();
+      if (use) candidates.push_back({s, std::move(use)});
+    }
+  }
+  std::sort(candidates.begin(), candidates.end(), [](const Candidate& a, const Candidate& b) {
+    return a.session->last_used_ms() < b.session->last_used_ms();
+  });
+  for (auto& c : candidates) {
+    if (stop_at_blocks && pool_->can_allocate(stop_at_blocks)) break;
+    try {
+      c.session->spill();
+    } catch (const Error& e) {
+      log::warn_line("cannot spill session '" + c.session->id() + "': " + e.what());
+    }
+  }
+}
+
+bool Engine::make_room(size_t n_blocks, const Session* except) {
+  if (pool_->can_allocate(n_blocks)) return true;
+  spill_where([](const Session&, double) { return true; }, 0, except, n_blocks);
+  return pool_->can_allocate(n_blocks);
+}
+
+void Engine::spill_idle(double idle_since_ms) {
+  spill_where([](const Session& s, double since) { return s.last_used_ms() <= since; },
+              idle_since_ms, nullptr, 0);
+}
+
+void Engine::spill_all() {
+  spill_where([](const Session&, double) { return true; }, 0, nullptr, 0);
+}
+
+void Engine::delete_stored_session(const std::string& id) {
+  require(store_ != nullptr, Status::not_found,
+          "no session store is open (set store_path), so there is no stored session '" + id + "'");
+  {
+    std::lock_guard lock(mutex_);
+    require(!sessions_.count(id), Status::invalid_argument,
+            "session '" + id + "' is open; close it before deleting it");
+  }
+  store_->delete_session(id);
 }
 
 EngineStats Engine::stats() const {
   EngineStats s;
   {
     std::lock_guard lock(mutex_);
-    s.sessions_active = uint32_t(session_ids_.size());
+    const double now = now_ms();
+    for (const auto& [id, session] : sessions_) {
+      switch (session->state(now, idle_spill_ms_)) {
+        case SessionState::active: ++s.sessions_active; break;
+        case SessionState::idle: ++s.sessions_idle; break;
+        case SessionState::spilled: ++s.sessions_spilled; break;
+      }
+    }
   }
   s.blocks = pool_->stats();
   s.kv_bytes_per_token = kv::kv_bytes_per_token(kv_type(), kv_shape());
   s.kv_bytes_resident = (s.blocks.used + s.blocks.cached) * pool_->layout().block_bytes();
   s.kv_budget_bytes = pool_->budget_bytes();
+  if (store_) s.store_bytes = store_->file_bytes();
   return s;
 }
 

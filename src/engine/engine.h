@@ -1,6 +1,7 @@
-// Engine: owns the loaded model, its tokenizer and backend, and the bookkeeping that spans
-// sessions (ids in use, KV memory). Thread-safe; sessions hold it by shared_ptr, so it lives
-// until the last of them closes.
+// Engine: owns the loaded model, its tokenizer and backend, the KV block pool, the optional
+// session store, and the bookkeeping that spans sessions (live sessions by id, spilling them
+// when idle or when the KV budget runs short). Thread-safe; sessions hold it by shared_ptr,
+// so it lives until the last of them closes.
 #pragma once
 
 #include <cstdint>
@@ -8,10 +9,11 @@
 #include <mutex>
 #include <string>
 #include <string_view>
-#include <unordered_set>
+#include <unordered_map>
 
 #include "backend/backend.h"
 #include "kv/block_pool.h"
+#include "store/store.h"
 #include "model/model_loader.h"
 #include "text/chat_template.h"
 #include "text/tokenizer.h"
@@ -25,15 +27,24 @@ struct EngineOptions {
   kv::KvType kv_type = kv::KvType::int8;
   uint64_t kv_budget_bytes = 0;     // 0 = automatic
   uint32_t context_length = 0;      // 0 = the model's
+  std::string store_path;           // "" = sessions live in memory only
+  store::StoreOptions store_options;
+  uint32_t idle_spill_ms = 0;       // spill sessions idle this long; 0 = only under pressure
 };
 
 struct EngineStats {
   uint32_t sessions_active = 0;
+  uint32_t sessions_idle = 0;
+  uint32_t sessions_spilled = 0;
   kv::PoolStats blocks;
   uint64_t kv_bytes_per_token = 0;
   uint64_t kv_bytes_resident = 0;  // blocks referenced by sessions, plus cached prefix blocks
   uint64_t kv_budget_bytes = 0;
+  uint64_t store_bytes = 0;
 };
+
+class Session;
+class Janitor;
 
 class Engine {
  public:
@@ -55,9 +66,25 @@ class Engine {
   uint32_t context_length() const { return context_length_; }
   text::TemplateKind default_template() const { return default_template_; }
 
-  // Session ids are unique among the engine's live sessions.
-  std::string reserve_session_id(const std::string& requested);  // "" = generate one
-  void release_session_id(const std::string& id);
+  store::Store* store() { return store_.get(); }
+  uint32_t idle_spill_ms() const { return idle_spill_ms_; }
+
+  // Live sessions. Ids are unique among them and, with a store, among the stored ones
+  // (a new session may not take a stored conversation's id). "" = generate one.
+  std::string register_session(Session* session, const std::string& requested, bool reopening);
+  void unregister_session(const std::string& id);
+
+  // Spills the least recently used sessions nobody is using (never `except`) until `n_blocks`
+  // more can be allocated; false when that is not possible (no store, or too little to spill).
+  bool make_room(size_t n_blocks, const Session* except);
+  // Spills every session idle since before `idle_since_ms` (the janitor's pass).
+  void spill_idle(double idle_since_ms);
+  // Spills every live session nobody is using (the engine is being closed).
+  void spill_all();
+
+  // Deletes a stored conversation. Throws Error: not_found (no store, or no such session),
+  // invalid_argument (it is open in this engine), storage.
+  void delete_stored_session(const std::string& id);
 
   EngineStats stats() const;
 
@@ -66,11 +93,20 @@ class Engine {
   std::unique_ptr<text::Tokenizer> tokenizer_;
   std::unique_ptr<backend::Backend> backend_;
   std::unique_ptr<kv::BlockPool> pool_;
+  std::unique_ptr<store::Store> store_;
   uint32_t context_length_ = 0;
+  uint32_t idle_spill_ms_ = 0;
   text::TemplateKind default_template_ = text::TemplateKind::raw;
 
+  // Sessions to spill, each taken with try_use() while the registry is locked: a session
+  // being destroyed leaves the registry first and then waits for that use to end.
+  using SessionFilter = bool (*)(const Session&, double);
+  void spill_where(SessionFilter filter, double arg, const Session* except, size_t stop_at_blocks);
+
   mutable std::mutex mutex_;  // guards the members below
-  std::unordered_set<std::string> session_ids_;
+  std::unordered_map<std::string, Session*> sessions_;
+
+  std::unique_ptr<Janitor> janitor_;  // last: stopped first
 };
 
 }  // namespace parley::engine

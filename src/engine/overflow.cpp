@@ -63,6 +63,7 @@ bool Session::drop_oldest_to_fit(std::string_view user_text, std::vector<int32_t
     messages_ = std::move(kept);
     tokens_ = std::move(rebuilt);
     truncate_kv(0);
+    rewrite_transcript_ = true;  // the store's turns no longer concatenate to these ids
     if (tokens_.empty()) reply_closed_ = true;  // every exchange went: no reply to close
     new_ids = std::move(turn);
     return true;

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <span>
 
+#include "common/error.h"
 #include "engine/engine.h"
 #include "engine/session.h"
 
@@ -20,7 +21,7 @@ uint32_t Session::prefill() {
   n_cached_ = blocks_.reuse_published(tokens_, n_cached_, end - 1);
   const uint32_t from_cache = n_cached_ - before;
 
-  blocks_.prepare_write(n_cached_, end);
+  prepare_write(n_cached_, end);
   logits_.resize(size_t(engine_->config().n_vocab));
   const uint32_t chunk = std::max<uint32_t>(1, backend.max_batch());
   auto view = blocks_.view(context);
@@ -38,7 +39,7 @@ uint32_t Session::prefill() {
 
 void Session::feed_last_token() {
   const uint32_t pos = n_cached_;
-  blocks_.prepare_write(pos, pos + 1);
+  prepare_write(pos, pos + 1);
   auto view = blocks_.view(engine_->context_length());
   backend::Batch batch;
   batch.tokens = std::span<const int32_t>(tokens_).subspan(pos, 1);
@@ -46,6 +47,18 @@ void Session::feed_last_token() {
   engine_->backend().forward(batch, view, logits_);
   ++n_cached_;
   if (n_cached_ % kv::kBlockTokens == 0) blocks_.publish_full(tokens_, n_cached_);
+}
+
+void Session::prepare_write(uint32_t from, uint32_t to) {
+  try {
+    blocks_.prepare_write(from, to);
+  } catch (const Error& e) {
+    // Short of KV memory: idle sessions go to the store, then this one tries again.
+    if (e.status() != Status::out_of_memory) throw;
+    const size_t needed = (to - from) / kv::kBlockTokens + 2;
+    if (!engine_->make_room(needed, this)) throw;
+    blocks_.prepare_write(from, to);
+  }
 }
 
 }  // namespace parley::engine

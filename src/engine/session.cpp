@@ -1,6 +1,8 @@
 #include "engine/session.h"
 
 #include "common/error.h"
+#include "common/log.h"
+#include "engine/clock.h"
 #include "engine/engine.h"
 #include "text/utf8_stream.h"
 
@@ -20,6 +22,12 @@ void check_session_id(const std::string& id) {
   }
 }
 
+text::TemplateKind stored_template(const std::string& name) {
+  const auto kind = text::template_from_name(name);
+  require(kind.has_value(), Status::corrupt, "stored chat template '" + name + "' is unknown");
+  return *kind;
+}
+
 }  // namespace
 
 Session::Session(std::shared_ptr<Engine> engine, const SessionOptions& options)
@@ -37,8 +45,19 @@ Session::Session(std::shared_ptr<Engine> engine, const SessionOptions& options)
   require(start_tokens + 1 <= engine_->context_length(), Status::context_full,
           "the system prompt takes " + std::to_string(start_tokens) +
               " tokens; the context holds " + std::to_string(engine_->context_length()));
-  id_ = engine_->reserve_session_id(options.id);
   if (!system_prompt_.empty()) messages_.push_back({Role::system, system_prompt_, 0, 0, true});
+  created_ms_ = unix_ms();
+  last_used_ms_ = now_ms();
+  id_ = engine_->register_session(this, options.id, false);
+  if (auto* store = engine_->store()) {
+    try {
+      store->create_session(stored_header());
+      commit_messages();
+    } catch (...) {
+      engine_->unregister_session(id_);
+      throw;
+    }
+  }
 }
 
 Session::Session(const Session& source, const std::string& new_id, ForkTag)
@@ -54,10 +73,78 @@ Session::Session(const Session& source, const std::string& new_id, ForkTag)
       blocks_(source.blocks_.fork(source.n_cached_)),
       logits_(source.logits_) {
   check_session_id(new_id);
-  id_ = engine_->reserve_session_id(new_id);  // last: a throw above leaves nothing reserved
+  spilled_ = source.spilled();
+  created_ms_ = unix_ms();
+  last_used_ms_ = now_ms();
+  id_ = engine_->register_session(this, new_id, false);
+  if (auto* store = engine_->store()) {
+    try {
+      store->create_session(stored_header());
+      commit_messages();
+      // A spilled source's KV is the fork's too; the store shares its prefix blocks.
+      if (spilled_) {
+        if (auto kv = store->load_kv(source.id_)) store->save_kv(id_, *kv, {});
+      }
+    } catch (...) {
+      if (store->load_session(id_)) store->delete_session(id_);
+      engine_->unregister_session(id_);
+      throw;
+    }
+  }
 }
 
-Session::~Session() { engine_->release_session_id(id_); }
+Session::Session(std::shared_ptr<Engine> engine, const store::StoredSession& stored,
+                 std::vector<store::StoredTurn> turns, OpenTag)
+    : engine_(std::move(engine)),
+      system_prompt_(stored.system_prompt),
+      cache_scope_(stored.cache_scope),
+      overflow_(OverflowPolicy(stored.overflow)),
+      template_(stored_template(stored.chat_template), engine_->tokenizer()),
+      blocks_(engine_->kv_pool(), engine_->prefix_root(stored.cache_scope)) {
+  for (auto& t : turns) {
+    require(t.role >= 0 && t.role <= 2, Status::corrupt, "stored turn has an unknown role");
+    for (int32_t id : t.token_ids) {
+      require(id >= 0 && id < engine_->config().n_vocab, Status::corrupt,
+              "stored token " + std::to_string(id) + " is outside this model's vocabulary");
+    }
+    Message m{Role(t.role), std::move(t.text), uint32_t(t.token_ids.size()),
+              uint32_t(tokens_.size()), t.closed};
+    tokens_.insert(tokens_.end(), t.token_ids.begin(), t.token_ids.end());
+    if (m.role == Role::assistant) reply_closed_ = m.closed;
+    messages_.push_back(std::move(m));
+  }
+  require(tokens_.size() <= engine_->context_length(), Status::corrupt,
+          "stored conversation is longer than the context");
+  n_committed_ = messages_.size();
+  created_ms_ = stored.created_ms;
+  spilled_ = !tokens_.empty();  // its KV, if any, is in the store
+  last_used_ms_ = now_ms();
+  id_ = engine_->register_session(this, stored.id, true);
+}
+
+std::unique_ptr<Session> Session::open(std::shared_ptr<Engine> engine, const std::string& id) {
+  auto* store = engine->store();
+  require(store != nullptr, Status::not_found,
+          "no session store is open (set store_path), so there is no stored session '" + id + "'");
+  auto stored = store->load_session(id);
+  require(stored.has_value(), Status::not_found, "no stored session '" + id + "'");
+  auto turns = store->load_turns(id);
+  return std::unique_ptr<Session>(new Session(std::move(engine), *stored, std::move(turns), OpenTag{}));
+}
+
+Session::~Session() {
+  engine_->unregister_session(id_);
+  std::lock_guard wait_for_spill(use_mutex_);
+  if (engine_->store() && !spilled()) {
+    // The transcript is committed; keeping the KV too makes reopening instant.
+    try {
+      commit_messages();
+      spill();
+    } catch (const Error& e) {
+      log::warn_line("closing session '" + id_ + "': " + e.what());
+    }
+  }
+}
 
 std::unique_ptr<Session> Session::fork(const std::string& new_id) const {
   return std::unique_ptr<Session>(new Session(*this, new_id, ForkTag{}));
@@ -71,6 +158,10 @@ void Session::rewind(uint32_t n_messages) {
               std::to_string(n_droppable) + " besides the system prompt");
   if (n_messages == 0) return;
   const size_t first_dropped = messages_.size() - n_messages;
+  if (auto* store = engine_->store(); store && n_committed_ > first_dropped) {
+    store->truncate_turns(id_, uint32_t(first_dropped));  // first: a failure changes nothing
+    n_committed_ = first_dropped;
+  }
   const uint32_t keep = messages_[first_dropped].token_begin;
   const Message* last_kept = first_dropped > n_system ? &messages_[first_dropped - 1] : nullptr;
   // After a user message the reply is missing: the next turn closes it as an empty one.
@@ -83,6 +174,21 @@ void Session::rewind(uint32_t n_messages) {
 void Session::truncate_kv(uint32_t n) {
   n_cached_ = std::min(n_cached_, n);
   blocks_.truncate(n_cached_);
+}
+
+SessionState Session::state(double now, uint32_t idle_after_ms) const {
+  if (spilled()) return SessionState::spilled;
+  if (idle_after_ms > 0 && now - last_used_ms() >= idle_after_ms) return SessionState::idle;
+  return SessionState::active;
+}
+
+SessionState Session::state() const { return state(now_ms(), engine_->idle_spill_ms()); }
+
+bool Session::has_store() const { return engine_->store() != nullptr; }
+
+uint64_t Session::kv_bytes_stored() const {
+  auto* store = engine_->store();
+  return store ? store->kv_bytes(id_) : 0;
 }
 
 std::vector<int32_t> Session::render_turn(std::string_view user_text) const {

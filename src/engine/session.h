@@ -1,11 +1,15 @@
 // Session: one conversation — its messages, its token ids and the KV cache that holds them.
-// Used by one thread at a time (the C ABI enforces that); interrupt() may come from any thread.
+// One user at a time: callers take try_use() first (the C ABI turns a refusal into BUSY; the
+// engine's spill thread simply skips the session). interrupt() may come from any thread.
+// With a store, every finished turn is committed before send() returns, and the KV can be
+// spilled to the store (freeing its memory) and brought back by the next send.
 #pragma once
 
 #include <atomic>
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <span>
 #include <string>
@@ -13,6 +17,7 @@
 #include <vector>
 
 #include "kv/block_table.h"
+#include "store/store.h"
 #include "sample/sampler.h"
 #include "text/chat_template.h"
 
@@ -51,6 +56,8 @@ struct TurnStats {
   KvSource kv_source = KvSource::fresh;
 };
 
+enum class SessionState : int32_t { active = 0, idle = 1, spilled = 2 };  // PARLEY_SESSION_*
+
 struct Message {
   Role role;
   std::string text;
@@ -64,26 +71,38 @@ using TextSink = std::function<bool(std::string_view)>;
 
 class Session {
  public:
-  // Throws Error: invalid_argument (bad id, invalid UTF-8), context_full (the system prompt
-  // alone does not fit).
+  // A new conversation. Throws Error: invalid_argument (bad or used id, invalid UTF-8),
+  // context_full (the system prompt alone does not fit), storage (the store refused it).
   Session(std::shared_ptr<Engine> engine, const SessionOptions& options);
+  // A stored conversation, reopened: its KV comes back from the store on the next send.
+  // Throws Error: not_found, corrupt (an unreadable transcript), storage.
+  static std::unique_ptr<Session> open(std::shared_ptr<Engine> engine, const std::string& id);
+  // Waits for a spill running on another thread, then frees the KV.
   ~Session();
   Session(const Session&) = delete;
   Session& operator=(const Session&) = delete;
 
+  // The right to call the methods below; empty when someone else holds it.
+  std::unique_lock<std::mutex> try_use() { return std::unique_lock(use_mutex_, std::try_to_lock); }
+
+  // Adds a user message and generates the reply (turn.cpp). On Error(cancelled) the partial
+  // reply is kept as the turn; on Error(storage) the turn is kept in memory and committed with
+  // the next turn; on any other error the session is left as it was.
+  void send(std::string_view user_text, const GenerateParams& params, const TextSink& sink,
+            TurnStats& stats);
+
   // A new session with this one's conversation: full KV blocks are shared, the partially
   // filled last block is copied. Throws Error: invalid_argument (bad or used id),
-  // out_of_memory.
+  // out_of_memory, storage.
   std::unique_ptr<Session> fork(const std::string& new_id) const;
 
   // Drops the last n messages (the system prompt stays) and the KV behind them.
-  // Throws Error(invalid_argument) when there are fewer.
+  // Throws Error(invalid_argument) when there are fewer, Error(storage).
   void rewind(uint32_t n_messages);
 
-  // Adds a user message and generates the reply (turn.cpp). On Error(cancelled) the partial
-  // reply is kept as the turn; on any other error the session is left as it was.
-  void send(std::string_view user_text, const GenerateParams& params, const TextSink& sink,
-            TurnStats& stats);
+  // Writes the KV to the store and frees its memory (spill.cpp); false when there is no
+  // store or nothing to spill. Throws Error(storage); the KV then stays resident.
+  bool spill();
 
   // Makes a running send() stop at its next token. Any thread.
   void interrupt() { interrupt_.store(true, std::memory_order_relaxed); }
@@ -92,29 +111,46 @@ class Session {
   const std::vector<Message>& messages() const { return messages_; }
   const std::vector<int32_t>& tokens() const { return tokens_; }
   uint64_t kv_bytes_resident() const { return blocks_.bytes(); }
+  bool spilled() const { return spilled_.load(std::memory_order_relaxed); }
+  double last_used_ms() const { return last_used_ms_.load(std::memory_order_relaxed); }
+  SessionState state(double now_ms, uint32_t idle_after_ms) const;
+  SessionState state() const;
+  bool has_store() const;
+  uint64_t kv_bytes_stored() const;
+  text::TemplateKind template_kind() const { return template_.kind(); }
   // The logits the last reply token was chosen from.
   std::span<const float> last_logits() const { return logits_; }
-  text::TemplateKind template_kind() const { return template_.kind(); }
 
  private:
   struct ForkTag {};
   Session(const Session& source, const std::string& new_id, ForkTag);
+  struct OpenTag {};
+  Session(std::shared_ptr<Engine> engine, const store::StoredSession& stored,
+          std::vector<store::StoredTurn> turns, OpenTag);
 
   // The ids to prefill for a new user message, starting with what the previous reply left.
   std::vector<int32_t> render_turn(std::string_view user_text) const;
   // Makes room for a new turn of `new_ids` by dropping the oldest exchanges and rebuilding
   // the conversation from its stored ids (overflow.cpp); false when even that cannot fit it.
   bool drop_oldest_to_fit(std::string_view user_text, std::vector<int32_t>& new_ids);
+  // Brings spilled KV back from the store (resume.cpp); returns whether all of it came back.
+  bool restore_kv();
   // Feeds tokens_[n_cached_..] through the model, reusing published prefix blocks first;
   // leaves the last row's logits in logits_. Returns the tokens found in the prefix cache.
   uint32_t prefill();
   // Runs one token at position n_cached_ (the last of tokens_) and publishes a filled block.
   void feed_last_token();
-  // Drops KV past n tokens (tokens_ is the caller's).
-  void truncate_kv(uint32_t n);
+  // Makes positions [from, to) writable, spilling other sessions when the budget is short.
+  void prepare_write(uint32_t from, uint32_t to);
   // Samples, streams and feeds reply tokens until a stop; returns the reply's text.
   std::string decode(const GenerateParams& params, const TextSink& sink, TurnStats& stats,
                      double started_ms, bool& cancelled);
+  // Drops KV past n tokens (tokens_ is the caller's).
+  void truncate_kv(uint32_t n);
+  // Commits the messages the store does not have yet (transcript.cpp).
+  void commit_messages();
+  store::StoredSession stored_header() const;
+  std::vector<store::StoredTurn> stored_turns(size_t first) const;
 
   std::shared_ptr<Engine> engine_;
   std::string id_;
@@ -128,7 +164,14 @@ class Session {
   bool reply_closed_ = true;     // the last reply ended with a stop token (or there is none)
   kv::BlockTable blocks_;
   std::vector<float> logits_;    // [n_vocab] of the last fed token
+  size_t n_committed_ = 0;       // messages_[0, n_committed_) are in the store
+  bool rewrite_transcript_ = false;  // the stored turns must be replaced, not appended to
+  // Read by the engine's bookkeeping without taking the session.
+  std::atomic<bool> spilled_{false};  // the KV is in the store, not in blocks_
+  std::atomic<double> last_used_ms_{0};
+  int64_t created_ms_ = 0;
   std::atomic<bool> interrupt_{false};
+  std::mutex use_mutex_;
 };
 
 }  // namespace parley::engine

@@ -17,6 +17,11 @@ void Session::send(std::string_view user_text, const GenerateParams& params,
           "user text is not valid UTF-8");
   stats = TurnStats{};
   stats.kv_source = n_cached_ > 0 ? KvSource::resident : KvSource::fresh;
+  if (spilled()) {  // 0. bring the KV back from the store (or recompute what did not come)
+    const double t0 = now_ms();
+    stats.kv_source = restore_kv() ? KvSource::restored : KvSource::rebuilt;
+    stats.restore_ms = now_ms() - t0;
+  }
 
   // 1. Render only what is new: what closes the previous reply, then the user message. When
   //    it does not fit, the overflow policy decides: refuse, or drop the oldest exchanges.
@@ -70,6 +75,11 @@ void Session::send(std::string_view user_text, const GenerateParams& params,
   messages_.push_back({Role::user, std::string(user_text), user_tokens, uint32_t(tokens_before), true});
   messages_.push_back({Role::assistant, std::move(reply), stats.generated_tokens,
                        uint32_t(tokens_before + new_ids.size()), reply_closed_});
+  last_used_ms_ = now_ms();
+
+  // 6. Durable before send() returns. If the store fails, the turn stays in memory and goes
+  //    to the store with the next commit.
+  commit_messages();
   if (cancelled) fail(Status::cancelled, "the reply was stopped; its partial text is kept");
 }
 

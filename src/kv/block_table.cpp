@@ -97,4 +97,10 @@ void BlockTable::truncate(uint32_t n_filled) {
   }
 }
 
+std::byte* BlockTable::append_block() {
+  const BlockId id = pool_->allocate();
+  ids_.push_back(id);
+  return pool_->data(id);
+}
+
 }  // namespace parley::kv

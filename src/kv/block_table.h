@@ -41,6 +41,18 @@ class BlockTable {
   // Forgets positions from n_filled on, releasing the blocks past them.
   void truncate(uint32_t n_filled);
 
+  // Appends a fresh block (for K/V restored from elsewhere) and returns its bytes.
+  // Throws Error(out_of_memory).
+  std::byte* append_block();
+
+  // Chained hashes of the full blocks that have one (every full block after publish_full).
+  std::span<const uint64_t> full_block_hashes() const { return hashes_; }
+  // The key block b has (or would have) for these tokens.
+  BlockKey key_of(std::span<const int32_t> tokens, size_t block) const {
+    return make_block_key(parent_hash(block), tokens.subspan(block * kBlockTokens, kBlockTokens));
+  }
+  BlockPool& pool() const { return *pool_; }
+
   KvView view(uint32_t capacity) { return KvView(*pool_, ids_, capacity); }
   const std::vector<BlockId>& ids() const { return ids_; }
   uint64_t bytes() const { return uint64_t(ids_.size()) * pool_->layout().block_bytes(); }

@@ -3,10 +3,12 @@
 #include <doctest/doctest.h>
 
 #include <cstring>
+#include <fstream>
 #include <string>
 #include <vector>
 
 #include "abi_fixture.h"
+#include "support/shared_assets.h"
 #include "parley.h"
 
 using namespace parley::test;
@@ -110,10 +112,24 @@ TEST_CASE("engine_open reports files and features it cannot serve") {
     o.device = "cuda:0";
     CHECK(open_with(o, &e) == PARLEY_E_UNSUPPORTED);
   }
-  SUBCASE("the store, which this version lacks") {
-    o.store_path = "/tmp/parley-sessions.db";
-    CHECK(open_with(o, &e) == PARLEY_E_UNSUPPORTED);
-    CHECK(last_error_mentions("store"));
+  SUBCASE("a store file that cannot be created") {
+    o.store_path = "/nonexistent/dir/sessions.db";
+    CHECK(open_with(o, &e) == PARLEY_E_STORAGE);
+    CHECK(last_error_mentions("sessions.db"));
+  }
+  SUBCASE("a store path that is some other file: refused, and left alone") {
+    TempDir dir;
+    const auto path = dir / "notes.txt";
+    std::ofstream(path) << "not a database";
+    const std::string p = path.string();
+    o.store_path = p.c_str();
+    CHECK(open_with(o, &e) == PARLEY_E_CORRUPT);
+    CHECK(last_error_mentions("not a Parley store"));
+    CHECK(read_file(path) == "not a database");
+  }
+  SUBCASE("an empty store path") {
+    o.store_path = "";
+    CHECK(open_with(o, &e) == PARLEY_E_INVALID_ARGUMENT);
   }
   CHECK(e == nullptr);
 }

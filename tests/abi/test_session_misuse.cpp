@@ -246,16 +246,21 @@ TEST_CASE("turns and tokens of a conversation") {
   parley_session_close(s);
 }
 
-TEST_CASE("entry points of later versions say UNSUPPORTED") {
+TEST_CASE("without a store: suspend is UNSUPPORTED, open and delete find nothing, the list is empty") {
   EngineHandle e(tiny_chat_model());
   SessionHandle s(e);
   parley_session* out = reinterpret_cast<parley_session*>(uintptr_t(1));
   CHECK(parley_session_suspend(s) == PARLEY_E_UNSUPPORTED);
-  CHECK(parley_session_open(e, "x", &out) == PARLEY_E_UNSUPPORTED);
+  CHECK(last_error_mentions("store"));
+  CHECK(parley_session_open(e, "x", &out) == PARLEY_E_NOT_FOUND);
   CHECK(out == nullptr);
-  CHECK(parley_session_delete(e, "x") == PARLEY_E_UNSUPPORTED);
+  CHECK(parley_session_delete(e, "x") == PARLEY_E_NOT_FOUND);
   size_t needed = 0;
-  CHECK(parley_store_list_sessions(e, nullptr, 0, &needed) == PARLEY_E_UNSUPPORTED);
+  CHECK(parley_store_list_sessions(e, nullptr, 0, &needed) == PARLEY_OK);
+  CHECK(needed == 1);  // "" and its NUL
+  CHECK(parley_session_open(e, nullptr, &out) == PARLEY_E_INVALID_ARGUMENT);
+  CHECK(parley_session_open(e, "", &out) == PARLEY_E_INVALID_ARGUMENT);
+  CHECK(parley_session_delete(e, nullptr) == PARLEY_E_INVALID_ARGUMENT);
 }
 
 TEST_CASE("fork and rewind check their arguments") {

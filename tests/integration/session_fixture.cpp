@@ -16,6 +16,20 @@ std::shared_ptr<engine::Engine> open_engine(const std::string& path, kv::KvType 
   return std::make_shared<engine::Engine>(o);
 }
 
+std::shared_ptr<engine::Engine> open_engine_with_store(const std::string& model,
+                                                       kv::KvType kv_type, const StoreSetup& store,
+                                                       uint64_t budget_bytes) {
+  engine::EngineOptions o;
+  o.model_path = model;
+  o.kv_type = kv_type;
+  o.n_threads = 2;
+  o.kv_budget_bytes = budget_bytes;
+  o.store_path = store.path;
+  o.idle_spill_ms = store.idle_spill_ms;
+  o.store_options.vfs = store.vfs;
+  return std::make_shared<engine::Engine>(o);
+}
+
 engine::SessionOptions session_options(const std::string& system_prompt,
                                        const std::string& chat_template,
                                        const std::string& scope) {

@@ -14,6 +14,15 @@ namespace parley::test {
 std::shared_ptr<engine::Engine> open_engine(const std::string& path, kv::KvType kv_type,
                                             uint64_t budget_bytes = 0);
 
+struct StoreSetup {
+  std::string path;           // the SQLite file
+  uint32_t idle_spill_ms = 0;
+  std::string vfs;            // "" = SQLite's default
+};
+std::shared_ptr<engine::Engine> open_engine_with_store(const std::string& model,
+                                                       kv::KvType kv_type, const StoreSetup& store,
+                                                       uint64_t budget_bytes = 0);
+
 engine::SessionOptions session_options(const std::string& system_prompt = "",
                                        const std::string& chat_template = "raw",
                                        const std::string& scope = "");

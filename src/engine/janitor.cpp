@@ -1,0 +1,34 @@
+#include "engine/janitor.h"
+
+#include <algorithm>
+#include <chrono>
+
+#include "engine/clock.h"
+#include "engine/engine.h"
+
+namespace parley::engine {
+
+Janitor::Janitor(Engine& engine, uint32_t idle_ms)
+    : engine_(engine), idle_ms_(idle_ms), thread_([this] { run(); }) {}
+
+Janitor::~Janitor() {
+  {
+    std::lock_guard lock(mutex_);
+    stop_ = true;
+  }
+  wake_.notify_all();
+  thread_.join();
+}
+
+void Janitor::run() {
+  // Checking four times per idle period spills a session at most a quarter period late.
+  const auto period = std::chrono::milliseconds(std::max<uint32_t>(1, idle_ms_ / 4));
+  std::unique_lock lock(mutex_);
+  while (!wake_.wait_for(lock, period, [this] { return stop_; })) {
+    lock.unlock();
+    engine_.spill_idle(now_ms() - idle_ms_);
+    lock.lock();
+  }
+}
+
+}  // namespace parley::engine

@@ -1,0 +1,45 @@
+// Session::spill — the KV goes to the store and its memory is freed: full blocks as
+// content-addressed prefix blocks (stored once for every session that has them), the partially
+// filled last block as the session's own blob. The blocks are released only after the store's
+// transaction has committed.
+#include "common/error.h"
+#include "engine/engine.h"
+#include "engine/session.h"
+#include "store/kv_codec.h"
+
+namespace parley::engine {
+
+bool Session::spill() {
+  auto* store = engine_->store();
+  if (!store || spilled() || n_cached_ == 0) return false;
+  auto& pool = blocks_.pool();
+  const auto& layout = pool.layout();
+  const uint64_t fingerprint = engine_->model().fingerprint;
+
+  blocks_.publish_full(tokens_, n_cached_);  // every full block gets its chained hash
+  const auto hashes = blocks_.full_block_hashes();
+  const uint32_t n_full = n_cached_ / kv::kBlockTokens;
+  store::StoredKv kv;
+  kv.model_fingerprint = fingerprint;
+  kv.kv_type = int32_t(layout.type());
+  kv.n_tokens = n_cached_;
+  std::vector<store::PrefixBlob> new_blobs;
+  for (uint32_t b = 0; b < n_full; ++b) {
+    kv.full_block_hashes.push_back(hashes[b]);
+    if (!store->has_prefix_block(hashes[b])) {
+      new_blobs.push_back({hashes[b], store::encode_kv_block(layout, fingerprint,
+                                                              pool.data(blocks_.ids()[b]),
+                                                              kv::kBlockTokens)});
+    }
+  }
+  if (const uint32_t tail = n_cached_ % kv::kBlockTokens) {
+    kv.tail_blob = store::encode_kv_block(layout, fingerprint, pool.data(blocks_.ids()[n_full]), tail);
+  }
+  store->save_kv(id_, kv, new_blobs);
+
+  truncate_kv(0);  // published blocks stay findable in the prefix cache until evicted
+  spilled_ = true;
+  return true;
+}
+
+}  // namespace parley::engine

@@ -1,0 +1,85 @@
+#include "store/connection.h"
+
+namespace parley::store {
+
+Connection::Connection(const std::string& path, const std::string& vfs, int busy_timeout_ms) {
+  // NOMUTEX: the Store's own mutex serializes calls, and also keeps sqlite3_errmsg tied to
+  // the call that failed (SQLite's FULLMUTEX would not).
+  const int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX;
+  const int rc = sqlite3_open_v2(path.c_str(), &db_, flags, vfs.empty() ? nullptr : vfs.c_str());
+  if (rc != SQLITE_OK) {
+    const std::string message =
+        "cannot open " + path + ": " + (db_ ? sqlite3_errmsg(db_) : sqlite3_errstr(rc));
+    sqlite3_close(db_);
+    throw SqliteError(rc, message);
+  }
+  sqlite3_extended_result_codes(db_, 1);
+  // DEFENSIVE: no statement can corrupt the file on purpose (writable_schema, ...).
+  sqlite3_db_config(db_, SQLITE_DBCONFIG_DEFENSIVE, 1, nullptr);
+  sqlite3_busy_timeout(db_, busy_timeout_ms);
+}
+
+Connection::~Connection() {
+  cache_.clear();  // finalize every statement, or sqlite3_close refuses
+  sqlite3_close(db_);
+}
+
+void Connection::exec(std::string_view sql, std::string_view what) {
+  const std::string text(sql);
+  if (sqlite3_exec(db_, text.c_str(), nullptr, nullptr, nullptr) != SQLITE_OK) {
+    throw_sqlite_error(db_, what);
+  }
+}
+
+int64_t Connection::query_int64(std::string_view sql, std::string_view what) {
+  Statement statement(db_, sql, std::string(what));
+  if (!statement.step()) fail(Status::storage, std::string(what) + ": no result");
+  return statement.int64_at(0);
+}
+
+StatementLease Connection::statement(std::string_view sql, std::string_view what) {
+  auto& slot = cache_[std::string(sql)];
+  if (!slot) slot = std::make_unique<Statement>(db_, sql, std::string(what));
+  return StatementLease(*slot);
+}
+
+void Connection::set_synchronous(Synchronous level) {
+  if (synchronous_ == level) return;
+  exec(level == Synchronous::full ? "PRAGMA synchronous = FULL" : "PRAGMA synchronous = NORMAL",
+       "set synchronous");
+  synchronous_ = level;
+}
+
+void Connection::leave_file_untouched_on_close() {
+  sqlite3_db_config(db_, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1, nullptr);
+}
+
+WriteTransaction::WriteTransaction(Connection& connection) : connection_(connection) {
+  connection_.exec("BEGIN IMMEDIATE", "begin transaction");
+}
+
+WriteTransaction::~WriteTransaction() {
+  // SQLite may already have rolled back by itself (disk full, I/O error); ROLLBACK would
+  // then fail harmlessly, so it is only sent while a transaction is open.
+  if (!done_ && connection_.in_transaction()) {
+    sqlite3_exec(connection_.handle(), "ROLLBACK", nullptr, nullptr, nullptr);
+  }
+}
+
+void WriteTransaction::commit() {
+  connection_.exec("COMMIT", "commit");
+  done_ = true;
+}
+
+ReadTransaction::ReadTransaction(Connection& connection) : connection_(connection) {
+  connection_.exec("BEGIN", "begin read transaction");
+}
+
+ReadTransaction::~ReadTransaction() {
+  // Nothing was written: ending it either way releases the snapshot.
+  if (connection_.in_transaction()) {
+    sqlite3_exec(connection_.handle(), "ROLLBACK", nullptr, nullptr, nullptr);
+  }
+}
+
+}  // namespace parley::store

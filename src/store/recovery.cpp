@@ -1,0 +1,116 @@
+#include "store/recovery.h"
+
+#include <chrono>
+#include <filesystem>
+#include <optional>
+#include <system_error>
+
+#include "store/transcript_rows.h"
+
+namespace parley::store {
+namespace {
+
+namespace fs = std::filesystem;
+using transcript_rows::Lookup;
+
+constexpr const char* kCompanionSuffixes[] = {"-wal", "-shm", "-journal"};
+
+std::string unused_aside_name(const std::string& path) {
+  const auto now = std::chrono::system_clock::now().time_since_epoch();
+  const std::string base =
+      path + ".corrupt-" +
+      std::to_string(std::chrono::duration_cast<std::chrono::seconds>(now).count());
+  std::string name = base;
+  for (int n = 2;; ++n) {
+    std::error_code ec;
+    bool taken = fs::exists(name, ec);
+    for (const char* suffix : kCompanionSuffixes) taken = taken || fs::exists(name + suffix, ec);
+    if (!taken) return name;
+    name = base + "-" + std::to_string(n);
+  }
+}
+
+void rename_or_fail(const std::string& from, const std::string& to) {
+  std::error_code ec;
+  fs::rename(from, to, ec);
+  require(!ec, Status::storage,
+          "cannot move the damaged store " + from + " aside to " + to + ": " + ec.message());
+}
+
+// A read that fails on a damaged page is treated as "not readable", whichever way it failed.
+template <class Read>
+auto try_read(Read&& read) -> decltype(read()) {
+  try {
+    return read();
+  } catch (const Error&) {
+    return std::nullopt;
+  }
+}
+
+// Through the index first, then by scanning the table: either b-tree may be the broken one.
+std::optional<transcript_rows::SessionRow> read_session(Connection& db, const std::string& id) {
+  auto row = try_read([&] { return transcript_rows::select_session(db, id, Lookup::by_index); });
+  if (row) return row;
+  return try_read([&] { return transcript_rows::select_session(db, id, Lookup::by_table_scan); });
+}
+
+std::optional<StoredTurn> read_turn(Connection& db, const std::string& id, int64_t idx) {
+  auto turn = try_read([&] { return transcript_rows::select_turn(db, id, idx, Lookup::by_index); });
+  if (turn) return turn;
+  return try_read([&] { return transcript_rows::select_turn(db, id, idx, Lookup::by_table_scan); });
+}
+
+void copy_session(Connection& fresh, const StoredSession& session,
+                  const std::vector<StoredTurn>& turns) {
+  WriteTransaction transaction(fresh);
+  transcript_rows::insert_session(fresh, session);
+  for (size_t i = 0; i < turns.size(); ++i) {
+    transcript_rows::insert_turn(fresh, session.id, static_cast<int64_t>(i), turns[i]);
+  }
+  transcript_rows::update_turn_count(fresh, session.id, static_cast<int64_t>(turns.size()),
+                                     session.updated_ms);
+  transaction.commit();
+}
+
+}  // namespace
+
+std::string move_aside(const std::string& path) {
+  const std::string aside = unused_aside_name(path);
+  rename_or_fail(path, aside);
+  for (const char* suffix : kCompanionSuffixes) {
+    std::error_code ec;
+    if (fs::exists(path + suffix, ec)) rename_or_fail(path + suffix, aside + suffix);
+  }
+  return aside;
+}
+
+RecoveryReport salvage_transcripts(const std::string& damaged_path, const StoreOptions& options,
+                                   Connection& fresh) {
+  RecoveryReport report;
+  std::optional<Connection> damaged;
+  try {
+    damaged.emplace(damaged_path, options.vfs, options.busy_timeout_ms);
+    damaged->leave_file_untouched_on_close();
+  } catch (const Error&) {
+    return report;  // nothing can be read; the file itself is kept aside
+  }
+  for (const std::string& id : transcript_rows::salvage_session_ids(*damaged)) {
+    const auto row = read_session(*damaged, id);
+    if (!row) {
+      report.lost.push_back(id);
+      continue;
+    }
+    std::vector<StoredTurn> turns;
+    while (static_cast<int64_t>(turns.size()) < row->n_turns) {
+      auto turn = read_turn(*damaged, id, static_cast<int64_t>(turns.size()));
+      if (!turn) break;  // a gap would make the rest meaningless: keep the readable prefix
+      turns.push_back(std::move(*turn));
+    }
+    copy_session(fresh, row->session, turns);
+    const bool complete = static_cast<int64_t>(turns.size()) == row->n_turns;
+    (complete ? report.recovered : report.truncated).push_back(id);
+  }
+  return report;
+}
+
+}  // namespace parley::store

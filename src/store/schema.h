@@ -1,0 +1,15 @@
+// The store's tables, as SQL text. Migration 1 runs it on a new file; later versions change
+// the file only through further migrations (migrations.cpp), never by editing this text.
+#pragma once
+
+#include <string_view>
+
+namespace parley::store {
+
+// Content: meta, sessions, turns (the transcript, the source of truth).
+std::string_view content_schema_v1();
+// Aux: kv_sessions, kv_block_refs, prefix_blocks (a cache of the transcript's KV: dropping
+// these tables loses nothing that a re-prefill cannot rebuild).
+std::string_view kv_schema_v1();
+
+}  // namespace parley::store

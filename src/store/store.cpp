@@ -1,0 +1,243 @@
+#include "store/store.h"
+
+#include <algorithm>
+#include <chrono>
+#include <mutex>
+
+#include "store/connection.h"
+#include "store/kv_rows.h"
+#include "store/store_open.h"
+#include "store/transcript_rows.h"
+
+namespace parley::store {
+namespace {
+
+constexpr int32_t kLastRole = 2;                 // PARLEY_ROLE_ASSISTANT
+constexpr std::optional<Synchronous> kReadOnly;  // reads leave the synchronous setting alone
+
+int64_t now_ms() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+transcript_rows::SessionRow require_session(Connection& db, const std::string& id) {
+  auto row = transcript_rows::select_session(db, id);
+  if (!row) fail(Status::not_found, "no stored session " + id);
+  return *row;
+}
+
+void require_known_roles(const char* call, std::span<const StoredTurn> turns) {
+  for (const StoredTurn& turn : turns) {
+    require(turn.role >= 0 && turn.role <= kLastRole, Status::invalid_argument,
+            std::string(call) + ": unknown role " + std::to_string(turn.role));
+  }
+}
+
+}  // namespace
+
+struct Store::Impl {
+  std::mutex mutex;
+  std::unique_ptr<Connection> db;
+  std::optional<RecoveryReport> recovery;
+
+  // Runs one store call under the lock; a write first sets the durability it needs. SQLite's
+  // errors get the call's name in front ("append_turns: commit: database or disk is full");
+  // any transaction the body opened has been rolled back by then.
+  template <class Body>
+  auto call(const char* name, std::optional<Synchronous> durability, Body&& body)
+      -> decltype(body(*db)) {
+    std::lock_guard lock(mutex);
+    try {
+      if (durability) db->set_synchronous(*durability);
+      return body(*db);
+    } catch (const SqliteError& e) {
+      throw SqliteError(e.code(), std::string(name) + ": " + e.what());
+    }
+  }
+};
+
+Store::Store(const std::string& path, const StoreOptions& options)
+    : impl_(std::make_unique<Impl>()) {
+  OpenedStore opened;
+  try {
+    opened = open_store(path, options);
+  } catch (const SqliteError& e) {
+    throw SqliteError(e.code(), "opening " + path + ": " + e.what());
+  }
+  impl_->db = std::move(opened.db);
+  impl_->recovery = std::move(opened.recovery);
+}
+
+Store::~Store() = default;
+
+const std::optional<RecoveryReport>& Store::recovery() const { return impl_->recovery; }
+
+// Transcript writes run with synchronous=FULL: COMMIT returns only after the WAL is on disk.
+
+void Store::create_session(const StoredSession& session) {
+  require(!session.id.empty(), Status::invalid_argument, "create_session: empty session id");
+  impl_->call("create_session", Synchronous::full, [&](Connection& db) {
+    WriteTransaction transaction(db);
+    require(!transcript_rows::select_session(db, session.id), Status::invalid_argument,
+            "create_session: session " + session.id + " already exists");
+    transcript_rows::insert_session(db, session);
+    transaction.commit();
+  });
+}
+
+void Store::append_turns(const std::string& id, uint32_t first_index,
+                         std::span<const StoredTurn> turns) {
+  require_known_roles("append_turns", turns);
+  impl_->call("append_turns", Synchronous::full, [&](Connection& db) {
+    WriteTransaction transaction(db);
+    const auto row = require_session(db, id);
+    require(first_index == row.n_turns, Status::invalid_argument,
+            "append_turns: session " + id + " has " + std::to_string(row.n_turns) +
+                " turns; the next one is " + std::to_string(row.n_turns) + ", not " +
+                std::to_string(first_index));
+    for (size_t i = 0; i < turns.size(); ++i) {
+      transcript_rows::insert_turn(db, id, static_cast<int64_t>(first_index + i), turns[i]);
+    }
+    transcript_rows::update_turn_count(db, id, row.n_turns + static_cast<int64_t>(turns.size()),
+                                       std::max(now_ms(), row.session.updated_ms));
+    transaction.commit();
+  });
+}
+
+void Store::truncate_turns(const std::string& id, uint32_t keep) {
+  impl_->call("truncate_turns", Synchronous::full, [&](Connection& db) {
+    WriteTransaction transaction(db);
+    const auto row = require_session(db, id);
+    require(keep <= row.n_turns, Status::invalid_argument,
+            "truncate_turns: session " + id + " has " + std::to_string(row.n_turns) +
+                " turns, cannot keep " + std::to_string(keep));
+    transcript_rows::delete_turns_from(db, id, keep);
+    transcript_rows::update_turn_count(db, id, keep, std::max(now_ms(), row.session.updated_ms));
+    // The KV described the dropped turns too.
+    kv_rows::delete_session_kv(db, id);
+    transaction.commit();
+  });
+}
+
+void Store::replace_turns(const std::string& id, std::span<const StoredTurn> turns) {
+  require_known_roles("replace_turns", turns);
+  impl_->call("replace_turns", Synchronous::full, [&](Connection& db) {
+    WriteTransaction transaction(db);
+    const auto row = require_session(db, id);
+    transcript_rows::delete_turns_from(db, id, 0);
+    for (size_t i = 0; i < turns.size(); ++i) {
+      transcript_rows::insert_turn(db, id, static_cast<int64_t>(i), turns[i]);
+    }
+    transcript_rows::update_turn_count(db, id, static_cast<int64_t>(turns.size()),
+                                       std::max(now_ms(), row.session.updated_ms));
+    kv_rows::delete_session_kv(db, id);  // it held the old conversation
+    transaction.commit();
+  });
+}
+
+void Store::delete_session(const std::string& id) {
+  impl_->call("delete_session", Synchronous::full, [&](Connection& db) {
+    WriteTransaction transaction(db);
+    require_session(db, id);
+    // Explicitly first: the cascade from sessions would leave unreferenced prefix blocks.
+    kv_rows::delete_session_kv(db, id);
+    transcript_rows::delete_session(db, id);
+    transaction.commit();
+  });
+}
+
+std::optional<StoredSession> Store::load_session(const std::string& id) {
+  return impl_->call("load_session", kReadOnly,
+                     [&](Connection& db) -> std::optional<StoredSession> {
+                       auto row = transcript_rows::select_session(db, id);
+                       if (!row) return std::nullopt;
+                       return std::move(row->session);
+                     });
+}
+
+std::vector<StoredTurn> Store::load_turns(const std::string& id) {
+  return impl_->call("load_turns", kReadOnly, [&](Connection& db) {
+    ReadTransaction snapshot(db);
+    const auto row = require_session(db, id);
+    return transcript_rows::select_turns(db, id, row.n_turns);
+  });
+}
+
+std::vector<std::string> Store::list_sessions() {
+  return impl_->call("list_sessions", kReadOnly,
+                     [&](Connection& db) { return transcript_rows::select_session_ids(db); });
+}
+
+// KV writes may run with synchronous=NORMAL: a KV lost to a power cut is rebuilt from turns.
+
+bool Store::has_prefix_block(uint64_t hash) {
+  return impl_->call("has_prefix_block", kReadOnly,
+                     [&](Connection& db) { return kv_rows::has_prefix_block(db, hash); });
+}
+
+void Store::save_kv(const std::string& id, const StoredKv& kv,
+                    std::span<const PrefixBlob> new_blobs) {
+  for (const PrefixBlob& blob : new_blobs) {
+    // A blob no block refers to would never be deleted.
+    require(std::find(kv.full_block_hashes.begin(), kv.full_block_hashes.end(), blob.hash) !=
+                kv.full_block_hashes.end(),
+            Status::invalid_argument,
+            "save_kv: prefix blob " + std::to_string(blob.hash) +
+                " is not one of the session's blocks");
+  }
+  impl_->call("save_kv", Synchronous::normal, [&](Connection& db) {
+    WriteTransaction transaction(db);
+    require_session(db, id);
+    const std::vector<uint64_t> previous = kv_rows::delete_session_kv_rows(db, id);
+    for (const PrefixBlob& blob : new_blobs) {
+      kv_rows::insert_prefix_block_if_absent(db, blob.hash, blob.blob);
+    }
+    for (size_t i = 0; i < kv.full_block_hashes.size(); ++i) {
+      require(kv_rows::has_prefix_block(db, kv.full_block_hashes[i]), Status::invalid_argument,
+              "save_kv: block " + std::to_string(i) + " (hash " +
+                  std::to_string(kv.full_block_hashes[i]) +
+                  ") is neither stored nor among the new blobs");
+    }
+    kv_rows::insert_session_kv(db, id, kv);
+    // Only now: a block the old KV and the new one share must not be dropped in between.
+    kv_rows::delete_blocks_if_unreferenced(db, previous);
+    transaction.commit();
+  });
+}
+
+std::optional<StoredKv> Store::load_kv(const std::string& id) {
+  return impl_->call("load_kv", kReadOnly, [&](Connection& db) {
+    ReadTransaction snapshot(db);
+    return kv_rows::select_session_kv(db, id);
+  });
+}
+
+std::optional<std::vector<std::byte>> Store::load_prefix_block(uint64_t hash) {
+  return impl_->call("load_prefix_block", kReadOnly,
+                     [&](Connection& db) { return kv_rows::select_prefix_block(db, hash); });
+}
+
+void Store::drop_kv(const std::string& id) {
+  impl_->call("drop_kv", Synchronous::normal, [&](Connection& db) {
+    WriteTransaction transaction(db);
+    kv_rows::delete_session_kv(db, id);
+    transaction.commit();
+  });
+}
+
+uint64_t Store::kv_bytes(const std::string& id) {
+  return impl_->call("kv_bytes", kReadOnly,
+                     [&](Connection& db) { return kv_rows::session_kv_bytes(db, id); });
+}
+
+uint64_t Store::file_bytes() {
+  return impl_->call("file_bytes", kReadOnly, [&](Connection& db) {
+    // The database as readers see it (main file plus committed WAL frames), free pages included.
+    const int64_t pages = db.query_int64("PRAGMA page_count", "read page_count");
+    const int64_t page_size = db.query_int64("PRAGMA page_size", "read page_size");
+    return static_cast<uint64_t>(pages * page_size);
+  });
+}
+
+}  // namespace parley::store

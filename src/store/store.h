@@ -1,0 +1,107 @@
+// The session store: one SQLite file that holds every conversation's transcript (the source
+// of truth, committed turn by turn) and, as a rebuildable cache, the KV of spilled sessions.
+// Full KV blocks are stored once, content-addressed by their chained prefix hash, and shared
+// by every session that has them; a session's partially filled last block is its own blob.
+// Thread-safety: any thread (calls are serialized inside). Every failure of SQLite is
+// Error(storage) with SQLite's message; a call that fails changes nothing.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace parley::store {
+
+struct StoredSession {
+  std::string id;
+  uint64_t model_fingerprint = 0;  // the model the session was created with
+  std::string chat_template;       // "raw", "llama2", ...
+  std::string system_prompt;
+  std::string cache_scope;
+  int32_t overflow = 0;            // PARLEY_OVERFLOW_*
+  int64_t created_ms = 0;          // Unix time
+  int64_t updated_ms = 0;
+};
+
+struct StoredTurn {
+  int32_t role = 0;                // PARLEY_ROLE_*
+  std::string text;
+  std::vector<int32_t> token_ids;  // the ids this message added to the conversation
+  bool closed = true;              // an assistant reply that ended with its end token
+};
+
+// The KV a session had when it was spilled: positions [0, n_tokens).
+struct StoredKv {
+  uint64_t model_fingerprint = 0;
+  int32_t kv_type = 0;                       // PARLEY_KV_*
+  uint32_t n_tokens = 0;
+  std::vector<uint64_t> full_block_hashes;   // blocks 0 .. k-1, each a prefix block
+  std::vector<std::byte> tail_blob;          // the partially filled block k, or empty
+};
+
+struct PrefixBlob {
+  uint64_t hash;
+  std::vector<std::byte> blob;
+};
+
+struct StoreOptions {
+  std::string vfs;  // SQLite VFS name; "" = the default (tests inject failures with their own)
+  int busy_timeout_ms = 5000;  // how long a call waits for another connection's write lock
+};
+
+// What opening a store that failed its integrity check recovered.
+struct RecoveryReport {
+  std::string moved_aside_to;             // the damaged file's new name
+  std::vector<std::string> recovered;     // session ids whose transcripts were copied
+  std::vector<std::string> truncated;     // copied up to the first turn that could not be read
+  std::vector<std::string> lost;          // session ids that could not be read
+};
+
+class Store {
+ public:
+  // Opens or creates the file: schema migrations, pragmas, quick_check. A file that fails the
+  // check is never deleted: it is renamed aside, every transcript still readable is copied
+  // into a fresh store at `path`, and recovery() says what happened. Throws Error(storage) when
+  // the file cannot be opened or created, Error(corrupt) for a file that is not a Parley store
+  // (another application_id) or from a newer incompatible version.
+  explicit Store(const std::string& path, const StoreOptions& options = {});
+  ~Store();
+  Store(const Store&) = delete;
+  Store& operator=(const Store&) = delete;
+
+  const std::optional<RecoveryReport>& recovery() const;
+
+  // Transcript. Each call is one transaction committed with synchronous=FULL: when it
+  // returns, the data survives a crash or power loss.
+  void create_session(const StoredSession& session);  // Error(invalid_argument) if the id exists
+  void append_turns(const std::string& id, uint32_t first_index,
+                    std::span<const StoredTurn> turns);  // turns first_index, first_index + 1, ...
+  void truncate_turns(const std::string& id, uint32_t keep);  // also drops the session's KV
+  // The session's turns become exactly `turns`, in one transaction (a conversation rebuilt
+  // after dropping its oldest exchanges); also drops its KV.
+  void replace_turns(const std::string& id, std::span<const StoredTurn> turns);
+  void delete_session(const std::string& id);  // transcript and KV; Error(not_found)
+  std::optional<StoredSession> load_session(const std::string& id);
+  // Error(corrupt) when a turn cannot be read back (a bad token blob, a gap in the indexes).
+  std::vector<StoredTurn> load_turns(const std::string& id);
+  std::vector<std::string> list_sessions();  // by creation time
+
+  // KV. save_kv replaces the session's stored KV in one transaction and inserts the prefix
+  // blobs that are not stored yet; it may use synchronous=NORMAL (KV can be rebuilt).
+  bool has_prefix_block(uint64_t hash);
+  void save_kv(const std::string& id, const StoredKv& kv, std::span<const PrefixBlob> new_blobs);
+  std::optional<StoredKv> load_kv(const std::string& id);
+  std::optional<std::vector<std::byte>> load_prefix_block(uint64_t hash);
+  void drop_kv(const std::string& id);  // and prefix blocks no session references any more
+  uint64_t kv_bytes(const std::string& id);  // stored bytes of the session's KV (shared included)
+  uint64_t file_bytes();
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace parley::store

@@ -1,0 +1,116 @@
+#include "store/store_open.h"
+
+#include <algorithm>
+#include <cstring>
+#include <fstream>
+
+#include "common/log.h"
+#include "store/migrations.h"
+#include "store/recovery.h"
+
+namespace parley::store {
+namespace {
+
+// Large pages write KV blobs several times faster than 4 KiB ones.
+constexpr int kPageSize = 16384;
+
+// The first complaint of PRAGMA quick_check, or nullopt when the file is sound.
+std::optional<std::string> quick_check_complaint(Connection& db) {
+  Statement check(db.handle(), "PRAGMA quick_check(1)", "quick_check");
+  if (!check.step()) return "quick_check returned nothing";
+  std::string verdict = check.text_at(0);
+  if (verdict == "ok") return std::nullopt;
+  std::replace(verdict.begin(), verdict.end(), '\n', ' ');  // one log line
+  return verdict;
+}
+
+// Per-connection settings; the file is already known to be a sound Parley store (or empty).
+void configure(Connection& db, bool new_file) {
+  // The page size can only be chosen before the first table, and before WAL fixes it.
+  if (new_file) db.exec("PRAGMA page_size = " + std::to_string(kPageSize), "set page_size");
+  {
+    Statement mode(db.handle(), "PRAGMA journal_mode = WAL", "set journal_mode");
+    const std::string result = mode.step() ? mode.text_at(0) : "";
+    require(result == "wal", Status::storage,
+            "set journal_mode: SQLite kept journal mode '" + result + "' instead of WAL");
+  }
+  db.exec("PRAGMA foreign_keys = ON", "set foreign_keys");
+  // Schema code (views, triggers, defaults) cannot call application functions.
+  db.exec("PRAGMA trusted_schema = OFF", "set trusted_schema");
+  // Catches a malformed page before it is used, at a small cost per page read.
+  db.exec("PRAGMA cell_size_check = ON", "set cell_size_check");
+  db.set_synchronous(Synchronous::full);
+}
+
+// Why the file needs recovery, or nullopt. Errors that are not damage (I/O, locks) and foreign
+// files (Error(corrupt) "not a Parley store") propagate.
+std::optional<std::string> damage_of(Connection& db, const std::string& path,
+                                     FileIdentity& identity) {
+  try {
+    identity = read_identity(db);
+    require_parley_file(identity, path);
+    if (identity.page_count == 0) return std::nullopt;
+    return quick_check_complaint(db);
+  } catch (const SqliteError& e) {
+    if (!is_damaged_file_code(e.code())) throw;
+    return std::string(e.what());
+  }
+}
+
+std::unique_ptr<Connection> open_sound_file(const std::string& path, const StoreOptions& options,
+                                            std::optional<std::string>& damage) {
+  auto db = std::make_unique<Connection>(path, options.vfs, options.busy_timeout_ms);
+  FileIdentity identity;
+  damage = damage_of(*db, path, identity);
+  if (damage) {
+    db->leave_file_untouched_on_close();
+    return nullptr;
+  }
+  configure(*db, identity.page_count == 0);
+  migrate(*db);
+  require_compatible_version(*db, path);
+  return db;
+}
+
+// A file that has content but is not an SQLite database at all is most likely a wrong path;
+// it is refused and left alone rather than moved aside and replaced.
+void refuse_foreign_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return;  // not there yet: SQLite creates it
+  char header[16] = {};
+  in.read(header, sizeof header);
+  if (in.gcount() == 0) return;  // empty: a new store
+  static constexpr char kSqliteHeader[16] = "SQLite format 3";  // 15 chars and the NUL
+  require(in.gcount() == sizeof header && std::memcmp(header, kSqliteHeader, 16) == 0,
+          Status::corrupt, path + " is not a Parley store (not an SQLite database); left as it is");
+}
+
+}  // namespace
+
+OpenedStore open_store(const std::string& path, const StoreOptions& options) {
+  refuse_foreign_file(path);
+  std::optional<std::string> damage;
+  OpenedStore opened;
+  opened.db = open_sound_file(path, options, damage);
+  if (opened.db) return opened;
+
+  // Closed (above, on return) before the move, so SQLite touches the damaged file no more.
+  const std::string aside = move_aside(path);
+  log::warn_line("session store " + path + " failed its integrity check (" + *damage +
+                 "); kept as " + aside + ", copying what can still be read into a new store");
+  std::optional<std::string> fresh_damage;
+  opened.db = open_sound_file(path, options, fresh_damage);
+  require(opened.db != nullptr, Status::storage,
+          "the new store at " + path + " is damaged too: " + fresh_damage.value_or(""));
+
+  RecoveryReport report = salvage_transcripts(aside, options, *opened.db);
+  report.moved_aside_to = aside;
+  log::warn_line("session store " + path + ": recovered " +
+                 std::to_string(report.recovered.size()) + " sessions, truncated " +
+                 std::to_string(report.truncated.size()) + ", lost " +
+                 std::to_string(report.lost.size()) + "; the damaged file is " + aside);
+  opened.recovery = std::move(report);
+  return opened;
+}
+
+}  // namespace parley::store

@@ -1,0 +1,159 @@
+// Spilling a session's KV to the store and bringing it back changes nothing: the restored
+// conversation gives bit-identical logits and the same greedy replies as one never spilled;
+// a closed engine's sessions continue in a new engine on the same file; the janitor spills
+// idle sessions; many sessions under a small budget spill each other and lose nothing.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <thread>
+
+#include "engine/clock.h"
+#include "session_fixture.h"
+#include "support/shared_assets.h"
+
+using namespace parley;
+using namespace parley::test;
+
+namespace {
+
+struct Turn {
+  const char* text;
+  uint32_t n;
+};
+
+const Turn kTurns[] = {{"a b c d", 20}, {"e f", 13}, {"g h i", 30}};
+const Turn kNext = {"j k", 17};
+
+bool same_logits(std::span<const float> a, std::span<const float> b) {
+  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin());
+}
+
+}  // namespace
+
+TEST_CASE("spilled and restored equals never spilled, bit for bit") {
+  for (auto type : {kv::KvType::int8, kv::KvType::f16, kv::KvType::f32}) {
+    CAPTURE(std::string(kv::kv_type_name(type)));
+    TempDir dir;
+    auto engine = open_engine_with_store(small_synthetic_model(), type, {(dir / "s.db").string()});
+    engine::Session spilled(engine, session_options("sys", "raw"));
+    engine::Session resident(engine, session_options("sys", "raw"));
+    for (const Turn& t : kTurns) {
+      greedy_turn(spilled, t.text, t.n);
+      greedy_turn(resident, t.text, t.n);
+    }
+    REQUIRE(spilled.spill());
+    CHECK(spilled.spilled());
+    CHECK(spilled.kv_bytes_resident() == 0);
+    CHECK(spilled.kv_bytes_stored() > 0);
+
+    const auto a = greedy_turn(spilled, kNext.text, kNext.n);
+    const auto b = greedy_turn(resident, kNext.text, kNext.n);
+    CHECK(a.kv_source == engine::KvSource::restored);
+    CHECK(b.kv_source == engine::KvSource::resident);
+    CHECK(a.reused_tokens == b.reused_tokens);  // the whole history came back
+    CHECK(spilled.tokens() == resident.tokens());
+    CHECK(same_logits(spilled.last_logits(), resident.last_logits()));
+  }
+}
+
+TEST_CASE("a restarted engine continues a stored conversation as if never interrupted") {
+  TempDir dir;
+  const std::string db = (dir / "s.db").string();
+  auto o = session_options("sys", "raw");
+  o.id = "story";
+
+  // The uninterrupted conversation, for comparison (no store).
+  auto reference_engine = open_engine(small_synthetic_model(), kv::KvType::int8);
+  engine::Session reference(reference_engine, o);
+  for (const Turn& t : kTurns) greedy_turn(reference, t.text, t.n);
+  greedy_turn(reference, kNext.text, kNext.n);
+
+  {
+    auto engine = open_engine_with_store(small_synthetic_model(), kv::KvType::int8, {db});
+    engine::Session s(engine, o);
+    for (const Turn& t : kTurns) greedy_turn(s, t.text, t.n);
+  }  // closing the session spills its KV; the engine goes with it
+
+  auto engine = open_engine_with_store(small_synthetic_model(), kv::KvType::int8, {db});
+  auto s = engine::Session::open(engine, "story");
+  CHECK(s->spilled());
+  CHECK(s->messages().size() == reference.messages().size() - 2);
+  const auto stats = greedy_turn(*s, kNext.text, kNext.n);
+  CHECK(stats.kv_source == engine::KvSource::restored);
+  CHECK(stats.restore_ms >= 0);
+  CHECK(s->tokens() == reference.tokens());
+  CHECK(same_logits(s->last_logits(), reference.last_logits()));
+  for (size_t i = 0; i < s->messages().size(); ++i) {
+    CHECK(s->messages()[i].text == reference.messages()[i].text);
+    CHECK(s->messages()[i].role == reference.messages()[i].role);
+  }
+}
+
+TEST_CASE("a session reopened without stored KV is rebuilt from its tokens") {
+  TempDir dir;
+  const std::string db = (dir / "s.db").string();
+  auto o = session_options("", "raw");
+  o.id = "plain";
+  std::vector<int32_t> before;
+  {
+    // F32 KV this time; the next engine uses INT8: the stored KV is of the wrong type.
+    auto engine = open_engine_with_store(small_synthetic_model(), kv::KvType::f32, {db});
+    engine::Session s(engine, o);
+    greedy_turn(s, "a b", 10);
+    before = s.tokens();
+  }
+  auto engine = open_engine_with_store(small_synthetic_model(), kv::KvType::int8, {db});
+  auto s = engine::Session::open(engine, "plain");
+  CHECK(s->tokens() == before);
+  const auto stats = greedy_turn(*s, "c", 5);
+  CHECK(stats.kv_source == engine::KvSource::rebuilt);
+  CHECK(stats.reused_tokens == 0);
+  CHECK(stats.computed_tokens == before.size() + stats.prompt_tokens);
+}
+
+TEST_CASE("the janitor spills idle sessions, and the next send brings them back") {
+  TempDir dir;
+  auto engine = open_engine_with_store(small_synthetic_model(), kv::KvType::int8,
+                                       {(dir / "s.db").string(), 40});
+  engine::Session s(engine, session_options());
+  greedy_turn(s, "a b c", 8);
+  const double deadline = engine::now_ms() + 5000;
+  while (!s.spilled() && engine::now_ms() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  CHECK(s.spilled());
+  CHECK(engine->stats().sessions_spilled == 1);
+  CHECK(greedy_turn(s, "d", 4).kv_source == engine::KvSource::restored);
+}
+
+TEST_CASE("many sessions under a small budget spill each other and keep every transcript") {
+  TempDir dir;
+  const std::string db = (dir / "s.db").string();
+  // The tiny model's INT8 blocks are 16 x 2 layers x 2 x 1 head x 16 (+ scales) = 1,280 bytes:
+  // a budget of 12 blocks holds about three of these conversations at a time.
+  const uint64_t block = 16 * (2 * 2 * 16 + 2 * 2 * 4);
+  auto engine = open_engine_with_store(small_synthetic_model(), kv::KvType::int8, {db}, 12 * block);
+  std::vector<std::unique_ptr<engine::Session>> sessions;
+  for (int i = 0; i < 10; ++i) {
+    auto o = session_options("", "raw");
+    o.id = "s" + std::to_string(i);
+    sessions.push_back(std::make_unique<engine::Session>(engine, o));
+  }
+  // Each conversation its own words, so that none shares blocks with another.
+  for (int round = 0; round < 3; ++round) {
+    for (size_t i = 0; i < sessions.size(); ++i) {
+      greedy_turn(*sessions[i], std::string(1, char('a' + i)) + " b c", 12);
+    }
+  }
+  const auto st = engine->stats();
+  CHECK(st.sessions_spilled >= 6);
+  CHECK(st.blocks.used <= 12);
+  // Every conversation is whole in the store, and matches what the session holds.
+  for (auto& s : sessions) {
+    const auto turns = engine->store()->load_turns(s->id());
+    CHECK(turns.size() == 6);
+    std::vector<int32_t> ids;
+    for (const auto& t : turns) ids.insert(ids.end(), t.token_ids.begin(), t.token_ids.end());
+    CHECK(ids == s->tokens());
+  }
+}

@@ -1,0 +1,80 @@
+// A failing disk under a live conversation: commits and spills report STORAGE, the session
+// stays usable in memory, nothing committed before is lost, and once the disk works again the
+// turns that could not be written are committed with the next one.
+#include <doctest/doctest.h>
+
+#include <sqlite3.h>
+
+#include "common/error.h"
+#include "session_fixture.h"
+#include "support/faulty_vfs.h"
+#include "support/shared_assets.h"
+
+using namespace parley;
+using namespace parley::test;
+
+namespace {
+
+Status status_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e.status();
+  }
+  return Status::ok;
+}
+
+}  // namespace
+
+TEST_CASE("disk full during a turn's commit: STORAGE, the turn kept, committed later") {
+  FaultyVfs vfs("parley-faulty-commit");
+  TempDir dir;
+  const std::string db = (dir / "s.db").string();
+  auto o = session_options("", "raw");
+  o.id = "diskfull";
+  {
+    auto engine = open_engine_with_store(small_synthetic_model(), kv::KvType::int8, {db, 0, vfs.name()});
+    engine::Session s(engine, o);
+    greedy_turn(s, "a b", 5);  // committed
+    vfs.fail_writes_after(0, SQLITE_FULL);
+    try {
+      greedy_turn(s, "c d", 5);
+      FAIL("the commit must fail");
+    } catch (const Error& e) {
+      CHECK(e.status() == Status::storage);
+      CHECK(std::string(e.what()).find("full") != std::string::npos);  // SQLite's own words
+    }
+    CHECK(s.messages().size() == 4);  // the turn lives on in memory
+    vfs.clear();
+    greedy_turn(s, "e", 5);  // commits both turns
+    CHECK(engine->store()->load_turns("diskfull").size() == 6);
+    vfs.fail_writes_after(0, SQLITE_FULL);
+  }  // closing cannot spill (the disk is full): it logs and goes on
+  vfs.clear();
+  auto engine = open_engine_with_store(small_synthetic_model(), kv::KvType::int8, {db, 0, vfs.name()});
+  auto s = engine::Session::open(engine, "diskfull");
+  CHECK(s->messages().size() == 6);
+  CHECK(greedy_turn(*s, "f", 3).kv_source == engine::KvSource::rebuilt);  // no KV was stored
+}
+
+TEST_CASE("disk full during a spill: STORAGE, the KV stays resident and the session works") {
+  FaultyVfs vfs("parley-faulty-spill");
+  TempDir dir;
+  auto engine = open_engine_with_store(small_synthetic_model(), kv::KvType::int8,
+                                       {(dir / "s.db").string(), 0, vfs.name()});
+  engine::Session s(engine, session_options());
+  greedy_turn(s, "a b c", 40);
+  const auto resident = s.kv_bytes_resident();
+  vfs.fail_writes_after(0, SQLITE_FULL);
+  CHECK(status_of([&] { s.spill(); }) == Status::storage);
+  CHECK_FALSE(s.spilled());
+  CHECK(s.kv_bytes_resident() == resident);
+  vfs.fail_writes_after(4096, SQLITE_IOERR_WRITE);  // part of the spill gets written
+  CHECK(status_of([&] { s.spill(); }) == Status::storage);
+  CHECK_FALSE(s.spilled());
+  CHECK(s.kv_bytes_resident() == resident);
+  vfs.clear();
+  CHECK(greedy_turn(s, "d", 5).kv_source == engine::KvSource::resident);
+  CHECK(s.spill());
+  CHECK(greedy_turn(s, "e", 5).kv_source == engine::KvSource::restored);
+}

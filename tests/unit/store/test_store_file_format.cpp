@@ -1,0 +1,241 @@
+// The store as a file format: identity (application_id), versions (user_version and the
+// compatible_version meta row), forward migrations, the settings a new file gets, and rows
+// that cannot be read back. The files are inspected and edited with plain SQLite.
+#include <doctest/doctest.h>
+#include <sqlite3.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "common/error.h"
+#include "store/store.h"
+#include "support/shared_assets.h"
+
+using namespace parley;
+using namespace parley::store;
+
+namespace {
+
+constexpr int64_t kParleyApplicationId = 1347570777;  // 'PRLY'
+
+// A plain connection, as another program (or a newer Parley) would use the file.
+class RawDb {
+ public:
+  explicit RawDb(const std::string& path) {
+    REQUIRE(sqlite3_open(path.c_str(), &db_) == SQLITE_OK);
+  }
+  ~RawDb() { sqlite3_close(db_); }
+  void exec(const std::string& sql) {
+    char* message = nullptr;
+    const int rc = sqlite3_exec(db_, sql.c_str(), nullptr, nullptr, &message);
+    INFO(sql << ": " << (message ? message : ""));
+    sqlite3_free(message);
+    REQUIRE(rc == SQLITE_OK);
+  }
+  sqlite3_stmt* query(const std::string& sql) {
+    sqlite3_stmt* statement = nullptr;
+    REQUIRE(sqlite3_prepare_v2(db_, sql.c_str(), -1, &statement, nullptr) == SQLITE_OK);
+    REQUIRE(sqlite3_step(statement) == SQLITE_ROW);
+    return statement;
+  }
+  int64_t int64(const std::string& sql) {
+    sqlite3_stmt* statement = query(sql);
+    const int64_t value = sqlite3_column_int64(statement, 0);
+    sqlite3_finalize(statement);
+    return value;
+  }
+  std::string text(const std::string& sql) {
+    sqlite3_stmt* statement = query(sql);
+    std::string value(reinterpret_cast<const char*>(sqlite3_column_text(statement, 0)));
+    sqlite3_finalize(statement);
+    return value;
+  }
+
+ private:
+  sqlite3* db_ = nullptr;
+};
+
+StoredSession session_named(const std::string& id) {
+  StoredSession s;
+  s.id = id;
+  s.chat_template = "raw";
+  s.created_ms = 5;
+  s.updated_ms = 5;
+  return s;
+}
+
+void make_store_with_turns(const std::string& path) {
+  Store store(path);
+  store.create_session(session_named("s"));
+  store.append_turns("s", 0,
+                     std::vector{StoredTurn{0, "sys", {1, 2}, true}, StoredTurn{1, "u", {3}, true},
+                                 StoredTurn{2, "a", {4, 5, 6}, true}});
+}
+
+Error error_opening(const std::string& path) {
+  try {
+    Store store(path);
+  } catch (const Error& e) {
+    return e;
+  }
+  FAIL("opening " << path << " should have failed");
+  return Error(Status::ok, "");
+}
+
+size_t files_in(const std::filesystem::path& dir) {
+  return static_cast<size_t>(std::distance(std::filesystem::directory_iterator(dir),
+                                           std::filesystem::directory_iterator()));
+}
+
+}  // namespace
+
+TEST_CASE("store schema: a new file is a Parley store in WAL mode with 16 KiB pages") {
+  test::TempDir dir;
+  const std::string path = (dir / "new.db").string();
+  { Store store(path); }
+  RawDb raw(path);
+  CHECK(raw.int64("PRAGMA application_id") == kParleyApplicationId);
+  CHECK(raw.int64("PRAGMA user_version") == 1);
+  CHECK(raw.text("PRAGMA journal_mode") == "wal");
+  CHECK(raw.int64("PRAGMA page_size") == 16384);
+  CHECK(raw.int64("SELECT value FROM meta WHERE key = 'compatible_version'") == 1);
+  for (const char* table :
+       {"meta", "sessions", "turns", "kv_sessions", "kv_block_refs", "prefix_blocks"}) {
+    CAPTURE(table);
+    CHECK(raw.int64(
+              std::string("SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name = '") +
+              table + "'") == 1);
+  }
+}
+
+TEST_CASE("store migration: an empty file, and a blank SQLite file at user_version 0, migrate") {
+  test::TempDir dir;
+  const std::string empty = (dir / "empty.db").string();
+  std::ofstream(empty).close();  // zero bytes
+  {
+    Store store(empty);
+    store.create_session(session_named("s"));
+  }
+  CHECK(RawDb(empty).int64("PRAGMA user_version") == 1);
+
+  // A database file that exists but holds nothing yet (4 KiB pages, rollback journal).
+  const std::string blank = (dir / "blank.db").string();
+  {
+    RawDb raw(blank);
+    raw.exec("PRAGMA application_id = " + std::to_string(kParleyApplicationId));
+    CHECK(raw.int64("PRAGMA user_version") == 0);
+    CHECK(raw.int64("PRAGMA page_count") > 0);
+  }
+  {
+    Store store(blank);
+    store.create_session(session_named("s"));
+    CHECK(store.list_sessions().size() == 1);
+  }
+  RawDb raw(blank);
+  CHECK(raw.int64("PRAGMA user_version") == 1);
+  CHECK(raw.text("PRAGMA journal_mode") == "wal");
+}
+
+TEST_CASE("store migration: a newer file that is still compatible opens and works") {
+  test::TempDir dir;
+  const std::string path = (dir / "newer.db").string();
+  make_store_with_turns(path);
+  {
+    // What a later Parley might do: a new column, a new table, a higher user_version, and
+    // compatible_version left at 1 because older code can still use the file.
+    RawDb raw(path);
+    raw.exec("ALTER TABLE sessions ADD COLUMN title TEXT");
+    raw.exec("CREATE TABLE attachments (id INTEGER PRIMARY KEY, data BLOB)");
+    raw.exec("PRAGMA user_version = 7");
+  }
+  {
+    Store store(path);
+    CHECK(store.load_turns("s").size() == 3);
+    store.append_turns("s", 3, std::vector{StoredTurn{1, "still works", {9}, true}});
+    store.create_session(session_named("t"));
+  }
+  RawDb raw(path);
+  CHECK(raw.int64("PRAGMA user_version") == 7);  // never migrated "down"
+  CHECK(raw.int64("SELECT n_turns FROM sessions WHERE id = 's'") == 4);
+}
+
+TEST_CASE("store migration: a file that needs a newer Parley is refused and left alone") {
+  test::TempDir dir;
+  const std::string path = (dir / "future.db").string();
+  make_store_with_turns(path);
+  {
+    RawDb raw(path);
+    raw.exec("PRAGMA user_version = 3");
+    raw.exec("UPDATE meta SET value = 3 WHERE key = 'compatible_version'");
+  }
+  const Error e = error_opening(path);
+  CHECK(e.status() == Status::corrupt);
+  CHECK(std::string(e.what()).find("newer Parley") != std::string::npos);
+  RawDb raw(path);
+  CHECK(raw.int64("PRAGMA user_version") == 3);
+  CHECK(raw.int64("SELECT count(*) FROM turns") == 3);
+}
+
+TEST_CASE("store: another program's SQLite file is refused, not taken over") {
+  test::TempDir dir;
+  SUBCASE("another application_id") {
+    const std::string path = (dir / "other.db").string();
+    {
+      RawDb raw(path);
+      raw.exec("PRAGMA application_id = 42");
+      raw.exec("CREATE TABLE photos (id INTEGER PRIMARY KEY)");
+    }
+    const Error e = error_opening(path);
+    CHECK(e.status() == Status::corrupt);
+    CHECK(std::string(e.what()).find("not a Parley store") != std::string::npos);
+    CHECK(RawDb(path).int64("SELECT count(*) FROM sqlite_schema") == 1);
+  }
+  SUBCASE("no application_id, but tables of its own") {
+    const std::string path = (dir / "plain.db").string();
+    RawDb(path).exec("CREATE TABLE notes (text TEXT); INSERT INTO notes VALUES ('keep me')");
+    const Error e = error_opening(path);
+    CHECK(e.status() == Status::corrupt);
+    CHECK(std::string(e.what()).find("not a Parley store") != std::string::npos);
+    CHECK(RawDb(path).text("SELECT text FROM notes") == "keep me");
+  }
+  CHECK(files_in(dir.path()) == 1);  // nothing moved aside, nothing created
+}
+
+TEST_CASE("store: a row that cannot be read back is Error(corrupt), not a wrong transcript") {
+  test::TempDir dir;
+  const std::string path = (dir / "rows.db").string();
+  make_store_with_turns(path);
+  std::string damage;
+  SUBCASE("a token blob whose length is not a multiple of 4") {
+    damage = "UPDATE turns SET token_ids = x'0102030405' WHERE idx = 1";
+  }
+  SUBCASE("token ids stored as text") {
+    damage = "UPDATE turns SET token_ids = 'abcd' WHERE idx = 1";
+  }
+  SUBCASE("a gap in the indexes") { damage = "DELETE FROM turns WHERE idx = 1"; }
+  SUBCASE("an index moved past the end") { damage = "UPDATE turns SET idx = 9 WHERE idx = 1"; }
+  SUBCASE("an unknown role") { damage = "UPDATE turns SET role = 7 WHERE idx = 2"; }
+  SUBCASE("a turn count that promises more turns") { damage = "UPDATE sessions SET n_turns = 5"; }
+  SUBCASE("an extra turn past the count") {
+    damage = "INSERT INTO turns VALUES ('s', 3, 1, 'extra', x'', 1)";
+  }
+  CAPTURE(damage);
+  RawDb(path).exec(damage);
+  Store store(path);
+  CHECK_FALSE(store.recovery().has_value());  // the file itself is sound
+  CHECK(store.load_session("s").has_value());
+  try {
+    store.load_turns("s");
+    FAIL("load_turns must refuse a damaged transcript");
+  } catch (const Error& e) {
+    CHECK(e.status() == Status::corrupt);
+  }
+}
+
+TEST_CASE("store: a path that cannot be opened is Error(storage) naming the path") {
+  test::TempDir dir;
+  const std::string path = (dir / "missing-dir" / "chat.db").string();
+  const Error e = error_opening(path);
+  CHECK(e.status() == Status::storage);
+  CHECK(std::string(e.what()).find(path) != std::string::npos);
+}

@@ -1,0 +1,186 @@
+// The session store's KV half: a session's spilled KV, and prefix blocks stored once however
+// many sessions share them, deleted with their last reference.
+#include <doctest/doctest.h>
+
+#include "common/error.h"
+#include "store/store.h"
+#include "support/shared_assets.h"
+
+using namespace parley;
+using namespace parley::store;
+
+namespace {
+
+StoredSession session_named(const std::string& id) {
+  StoredSession s;
+  s.id = id;
+  s.chat_template = "raw";
+  s.created_ms = 1;
+  s.updated_ms = 1;
+  return s;
+}
+
+std::vector<std::byte> bytes_of(size_t n, uint8_t seed) {
+  std::vector<std::byte> v(n);
+  for (size_t i = 0; i < n; ++i) v[i] = static_cast<std::byte>(seed + i * 7);
+  return v;
+}
+
+StoredKv kv_of(std::vector<uint64_t> hashes, std::vector<std::byte> tail, uint32_t n_tokens) {
+  StoredKv kv;
+  kv.model_fingerprint = 0x8000000000000001ull;
+  kv.kv_type = 1;
+  kv.n_tokens = n_tokens;
+  kv.full_block_hashes = std::move(hashes);
+  kv.tail_blob = std::move(tail);
+  return kv;
+}
+
+template <class F>
+Status status_of(F&& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e.status();
+  }
+  return Status::ok;
+}
+
+// Hashes above 2^63 check the bit-cast to SQLite's signed INTEGER.
+constexpr uint64_t kSystemPromptBlock = 0xFEDCBA9876543210ull;
+constexpr uint64_t kSecondBlock = 0x0123456789ABCDEFull;
+
+}  // namespace
+
+TEST_CASE("store: save_kv and load_kv round-trip a session's KV") {
+  test::TempDir dir;
+  const std::string path = (dir / "kv.db").string();
+  const auto block0 = bytes_of(5000, 1), block1 = bytes_of(7000, 2), tail = bytes_of(900, 3);
+  {
+    Store store(path);
+    store.create_session(session_named("s"));
+    CHECK_FALSE(store.load_kv("s").has_value());
+    CHECK_FALSE(store.has_prefix_block(kSystemPromptBlock));
+    store.save_kv(
+        "s", kv_of({kSystemPromptBlock, kSecondBlock}, tail, 40),
+        std::vector{PrefixBlob{kSystemPromptBlock, block0}, PrefixBlob{kSecondBlock, block1}});
+  }
+  Store store(path);
+  const auto kv = store.load_kv("s");
+  REQUIRE(kv.has_value());
+  CHECK(kv->model_fingerprint == 0x8000000000000001ull);
+  CHECK(kv->kv_type == 1);
+  CHECK(kv->n_tokens == 40);
+  CHECK(kv->full_block_hashes == std::vector<uint64_t>{kSystemPromptBlock, kSecondBlock});
+  CHECK(kv->tail_blob == tail);
+  CHECK(store.has_prefix_block(kSystemPromptBlock));
+  CHECK(store.load_prefix_block(kSystemPromptBlock) == block0);
+  CHECK(store.load_prefix_block(kSecondBlock) == block1);
+  CHECK_FALSE(store.load_prefix_block(42).has_value());
+  CHECK(store.kv_bytes("s") == block0.size() + block1.size() + tail.size());
+  CHECK(store.kv_bytes("nobody") == 0);
+}
+
+TEST_CASE("store: a KV of only full blocks, or only a tail, or nothing") {
+  test::TempDir dir;
+  Store store((dir / "kv.db").string());
+  store.create_session(session_named("s"));
+  store.save_kv("s", kv_of({7}, {}, 16), std::vector{PrefixBlob{7, bytes_of(10, 0)}});
+  CHECK(store.load_kv("s")->tail_blob.empty());
+  store.save_kv("s", kv_of({}, bytes_of(33, 9), 3), {});
+  CHECK(store.load_kv("s")->full_block_hashes.empty());
+  CHECK(store.load_kv("s")->tail_blob.size() == 33);
+  CHECK_FALSE(store.has_prefix_block(7));  // replaced KV: its block lost its only reference
+  store.save_kv("s", kv_of({}, {}, 0), {});
+  CHECK(store.load_kv("s")->n_tokens == 0);
+}
+
+TEST_CASE("store: a prefix block is stored once, shared, and deleted with its last reference") {
+  test::TempDir dir;
+  Store store((dir / "kv.db").string());
+  store.create_session(session_named("a"));
+  store.create_session(session_named("b"));
+  const auto shared = bytes_of(20000, 5);
+  store.save_kv("a", kv_of({kSystemPromptBlock}, bytes_of(100, 1), 20),
+                std::vector{PrefixBlob{kSystemPromptBlock, shared}});
+  const uint64_t bytes_with_one = store.file_bytes();
+  // b finds the block already stored and only references it.
+  REQUIRE(store.has_prefix_block(kSystemPromptBlock));
+  store.save_kv("b", kv_of({kSystemPromptBlock, kSecondBlock}, {}, 32),
+                std::vector{PrefixBlob{kSecondBlock, bytes_of(300, 2)}});
+  CHECK(store.file_bytes() < bytes_with_one + shared.size() / 2);  // not stored twice
+  CHECK(store.kv_bytes("a") == shared.size() + 100);
+  CHECK(store.kv_bytes("b") == shared.size() + 300);
+
+  // Offering the same blob again is harmless: the stored one stays.
+  store.save_kv("b", kv_of({kSystemPromptBlock}, {}, 16),
+                std::vector{PrefixBlob{kSystemPromptBlock, shared}});
+  CHECK_FALSE(store.has_prefix_block(kSecondBlock));  // b's replaced KV dropped its own block
+
+  store.drop_kv("a");
+  CHECK_FALSE(store.load_kv("a").has_value());
+  CHECK(store.has_prefix_block(kSystemPromptBlock));  // b still uses it
+  CHECK(store.load_prefix_block(kSystemPromptBlock) == shared);
+  store.drop_kv("b");
+  CHECK_FALSE(store.has_prefix_block(kSystemPromptBlock));
+  store.drop_kv("b");  // dropping nothing is fine
+  store.drop_kv("never-existed");
+}
+
+TEST_CASE("store: deleting a session or truncating its turns drops its KV") {
+  test::TempDir dir;
+  Store store((dir / "kv.db").string());
+  store.create_session(session_named("a"));
+  store.create_session(session_named("b"));
+  store.append_turns("a", 0, std::vector{StoredTurn{1, "hi", {1, 2}, true}});
+  store.save_kv("a", kv_of({1, 2}, bytes_of(10, 0), 40),
+                std::vector{PrefixBlob{1, bytes_of(64, 1)}, PrefixBlob{2, bytes_of(64, 2)}});
+  store.save_kv("b", kv_of({1}, {}, 16), {});
+
+  store.truncate_turns("a", 1);  // even keeping every turn, the KV goes
+  CHECK_FALSE(store.load_kv("a").has_value());
+  CHECK(store.kv_bytes("a") == 0);
+  CHECK(store.has_prefix_block(1));  // still b's
+  CHECK_FALSE(store.has_prefix_block(2));
+  CHECK(store.load_turns("a").size() == 1);
+
+  store.delete_session("b");
+  CHECK_FALSE(store.has_prefix_block(1));
+}
+
+TEST_CASE("store: save_kv refuses KV that would reference nothing or leave orphans") {
+  test::TempDir dir;
+  Store store((dir / "kv.db").string());
+  store.create_session(session_named("s"));
+  store.save_kv("s", kv_of({1}, bytes_of(5, 0), 20), std::vector{PrefixBlob{1, bytes_of(8, 1)}});
+  // A block neither stored nor given.
+  CHECK(status_of([&] {
+          store.save_kv("s", kv_of({1, 99}, {}, 32), {});
+        }) == Status::invalid_argument);
+  // A blob that no block of the session refers to would never be deleted.
+  CHECK(status_of([&] {
+          store.save_kv("s", kv_of({1}, {}, 16), std::vector{PrefixBlob{5, bytes_of(8, 1)}});
+        }) == Status::invalid_argument);
+  CHECK(status_of([&] { store.save_kv("nobody", kv_of({}, {}, 0), {}); }) == Status::not_found);
+  // The failed calls changed nothing.
+  const auto kv = store.load_kv("s");
+  REQUIRE(kv.has_value());
+  CHECK(kv->n_tokens == 20);
+  CHECK(kv->tail_blob.size() == 5);
+  CHECK_FALSE(store.has_prefix_block(5));
+  CHECK_FALSE(store.has_prefix_block(99));
+}
+
+TEST_CASE("store: file_bytes grows with what is stored and is a whole number of pages") {
+  test::TempDir dir;
+  Store store((dir / "kv.db").string());
+  const uint64_t empty = store.file_bytes();
+  CHECK(empty > 0);
+  CHECK(empty % 16384 == 0);  // the page size chosen for new files
+  store.create_session(session_named("s"));
+  store.save_kv("s", kv_of({3}, {}, 16), std::vector{PrefixBlob{3, bytes_of(1 << 20, 4)}});
+  const uint64_t full = store.file_bytes();
+  CHECK(full >= empty + (1u << 20));
+  CHECK(full < empty + (1u << 20) + (1u << 18));  // overhead stays small
+  CHECK(store.kv_bytes("s") == (1u << 20));
+}

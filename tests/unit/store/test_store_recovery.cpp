@@ -1,0 +1,290 @@
+// A store file that fails its integrity check is never deleted: it is moved aside, and every
+// transcript that can still be read is copied into a fresh store. The damage here is real:
+// pages of a closed file are overwritten with garbage, and plain SQLite confirms that
+// quick_check fails before the store sees the file.
+#include <doctest/doctest.h>
+#include <sqlite3.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <set>
+
+#include "common/error.h"
+#include "common/log.h"
+#include "store/store.h"
+#include "support/shared_assets.h"
+
+using namespace parley;
+using namespace parley::store;
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr int kSessions = 240;
+constexpr int kTurnsPerSession = 4;
+
+std::string session_id(int i) { return "session-" + std::to_string(i); }
+// Long enough that the sessions table spans several pages.
+std::string prompt_of(int i) { return "prompt " + std::to_string(i) + std::string(300, 'p'); }
+
+std::vector<StoredTurn> turns_of(int session) {
+  std::vector<StoredTurn> turns;
+  for (int t = 0; t < kTurnsPerSession; ++t) {
+    StoredTurn turn;
+    turn.role = t == 0 ? 0 : 1 + (t + 1) % 2;
+    turn.text = "session " + std::to_string(session) + " turn " + std::to_string(t) + " " +
+                std::string(200 + static_cast<size_t>(session % 50), static_cast<char>('a' + t));
+    turn.token_ids = {session, t, session * 100 + t};
+    turns.push_back(turn);
+  }
+  return turns;
+}
+
+void fill_store(const std::string& path) {
+  Store store(path);
+  for (int i = 0; i < kSessions; ++i) {
+    StoredSession s;
+    s.id = session_id(i);
+    s.chat_template = "raw";
+    s.system_prompt = prompt_of(i);
+    s.created_ms = 1000 + i;
+    s.updated_ms = 1000 + i;
+    store.create_session(s);
+    store.append_turns(s.id, 0, turns_of(i));
+  }
+}
+
+// A plain SQLite connection that leaves the file as it found it (no checkpoint on close).
+class RawDb {
+ public:
+  explicit RawDb(const std::string& path) {
+    REQUIRE(sqlite3_open(path.c_str(), &db_) == SQLITE_OK);
+    sqlite3_db_config(db_, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1, nullptr);
+  }
+  ~RawDb() { sqlite3_close(db_); }
+  std::vector<int64_t> column(const std::string& sql) {
+    sqlite3_stmt* statement = nullptr;
+    REQUIRE(sqlite3_prepare_v2(db_, sql.c_str(), -1, &statement, nullptr) == SQLITE_OK);
+    std::vector<int64_t> values;
+    while (sqlite3_step(statement) == SQLITE_ROW)
+      values.push_back(sqlite3_column_int64(statement, 0));
+    sqlite3_finalize(statement);
+    return values;
+  }
+  // quick_check's first line, or SQLite's error when the check cannot even run.
+  std::string quick_check() {
+    sqlite3_stmt* statement = nullptr;
+    if (sqlite3_prepare_v2(db_, "PRAGMA quick_check", -1, &statement, nullptr) != SQLITE_OK) {
+      return sqlite3_errmsg(db_);
+    }
+    std::string verdict = sqlite3_step(statement) == SQLITE_ROW
+                              ? reinterpret_cast<const char*>(sqlite3_column_text(statement, 0))
+                              : sqlite3_errmsg(db_);
+    sqlite3_finalize(statement);
+    return verdict;
+  }
+
+ private:
+  sqlite3* db_ = nullptr;
+};
+
+// Leaf pages of one table, in key order (dbstat walks the b-tree).
+std::vector<int64_t> leaf_pages_of(const std::string& path, const std::string& table) {
+  return RawDb(path).column("SELECT pageno FROM dbstat WHERE name = '" + table +
+                            "' AND pagetype = 'leaf' ORDER BY path");
+}
+
+void overwrite_page(const std::string& path, int64_t page_number, uint32_t seed) {
+  constexpr size_t kPageSize = 16384;
+  std::mt19937 random(seed);
+  std::string garbage(kPageSize, '\0');
+  for (char& c : garbage) c = static_cast<char>(random());
+  garbage[0] = static_cast<char>(0xA5);  // never a valid b-tree page type
+  std::fstream file(path, std::ios::in | std::ios::out | std::ios::binary);
+  REQUIRE(file.good());
+  file.seekp(static_cast<std::streamoff>((page_number - 1) * static_cast<int64_t>(kPageSize)));
+  file.write(garbage.data(), static_cast<std::streamsize>(garbage.size()));
+  REQUIRE(file.good());
+}
+
+std::string contents_of(const std::string& path) {
+  std::string bytes(fs::file_size(path), '\0');
+  std::ifstream file(path, std::ios::binary);
+  file.read(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  return bytes;
+}
+
+void check_same_turns(const std::vector<StoredTurn>& got, const std::vector<StoredTurn>& want) {
+  REQUIRE(got.size() == want.size());
+  for (size_t i = 0; i < got.size(); ++i) {
+    CHECK(got[i].role == want[i].role);
+    CHECK(got[i].text == want[i].text);
+    CHECK(got[i].token_ids == want[i].token_ids);
+  }
+}
+
+int index_of(const std::string& id) { return std::stoi(id.substr(std::string("session-").size())); }
+
+// Collects warnings while alive. The log sink is installed once for the whole program (the
+// log keeps each sink it was given alive on purpose) and prints when no capture is active.
+class WarningCapture {
+ public:
+  WarningCapture() {
+    static const bool installed = (log::set_sink(&WarningCapture::sink, nullptr), true);
+    (void)installed;
+    active_ = this;
+  }
+  ~WarningCapture() { active_ = nullptr; }
+  const std::vector<std::string>& lines() const { return lines_; }
+
+ private:
+  static void sink(int level, const char* message, void*) {
+    if (active_ && level == log::warn) {
+      active_->lines_.emplace_back(message);
+    } else if (level <= log::warn) {
+      std::fprintf(stderr, "parley: %s\n", message);
+    }
+  }
+  static inline WarningCapture* active_ = nullptr;
+  std::vector<std::string> lines_;
+};
+
+}  // namespace
+
+TEST_CASE("store recovery: damaged turns pages: the file is kept, the rest is copied") {
+  test::TempDir dir;
+  const std::string path = (dir / "chat.db").string();
+  fill_store(path);
+  const auto turn_pages = leaf_pages_of(path, "turns");
+  REQUIRE(turn_pages.size() >= 10);
+  overwrite_page(path, turn_pages[turn_pages.size() / 2], 1);
+  overwrite_page(path, turn_pages[turn_pages.size() / 2 + 3], 2);
+  const std::string verdict = RawDb(path).quick_check();
+  INFO("quick_check on the damaged file: " << verdict);
+  REQUIRE(verdict != "ok");
+  const std::string damaged_bytes = contents_of(path);
+
+  WarningCapture warnings;
+  Store store(path);
+  REQUIRE(store.recovery().has_value());
+  const RecoveryReport& report = *store.recovery();
+  // The application hears about it through the log.
+  CHECK(std::any_of(warnings.lines().begin(), warnings.lines().end(), [&](const std::string& line) {
+    return line.find(report.moved_aside_to) != std::string::npos &&
+           line.find("truncated " + std::to_string(report.truncated.size())) != std::string::npos;
+  }));
+  INFO("recovered " << report.recovered.size() << ", truncated " << report.truncated.size()
+                    << ", lost " << report.lost.size());
+
+  // The damaged file is kept, byte for byte, under the reported name.
+  REQUIRE(fs::exists(report.moved_aside_to));
+  CHECK(report.moved_aside_to.find(path + ".corrupt-") == 0);
+  CHECK(contents_of(report.moved_aside_to) == damaged_bytes);
+
+  // Session rows were intact: every session is accounted for, and none is lost.
+  CHECK(report.lost.empty());
+  CHECK(report.recovered.size() + report.truncated.size() == kSessions);
+  CHECK(report.truncated.size() > 0);  // the damaged pages held some turns
+  CHECK(report.recovered.size() > kSessions / 2);
+
+  // What was copied is exactly what was written: whole transcripts, or a prefix of one.
+  for (const std::string& id : report.recovered) {
+    CAPTURE(id);
+    check_same_turns(store.load_turns(id), turns_of(index_of(id)));
+    CHECK(store.load_session(id)->system_prompt == prompt_of(index_of(id)));
+  }
+  for (const std::string& id : report.truncated) {
+    CAPTURE(id);
+    const auto got = store.load_turns(id);
+    auto want = turns_of(index_of(id));
+    REQUIRE(got.size() < want.size());
+    want.resize(got.size());
+    check_same_turns(got, want);
+  }
+  CHECK(store.list_sessions().size() == kSessions);
+
+  // The new store is sound and usable, and opens again without recovery.
+  store.append_turns(report.recovered.front(), kTurnsPerSession,
+                     std::vector{StoredTurn{1, "after recovery", {1}, true}});
+  CHECK(RawDb(path).quick_check() == "ok");
+}
+
+TEST_CASE("store recovery: sessions whose rows are damaged are reported lost") {
+  test::TempDir dir;
+  const std::string path = (dir / "chat.db").string();
+  fill_store(path);
+  const auto session_pages = leaf_pages_of(path, "sessions");
+  REQUIRE(session_pages.size() >= 3);
+  overwrite_page(path, session_pages[1], 3);
+  REQUIRE(RawDb(path).quick_check() != "ok");
+
+  Store store(path);
+  REQUIRE(store.recovery().has_value());
+  const RecoveryReport& report = *store.recovery();
+  CHECK(report.lost.size() > 0);
+  CHECK(report.recovered.size() > 0);
+  // Lost ids are still named: they were found through the intact index and turns.
+  CHECK(report.lost.size() + report.recovered.size() + report.truncated.size() == kSessions);
+  const std::vector<std::string> ids = store.list_sessions();
+  const std::set<std::string> listed(ids.begin(), ids.end());
+  for (const std::string& id : report.lost) CHECK(listed.count(id) == 0);
+  for (const std::string& id : report.recovered) {
+    CAPTURE(id);
+    check_same_turns(store.load_turns(id), turns_of(index_of(id)));
+  }
+}
+
+TEST_CASE("store recovery: a file that is not a database at all is refused and left alone") {
+  // Likely a wrong path (a document, a model file): taking it over would be worse than failing.
+  test::TempDir dir;
+  const std::string path = (dir / "chat.db").string();
+  std::string text;
+  for (int i = 0; i < 2000; ++i) text += "this is not a database, line " + std::to_string(i) + "\n";
+  std::ofstream(path, std::ios::binary) << text;
+
+  try {
+    Store store(path);
+    FAIL("a file that is not a database must be refused");
+  } catch (const Error& e) {
+    CHECK(e.status() == Status::corrupt);
+    CHECK(std::string(e.what()).find("not a Parley store") != std::string::npos);
+  }
+  CHECK(contents_of(path) == text);
+  CHECK(std::distance(std::filesystem::directory_iterator(dir.path()),
+                      std::filesystem::directory_iterator()) == 1);
+}
+
+TEST_CASE("store recovery: the WAL moves aside with its file, and its commits are recovered") {
+  test::TempDir dir;
+  const std::string path = (dir / "chat.db").string();
+  const std::string copy = (dir / "copy.db").string();
+  fill_store(path);  // closed cleanly: everything is in the main file
+  {
+    // Commits that stay in the WAL, then a copy of the files as a crash would leave them.
+    Store store(path);
+    StoredSession s;
+    s.id = "only-in-wal";
+    s.created_ms = 99999;
+    store.create_session(s);
+    store.append_turns(s.id, 0, std::vector{StoredTurn{1, "wal turn", {7, 8}, true}});
+    REQUIRE(fs::exists(path + "-wal"));
+    fs::copy_file(path, copy);
+    fs::copy_file(path + "-wal", copy + "-wal");
+  }
+  const auto turn_pages = leaf_pages_of(copy, "turns");
+  overwrite_page(copy, turn_pages[turn_pages.size() / 3], 4);
+  const std::string damaged_wal = contents_of(copy + "-wal");
+
+  Store store(copy);
+  REQUIRE(store.recovery().has_value());
+  const std::string aside = store.recovery()->moved_aside_to;
+  CHECK(fs::exists(aside + "-wal"));
+  CHECK(contents_of(aside + "-wal") == damaged_wal);
+  const auto& recovered = store.recovery()->recovered;
+  CHECK(std::find(recovered.begin(), recovered.end(), "only-in-wal") != recovered.end());
+  REQUIRE(store.load_turns("only-in-wal").size() == 1);
+  CHECK(store.load_turns("only-in-wal")[0].text == "wal turn");
+}

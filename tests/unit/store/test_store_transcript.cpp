@@ -1,0 +1,239 @@
+// The session store's transcript: sessions and turns written, read back, cut and deleted.
+#include <doctest/doctest.h>
+
+#include <thread>
+
+#include "common/error.h"
+#include "store/store.h"
+#include "support/shared_assets.h"
+
+using namespace parley;
+using namespace parley::store;
+
+namespace {
+
+StoredSession session_named(const std::string& id, int64_t created_ms = 1000) {
+  StoredSession s;
+  s.id = id;
+  s.model_fingerprint = 0xF00DFACE12345678ull;
+  s.chat_template = "llama2";
+  s.system_prompt = "You are terse.";
+  s.cache_scope = "user-7";
+  s.overflow = 1;
+  s.created_ms = created_ms;
+  s.updated_ms = created_ms;
+  return s;
+}
+
+StoredTurn turn(int32_t role, std::string text, std::vector<int32_t> ids, bool closed = true) {
+  return StoredTurn{role, std::move(text), std::move(ids), closed};
+}
+
+void check_same(const StoredTurn& a, const StoredTurn& b) {
+  CHECK(a.role == b.role);
+  CHECK(a.text == b.text);
+  CHECK(a.token_ids == b.token_ids);
+  CHECK(a.closed == b.closed);
+}
+
+template <class F>
+Status status_of(F&& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e.status();
+  }
+  return Status::ok;
+}
+
+}  // namespace
+
+TEST_CASE("store: a session and its turns round-trip, across reopening") {
+  test::TempDir dir;
+  const std::string path = (dir / "chat.db").string();
+  StoredSession s = session_named("s1");
+  s.model_fingerprint = 0xFFFFFFFFFFFFFFFFull;  // the top bit survives the int64 bit-cast
+  s.system_prompt = "Réponds en français. 日本語も OK 👋";
+
+  std::vector<int32_t> many(100000);
+  for (size_t i = 0; i < many.size(); ++i) many[i] = static_cast<int32_t>(i * 2654435761u);
+  const std::vector<StoredTurn> turns = {
+      turn(0, "", {}),  // empty text, no tokens
+      turn(1, "héllo wörld — \xF0\x9F\x98\x80 \"quoted\" 'single'",
+           {1, -5, 2147483647, -2147483647 - 1}),
+      turn(2, std::string("nul\0inside", 10), many, false),  // an embedded NUL, 100k ids
+  };
+  {
+    Store store(path);
+    CHECK_FALSE(store.recovery().has_value());
+    store.create_session(s);
+    store.append_turns("s1", 0, turns);
+  }
+  Store store(path);
+  const auto loaded = store.load_session("s1");
+  REQUIRE(loaded.has_value());
+  CHECK(loaded->id == "s1");
+  CHECK(loaded->model_fingerprint == s.model_fingerprint);
+  CHECK(loaded->chat_template == s.chat_template);
+  CHECK(loaded->system_prompt == s.system_prompt);
+  CHECK(loaded->cache_scope == s.cache_scope);
+  CHECK(loaded->overflow == s.overflow);
+  CHECK(loaded->created_ms == s.created_ms);
+  CHECK(loaded->updated_ms >= s.updated_ms);  // appending turns moves it forward
+  const auto back = store.load_turns("s1");
+  REQUIRE(back.size() == turns.size());
+  for (size_t i = 0; i < turns.size(); ++i) check_same(back[i], turns[i]);
+  CHECK(back[2].text.size() == 10);
+}
+
+TEST_CASE("store: append_turns continues where the transcript ends, and nowhere else") {
+  test::TempDir dir;
+  Store store((dir / "chat.db").string());
+  store.create_session(session_named("s"));
+  store.append_turns("s", 0, std::vector{turn(0, "sys", {1})});
+  store.append_turns("s", 1, std::vector{turn(1, "u", {2, 3}), turn(2, "a", {4})});
+  CHECK(store.load_turns("s").size() == 3);
+  store.append_turns("s", 3, {});  // nothing to add is fine
+  CHECK(store.load_turns("s").size() == 3);
+
+  const auto one = std::vector{turn(1, "x", {9})};
+  CHECK(status_of([&] { store.append_turns("s", 2, one); }) == Status::invalid_argument);
+  CHECK(status_of([&] { store.append_turns("s", 5, one); }) == Status::invalid_argument);
+  CHECK(status_of([&] { store.append_turns("nobody", 0, one); }) == Status::not_found);
+  // A bad role anywhere in the batch rejects the whole batch.
+  const auto bad = std::vector{turn(1, "ok", {1}), turn(3, "bad role", {2})};
+  CHECK(status_of([&] { store.append_turns("s", 3, bad); }) == Status::invalid_argument);
+  CHECK(status_of([&] { store.append_turns("s", 3, std::vector{turn(-1, "", {})}); }) ==
+        Status::invalid_argument);
+  CHECK(store.load_turns("s").size() == 3);  // failed calls changed nothing
+}
+
+TEST_CASE("store: create_session refuses an existing id and an empty one") {
+  test::TempDir dir;
+  Store store((dir / "chat.db").string());
+  store.create_session(session_named("dup"));
+  store.append_turns("dup", 0, std::vector{turn(1, "kept", {7})});
+  StoredSession other = session_named("dup");
+  other.system_prompt = "replacement";
+  try {
+    store.create_session(other);
+    FAIL("a second session with the same id must be refused");
+  } catch (const Error& e) {
+    CHECK(e.status() == Status::invalid_argument);
+    CHECK(std::string(e.what()).find("dup") != std::string::npos);
+  }
+  CHECK(store.load_session("dup")->system_prompt == "You are terse.");
+  CHECK(store.load_turns("dup").size() == 1);
+  CHECK(status_of([&] { store.create_session(session_named("")); }) == Status::invalid_argument);
+}
+
+TEST_CASE("store: truncate_turns keeps a prefix; delete_session removes everything") {
+  test::TempDir dir;
+  Store store((dir / "chat.db").string());
+  store.create_session(session_named("s"));
+  store.append_turns(
+      "s", 0,
+      std::vector{turn(0, "a", {1}), turn(1, "b", {2}), turn(2, "c", {3}), turn(1, "d", {4})});
+  store.truncate_turns("s", 2);
+  auto turns = store.load_turns("s");
+  REQUIRE(turns.size() == 2);
+  CHECK(turns[1].text == "b");
+  store.append_turns("s", 2, std::vector{turn(2, "c2", {5})});  // the index continues at 2
+  CHECK(store.load_turns("s")[2].text == "c2");
+  store.truncate_turns("s", 3);  // keeping all is allowed
+  CHECK(status_of([&] { store.truncate_turns("s", 4); }) == Status::invalid_argument);
+  CHECK(status_of([&] { store.truncate_turns("nobody", 0); }) == Status::not_found);
+  store.truncate_turns("s", 0);
+  CHECK(store.load_turns("s").empty());
+
+  store.delete_session("s");
+  CHECK_FALSE(store.load_session("s").has_value());
+  CHECK(status_of([&] { store.load_turns("s"); }) == Status::not_found);
+  CHECK(status_of([&] { store.delete_session("s"); }) == Status::not_found);
+  CHECK(status_of([&] { store.delete_session("never"); }) == Status::not_found);
+  // The id is free again.
+  store.create_session(session_named("s"));
+  CHECK(store.load_turns("s").empty());
+
+  // Deleting a session with turns takes its turns along (a leftover row would show up when
+  // the id is reused).
+  store.create_session(session_named("t"));
+  store.append_turns("t", 0, std::vector{turn(1, "x", {1}), turn(2, "y", {2})});
+  store.delete_session("t");
+  store.create_session(session_named("t"));
+  CHECK(store.load_turns("t").empty());
+}
+
+TEST_CASE("store: replace_turns makes the transcript exactly the given turns, and drops KV") {
+  test::TempDir dir;
+  Store store((dir / "chat.db").string());
+  store.create_session(session_named("s"));
+  store.append_turns("s", 0,
+                     std::vector{turn(0, "sys", {1}), turn(1, "old q", {2}), turn(2, "old a", {3}),
+                                 turn(1, "q", {4}), turn(2, "a", {5})});
+  store.save_kv("s", StoredKv{0, 1, 5, {}, std::vector<std::byte>(10)}, {});
+  // A conversation that dropped its oldest exchange keeps the system prompt.
+  const auto kept = std::vector{turn(0, "sys", {1}), turn(1, "q", {4}), turn(2, "a", {5})};
+  store.replace_turns("s", kept);
+  const auto turns = store.load_turns("s");
+  REQUIRE(turns.size() == 3);
+  for (size_t i = 0; i < kept.size(); ++i) check_same(turns[i], kept[i]);
+  CHECK_FALSE(store.load_kv("s").has_value());
+  store.append_turns("s", 3, std::vector{turn(1, "next", {6})});  // the index continues at 3
+
+  // Longer than before works too; errors change nothing.
+  store.replace_turns("s", std::vector{turn(1, "a", {}), turn(2, "b", {}), turn(1, "c", {}),
+                                       turn(2, "d", {}), turn(1, "e", {}), turn(2, "f", {})});
+  CHECK(store.load_turns("s").size() == 6);
+  CHECK(status_of([&] { store.replace_turns("s", std::vector{turn(9, "bad", {})}); }) ==
+        Status::invalid_argument);
+  CHECK(status_of([&] { store.replace_turns("nobody", kept); }) == Status::not_found);
+  CHECK(store.load_turns("s").size() == 6);
+  store.replace_turns("s", {});
+  CHECK(store.load_turns("s").empty());
+}
+
+TEST_CASE("store: unknown sessions read as absent") {
+  test::TempDir dir;
+  Store store((dir / "chat.db").string());
+  CHECK_FALSE(store.load_session("x").has_value());
+  CHECK(store.list_sessions().empty());
+  CHECK(status_of([&] { store.load_turns("x"); }) == Status::not_found);
+}
+
+TEST_CASE("store: list_sessions is ordered by creation time, ties by insertion") {
+  test::TempDir dir;
+  Store store((dir / "chat.db").string());
+  store.create_session(session_named("late", 300));
+  store.create_session(session_named("early", 100));
+  store.create_session(session_named("tie-b", 200));
+  store.create_session(session_named("tie-a", 200));
+  CHECK(store.list_sessions() == std::vector<std::string>{"early", "tie-b", "tie-a", "late"});
+  store.delete_session("tie-b");
+  CHECK(store.list_sessions() == std::vector<std::string>{"early", "tie-a", "late"});
+}
+
+TEST_CASE("store: calls from many threads on one store are serialized") {
+  test::TempDir dir;
+  Store store((dir / "chat.db").string());
+  constexpr int kThreads = 6, kTurns = 25;
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&store, t] {
+      const std::string id = "t" + std::to_string(t);
+      store.create_session(session_named(id, t));
+      for (int i = 0; i < kTurns; ++i) {
+        store.append_turns(id, static_cast<uint32_t>(i),
+                           std::vector{turn(1 + i % 2, id + "#" + std::to_string(i), {t, i})});
+        if (i % 5 == 0) (void)store.list_sessions();
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  CHECK(store.list_sessions().size() == kThreads);
+  for (int t = 0; t < kThreads; ++t) {
+    const auto turns = store.load_turns("t" + std::to_string(t));
+    REQUIRE(turns.size() == kTurns);
+    CHECK(turns[kTurns - 1].token_ids == std::vector<int32_t>{t, kTurns - 1});
+  }
+}
