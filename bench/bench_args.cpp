@@ -106,7 +106,7 @@ const char* usage_text() {
                         stories260k-shape, tinyllama-1.1b, llama2-7b
   --dtype T             synthetic weights: f32, f16 (default), bf16, q8_0
   --seed N              synthetic weights seed (default 1)
-  --scenario A[,B...]   kv-bytes, shared-prefix, turns, prefill, decode, codec (default: all)
+  --scenario A[,B...]   kv-bytes, shared-prefix, turns, prefill, decode, codec, spill (default: all)
   --threads N           CPU threads (default 0: one per core)
   --kv T[,T...]         int8, f16, f32 (default: all three where a scenario compares
                         them, else int8)

@@ -9,10 +9,16 @@ std::vector<kv::KvType> BenchContext::kv_types(const std::vector<kv::KvType>& fa
 }
 
 std::shared_ptr<engine::Engine> BenchContext::make_engine(kv::KvType kv) const {
+  return make_engine(kv, "");
+}
+
+std::shared_ptr<engine::Engine> BenchContext::make_engine(kv::KvType kv,
+                                                          const std::string& store_path) const {
   engine::EngineOptions options;
   options.device = "cpu";
   options.n_threads = args_.threads;
   options.kv_type = kv;
+  options.store_path = store_path;
   return std::make_shared<engine::Engine>(source_.view(), options);
 }
 

@@ -36,6 +36,8 @@ class BenchContext {
 
   // A fresh engine (empty prefix cache) on the CPU over a view of the model.
   std::shared_ptr<engine::Engine> make_engine(kv::KvType kv) const;
+  // The same, keeping its sessions in the store file at `store_path`.
+  std::shared_ptr<engine::Engine> make_engine(kv::KvType kv, const std::string& store_path) const;
 
   // scenario, model, backend, threads, kv, weights: the fields every line starts with.
   // (Non-const: Engine::backend() has no const overload.)

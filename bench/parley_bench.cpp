@@ -19,6 +19,7 @@ const std::vector<Scenario>& all_scenarios() {
       {"kv-bytes", run_kv_bytes}, {"shared-prefix", run_shared_prefix},
       {"turns", run_turns},       {"prefill", run_prefill},
       {"decode", run_decode},     {"codec", run_codec},
+      {"spill", run_spill},
   };
   return scenarios;
 }

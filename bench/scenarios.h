@@ -14,6 +14,7 @@ void run_turns(BenchContext& ctx);          // scenario_turns.cpp
 void run_prefill(BenchContext& ctx);        // scenario_prefill.cpp
 void run_decode(BenchContext& ctx);         // scenario_decode.cpp
 void run_codec(BenchContext& ctx);          // scenario_codec.cpp
+void run_spill(BenchContext& ctx);          // scenario_spill.cpp
 
 struct Scenario {
   std::string_view name;

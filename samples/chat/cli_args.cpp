@@ -49,6 +49,8 @@ const char* usage() {
          "Chat with a local model. Without -p: an interactive console that can hold several\n"
          "conversations at once (/new, /switch, /fork, /rewind, /sessions; type /help there).\n"
          "With -p: one-shot mode; stdout holds the reply only.\n"
+         "With --store, conversations outlive the run: every turn is committed to the file, and\n"
+         "--session ID (or /open ID in the console) continues one.\n"
          "\n"
          "  -m, --model PATH        GGUF file or Hugging Face model directory (required)\n"
          "  -p, --prompt TEXT       one-shot: send TEXT, print the reply, exit\n"
@@ -68,6 +70,12 @@ const char* usage() {
          "      --kv TYPE           KV cache type: int8 (default), f16, f32\n"
          "      --ctx N             context length (default: the model's)\n"
          "      --print-ids         after the reply, print 'ids: <generated token ids>'\n"
+         "      --store FILE        keep conversations in this SQLite file (created when missing)\n"
+         "      --session ID        with --store: continue the stored conversation ID, or start\n"
+         "                          it when there is none (it keeps its own system prompt and\n"
+         "                          template); without --store: the new conversation's id\n"
+         "      --idle-spill MS     with --store: move the KV of conversations idle this long to\n"
+         "                          the store, freeing memory (default 0 = only when memory is short)\n"
          "  -h, --help              this text\n"
          "      --version           the library version\n";
 }
@@ -101,10 +109,17 @@ CliArgs parse_args(int argc, char** argv) {
     else if (flag == "--kv") a.kv_type = parse_kv(value());
     else if (flag == "--ctx") a.context_length = uint32_t(parse_integer(flag, value(), 0, UINT32_MAX));
     else if (flag == "--print-ids") a.print_ids = true;
+    else if (flag == "--store") a.store_path = value();
+    else if (flag == "--session") a.session_id = value();
+    else if (flag == "--idle-spill") a.idle_spill_ms = uint32_t(parse_integer(flag, value(), 0, UINT32_MAX));
     else throw std::invalid_argument("unknown option '" + std::string(flag) + "' (see --help)");
   }
   if (!a.help && !a.version && a.model.empty()) {
     throw std::invalid_argument("no model given: use -m PATH (see --help)");
+  }
+  // Without a store there is nowhere to spill to; say so rather than ignore the flag.
+  if (a.idle_spill_ms > 0 && !a.store_path) {
+    throw std::invalid_argument("--idle-spill needs --store FILE");
   }
   return a;
 }

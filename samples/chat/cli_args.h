@@ -13,6 +13,9 @@ struct CliArgs {
   std::optional<std::string> prompt;  // set: one-shot mode
   std::optional<std::string> system_prompt;
   std::optional<std::string> chat_template;
+  std::optional<std::string> store_path;  // set: conversations persist in this SQLite file
+  std::optional<std::string> session_id;  // the conversation to continue (store) or to name
+  uint32_t idle_spill_ms = 0;
   std::string device = "auto";
   int32_t n_threads = 0;
   int32_t kv_type = PARLEY_KV_DEFAULT;

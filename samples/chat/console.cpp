@@ -12,6 +12,7 @@
 #include "session_commands.h"
 #include "sessions.h"
 #include "stats_report.h"
+#include "store_commands.h"
 
 namespace chat {
 namespace {
@@ -23,11 +24,18 @@ const char* kConsoleHelp =
     "/switch ID     continue another open conversation\n"
     "/fork [ID]     copy the current conversation into a new one and switch to the copy\n"
     "/rewind N      drop the last N messages (a message and its reply are two)\n"
-    "/sessions      list the open conversations: turns, tokens, KV bytes (* = current)\n"
+    "/close ID      close an open conversation (with --store it stays stored)\n"
+    "/sessions      list the open conversations: turns, tokens, state, KV bytes resident and\n"
+    "               stored (* = current); with --store also the stored ones not open here\n"
+    "/open ID       reopen a stored conversation and switch to it\n"
+    "/suspend       move the current conversation's KV to the store; the next message\n"
+    "               brings it back\n"
+    "/delete ID     delete a stored conversation that is not open here\n"
     "/system TEXT   replace the current conversation with a new one with this system prompt\n"
     "/reset         replace the current conversation with a new one (same system prompt)\n"
-    "/stats         figures of the last turn and KV memory\n"
-    "/quit          leave (also Ctrl-D)\n"
+    "/stats         figures of the last turn, KV memory and the store\n"
+    "/quit          leave (also Ctrl-D); open conversations are closed, which with --store\n"
+    "               spills their KV to it, so --session ID or /open ID continues them\n"
     "Ctrl-C stops a reply that is being written.\n";
 
 struct Command {
@@ -73,15 +81,26 @@ void send_message(const CliArgs& args, Sessions::Open& open, const std::string& 
   }
 }
 
+// The open conversations, then the stored ones that are not open.
+void list_sessions(const SessionCommands& commands, const StoreCommands& store) {
+  commands.list();
+  store.list_not_open();
+}
+
 // False: not a command this console knows.
-bool run_command(const Command& c, parley_engine* engine, SessionCommands& commands) {
+bool run_command(const Command& c, parley_engine* engine, SessionCommands& commands,
+                 StoreCommands& store) {
   if (c.name == "/help") std::printf("%s", kConsoleHelp);
   else if (c.name == "/stats") print_stats(engine, commands.sessions.current().last_turn);
   else if (c.name == "/new") commands.start_new(c.arg);
   else if (c.name == "/switch") commands.switch_to(c.arg);
   else if (c.name == "/fork") commands.fork(c.arg);
   else if (c.name == "/rewind") commands.rewind(c.arg);
-  else if (c.name == "/sessions") commands.list();
+  else if (c.name == "/close") commands.close(c.arg);
+  else if (c.name == "/sessions") list_sessions(commands, store);
+  else if (c.name == "/open") store.open(c.arg);
+  else if (c.name == "/suspend") store.suspend();
+  else if (c.name == "/delete") store.remove(c.arg);
   else if (c.name == "/reset") commands.replace_current(std::nullopt);
   else if (c.name == "/system") commands.replace_current(std::string(c.arg));
   else return false;
@@ -94,8 +113,8 @@ int run_console(parley_engine* engine, const CliArgs& args) {
   const bool interactive = ::isatty(STDIN_FILENO);
   Sessions sessions;
   parley_session* first = nullptr;
-  parley_status st =
-      create_session(engine, args, args.system_prompt.value_or(""), nullptr, &first);
+  bool reopened = false;
+  parley_status st = start_first_session(engine, args, &first, &reopened);
   if (st == PARLEY_OK) st = sessions.add(first);
   if (st != PARLEY_OK) {
     print_error("cannot start a session", st);
@@ -103,7 +122,9 @@ int run_console(parley_engine* engine, const CliArgs& args) {
   }
   stop_replies_on_ctrl_c();
   if (interactive) print_banner(engine);
+  if (reopened) announce_reopened(sessions);
   SessionCommands commands{engine, args, sessions};
+  StoreCommands store{engine, args.store_path.has_value(), sessions};
   std::string line;
   for (;;) {
     if (interactive) {
@@ -117,7 +138,7 @@ int run_console(parley_engine* engine, const CliArgs& args) {
     }
     const Command command = parse_command(line);
     if (command.name == "/quit" || command.name == "/exit") break;
-    if (!run_command(command, engine, commands)) {
+    if (!run_command(command, engine, commands, store)) {
       std::printf("unknown command %s (try /help)\n", line.c_str());
     }
   }

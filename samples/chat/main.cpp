@@ -32,6 +32,8 @@ int main(int argc, char** argv) {
   eo.n_threads = args.n_threads;
   eo.kv_type = args.kv_type;
   eo.context_length = args.context_length;
+  if (args.store_path) eo.store_path = args.store_path->c_str();
+  eo.idle_spill_ms = args.idle_spill_ms;
   parley_engine* engine = nullptr;
   const parley_status st = parley_engine_open(&eo, &engine);
   if (st != PARLEY_OK) {

@@ -1,4 +1,5 @@
-// Starting a conversation the way the command line asks (template flag, system prompt).
+// Starting a conversation the way the command line asks (template flag, system prompt, and
+// --session with or without --store).
 #pragma once
 
 #include <string>
@@ -12,5 +13,11 @@ namespace chat {
 parley_status create_session(parley_engine* engine, const CliArgs& args,
                              const std::string& system_prompt, const char* id,
                              parley_session** out);
+
+// The conversation a run starts in. With --store and --session ID: the stored conversation ID
+// when there is one (`*reopened` true), else a new one with that id. Without --store,
+// --session only names the new conversation.
+parley_status start_first_session(parley_engine* engine, const CliArgs& args,
+                                  parley_session** out, bool* reopened);
 
 }  // namespace chat

@@ -4,17 +4,35 @@
 
 #include "new_session.h"
 #include "output.h"
+#include "sessions.h"
 
 namespace chat {
+namespace {
+
+// stdout holds only the reply, so the id of a conversation the library named goes to stderr:
+// without it the stored conversation could not be continued.
+void announce_stored_id(parley_session* session) {
+  parley_status st = PARLEY_OK;
+  const auto id = session_id(session, &st);
+  if (!id) {
+    print_error("cannot read the session's id", st);
+    return;
+  }
+  std::fprintf(stderr, "parley-chat: stored as session %s (continue with --session %s)\n",
+               id->c_str(), id->c_str());
+}
+
+}  // namespace
 
 int run_one_shot(parley_engine* engine, const CliArgs& args) {
   parley_session* session = nullptr;
-  parley_status st =
-      create_session(engine, args, args.system_prompt.value_or(""), nullptr, &session);
+  bool reopened = false;
+  parley_status st = start_first_session(engine, args, &session, &reopened);
   if (st != PARLEY_OK) {
     print_error("cannot start a session", st);
     return 1;
   }
+  if (args.store_path && !args.session_id) announce_stored_id(session);
   stop_replies_on_ctrl_c();
   parley_turn_stats stats;
   stats.struct_size = sizeof stats;
@@ -32,7 +50,7 @@ int run_one_shot(parley_engine* engine, const CliArgs& args) {
     print_error("generation failed", st);
     rc = 1;
   }
-  parley_session_close(session);
+  parley_session_close(session);  // with a store: spills the KV, so the next run restores it
   return rc;
 }
 

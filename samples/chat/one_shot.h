@@ -1,4 +1,5 @@
-// parley-chat -p: send one message, print the reply, exit.
+// parley-chat -p: send one message, print the reply, exit. With --store and --session the
+// message continues that stored conversation and the turn is committed to it.
 #pragma once
 
 #include "cli_args.h"

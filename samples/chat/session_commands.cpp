@@ -5,6 +5,7 @@
 
 #include "new_session.h"
 #include "output.h"
+#include "state_names.h"
 
 namespace chat {
 namespace {
@@ -134,10 +135,30 @@ void SessionCommands::list() const {
       print_error("cannot read a session", st);
       continue;
     }
-    std::printf("%c %s  %u turns, %u tokens, %llu KV bytes\n",
+    std::printf("%c %s  %u turns, %u tokens, %s, %llu KV bytes resident, %llu stored\n",
                 sessions.is_current(open) ? '*' : ' ', open.id.c_str(), info.n_turns,
-                info.n_tokens, (unsigned long long)info.kv_bytes_resident);
+                info.n_tokens, session_state_name(info.state),
+                (unsigned long long)info.kv_bytes_resident,
+                (unsigned long long)info.kv_bytes_stored);
   }
+}
+
+void SessionCommands::close(std::string_view id) {
+  if (id.empty()) {
+    std::printf("usage: /close ID (see /sessions)\n");
+    return;
+  }
+  if (!sessions.is_open(id)) {
+    std::printf("no open session '%.*s' (see /sessions)\n", int(id.size()), id.data());
+    return;
+  }
+  if (!sessions.close(id)) {
+    std::printf("'%.*s' is the only open session; /new or /open another first, or /quit\n",
+                int(id.size()), id.data());
+    return;
+  }
+  std::printf("(closed %.*s)\n", int(id.size()), id.data());
+  print_current(sessions);
 }
 
 }  // namespace chat

@@ -1,5 +1,5 @@
-// The console commands that open, switch, copy, cut, replace and list conversations. Each
-// prints its outcome; a command that fails changes nothing.
+// The console commands that start, switch, copy, cut, replace, close and list conversations.
+// Each prints its outcome; a command that fails changes nothing.
 #pragma once
 
 #include <optional>
@@ -28,8 +28,11 @@ struct SessionCommands {
   // /reset (nullopt: same system prompt) and /system TEXT: a fresh conversation replaces the
   // current one, which is closed.
   void replace_current(const std::optional<std::string>& system_prompt);
-  // /sessions
+  // /sessions: the open conversations with their state and KV bytes.
   void list() const;
+  // /close ID: closes an open conversation (with a store its KV is spilled there); the last
+  // open one stays.
+  void close(std::string_view id);
 };
 
 }  // namespace chat

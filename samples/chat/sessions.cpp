@@ -1,5 +1,7 @@
 #include "sessions.h"
 
+#include <cstddef>
+
 namespace chat {
 namespace {
 
@@ -39,14 +41,28 @@ parley_status Sessions::replace_current(parley_session* s) {
   return PARLEY_OK;
 }
 
-bool Sessions::switch_to(std::string_view id) {
+std::optional<size_t> Sessions::index_of(std::string_view id) const {
   for (size_t i = 0; i < open_.size(); ++i) {
-    if (open_[i].id == id) {
-      current_ = i;
-      return true;
-    }
+    if (open_[i].id == id) return i;
   }
-  return false;
+  return std::nullopt;
+}
+
+bool Sessions::switch_to(std::string_view id) {
+  const auto i = index_of(id);
+  if (!i) return false;
+  current_ = *i;
+  return true;
+}
+
+bool Sessions::is_open(std::string_view id) const { return index_of(id).has_value(); }
+
+bool Sessions::close(std::string_view id) {
+  const auto i = index_of(id);
+  if (!i || open_.size() == 1) return false;
+  open_.erase(open_.begin() + std::ptrdiff_t(*i));  // closes the session
+  if (*i < current_ || current_ == open_.size()) --current_;
+  return true;
 }
 
 }  // namespace chat

@@ -30,11 +30,20 @@ class Sessions {
   // False when no open session has that id; nothing changes then.
   bool switch_to(std::string_view id);
 
+  bool is_open(std::string_view id) const;
+
+  // Closes the session `id` (with a store that spills its KV there). The current one stays
+  // current unless it is the one closed; then the one after it (or the last) takes over.
+  // False, changing nothing, when `id` is not open or is the only open session.
+  bool close(std::string_view id);
+
   Open& current() { return open_[current_]; }
   bool is_current(const Open& o) const { return &o == &open_[current_]; }
   const std::vector<Open>& all() const { return open_; }
 
  private:
+  std::optional<size_t> index_of(std::string_view id) const;
+
   std::vector<Open> open_;
   size_t current_ = 0;
 };

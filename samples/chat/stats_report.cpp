@@ -3,6 +3,7 @@
 #include <cstdio>
 
 #include "output.h"
+#include "state_names.h"
 
 namespace chat {
 namespace {
@@ -14,6 +15,7 @@ void print_turn(const parley_turn_stats& t) {
               "TTFT %.1f ms, TPOT %.2f ms (%.1f tok/s)\n",
               t.prompt_tokens, t.reused_tokens, t.computed_tokens, t.generated_tokens, t.ttft_ms,
               t.tpot_ms, t.tpot_ms > 0 ? 1000.0 / t.tpot_ms : 0.0);
+  std::printf("last turn KV: %s, restore %.2f ms\n", kv_source_name(t.kv_source), t.restore_ms);
 }
 
 void print_kv(const parley_engine_stats& s) {
@@ -25,6 +27,8 @@ void print_kv(const parley_engine_stats& s) {
               (unsigned long long)s.kv_blocks_used, (unsigned long long)s.kv_blocks_shared,
               (unsigned long long)s.kv_blocks_cached, (unsigned long long)s.kv_blocks_total,
               (unsigned long long)s.prefix_hits, (unsigned long long)s.prefix_misses);
+  std::printf("sessions: %u active, %u idle, %u spilled; store: %llu bytes\n", s.sessions_active,
+              s.sessions_idle, s.sessions_spilled, (unsigned long long)s.store_bytes);
 }
 
 }  // namespace

@@ -1,4 +1,5 @@
-// /stats: figures of the current session's last turn and of the engine's KV memory.
+// /stats: figures of the current session's last turn (work, speed, where its KV came from) and
+// of the engine (KV memory, session states, store size).
 #pragma once
 
 #include <optional>

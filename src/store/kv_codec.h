@@ -17,7 +17,7 @@ namespace parley::store {
 inline constexpr uint32_t kKvCodecVersion = 1;
 
 struct KvCodecOptions {
-  int zstd_level = 3;
+  int zstd_level = 1;  // above 1, INT8 blobs shrink by under 2 % but encode 1.5-40x slower
   bool filter = true;  // rearrange bytes (planes, channel-major, deltas) before zstd
 };
 

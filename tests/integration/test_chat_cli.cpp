@@ -1,6 +1,7 @@
 // parley-chat as scripts and people use it. One-shot mode: stdout holds the reply and the ids
 // line, diagnostics go to stderr, the exit status says whether it worked. The console: messages
-// and /commands piped into stdin, several conversations in one run.
+// and /commands piped into stdin, several conversations in one run. With --store: conversations
+// that outlive a run.
 #include <doctest/doctest.h>
 
 #include <sys/wait.h>
@@ -9,8 +10,10 @@
 #include <array>
 #include <cstdio>
 #include <map>
+#include <optional>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include "golden.h"
 #include "support/shared_assets.h"
@@ -34,10 +37,11 @@ std::string quote(const std::string& s) {
 
 enum class Stderr { dropped, merged };
 
-// Runs a program with `input` on its stdin; collects its stdout (and stderr when merged).
-Run run_program(const std::string& exe, const std::string& args, const std::string& input = "",
-                Stderr err = Stderr::dropped) {
-  const std::string cmd = "printf '%s' " + quote(input) + " | " + exe + " " + args +
+// Runs a program with what the shell command `feed` prints on its stdin; collects its stdout
+// (and stderr when merged).
+Run run_fed_program(const std::string& feed, const std::string& exe, const std::string& args,
+                    Stderr err) {
+  const std::string cmd = "{ " + feed + "; } | " + exe + " " + args +
                           (err == Stderr::merged ? " 2>&1" : " 2>/dev/null");
   Run r;
   FILE* p = ::popen(cmd.c_str(), "r");
@@ -48,6 +52,12 @@ Run run_program(const std::string& exe, const std::string& args, const std::stri
   const int status = ::pclose(p);
   r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   return r;
+}
+
+// Runs a program with `input` on its stdin.
+Run run_program(const std::string& exe, const std::string& args, const std::string& input = "",
+                Stderr err = Stderr::dropped) {
+  return run_fed_program("printf '%s' " + quote(input), exe, args, err);
 }
 
 Run run_chat(const std::string& args, const std::string& input = "") {
@@ -61,11 +71,25 @@ Run run_console(const std::filesystem::path& model, const std::string& input) {
                      Stderr::merged);
 }
 
-// One line of /sessions: "* a  4 turns, 24 tokens, 15360 KV bytes".
+// The console on the real model with a session store, greedy and short, with its error lines
+// in the output. `flags` come before the model's.
+Run run_store_console(const std::filesystem::path& model, const std::filesystem::path& store,
+                      const std::string& input, const std::string& flags = "") {
+  return run_program(PARLEY_CHAT_EXE,
+                     flags + " --store " + quote(store.string()) + " -m " + quote(model.string()) +
+                         " --template raw --temp 0 -n 8",
+                     input, Stderr::merged);
+}
+
+// One line of /sessions:
+// "* a  4 turns, 24 tokens, active, 15360 KV bytes resident, 0 stored".
 struct ListedSession {
   bool current = false;
   unsigned turns = 0;
   unsigned tokens = 0;
+  std::string state;
+  unsigned long long kv_resident = 0;
+  unsigned long long kv_stored = 0;
 };
 
 // The /sessions lines found in `text`, by id (a later line for an id wins).
@@ -79,12 +103,33 @@ std::map<std::string, ListedSession> listed_sessions(const std::string& text) {
     if (gap == std::string::npos) continue;
     ListedSession s;
     s.current = line[0] == '*';
-    if (std::sscanf(line.c_str() + gap, " %u turns, %u tokens,", &s.turns, &s.tokens) != 2) {
+    char state[16] = "";
+    if (std::sscanf(line.c_str() + gap,
+                    " %u turns, %u tokens, %15[a-z], %llu KV bytes resident, %llu stored",
+                    &s.turns, &s.tokens, state, &s.kv_resident, &s.kv_stored) != 5) {
       continue;
     }
+    s.state = state;
     found[line.substr(2, gap - 2)] = s;
   }
   return found;
+}
+
+// The ids under the last "stored, not open:" of /sessions in `text`; nullopt when absent.
+std::optional<std::vector<std::string>> stored_not_open(const std::string& text) {
+  const std::string header = "stored, not open:";
+  const size_t at = text.rfind(header);
+  if (at == std::string::npos) return std::nullopt;
+  std::vector<std::string> ids;
+  std::istringstream lines(text.substr(at + header.size()));
+  std::string line;
+  std::getline(lines, line);  // the rest of the header line: "" or " none"
+  while (std::getline(lines, line) && line.rfind("  - ", 0) == 0) ids.push_back(line.substr(4));
+  return ids;
+}
+
+bool contains(const std::vector<std::string>& ids, const std::string& id) {
+  return std::find(ids.begin(), ids.end(), id) != ids.end();
 }
 
 // The text between the first `from` at or after `pos` and the next `to`; "" when absent.
@@ -153,6 +198,11 @@ TEST_CASE("errors exit with status 1 and keep stdout empty") {
   CHECK(missing.exit_code == 1);
   CHECK(missing.out.empty());
   CHECK(run_chat("-m x --temp abc").exit_code == 1);
+  CHECK(run_chat("-m x --idle-spill soon").exit_code == 1);
+  const Run spill_without_store = run_program(PARLEY_CHAT_EXE, "-m x --idle-spill 100 -p hi", "",
+                                              Stderr::merged);
+  CHECK(spill_without_store.exit_code == 1);
+  CHECK(spill_without_store.out == "parley-chat: error: --idle-spill needs --store FILE\n");
   CHECK(run_chat("--help").exit_code == 0);
   CHECK(run_chat("--version").out.rfind("parley ", 0) == 0);
 }
@@ -297,6 +347,168 @@ TEST_CASE("console sessions: /stats after a second turn shows reused KV and bloc
   CHECK(used == 2);  // a's 24 tokens (5 + 8 + 3 + 8) fill one 16-token block and part of another
   CHECK(used <= total);
   CHECK(r.out.find("prefix cache: ") != std::string::npos);
+}
+
+TEST_CASE("store: two one-shot runs with --session continue one conversation") {
+  PARLEY_SHARED_OR_SKIP(gguf, "models/stories260k/stories260k-f32.gguf");
+  TempDir dir;
+  const std::string flags = "-m " + quote(gguf.string()) + " --store " +
+                            quote((dir / "chat.db").string()) +
+                            " --template raw --temp 0 -n 8 ";
+  const Run first = run_chat(flags + "--session s -p 'Once upon a time'");
+  const Run second = run_chat(flags + "--session s -p 'The cat'");
+  CHECK(first.exit_code == 0);
+  CHECK(second.exit_code == 0);
+
+  // Both messages in one console run, without a store: the same two replies, so the second
+  // run answered with the first exchange before it.
+  const Run together = run_console(gguf, "Once upon a time\nThe cat\n");
+  REQUIRE(together.out.rfind(first.out, 0) == 0);
+  CHECK(together.out.substr(first.out.size()) == second.out);
+  CHECK(second.out == " named Tom. Tom loved\n");
+  // A fresh conversation starting with the second message answers otherwise.
+  CHECK(run_console(gguf, "The cat\n").out != second.out);
+
+  // Without --session the library names the conversation; stderr says how to continue it.
+  const Run unnamed = run_program(PARLEY_CHAT_EXE, flags + "-p 'The dog'", "", Stderr::merged);
+  CHECK(unnamed.exit_code == 0);
+  const std::string unnamed_id =
+      text_between(unnamed.out, "parley-chat: stored as session ", " (continue with --session ");
+  REQUIRE(!unnamed_id.empty());
+
+  const Run listing = run_store_console(gguf, dir / "chat.db", "/sessions\n");
+  const auto stored = stored_not_open(listing.out);
+  REQUIRE(stored);
+  CHECK(*stored == std::vector<std::string>{"s", unnamed_id});  // oldest first
+}
+
+TEST_CASE("store: /suspend moves the KV to the store and the next message restores it") {
+  PARLEY_SHARED_OR_SKIP(gguf, "models/stories260k/stories260k-f32.gguf");
+  TempDir dir;
+  const Run r = run_store_console(gguf, dir / "chat.db",
+                                  "Once upon a time\n/stats\n/suspend\n/sessions\nThe cat\n/stats\n"
+                                  "The dog\n/stats\n",
+                                  "--session a");
+  CHECK(r.exit_code == 0);
+  const size_t suspended = r.out.find("(suspended; KV in the store)\n");
+  REQUIRE(suspended != std::string::npos);
+  CHECK(r.out.find("last turn KV: new, restore 0.00 ms\n") < suspended);
+
+  const auto listed = listed_sessions(r.out);
+  REQUIRE(listed.count("a") == 1);
+  CHECK(listed.at("a").state == "spilled");
+  CHECK(listed.at("a").kv_resident == 0);
+  CHECK(listed.at("a").kv_stored > 0);
+  CHECK(listed.at("a").turns == 2);
+
+  const size_t restored = r.out.find("last turn KV: restored, restore ", suspended);
+  REQUIRE(restored != std::string::npos);
+  // Back in memory, the next turn finds it there.
+  CHECK(r.out.find("last turn KV: resident, restore 0.00 ms\n", restored) != std::string::npos);
+  unsigned long long store_bytes = 0;
+  REQUIRE(std::sscanf(r.out.c_str() + r.out.rfind("sessions: "),
+                      "sessions: 1 active, 0 idle, 0 spilled; store: %llu bytes",
+                      &store_bytes) == 1);
+  CHECK(store_bytes > 0);
+}
+
+TEST_CASE("store: /open after a restart brings the conversation and its KV back") {
+  PARLEY_SHARED_OR_SKIP(gguf, "models/stories260k/stories260k-f32.gguf");
+  TempDir dir;
+  const Run before = run_store_console(gguf, dir / "chat.db", "/new s\nOnce upon a time\n/quit\n");
+  CHECK(before.exit_code == 0);
+
+  const Run after = run_store_console(gguf, dir / "chat.db", "/open s\n/sessions\nThe cat\n/stats\n");
+  CHECK(after.exit_code == 0);
+  CHECK(after.out.find("(session s: 2 turns from the store)\n") != std::string::npos);
+  const auto listed = listed_sessions(after.out);
+  REQUIRE(listed.count("s") == 1);
+  CHECK(listed.at("s").current);
+  CHECK(listed.at("s").state == "spilled");  // closing it at the end of the first run spilled it
+  CHECK(after.out.find("\n named Tom. Tom loved\n") != std::string::npos);
+  CHECK(after.out.find("last turn KV: restored, restore ") != std::string::npos);
+}
+
+TEST_CASE("store: /delete removes a stored conversation that is not open, never an open one") {
+  PARLEY_SHARED_OR_SKIP(gguf, "models/stories260k/stories260k-f32.gguf");
+  TempDir dir;
+  CHECK(run_store_console(gguf, dir / "chat.db", "/new s\nOnce upon a time\n/new t\nThe cat\n")
+            .exit_code == 0);
+
+  const Run r = run_store_console(gguf, dir / "chat.db",
+                                  "/delete s\n/sessions\n/delete t\n/delete t\n/sessions\n"
+                                  "/close s\n/new x\n/close s\n/delete s\n/sessions\n",
+                                  "--session s");
+  CHECK(r.exit_code == 0);
+  CHECK(r.out.find("(session s: 2 turns from the store)\n") == 0);
+  const size_t refused =
+      r.out.find("cannot delete 's': it is open in this console (/close it first)\n");
+  REQUIRE(refused != std::string::npos);
+  const size_t deleted_t = r.out.find("(deleted t)\n");
+  REQUIRE(deleted_t != std::string::npos);
+  const auto before_delete = stored_not_open(r.out.substr(0, deleted_t));
+  REQUIRE(before_delete);
+  CHECK(contains(*before_delete, "t"));
+  CHECK_FALSE(contains(*before_delete, "s"));  // open here, so not in this section
+
+  // Deleting it again: the library's error, with its status.
+  const size_t again = r.out.find("parley-chat: error: cannot delete the session: ", deleted_t);
+  REQUIRE(again != std::string::npos);
+  CHECK(r.out.find("no stored session t (PARLEY_E_NOT_FOUND)\n", again) != std::string::npos);
+
+  // The only open conversation stays; once another is open, s can be closed and deleted.
+  CHECK(r.out.find("'s' is the only open session; /new or /open another first, or /quit\n") !=
+        std::string::npos);
+  CHECK(r.out.find("(closed s)\n(session x)\n(deleted s)\n") != std::string::npos);
+  const auto at_end = listed_sessions(r.out.substr(r.out.rfind("(deleted s)")));
+  CHECK(at_end.size() == 1);
+  CHECK(at_end.count("x") == 1);
+  const auto stored_at_end = stored_not_open(r.out);
+  REQUIRE(stored_at_end);
+  CHECK_FALSE(contains(*stored_at_end, "s"));
+  CHECK_FALSE(contains(*stored_at_end, "t"));
+}
+
+TEST_CASE("--session without --store names the conversation, and store commands say why not") {
+  PARLEY_SHARED_OR_SKIP(gguf, "models/stories260k/stories260k-f32.gguf");
+  const Run r = run_program(PARLEY_CHAT_EXE,
+                            "-m " + quote(gguf.string()) + " --session mine --template raw",
+                            "/sessions\n/suspend\n/open other\n", Stderr::merged);
+  CHECK(r.exit_code == 0);
+  const auto listed = listed_sessions(r.out);
+  CHECK(listed.size() == 1);
+  REQUIRE(listed.count("mine") == 1);
+  CHECK(listed.at("mine").current);
+  CHECK(r.out.find("stored, not open:") == std::string::npos);
+  CHECK(r.out.find("parley-chat: error: cannot suspend: ") != std::string::npos);
+  CHECK(r.out.find("(PARLEY_E_UNSUPPORTED)\n") != std::string::npos);
+  CHECK(r.out.find("parley-chat: error: cannot open the session: ") != std::string::npos);
+  CHECK(r.out.find("(PARLEY_E_NOT_FOUND)\n") != std::string::npos);
+}
+
+TEST_CASE("store: --idle-spill moves an idle conversation's KV to the store") {
+  PARLEY_SHARED_OR_SKIP(gguf, "models/stories260k/stories260k-f32.gguf");
+  TempDir dir;
+  // The pause is six times the idle limit, so the conversation is idle by the second /sessions.
+  const Run r = run_fed_program(
+      "printf 'Once upon a time\\n/sessions\\n'; sleep 0.6; printf '/sessions\\nThe cat\\n/stats\\n'",
+      PARLEY_CHAT_EXE,
+      "-m " + quote(gguf.string()) + " --store " + quote((dir / "chat.db").string()) +
+          " --idle-spill 100 --session a --template raw --temp 0 -n 8",
+      Stderr::merged);
+  CHECK(r.exit_code == 0);
+  const size_t second_listing = r.out.rfind("* a  ");
+  REQUIRE(second_listing != std::string::npos);
+  const auto busy = listed_sessions(r.out.substr(0, second_listing));
+  const auto idle = listed_sessions(r.out.substr(second_listing));
+  REQUIRE(busy.count("a") == 1);
+  REQUIRE(idle.count("a") == 1);
+  CHECK(busy.at("a").state == "active");
+  CHECK(idle.at("a").state == "spilled");
+  CHECK(idle.at("a").kv_resident == 0);
+  const size_t restored = r.out.find("last turn KV: restored, restore ");
+  REQUIRE(restored != std::string::npos);
+  CHECK(restored > second_listing);
 }
 
 #ifdef PARLEY_MINIMAL_EXE

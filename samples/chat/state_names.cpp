@@ -1,0 +1,26 @@
+#include "state_names.h"
+
+#include "parley.h"
+
+namespace chat {
+
+const char* session_state_name(int32_t state) {
+  switch (state) {
+    case PARLEY_SESSION_ACTIVE: return "active";
+    case PARLEY_SESSION_IDLE: return "idle";
+    case PARLEY_SESSION_SPILLED: return "spilled";
+    default: return "unknown";
+  }
+}
+
+const char* kv_source_name(int32_t source) {
+  switch (source) {
+    case PARLEY_KV_SOURCE_NEW: return "new";
+    case PARLEY_KV_SOURCE_RESIDENT: return "resident";
+    case PARLEY_KV_SOURCE_RESTORED: return "restored";
+    case PARLEY_KV_SOURCE_REBUILT: return "rebuilt";
+    default: return "unknown";
+  }
+}
+
+}  // namespace chat

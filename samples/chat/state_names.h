@@ -1,0 +1,14 @@
+// The words parley-chat prints for the library's session states and KV sources.
+#pragma once
+
+#include <cstdint>
+
+namespace chat {
+
+// PARLEY_SESSION_*: "active", "idle", "spilled"; "unknown" for other values.
+const char* session_state_name(int32_t state);
+
+// PARLEY_KV_SOURCE_*: "new", "resident", "restored", "rebuilt"; "unknown" for other values.
+const char* kv_source_name(int32_t source);
+
+}  // namespace chat

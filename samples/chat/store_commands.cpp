@@ -1,0 +1,126 @@
+#include "store_commands.h"
+
+#include <cstdio>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "output.h"
+
+namespace chat {
+namespace {
+
+void print_current(Sessions& sessions) {
+  std::printf("(session %s)\n", sessions.current().id.c_str());
+}
+
+// The store's ids, oldest first; nullopt after printing the error.
+std::optional<std::vector<std::string>> stored_ids(parley_engine* engine) {
+  std::string buf;
+  size_t needed = 0;
+  parley_status st;
+  // Another process may add sessions between the two calls: ask again until it all fits.
+  do {
+    buf.resize(needed);
+    st = parley_store_list_sessions(engine, buf.data(), buf.size(), &needed);
+  } while (st == PARLEY_OK && needed > buf.size());
+  if (st != PARLEY_OK) {
+    print_error("cannot list the stored sessions", st);
+    return std::nullopt;
+  }
+  buf.resize(needed > 0 ? needed - 1 : 0);  // drop the NUL
+  std::vector<std::string> ids;
+  size_t start = 0;
+  while (start < buf.size()) {
+    size_t end = buf.find('\n', start);
+    if (end == std::string::npos) end = buf.size();
+    ids.push_back(buf.substr(start, end - start));
+    start = end + 1;
+  }
+  return ids;
+}
+
+}  // namespace
+
+void announce_reopened(Sessions& sessions) {
+  parley_session_info info;
+  info.struct_size = sizeof info;
+  const parley_status st = parley_session_get_info(sessions.current().session.get(), &info);
+  if (st != PARLEY_OK) {
+    print_error("cannot read the session", st);
+    return;
+  }
+  std::printf("(session %s: %u turns from the store)\n", info.id, info.n_turns);
+}
+
+void StoreCommands::open(std::string_view id) {
+  if (id.empty()) {
+    std::printf("usage: /open ID (see /sessions)\n");
+    return;
+  }
+  if (sessions.switch_to(id)) {
+    std::printf("(already open)\n");
+    print_current(sessions);
+    return;
+  }
+  const std::string wanted(id);
+  parley_session* s = nullptr;
+  parley_status st = parley_session_open(engine, wanted.c_str(), &s);
+  if (st != PARLEY_OK) {
+    print_error("cannot open the session", st);
+    return;
+  }
+  st = sessions.add(s);
+  if (st != PARLEY_OK) {
+    print_error("cannot read the opened session's id", st);
+    return;
+  }
+  announce_reopened(sessions);
+}
+
+void StoreCommands::suspend() {
+  const parley_status st = parley_session_suspend(sessions.current().session.get());
+  if (st != PARLEY_OK) {
+    print_error("cannot suspend", st);
+    return;
+  }
+  std::printf("(suspended; KV in the store)\n");
+}
+
+void StoreCommands::remove(std::string_view id) {
+  if (id.empty()) {
+    std::printf("usage: /delete ID (see /sessions)\n");
+    return;
+  }
+  // The library refuses too; saying it here names the console's way out.
+  if (sessions.is_open(id)) {
+    std::printf("cannot delete '%.*s': it is open in this console (/close it first)\n",
+                int(id.size()), id.data());
+    return;
+  }
+  const std::string target(id);
+  const parley_status st = parley_session_delete(engine, target.c_str());
+  if (st != PARLEY_OK) {
+    print_error("cannot delete the session", st);
+    return;
+  }
+  std::printf("(deleted %s)\n", target.c_str());
+}
+
+void StoreCommands::list_not_open() const {
+  if (!has_store) return;
+  const auto ids = stored_ids(engine);
+  if (!ids) return;
+  std::vector<const std::string*> closed;
+  for (const auto& id : *ids) {
+    if (!sessions.is_open(id)) closed.push_back(&id);
+  }
+  if (closed.empty()) {
+    std::printf("stored, not open: none\n");
+    return;
+  }
+  std::printf("stored, not open:\n");
+  for (const auto* id : closed) std::printf("  - %s\n", id->c_str());
+}
+
+}  // namespace chat
