@@ -31,6 +31,10 @@ class KvView {
   void read_k(int32_t layer, uint32_t pos, int32_t kv_head, float* out) const;
   void read_v(int32_t layer, uint32_t pos, int32_t kv_head, float* out) const;
 
+  // The stored bytes of the block holding pos, laid out as layout() says: for attention
+  // kernels that read INT8/F16/F32 values in place instead of dequantizing row by row.
+  const std::byte* block_data(uint32_t pos) const { return block(pos); }
+
  private:
   const std::byte* block(uint32_t pos) const { return pool_->data(blocks_[pos / kBlockTokens]); }
   std::byte* block(uint32_t pos) { return pool_->data(blocks_[pos / kBlockTokens]); }

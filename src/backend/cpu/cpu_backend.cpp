@@ -8,7 +8,6 @@
 #include "backend/cpu/ops_attention.h"
 #include "backend/cpu/ops_matmul.h"
 #include "backend/cpu/ops_norm_rope.h"
-#include "backend/cpu/ops_swiglu.h"
 #include "backend/cpu/thread_pool.h"
 #include "common/error.h"
 
@@ -170,9 +169,7 @@ void CpuBackend::Impl::run_layer(int32_t l, const Batch& batch, kv::KvView& kv, 
   for (size_t i = 0; i < n; ++i) {
     rmsnorm(&x[i * dim], attn_norm[size_t(l)].data(), dim, config.rms_eps, &xn[i * dim]);
   }
-  matmul(lw.wq, xn.data(), n, q.data(), pool);
-  matmul(lw.wk, xn.data(), n, k.data(), pool);
-  matmul(lw.wv, xn.data(), n, v.data(), pool);
+  matmul_many({{&lw.wq, q.data()}, {&lw.wk, k.data()}, {&lw.wv, v.data()}}, xn.data(), n, pool);
   pool.parallel_for(n, [&](size_t begin, size_t end) {
     for (size_t i = begin; i < end; ++i) {
       const uint32_t pos = batch.start_pos + uint32_t(i);
@@ -193,13 +190,11 @@ void CpuBackend::Impl::run_layer(int32_t l, const Batch& batch, kv::KvView& kv, 
   matmul(lw.wo, att.data(), n, proj.data(), pool);
   add_into(x.data(), proj.data(), n * dim);
 
-  // Feed-forward: norm, SwiGLU, down projection.
+  // Feed-forward: norm, then gate and up with SwiGLU applied as they come out, then down.
   for (size_t i = 0; i < n; ++i) {
     rmsnorm(&x[i * dim], ffn_norm[size_t(l)].data(), dim, config.rms_eps, &xn[i * dim]);
   }
-  matmul(lw.w_gate, xn.data(), n, gate.data(), pool);
-  matmul(lw.w_up, xn.data(), n, up.data(), pool);
-  swiglu(gate.data(), up.data(), n * size_t(config.hidden_dim), gate.data());
+  matmul_swiglu(lw.w_gate, lw.w_up, xn.data(), n, gate.data(), up.data(), pool);
   matmul(lw.w_down, gate.data(), n, proj.data(), pool);
   add_into(x.data(), proj.data(), n * dim);
 }

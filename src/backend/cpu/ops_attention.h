@@ -21,7 +21,7 @@ struct AttentionArgs {
 };
 
 // For every row and query head: softmax(q . k_t / sqrt(head_dim)) over the cached positions
-// t it may see, times v_t. K/V come from kv (dequantized as read), which must already hold
+// t it may see, times v_t. K/V are read from kv in their stored type, which must already hold
 // the rows' own positions. Parallel over (row, KV head) pairs: the query heads of a group
 // share each K/V row read. One head's result does not depend on the thread count or on
 // which other rows are in the call.

@@ -1,8 +1,14 @@
 #include "backend/cpu/thread_pool.h"
 
 #include <algorithm>
+#include <chrono>
+#include <string>
 
 #include "common/error.h"
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#endif
 
 namespace parley::backend::cpu {
 namespace {
@@ -10,7 +16,33 @@ namespace {
 // Several chunks per thread so that uneven tasks (causal attention rows) still balance.
 constexpr size_t kChunksPerThread = 4;
 
+// A decode step issues a few parallel regions per layer with microseconds of serial work
+// between them: waiting threads spin this long before they sleep, so that the next region
+// finds them awake instead of paying a futex wake-up (tens of microseconds) each time.
+constexpr auto kSpinTime = std::chrono::microseconds(200);
+
 thread_local bool t_inside_task = false;
+
+inline void cpu_relax() {
+#if defined(__x86_64__) || defined(__i386__)
+  _mm_pause();
+#else
+  std::this_thread::yield();
+#endif
+}
+
+// Spins until done() or kSpinTime has passed; true if done() became true.
+template <class Done>
+bool spin_until(const Done& done) {
+  const auto deadline = std::chrono::steady_clock::now() + kSpinTime;
+  for (;;) {
+    for (int i = 0; i < 64; ++i) {
+      if (done()) return true;
+      cpu_relax();
+    }
+    if (std::chrono::steady_clock::now() > deadline) return done();
+  }
+}
 
 }  // namespace
 
@@ -24,77 +56,87 @@ ThreadPool::ThreadPool(int32_t n_threads) {
 }
 
 ThreadPool::~ThreadPool() {
-  {
-    std::lock_guard lock(mutex_);
-    stop_ = true;
-  }
-  wake_.notify_all();
+  stop_ = true;
+  generation_.fetch_add(1, std::memory_order_release);
+  generation_.notify_all();
   for (auto& w : workers_) w.join();
 }
 
-void ThreadPool::parallel_for(size_t n, const RangeFn& fn) {
+void ThreadPool::run(size_t n, Task task) {
   if (n == 0) return;
   if (t_inside_task || workers_.empty() || n == 1) {
-    fn(0, n);
+    task.call(task.fn, 0, n);
     return;
   }
   std::lock_guard call(call_mutex_);
-  {
-    std::unique_lock lock(mutex_);
-    // A worker that woke late for the previous job may still be leaving it.
-    idle_.wait(lock, [&] { return busy_ == 0; });
-    fn_ = &fn;
-    n_ = n;
-    n_chunks_ = std::min(n, size() * kChunksPerThread);
-    next_chunk_.store(0);
-    error_ = nullptr;
-    ++generation_;
-  }
-  wake_.notify_all();
+  task_ = task;
+  n_ = n;
+  n_chunks_ = std::min(n, size() * kChunksPerThread);
+  next_chunk_.store(0, std::memory_order_relaxed);
+  error_ = nullptr;
+  pending_.store(uint32_t(workers_.size()), std::memory_order_relaxed);
+  // seq_cst: the bump and the sleeper check pair with the worker's "count myself as
+  // sleeping, then re-check the generation", so a sleeping worker is always woken.
+  generation_.fetch_add(1, std::memory_order_seq_cst);
+  if (sleeping_workers_.load(std::memory_order_seq_cst) > 0) generation_.notify_all();
   run_chunks();
-  std::exception_ptr error;
-  {
-    std::unique_lock lock(mutex_);
-    // Every chunk is claimed once the caller's run_chunks() returns; the busy workers hold
-    // the ones still running.
-    idle_.wait(lock, [&] { return busy_ == 0; });
-    error = error_;
-    fn_ = nullptr;
-  }
-  if (error) std::rethrow_exception(error);
+  wait_for_workers();
+  if (error_) std::rethrow_exception(error_);
 }
 
 void ThreadPool::run_chunks() {
   t_inside_task = true;
   for (;;) {
-    const size_t c = next_chunk_.fetch_add(1);
+    const size_t c = next_chunk_.fetch_add(1, std::memory_order_relaxed);
     if (c >= n_chunks_) break;
     // Chunk c covers [c * n / chunks, (c + 1) * n / chunks): sizes differ by at most one.
     const size_t begin = c * n_ / n_chunks_;
     const size_t end = (c + 1) * n_ / n_chunks_;
     try {
-      (*fn_)(begin, end);
+      task_.call(task_.fn, begin, end);
     } catch (...) {
-      std::lock_guard lock(mutex_);
+      std::lock_guard lock(error_mutex_);
       if (!error_) error_ = std::current_exception();
-      next_chunk_.store(n_chunks_);  // skip what has not started
+      next_chunk_.store(n_chunks_, std::memory_order_relaxed);  // skip what has not started
     }
   }
   t_inside_task = false;
 }
 
+uint32_t ThreadPool::wait_for_job(uint32_t seen) {
+  uint32_t now = seen;
+  const auto moved = [&] {
+    now = generation_.load(std::memory_order_acquire);
+    return now != seen;
+  };
+  while (!spin_until(moved)) {
+    sleeping_workers_.fetch_add(1, std::memory_order_seq_cst);
+    generation_.wait(seen, std::memory_order_acquire);
+    sleeping_workers_.fetch_sub(1, std::memory_order_seq_cst);
+  }
+  return now;
+}
+
+void ThreadPool::wait_for_workers() {
+  const auto done = [&] { return pending_.load(std::memory_order_acquire) == 0; };
+  while (!spin_until(done)) {
+    caller_sleeping_.store(true, std::memory_order_seq_cst);
+    const uint32_t left = pending_.load(std::memory_order_seq_cst);
+    if (left != 0) pending_.wait(left, std::memory_order_acquire);
+    caller_sleeping_.store(false, std::memory_order_relaxed);
+  }
+}
+
 void ThreadPool::worker_loop() {
-  uint64_t seen = 0;
-  std::unique_lock lock(mutex_);
+  uint32_t seen = 0;
   for (;;) {
-    wake_.wait(lock, [&] { return stop_ || generation_ != seen; });
+    seen = wait_for_job(seen);
     if (stop_) return;
-    seen = generation_;
-    ++busy_;
-    lock.unlock();
     run_chunks();
-    lock.lock();
-    if (--busy_ == 0) idle_.notify_all();
+    if (pending_.fetch_sub(1, std::memory_order_seq_cst) == 1 &&
+        caller_sleeping_.load(std::memory_order_seq_cst)) {
+      pending_.notify_all();
+    }
   }
 }
 

@@ -2,21 +2,18 @@
 #pragma once
 
 #include <atomic>
-#include <condition_variable>
 #include <cstddef>
 #include <cstdint>
 #include <exception>
-#include <functional>
 #include <mutex>
 #include <thread>
+#include <type_traits>
 #include <vector>
 
 namespace parley::backend::cpu {
 
 class ThreadPool {
  public:
-  using RangeFn = std::function<void(size_t begin, size_t end)>;
-
   // n_threads: how many threads run tasks, the calling thread included (so n_threads - 1
   // workers are started); 0 = std::thread::hardware_concurrency().
   // Throws Error(invalid_argument) for a negative count.
@@ -27,32 +24,50 @@ class ThreadPool {
 
   size_t size() const { return workers_.size() + 1; }
 
-  // Calls fn on contiguous sub-ranges that together cover [0, n) exactly once, on the workers
-  // and the calling thread, and returns when all are done. The first exception thrown by a
-  // task is rethrown here (chunks not yet started are skipped). Calls from several threads
-  // are serialized; a call from inside a task runs the whole range inline.
-  void parallel_for(size_t n, const RangeFn& fn);
+  // Calls fn(begin, end) on contiguous sub-ranges that together cover [0, n) exactly once,
+  // on the workers and the calling thread, and returns when all are done. The first
+  // exception thrown by a task is rethrown here (chunks not yet started are skipped). Calls
+  // from several threads are serialized; a call from inside a task runs the whole range
+  // inline. fn is called through a plain pointer: no allocation per call.
+  template <class Fn>
+  void parallel_for(size_t n, const Fn& fn) {
+    run(n, Task{&fn, [](const void* f, size_t begin, size_t end) {
+                  (*static_cast<const Fn*>(f))(begin, end);
+                }});
+  }
 
  private:
+  struct Task {
+    const void* fn;
+    void (*call)(const void* fn, size_t begin, size_t end);
+  };
+
+  void run(size_t n, Task task);
   void worker_loop();
-  void run_chunks();  // claims and runs chunks of the current job until none are left
+  void run_chunks();          // claims and runs chunks of the current job until none are left
+  uint32_t wait_for_job(uint32_t seen);  // spins, then sleeps, until the generation moves
+  void wait_for_workers();    // spins, then sleeps, until every worker has left the job
 
   std::vector<std::thread> workers_;
   std::mutex call_mutex_;  // one job at a time
 
-  // The current job. Written under mutex_ only while no worker is busy.
-  const RangeFn* fn_ = nullptr;
+  // The current job, written by the caller before it bumps generation_ (release) and read
+  // by workers after they see the new generation (acquire).
+  Task task_{};
   size_t n_ = 0;
   size_t n_chunks_ = 0;
   std::atomic<size_t> next_chunk_{0};
-  std::exception_ptr error_;  // guarded by mutex_
+  std::mutex error_mutex_;
+  std::exception_ptr error_;
 
-  std::mutex mutex_;
-  std::condition_variable wake_;  // workers: a new job or stop
-  std::condition_variable idle_;  // caller: busy_ dropped to 0
-  uint64_t generation_ = 0;       // bumped per job
-  size_t busy_ = 0;               // workers inside run_chunks()
-  bool stop_ = false;
+  // Every worker takes part in every job (possibly finding no chunk left), so that none can
+  // still be reading a job when the caller returns. generation_ announces a job (and stop);
+  // pending_ counts the workers that have not finished it.
+  std::atomic<uint32_t> generation_{0};
+  std::atomic<uint32_t> pending_{0};
+  std::atomic<uint32_t> sleeping_workers_{0};
+  std::atomic<bool> caller_sleeping_{false};
+  bool stop_ = false;  // read by workers after a generation bump
 };
 
 }  // namespace parley::backend::cpu

@@ -1,0 +1,29 @@
+// The SIMD kernel of CPU attention: the query heads of one KV group, for one query row, over
+// the positions it may see, reading the cache's INT8/F16/F32 values in place. Best target of
+// the running CPU (Highway dynamic dispatch).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "kv/kv_view.h"
+
+namespace parley::backend::cpu {
+
+struct GroupJob {
+  const float* q = nullptr;  // [group][head_dim], RoPE applied
+  float* out = nullptr;      // [group][head_dim]
+  int32_t group = 1;         // query heads sharing kv_head
+  uint32_t first = 0;        // positions first..last (inclusive) are attended
+  uint32_t last = 0;
+  int32_t layer = 0;
+  int32_t kv_head = 0;
+};
+
+// out_g = sum_t softmax_t(q_g . k_t / sqrt(head_dim)) v_t for every head g of the group. Each
+// K and V row is read once for the whole group; INT8 rows enter the dot products as integers
+// converted to float, their scale applied once per row. scratch is reused between calls.
+void attend_group(const GroupJob& job, const kv::KvView& kv, std::vector<float>& scratch);
+
+}  // namespace parley::backend::cpu
