@@ -4,9 +4,23 @@
 #include <stdexcept>
 #include <string_view>
 #include <thread>
+#include <utility>
 
 namespace parley::bench {
 namespace {
+
+// Earlier names of scenarios, still accepted so that old command lines keep working.
+constexpr std::pair<std::string_view, std::string_view> kScenarioAliases[] = {
+    {"turns", "turn"},
+    {"shared-prefix", "prefix"},
+};
+
+std::string canonical_scenario(std::string_view name) {
+  for (const auto& [alias, canonical] : kScenarioAliases) {
+    if (name == alias) return std::string(canonical);
+  }
+  return std::string(name);
+}
 
 std::vector<std::string> split_commas(std::string_view s) {
   std::vector<std::string> parts;
@@ -30,13 +44,32 @@ uint64_t parse_count(std::string_view flag, std::string_view value, uint64_t min
   return n;
 }
 
-model::DType parse_dtype(std::string_view value) {
+std::vector<uint32_t> parse_counts(std::string_view flag, std::string_view value, uint64_t min) {
+  std::vector<uint32_t> counts;
+  for (const std::string& part : split_commas(value)) {
+    counts.push_back(uint32_t(parse_count(flag, part, min)));
+  }
+  if (counts.empty()) throw std::invalid_argument(std::string(flag) + " needs at least one value");
+  return counts;
+}
+
+double parse_seconds(std::string_view flag, std::string_view value) {
+  double s = 0;
+  const auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), s);
+  if (ec != std::errc() || end != value.data() + value.size() || !(s >= 0)) {
+    throw std::invalid_argument(std::string(flag) + " needs seconds >= 0, got '" +
+                                std::string(value) + "'");
+  }
+  return s;
+}
+
+model::DType parse_weights(std::string_view flag, std::string_view value) {
   if (value == "f32") return model::DType::f32;
   if (value == "f16") return model::DType::f16;
   if (value == "bf16") return model::DType::bf16;
   if (value == "q8_0") return model::DType::q8_0;
-  throw std::invalid_argument("--dtype must be f32, f16, bf16 or q8_0, got '" + std::string(value) +
-                              "'");
+  throw std::invalid_argument(std::string(flag) + " must be f32, f16, bf16 or q8_0, got '" +
+                              std::string(value) + "'");
 }
 
 kv::KvType parse_kv(std::string_view value) {
@@ -62,12 +95,14 @@ BenchArgs parse_args(int argc, char** argv) {
       a.model_path = value;
     } else if (flag == "--synthetic") {
       a.synthetic = value;
-    } else if (flag == "--dtype") {
-      a.dtype = parse_dtype(value);
+    } else if (flag == "--weights" || flag == "--dtype") {
+      a.weights = parse_weights(flag, value);
     } else if (flag == "--seed") {
       a.seed = parse_count(flag, value, 0);
+    } else if (flag == "--device") {
+      a.device = value;
     } else if (flag == "--scenario") {
-      for (auto& s : split_commas(value)) a.scenarios.push_back(s);
+      for (auto& s : split_commas(value)) a.scenarios.push_back(canonical_scenario(s));
     } else if (flag == "--threads") {
       a.threads = int32_t(parse_count(flag, value, 0));
     } else if (flag == "--kv") {
@@ -85,15 +120,27 @@ BenchArgs parse_args(int argc, char** argv) {
     } else if (flag == "--turn-tokens") {
       a.turn_tokens = uint32_t(parse_count(flag, value, 1));
     } else if (flag == "--prompt-tokens") {
-      a.prompt_tokens = uint32_t(parse_count(flag, value, 2));
-    } else if (flag == "--gen-tokens") {
+      a.prompt_tokens = parse_counts(flag, value, 2);
+    } else if (flag == "--context") {
+      a.context_tokens = parse_counts(flag, value, 1);
+    } else if (flag == "--tokens" || flag == "--gen-tokens") {
       a.gen_tokens = uint32_t(parse_count(flag, value, 2));  // TPOT needs two tokens
+    } else if (flag == "--spill-tokens") {
+      a.spill_tokens = parse_counts(flag, value, 2);
+    } else if (flag == "--codec-min-s") {
+      a.codec_min_seconds = parse_seconds(flag, value);
+    } else if (flag == "--copy-mib") {
+      a.copy_mib = uint32_t(parse_count(flag, value, 1));
     } else {
       throw std::invalid_argument("unknown flag '" + std::string(flag) + "' (see --help)");
     }
   }
-  if (!a.help && a.model_path.empty() == a.synthetic.empty()) {
+  if (a.help) return a;
+  if (a.model_path.empty() == a.synthetic.empty()) {
     throw std::invalid_argument("give exactly one of --model PATH and --synthetic NAME");
+  }
+  if (a.weights && !a.model_path.empty()) {
+    throw std::invalid_argument("--weights applies to --synthetic only; a model file has its own");
   }
   return a;
 }
@@ -102,22 +149,30 @@ const char* usage_text() {
   return R"(parley-bench: prints one JSON object per line for each measurement.
 
   --model PATH          GGUF file or Hugging Face directory
-  --synthetic NAME      random weights of a known shape, built in memory:
-                        stories260k-shape, tinyllama-1.1b, llama2-7b
-  --dtype T             synthetic weights: f32, f16 (default), bf16, q8_0
+  --synthetic NAME      random weights of a known shape, built in memory: stories260k-shape,
+                        stories15m, stories110m, tinyllama-1.1b, llama2-7b
+  --weights T           synthetic weights: f32, f16 (default), bf16, q8_0 (alias --dtype)
   --seed N              synthetic weights seed (default 1)
-  --scenario A[,B...]   kv-bytes, shared-prefix, turns, prefill, decode, codec, spill (default: all)
+  --device D            engine device: cpu (default), auto, cuda, cuda:N
+  --scenario A[,B...]   prefill, decode, turn, prefix, spill, kv-bytes, codec (default: all;
+                        turns and shared-prefix are old names of turn and prefix)
   --threads N           CPU threads (default 0: one per core)
   --kv T[,T...]         int8, f16, f32 (default: all three where a scenario compares
                         them, else int8)
   --repeat N            timed runs for prefill and decode (default 3)
   --out FILE            also append the JSON lines to FILE
-  --sessions N          shared-prefix: sessions (default 8)
-  --system-tokens N     shared-prefix: system prompt length (default 200)
-  --turns N             turns: conversation length (default 10)
-  --turn-tokens N       turns: tokens per reply (default 32, less if the context is short)
-  --prompt-tokens N     prefill/decode: prompt length (default 128)
-  --gen-tokens N        decode: generated tokens (default 64)
+  --prompt-tokens N[,N...]  prefill: prompt lengths (default 128,512,2048, each capped to
+                        the context)
+  --context N[,N...]    decode: tokens already in the cache when decoding starts (default 128)
+  --tokens N            decode: generated tokens (default 64; alias --gen-tokens)
+  --turns N             turn: conversation length (default 10)
+  --turn-tokens N       turn: tokens per reply (default 32, less if the context is short)
+  --sessions N          prefix: sessions sharing the system prompt (default 8)
+  --system-tokens N     prefix: system prompt length (default 200)
+  --spill-tokens N[,N...]  spill: conversation lengths (default 512,2048)
+  --codec-min-s S       codec: least seconds per timing (default 0.3)
+  --copy-mib N          bandwidth copy loop: MiB per array (default 512; arrays that fit in
+                        the caches overstate bandwidth_gbs, so smaller is for quick checks)
 )";
 }
 

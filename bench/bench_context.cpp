@@ -1,5 +1,7 @@
 #include "bench_context.h"
 
+#include "peak_rss.h"
+
 namespace parley::bench {
 
 int BenchContext::threads() const { return resolved_threads(args_); }
@@ -15,7 +17,7 @@ std::shared_ptr<engine::Engine> BenchContext::make_engine(kv::KvType kv) const {
 std::shared_ptr<engine::Engine> BenchContext::make_engine(kv::KvType kv,
                                                           const std::string& store_path) const {
   engine::EngineOptions options;
-  options.device = "cpu";
+  options.device = args_.device;
   options.n_threads = args_.threads;
   options.kv_type = kv;
   options.store_path = store_path;
@@ -23,21 +25,29 @@ std::shared_ptr<engine::Engine> BenchContext::make_engine(kv::KvType kv,
 }
 
 nlohmann::ordered_json BenchContext::line(std::string_view scenario, engine::Engine& engine) const {
-  return nlohmann::ordered_json{
-      {"scenario", scenario},
-      {"model", source_.label()},
-      {"backend", engine.backend().name()},
-      {"threads", threads()},
-      {"kv", kv::kv_type_name(engine.kv_type())},
-      {"weights", model::dtype_name(engine.model().weights.layers.at(0).wq.dtype)},
-  };
+  nlohmann::ordered_json l;
+  for (std::string_view key : kCommonKeys) l[std::string(key)] = nullptr;
+  l["scenario"] = scenario;
+  l["model"] = source_.label();
+  l["backend"] = engine.backend().name();
+  l["threads"] = threads();
+  l["kv"] = kv::kv_type_name(engine.kv_type());
+  l["weights"] = model::dtype_name(engine.model().weights.layers.at(0).wq.dtype);
+  l["kv_bytes_per_token"] = engine.stats().kv_bytes_per_token;
+  if (copy_bandwidth_.gb_per_s > 0) l["bandwidth_gbs"] = copy_bandwidth_.gb_per_s;
+  return l;
+}
+
+void BenchContext::write(nlohmann::ordered_json& line) {
+  line["peak_rss_bytes"] = peak_rss_bytes();
+  out_.write(line);
 }
 
 void BenchContext::write_skipped(std::string_view scenario, engine::Engine& engine,
                                  const std::string& why) {
   nlohmann::ordered_json l = line(scenario, engine);
   l["skipped"] = why;
-  out_.write(l);
+  write(l);
 }
 
 engine::GenerateParams fixed_length_params(uint32_t max_tokens) {

@@ -1,5 +1,5 @@
 // What every scenario needs: the arguments, the model, the output, engines on demand, and
-// the fields that start every JSON line.
+// the fields that every JSON line carries.
 #pragma once
 
 #include <memory>
@@ -16,6 +16,15 @@
 
 namespace parley::bench {
 
+// The keys of every line, in order; null where one does not apply to the scenario.
+inline constexpr std::string_view kCommonKeys[] = {
+    "scenario",        "model",          "backend",        "threads",
+    "kv",              "weights",        "prompt_tokens",  "context_tokens",
+    "generated_tokens", "prefill_tok_s", "decode_tok_s",   "ttft_ms",
+    "tpot_ms_median",  "tpot_ms_p90",    "kv_bytes_per_token", "peak_rss_bytes",
+    "bandwidth_gbs",   "decode_bandwidth_utilisation",
+};
+
 class BenchContext {
  public:
   BenchContext(const BenchArgs& args, const ModelSource& source, JsonLines& out,
@@ -24,8 +33,7 @@ class BenchContext {
 
   const BenchArgs& args() const { return args_; }
   const ModelSource& source() const { return source_; }
-  JsonLines& out() { return out_; }
-  // Measured before the model was loaded; zero when no scenario needs it.
+  // Measured before the model was loaded.
   const CopyBandwidth& copy_bandwidth() const { return copy_bandwidth_; }
 
   // Threads the backend runs on (--threads, or one per core).
@@ -34,14 +42,18 @@ class BenchContext {
   // --kv when given, else `fallback`.
   std::vector<kv::KvType> kv_types(const std::vector<kv::KvType>& fallback) const;
 
-  // A fresh engine (empty prefix cache) on the CPU over a view of the model.
+  // A fresh engine (empty prefix cache) on --device over a view of the model.
   std::shared_ptr<engine::Engine> make_engine(kv::KvType kv) const;
   // The same, keeping its sessions in the store file at `store_path`.
   std::shared_ptr<engine::Engine> make_engine(kv::KvType kv, const std::string& store_path) const;
 
-  // scenario, model, backend, threads, kv, weights: the fields every line starts with.
-  // (Non-const: Engine::backend() has no const overload.)
+  // A line with every key of kCommonKeys: those that hold for any measurement on this engine
+  // are filled, the rest are null for the scenario to fill. (Non-const: Engine::backend()
+  // has no const overload.)
   nlohmann::ordered_json line(std::string_view scenario, engine::Engine& engine) const;
+
+  // Writes the line with the peak RSS as it stands now.
+  void write(nlohmann::ordered_json& line);
 
   // A line saying why a scenario did not run on this model (a "skipped" field).
   void write_skipped(std::string_view scenario, engine::Engine& engine, const std::string& why);

@@ -1,61 +1,98 @@
-# Runs parley-bench on the tiny synthetic stories260k shape and checks that every line of its
-# output is a JSON object with the fields every measurement carries. Timings are not checked.
+# Runs every parley-bench scenario on the small synthetic stories15m shape with tiny sizes and
+# checks that every line of its output is a JSON object carrying every common key (DESIGN.md
+# section 9). A key may be null only where it does not apply to the scenario: the keys listed
+# for a scenario below must hold a value. Timings are never checked.
 # Usage: cmake -DBENCH=path/to/parley-bench -P check_json_lines.cmake
+cmake_minimum_required(VERSION 3.25)  # script mode: IN_LIST and string(JSON) need the policies
 if(NOT BENCH)
   message(FATAL_ERROR "pass -DBENCH=path/to/parley-bench")
 endif()
 
+# Tiny sizes throughout: the shape of the output is the point, not its figures (a small copy
+# loop, one pass per codec timing, one run each).
 execute_process(
-  COMMAND ${BENCH} --synthetic stories260k-shape --scenario kv-bytes,turns --turns 2
-          --turn-tokens 4 --threads 1
+  COMMAND ${BENCH} --synthetic stories15m --threads 1 --kv int8 --repeat 1 --copy-mib 8
+          --prompt-tokens 16,1000 --context 16 --tokens 4 --turns 2 --turn-tokens 4
+          --sessions 2 --system-tokens 16 --spill-tokens 48 --codec-min-s 0
   OUTPUT_VARIABLE out ERROR_VARIABLE err RESULT_VARIABLE rc TIMEOUT 50)
 if(NOT rc EQUAL 0)
   message(FATAL_ERROR "parley-bench exited with ${rc}: ${err}")
 endif()
 
+set(common_keys scenario model backend threads kv weights prompt_tokens context_tokens
+    generated_tokens prefill_tok_s decode_tok_s ttft_ms tpot_ms_median tpot_ms_p90
+    kv_bytes_per_token peak_rss_bytes bandwidth_gbs decode_bandwidth_utilisation)
+set(spill_keys spill_ms restore_ms reprefill_ms stored_bytes_per_token)
+
+# Keys that must not be null: on every line, then per scenario.
+set(filled_everywhere scenario model backend threads kv weights kv_bytes_per_token
+    peak_rss_bytes bandwidth_gbs)
+set(filled_prefill prompt_tokens generated_tokens prefill_tok_s ttft_ms)
+set(filled_decode prompt_tokens context_tokens generated_tokens prefill_tok_s decode_tok_s
+    ttft_ms tpot_ms_median tpot_ms_p90 decode_bandwidth_utilisation)
+set(filled_turn prompt_tokens context_tokens generated_tokens prefill_tok_s decode_tok_s ttft_ms
+    tpot_ms_median tpot_ms_p90)
+set(filled_prefix)  # the per-session lines fill TTFT; the summary line has its own fields
+set(filled_spill context_tokens ${spill_keys})
+set(filled_kv-bytes context_tokens)
+set(filled_codec)
+set(scenarios prefill decode turn prefix spill kv-bytes codec)
+foreach(s IN LISTS scenarios)
+  set(n_${s} 0)
+endforeach()
+
 string(REGEX REPLACE "\n$" "" out "${out}")
 string(REPLACE ";" "\\;" out "${out}")  # a ';' inside the JSON must not split the list
 string(REPLACE "\n" ";" lines "${out}")
-set(common_keys scenario model backend threads kv weights)
-set(n_kv_bytes 0)
-set(n_turns 0)
 foreach(line IN LISTS lines)
   string(JSON type ERROR_VARIABLE json_err TYPE "${line}")
   if(json_err OR NOT type STREQUAL "OBJECT")
     message(FATAL_ERROR "not a JSON object: '${line}' ${json_err}")
   endif()
-  foreach(key IN LISTS common_keys)
-    string(JSON value ERROR_VARIABLE json_err GET "${line}" ${key})
+  string(JSON skipped ERROR_VARIABLE no_skip GET "${line}" skipped)
+  if(NOT no_skip)
+    message(FATAL_ERROR "a scenario was skipped: ${line}")
+  endif()
+  string(JSON scenario GET "${line}" scenario)
+  if(NOT scenario IN_LIST scenarios)
+    message(FATAL_ERROR "unexpected scenario '${scenario}'")
+  endif()
+  math(EXPR n_${scenario} "${n_${scenario}} + 1")
+  set(keys ${common_keys})
+  if(scenario STREQUAL "spill")
+    list(APPEND keys ${spill_keys})
+  endif()
+  foreach(key IN LISTS keys)
+    string(JSON key_type ERROR_VARIABLE json_err TYPE "${line}" ${key})
     if(json_err)
       message(FATAL_ERROR "line lacks '${key}': ${line}")
     endif()
+    if(key_type STREQUAL "NULL" AND (key IN_LIST filled_everywhere OR key IN_LIST filled_${scenario}))
+      message(FATAL_ERROR "'${key}' is null in a ${scenario} line: ${line}")
+    endif()
   endforeach()
-  string(JSON scenario GET "${line}" scenario)
   string(JSON model GET "${line}" model)
-  if(NOT model STREQUAL "synthetic:stories260k-shape")
+  if(NOT model STREQUAL "synthetic:stories15m")
     message(FATAL_ERROR "unexpected model '${model}'")
   endif()
-  if(scenario STREQUAL "kv-bytes")
-    math(EXPR n_kv_bytes "${n_kv_bytes} + 1")
-    foreach(key kv_bytes_per_token block_bytes block_tokens)
-      string(JSON value GET "${line}" ${key})
-    endforeach()
-  elseif(scenario STREQUAL "turns")
-    math(EXPR n_turns "${n_turns} + 1")
-    foreach(key turn prompt_tokens reused_tokens computed_tokens generated_tokens ttft_ms tpot_ms)
-      string(JSON value GET "${line}" ${key})
-    endforeach()
+  if(scenario STREQUAL "decode" OR scenario STREQUAL "turn")
     string(JSON generated GET "${line}" generated_tokens)
     if(NOT generated EQUAL 4)
-      message(FATAL_ERROR "a turn generated ${generated} tokens, not the 4 asked: ${line}")
+      message(FATAL_ERROR "${scenario} generated ${generated} tokens, not the 4 asked: ${line}")
     endif()
-  else()
-    message(FATAL_ERROR "unexpected scenario '${scenario}'")
   endif()
 endforeach()
 
-# One line per KV type (int8, f16, f32) and one per turn.
-if(NOT n_kv_bytes EQUAL 3 OR NOT n_turns EQUAL 2)
-  message(FATAL_ERROR "expected 3 kv-bytes lines and 2 turns lines, got ${n_kv_bytes} and ${n_turns}")
-endif()
-message(STATUS "parley-bench printed ${n_kv_bytes} kv-bytes and ${n_turns} turns lines")
+# prefill: 16 and 1000 capped to the context; decode: one context; turn: one line a turn;
+# prefix: two sessions and a summary; spill: one length; kv-bytes: one KV type; codec: four
+# zstd levels, with and without the filter.
+set(expected prefill 2 decode 1 turn 2 prefix 3 spill 1 kv-bytes 1 codec 8)
+set(report "")
+while(expected)
+  list(POP_FRONT expected s n)
+  if(NOT n_${s} EQUAL n)
+    message(FATAL_ERROR "expected ${n} ${s} lines, got ${n_${s}}")
+  endif()
+  string(APPEND report " ${s}=${n}")
+endwhile()
+message(STATUS "parley-bench printed the expected lines:${report}")

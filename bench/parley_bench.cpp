@@ -7,6 +7,7 @@
 
 #include "bench_args.h"
 #include "bench_context.h"
+#include "device_probe.h"
 #include "json_lines.h"
 #include "memory_bandwidth.h"
 #include "model_source.h"
@@ -16,9 +17,8 @@ namespace parley::bench {
 
 const std::vector<Scenario>& all_scenarios() {
   static const std::vector<Scenario> scenarios = {
-      {"kv-bytes", run_kv_bytes}, {"shared-prefix", run_shared_prefix},
-      {"turns", run_turns},       {"prefill", run_prefill},
-      {"decode", run_decode},     {"codec", run_codec},
+      {"kv-bytes", run_kv_bytes}, {"prefix", run_prefix}, {"turn", run_turn},
+      {"prefill", run_prefill},   {"decode", run_decode}, {"codec", run_codec},
       {"spill", run_spill},
   };
   return scenarios;
@@ -26,8 +26,6 @@ const std::vector<Scenario>& all_scenarios() {
 
 namespace {
 
-// 512 MiB per array: far beyond the last-level cache of the machines this runs on.
-constexpr size_t kCopyArrayBytes = size_t(512) << 20;
 constexpr int kCopyRuns = 5;
 
 int run(const BenchArgs& args) {
@@ -38,12 +36,14 @@ int run(const BenchArgs& args) {
     if (!known) throw std::invalid_argument("unknown --scenario '" + name + "' (see --help)");
   }
   JsonLines out(args.out_path);
-  // First, while this process is single-threaded and holds no model: the child it forks
-  // then has the machine's memory to itself.
-  CopyBandwidth copy;
-  if (wanted.empty() || wanted.count("decode")) {
-    copy = measure_copy_bandwidth_in_child(kCopyArrayBytes, resolved_threads(args), kCopyRuns);
-  }
+  // Before minutes of building a model that could not run or would not fit.
+  require_device(args.device);
+  require_memory_for_synthetic(args);
+  // Next, while this process is single-threaded and holds no model, so that the child it
+  // forks has the machine's memory to itself. Every line reports it, so it always runs.
+  const CopyBandwidth copy =
+      measure_copy_bandwidth_in_child(size_t(args.copy_mib) << 20, resolved_threads(args),
+                                      kCopyRuns);
   const ModelSource source(args);
   // On stderr, so stdout stays JSON lines only.
   std::fprintf(stderr, "parley-bench: %s: %.3g parameters, loaded in %.2f s\n",

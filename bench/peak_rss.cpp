@@ -4,10 +4,10 @@
 
 namespace parley::bench {
 
-double peak_rss_mb() {
+uint64_t peak_rss_bytes() {
   rusage usage{};
   if (getrusage(RUSAGE_SELF, &usage) != 0) return 0;
-  return double(usage.ru_maxrss) * 1024.0 / 1e6;  // Linux reports kilobytes
+  return uint64_t(usage.ru_maxrss) * 1024;  // Linux reports KiB
 }
 
 }  // namespace parley::bench

@@ -1,10 +1,12 @@
 // The process's peak resident memory so far.
 #pragma once
 
+#include <cstdint>
+
 namespace parley::bench {
 
-// Megabytes (10^6 bytes), from getrusage; it covers everything the process ever held,
-// including building synthetic weights.
-double peak_rss_mb();
+// Bytes, from getrusage; it covers everything the process ever held, including building
+// synthetic weights.
+uint64_t peak_rss_bytes();
 
 }  // namespace parley::bench

@@ -1,10 +1,19 @@
 #!/usr/bin/env python3
 """Turns parley-bench JSON lines into the Markdown tables of RESULTS.md.
 
-Usage: bench/results_tables.py FILE.jsonl [FILE.jsonl ...]
+Usage: bench/results_tables.py [--combined] FILE.jsonl [FILE.jsonl ...]
+
+By default each file gets its own section with a table per scenario. With --combined, the
+prefill and decode lines of all the files go into one table each, with model and weights
+columns, to compare models and weight types side by side.
+
+Reads the current output (scenarios prefill, decode, turn, prefix, spill, kv-bytes, codec);
+lines written under the older names turns and shared-prefix are read as turn and prefix.
 """
 import json
 import sys
+
+OLD_NAMES = {"turns": "turn", "shared-prefix": "prefix"}
 
 
 def table(headers, rows):
@@ -15,7 +24,19 @@ def table(headers, rows):
 
 
 def f(x, digits=1):
-    return f"{x:,.{digits}f}"
+    return "-" if x is None else f"{x:,.{digits}f}"
+
+
+def mb(x):
+    return "-" if x is None else f"{x / 1e6:,.1f}"
+
+
+def pct(x):
+    return "-" if x is None else f"{100 * x:.0f}%"
+
+
+def model_name(l):
+    return l["model"].removeprefix("synthetic:")
 
 
 def kv_bytes(lines):
@@ -25,7 +46,7 @@ def kv_bytes(lines):
                   for l in lines])
 
 
-def shared_prefix(lines):
+def prefix(lines):
     sessions = [l for l in lines if l.get("part") == "session"]
     summary = [l for l in lines if l.get("part") == "summary"]
     rows = [[l["session"], l["prompt_tokens"], l["reused_tokens"], l["computed_tokens"],
@@ -42,53 +63,105 @@ def shared_prefix(lines):
     return text
 
 
-def turns(lines):
+def turn(lines):
     return table(["turn", "prompt", "reused", "computed", "generated", "context", "TTFT ms",
-                  "TPOT ms"],
+                  "TPOT ms median", "TPOT ms p90"],
                  [[l["turn"], l["prompt_tokens"], l["reused_tokens"], l["computed_tokens"],
                    l["generated_tokens"], l["context_tokens"], f(l["ttft_ms"]),
-                   f(l["tpot_ms"], 2)] for l in lines if "turn" in l])
+                   f(l["tpot_ms_median"], 2), f(l["tpot_ms_p90"], 2)] for l in lines])
+
+
+PREFILL_HEADERS = ["kv", "prompt tokens", "runs", "prefill tok/s (median)", "TTFT ms median",
+                   "TTFT ms p90", "peak RSS MB"]
+
+
+def prefill_row(l):
+    return [l["kv"], l["prompt_tokens"], l["runs"], f(l["prefill_tok_s"]), f(l["ttft_ms"]),
+            f(l["ttft_ms_p90"]), mb(l["peak_rss_bytes"])]
 
 
 def prefill(lines):
-    return table(["kv", "prompt tokens", "runs", "prefill tok/s (median)", "TTFT ms median",
-                  "TTFT ms p90", "peak RSS MB"],
-                 [[l["kv"], l["prompt_tokens"], l["runs"], f(l["prefill_tok_s_median"]),
-                   f(l["ttft_ms_median"], 2), f(l["ttft_ms_p90"], 2), f(l["peak_rss_mb"])]
-                  for l in lines])
+    return table(PREFILL_HEADERS, [prefill_row(l) for l in lines])
+
+
+DECODE_HEADERS = ["kv", "context + generated", "runs", "TPOT ms median", "TPOT ms p90",
+                  "decode tok/s", "MB read/token (weights + KV)", "decode GB/s", "copy GB/s",
+                  "utilisation", "peak RSS MB"]
+
+
+def decode_row(l):
+    return [l["kv"], f"{l['context_tokens']} + {l['generated_tokens']}", l["runs"],
+            f(l["tpot_ms_median"], 2), f(l["tpot_ms_p90"], 2), f(l["decode_tok_s"]),
+            f"{l['weight_bytes_per_token'] / 1e6:,.1f} + {l['kv_bytes_read_per_token'] / 1e6:,.2f}",
+            f(l["decode_gbs"], 2), f(l["bandwidth_gbs"], 1),
+            pct(l["decode_bandwidth_utilisation"]), mb(l["peak_rss_bytes"])]
 
 
 def decode(lines):
-    return table(["kv", "P + G", "runs", "TTFT ms", "prefill tok/s", "TPOT ms median",
-                  "TPOT ms p90", "decode tok/s", "bytes read/token (weights + KV)",
-                  "decode GB/s", "copy GB/s", "utilisation", "peak RSS MB"],
-                 [[l["kv"], f"{l['prompt_tokens']} + {l['gen_tokens']}", l["runs"],
-                   f(l["ttft_ms_median"]), f(l["prefill_tok_s_median"]),
-                   f(l["tpot_ms_median"], 2), f(l["tpot_ms_p90"], 2), f(l["decode_tok_s"]),
-                   f"{l['weight_bytes_per_token'] / 1e6:,.2f} MB + "
-                   f"{l['kv_bytes_read_per_token'] / 1e6:,.2f} MB",
-                   f(l["decode_gb_s"], 2), f(l["copy_gb_s"], 1),
-                   f"{100 * l['bandwidth_utilisation']:.0f}%", f(l["peak_rss_mb"])]
+    return table(DECODE_HEADERS, [decode_row(l) for l in lines])
+
+
+def spill(lines):
+    return table(["kv", "tokens", "spill ms", "restore ms", "re-prefill ms",
+                  "restore / re-prefill", "stored bytes/token", "vs F16 KV"],
+                 [[l["kv"], l["context_tokens"], f(l["spill_ms"]), f(l["restore_ms"]),
+                   f(l["reprefill_ms"], 0), f(l["restore_ms"] / l["reprefill_ms"], 4),
+                   f(l["stored_bytes_per_token"]),
+                   f(l["stored_bytes_per_token"] / l["f16_kv_bytes_per_token"], 2)]
                   for l in lines])
 
 
-RENDER = {"kv-bytes": kv_bytes, "shared-prefix": shared_prefix, "turns": turns,
-          "prefill": prefill, "decode": decode}
+def codec(lines):
+    return table(["kv", "zstd level", "filter", "disk bytes/token", "vs F16 KV", "vs raw KV",
+                  "encode MB/s", "decode MB/s", "round trip"],
+                 [[l["kv"], l["zstd_level"], "on" if l["filter"] else "off",
+                   f(l["disk_bytes_per_token"]), f(l["ratio_vs_f16_kv"], 3),
+                   f(l["ratio_vs_raw_kv"], 3), f(l["encode_mb_s"], 0), f(l["decode_mb_s"], 0),
+                   "exact" if l["round_trip_ok"] else "DIFFERS"] for l in lines])
 
 
-def main(paths):
+RENDER = {"kv-bytes": kv_bytes, "prefix": prefix, "turn": turn, "prefill": prefill,
+          "decode": decode, "spill": spill, "codec": codec}
+
+
+def read_lines(path):
+    with open(path) as fh:
+        lines = [json.loads(x) for x in fh if x.strip()]
+    for l in lines:
+        l["scenario"] = OLD_NAMES.get(l["scenario"], l["scenario"])
+    return [l for l in lines if "skipped" not in l]
+
+
+def per_file(paths):
     for path in paths:
-        with open(path) as fh:
-            lines = [json.loads(x) for x in fh if x.strip()]
+        lines = read_lines(path)
         models = sorted({l["model"] for l in lines})
         print(f"## {', '.join(models)}\n")
         for scenario, render in RENDER.items():
-            these = [l for l in lines if l["scenario"] == scenario and "skipped" not in l]
+            these = [l for l in lines if l["scenario"] == scenario]
             if these:
                 l0 = these[0]
                 print(f"### {scenario} (weights {l0['weights']}, {l0['backend']}, "
                       f"{l0['threads']} threads)\n")
                 print(render(these) + "\n")
+
+
+def combined(paths):
+    lines = [l for path in paths for l in read_lines(path)]
+    for scenario, headers, row in (("prefill", PREFILL_HEADERS, prefill_row),
+                                   ("decode", DECODE_HEADERS, decode_row)):
+        these = [l for l in lines if l["scenario"] == scenario]
+        if these:
+            print(table(["model", "weights", "threads"] + headers,
+                        [[model_name(l), l["weights"], l["threads"]] + row(l) for l in these]))
+            print()
+
+
+def main(argv):
+    if argv and argv[0] == "--combined":
+        combined(argv[1:])
+    else:
+        per_file(argv)
 
 
 if __name__ == "__main__":

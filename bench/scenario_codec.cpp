@@ -17,8 +17,6 @@ namespace {
 constexpr uint32_t kPromptTokens = 240;
 constexpr uint32_t kReplyTokens = 80;
 constexpr int kLevels[] = {1, 3, 9, 19};
-// Each timing repeats its pass over all blocks until this much time has gone by.
-constexpr double kMinTimedSeconds = 0.3;
 
 struct ConversationKv {
   std::unique_ptr<kv::BlockPool> pool;
@@ -70,15 +68,16 @@ double seconds_since(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
-// Runs `pass` (one pass over every block) until kMinTimedSeconds have gone by; seconds per pass.
+// Runs `pass` (one pass over every block) until `min_seconds` have gone by (at least once);
+// seconds per pass.
 template <typename Pass>
-double time_passes(const Pass& pass) {
+double time_passes(double min_seconds, const Pass& pass) {
   const auto start = std::chrono::steady_clock::now();
   int passes = 0;
   do {
     pass();
     ++passes;
-  } while (seconds_since(start) < kMinTimedSeconds);
+  } while (seconds_since(start) < min_seconds);
   return seconds_since(start) / passes;
 }
 
@@ -113,14 +112,14 @@ void run_codec(BenchContext& ctx) {
       for (bool filter : {true, false}) {
         const store::KvCodecOptions options{level, filter};
         std::vector<std::vector<std::byte>> blobs(kv.blocks.size());
-        const double encode_s = time_passes([&] {
+        const double encode_s = time_passes(ctx.args().codec_min_seconds, [&] {
           for (size_t b = 0; b < kv.blocks.size(); ++b) {
             blobs[b] = store::encode_kv_block(layout, fingerprint, kv.pool->data(kv.blocks[b]),
                                               kv.fill(b), options);
           }
         });
         std::vector<std::byte> target(layout.block_bytes());
-        const double decode_s = time_passes([&] {
+        const double decode_s = time_passes(ctx.args().codec_min_seconds, [&] {
           for (const auto& blob : blobs) {
             store::decode_kv_block(blob, layout, fingerprint, target.data());
           }
@@ -140,7 +139,7 @@ void run_codec(BenchContext& ctx) {
         line["encode_mb_s"] = double(raw_bytes) / encode_s / 1e6;
         line["decode_mb_s"] = double(raw_bytes) / decode_s / 1e6;
         line["round_trip_ok"] = round_trips(kv, blobs, fingerprint);
-        ctx.out().write(line);
+        ctx.write(line);
       }
     }
   }

@@ -14,7 +14,7 @@ void run_kv_bytes(BenchContext& ctx) {
     line["context_tokens"] = engine->context_length();
     line["context_kv_bytes"] = stats.kv_bytes_per_token * engine->context_length();
     line["kv_budget_bytes"] = stats.kv_budget_bytes;
-    ctx.out().write(line);
+    ctx.write(line);
   }
 }
 

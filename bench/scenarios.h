@@ -8,13 +8,13 @@
 
 namespace parley::bench {
 
-void run_kv_bytes(BenchContext& ctx);       // scenario_kv_bytes.cpp
-void run_shared_prefix(BenchContext& ctx);  // scenario_shared_prefix.cpp
-void run_turns(BenchContext& ctx);          // scenario_turns.cpp
-void run_prefill(BenchContext& ctx);        // scenario_prefill.cpp
-void run_decode(BenchContext& ctx);         // scenario_decode.cpp
-void run_codec(BenchContext& ctx);          // scenario_codec.cpp
-void run_spill(BenchContext& ctx);          // scenario_spill.cpp
+void run_kv_bytes(BenchContext& ctx);  // scenario_kv_bytes.cpp
+void run_prefix(BenchContext& ctx);    // scenario_prefix.cpp
+void run_turn(BenchContext& ctx);      // scenario_turn.cpp
+void run_prefill(BenchContext& ctx);   // scenario_prefill.cpp
+void run_decode(BenchContext& ctx);    // scenario_decode.cpp
+void run_codec(BenchContext& ctx);     // scenario_codec.cpp
+void run_spill(BenchContext& ctx);     // scenario_spill.cpp
 
 struct Scenario {
   std::string_view name;

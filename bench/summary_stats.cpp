@@ -15,3 +15,14 @@ double quantile(std::vector<double> values, double q) {
 }
 
 }  // namespace parley::bench
+
+namespace parley::bench {
+
+double mean(const std::vector<double>& values) {
+  if (values.empty()) return 0;
+  double sum = 0;
+  for (double v : values) sum += v;
+  return sum / double(values.size());
+}
+
+}  // namespace parley::bench

@@ -1,4 +1,4 @@
-// Order statistics of a handful of timings.
+// Order statistics and means of timings.
 #pragma once
 
 #include <vector>
@@ -9,5 +9,8 @@ namespace parley::bench {
 // default); 0 for an empty list.
 double quantile(std::vector<double> values, double q);
 inline double median(const std::vector<double>& values) { return quantile(values, 0.5); }
+
+// 0 for an empty list.
+double mean(const std::vector<double>& values);
 
 }  // namespace parley::bench

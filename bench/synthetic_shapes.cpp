@@ -6,6 +6,9 @@ const std::vector<SyntheticShape>& synthetic_shapes() {
   static const std::vector<SyntheticShape> shapes = {
       // llama2.c stories260K: tiny, for quick runs and the bench's own test.
       {"stories260k-shape", 64, 172, 5, 8, 4, 512, 512, true},
+      // llama2.c stories15M and stories110M (Llama 2's vocabulary, shared classifier).
+      {"stories15m", 288, 768, 6, 6, 6, 32000, 256, true},
+      {"stories110m", 768, 2048, 12, 12, 12, 32000, 1024, true},
       // TinyLlama-1.1B: GQA with 4 KV heads.
       {"tinyllama-1.1b", 2048, 5632, 22, 32, 4, 32000, 2048, false},
       // Llama 2 7B: MHA; 13.5 GB of F16 weights.

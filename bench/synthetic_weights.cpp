@@ -91,6 +91,18 @@ void fill_q8_0(std::byte* dst, size_t n_values, float amplitude, uint64_t seed) 
   });
 }
 
+// The type a tensor is stored in: norm vectors (`rows` = 0) in F32; Q8_0 needs rows of whole
+// 32-value blocks, other matrices fall back to F16 (as llama.cpp's tools do).
+DType stored_dtype(DType wanted, int64_t rows, int64_t cols) {
+  if (rows == 0) return DType::f32;
+  return wanted == DType::q8_0 && cols % model::kQ8BlockValues != 0 ? DType::f16 : wanted;
+}
+
+size_t stored_bytes(DType wanted, int64_t rows, int64_t cols) {
+  return size_t(rows == 0 ? 1 : rows) *
+         model::row_bytes(stored_dtype(wanted, rows, cols), size_t(cols));
+}
+
 // One tensor's bytes, filled: `rows` = 0 makes a norm vector (F32, around 1).
 struct TensorMaker {
   TensorMaker(DType d, uint64_t s) : dtype(d), seed(s) {}
@@ -100,16 +112,11 @@ struct TensorMaker {
   std::vector<std::unique_ptr<std::byte[]>> buffers;
   std::vector<model::FileTensor> tensors;
 
-  // Q8_0 needs rows of whole 32-value blocks; others fall back to F16 (as llama.cpp's do).
-  DType matrix_dtype(int64_t cols) const {
-    return dtype == DType::q8_0 && cols % model::kQ8BlockValues != 0 ? DType::f16 : dtype;
-  }
-
   void make(const std::string& name, int64_t rows, int64_t cols) {
     const bool vector = rows == 0;
-    const DType t = vector ? DType::f32 : matrix_dtype(cols);
+    const DType t = stored_dtype(dtype, rows, cols);
     const size_t n = size_t(vector ? 1 : rows) * size_t(cols);
-    const size_t n_bytes = size_t(vector ? 1 : rows) * model::row_bytes(t, size_t(cols));
+    const size_t n_bytes = stored_bytes(dtype, rows, cols);
     // new[] without () leaves the bytes uninitialised: the fill below writes each one once.
     buffers.emplace_back(new std::byte[n_bytes]);
     std::byte* data = buffers.back().get();
@@ -153,6 +160,28 @@ model::ModelConfig synthetic_config(const SyntheticShape& s) {
   return c;
 }
 
+// Every tensor of the model as (GGUF name, rows, cols); rows = 0 for a norm vector.
+template <class Fn>
+void for_each_tensor(const model::ModelConfig& c, bool tied_output, const Fn& fn) {
+  const int64_t q_rows = int64_t(c.n_heads) * c.head_dim;
+  const int64_t kv_rows = int64_t(c.n_kv_heads) * c.head_dim;
+  fn("token_embd.weight", c.n_vocab, c.dim);
+  for (int32_t l = 0; l < c.n_layers; ++l) {
+    const std::string p = "blk." + std::to_string(l) + ".";
+    fn(p + "attn_norm.weight", 0, c.dim);
+    fn(p + "attn_q.weight", q_rows, c.dim);
+    fn(p + "attn_k.weight", kv_rows, c.dim);
+    fn(p + "attn_v.weight", kv_rows, c.dim);
+    fn(p + "attn_output.weight", c.dim, q_rows);
+    fn(p + "ffn_norm.weight", 0, c.dim);
+    fn(p + "ffn_gate.weight", c.hidden_dim, c.dim);
+    fn(p + "ffn_up.weight", c.hidden_dim, c.dim);
+    fn(p + "ffn_down.weight", c.dim, c.hidden_dim);
+  }
+  fn("output_norm.weight", 0, c.dim);
+  if (!tied_output) fn("output.weight", c.n_vocab, c.dim);
+}
+
 }  // namespace
 
 std::unique_ptr<model::LoadedModel> make_synthetic_model(const SyntheticShape& shape,
@@ -163,32 +192,27 @@ std::unique_ptr<model::LoadedModel> make_synthetic_model(const SyntheticShape& s
   m->tokenizer.kind = model::TokenizerSource::Kind::gguf_vocab;
   m->tokenizer.vocab = make_synthetic_vocab(shape.n_vocab);
 
-  const model::ModelConfig& c = m->config;
-  const int64_t q_rows = int64_t(c.n_heads) * c.head_dim;
-  const int64_t kv_rows = int64_t(c.n_kv_heads) * c.head_dim;
   TensorMaker make{dtype, seed};
-  make.make("token_embd.weight", c.n_vocab, c.dim);
-  for (int32_t l = 0; l < c.n_layers; ++l) {
-    const std::string p = "blk." + std::to_string(l) + ".";
-    make.make(p + "attn_norm.weight", 0, c.dim);
-    make.make(p + "attn_q.weight", q_rows, c.dim);
-    make.make(p + "attn_k.weight", kv_rows, c.dim);
-    make.make(p + "attn_v.weight", kv_rows, c.dim);
-    make.make(p + "attn_output.weight", c.dim, q_rows);
-    make.make(p + "ffn_norm.weight", 0, c.dim);
-    make.make(p + "ffn_gate.weight", c.hidden_dim, c.dim);
-    make.make(p + "ffn_up.weight", c.hidden_dim, c.dim);
-    make.make(p + "ffn_down.weight", c.dim, c.hidden_dim);
-  }
-  make.make("output_norm.weight", 0, c.dim);
-  if (!shape.tied_output) make.make("output.weight", c.n_vocab, c.dim);
-
+  for_each_tensor(m->config, shape.tied_output,
+                  [&](const std::string& name, int64_t rows, int64_t cols) {
+                    make.make(name, rows, cols);
+                  });
   // The loader's own checks (names, shapes, byte counts) vouch for the synthetic tensors too.
-  m->weights = model::build_weights(make.tensors, model::TensorNaming::gguf, c, shape.tied_output);
+  m->weights = model::build_weights(make.tensors, model::TensorNaming::gguf, m->config,
+                                    shape.tied_output);
   for (auto& b : make.buffers) m->weights.owned.push_back(std::move(b));
   m->n_params = model::count_parameters(m->weights);
   m->fingerprint = model::model_fingerprint(m->config, m->tokenizer, m->weights);
   return m;
+}
+
+uint64_t synthetic_weight_bytes(const SyntheticShape& shape, model::DType dtype) {
+  uint64_t bytes = 0;
+  for_each_tensor(synthetic_config(shape), shape.tied_output,
+                  [&](const std::string&, int64_t rows, int64_t cols) {
+                    bytes += stored_bytes(dtype, rows, cols);
+                  });
+  return bytes;
 }
 
 }  // namespace parley::bench

@@ -17,4 +17,7 @@ namespace parley::bench {
 std::unique_ptr<model::LoadedModel> make_synthetic_model(const SyntheticShape& shape,
                                                          model::DType dtype, uint64_t seed);
 
+// The bytes make_synthetic_model would allocate for the tensors, without building them.
+uint64_t synthetic_weight_bytes(const SyntheticShape& shape, model::DType dtype);
+
 }  // namespace parley::bench

@@ -1,4 +1,5 @@
-// One timed turn on a new session: a prompt of about P tokens, then exactly G generated.
+// Timed turns on new sessions: a prompt of P tokens (or, where the text cannot be cut to
+// exactly P, a few fewer), then exactly G generated.
 // Shared by the prefill and decode scenarios.
 #pragma once
 
@@ -8,17 +9,19 @@
 #include <vector>
 
 #include "engine/engine.h"
-#include "engine/session.h"
+#include "token_timing.h"
 
 namespace parley::bench {
 
 struct GenerationRuns {
-  std::vector<engine::TurnStats> runs;
-  uint32_t prompt_tokens = 0;  // as the engine counted them (BOS included)
+  std::vector<TimedTurn> runs;
+  uint32_t prompt_tokens = 0;   // as the engine counted them (BOS included)
+  uint32_t context_tokens = 0;  // in the cache when generation started
 
   std::vector<double> ttft_ms() const;
+  std::vector<double> prefill_tok_s() const;
+  // Every token gap of every run, pooled.
   std::vector<double> tpot_ms() const;
-  std::vector<double> prefill_tok_s() const;  // computed tokens / TTFT
 };
 
 // `repeat` runs with the raw template; each run has its own cache scope, so no run reuses

@@ -1,9 +1,11 @@
-// turns: one conversation of several turns. With the KV cache kept between turns, each turn
+// turn: one conversation of several turns. With the KV cache kept between turns, each turn
 // should compute only its own new tokens, however long the conversation grows.
 #include <algorithm>
 
+#include "decode_timing_fields.h"
 #include "prompt_text.h"
 #include "scenarios.h"
+#include "token_timing.h"
 
 namespace parley::bench {
 namespace {
@@ -24,13 +26,13 @@ uint32_t reply_tokens_that_fit(const engine::Engine& engine, uint32_t turns, uin
 
 }  // namespace
 
-void run_turns(BenchContext& ctx) {
+void run_turn(BenchContext& ctx) {
   const uint32_t turns = ctx.args().turns;
   for (kv::KvType kv : ctx.kv_types(kDefaultKvType)) {
     const auto engine = ctx.make_engine(kv);
     const uint32_t reply_tokens = reply_tokens_that_fit(*engine, turns, ctx.args().turn_tokens);
     if (reply_tokens < 2) {
-      ctx.write_skipped("turns", *engine,
+      ctx.write_skipped("turn", *engine,
                         "the context is too short for " + std::to_string(turns) + " turns");
       continue;
     }
@@ -40,19 +42,20 @@ void run_turns(BenchContext& ctx) {
     engine::Session session(engine, options);
     const auto& messages = short_messages();
     for (uint32_t t = 0; t < turns; ++t) {
-      engine::TurnStats stats;
-      session.send(messages[t % messages.size()], fixed_length_params(reply_tokens), nullptr,
-                   stats);
-      nlohmann::ordered_json line = ctx.line("turns", *engine);
+      const TimedTurn turn =
+          send_timed(session, messages[t % messages.size()], fixed_length_params(reply_tokens));
+      nlohmann::ordered_json line = ctx.line("turn", *engine);
+      line["prompt_tokens"] = turn.stats.prompt_tokens;
+      line["context_tokens"] = turn.context_tokens();
+      line["generated_tokens"] = turn.stats.generated_tokens;
+      line["prefill_tok_s"] = turn.prefill_tok_s();
+      line["ttft_ms"] = turn.stats.ttft_ms;
+      put_decode_timings(line, turn.tpot_ms);
       line["turn"] = t + 1;
-      line["prompt_tokens"] = stats.prompt_tokens;
-      line["reused_tokens"] = stats.reused_tokens;
-      line["computed_tokens"] = stats.computed_tokens;
-      line["generated_tokens"] = stats.generated_tokens;
-      line["context_tokens"] = session.tokens().size();
-      line["ttft_ms"] = stats.ttft_ms;
-      line["tpot_ms"] = stats.tpot_ms;
-      ctx.out().write(line);
+      line["reused_tokens"] = turn.stats.reused_tokens;
+      line["computed_tokens"] = turn.stats.computed_tokens;
+      line["conversation_tokens"] = session.tokens().size();
+      ctx.write(line);
     }
   }
 }

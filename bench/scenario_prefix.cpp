@@ -1,11 +1,12 @@
-// shared-prefix: N sessions with one system prompt each send a short message. The first
-// computes the prompt; the others should find its blocks in the prefix cache, so their TTFT
-// covers only their own message.
+// prefix: N sessions with one system prompt each send a short message. The first computes
+// the prompt; the others should find its blocks in the prefix cache, so their TTFT covers
+// only their own message.
 #include <algorithm>
 
 #include "prompt_text.h"
 #include "scenarios.h"
 #include "summary_stats.h"
+#include "token_timing.h"
 
 namespace parley::bench {
 namespace {
@@ -23,13 +24,13 @@ nlohmann::ordered_json block_stats(const engine::EngineStats& s) {
 
 }  // namespace
 
-void run_shared_prefix(BenchContext& ctx) {
+void run_prefix(BenchContext& ctx) {
   const uint32_t n_sessions = ctx.args().sessions;
   for (kv::KvType kv : ctx.kv_types(kDefaultKvType)) {
     const auto engine = ctx.make_engine(kv);
     // Room for the system prompt, the template around it, a message and the reply.
     if (ctx.args().system_tokens + 64 + kReplyTokens > engine->context_length()) {
-      ctx.write_skipped("shared-prefix", *engine, "--system-tokens leaves no room in the context");
+      ctx.write_skipped("prefix", *engine, "--system-tokens leaves no room in the context");
       continue;
     }
     warm_up(engine);
@@ -43,26 +44,28 @@ void run_shared_prefix(BenchContext& ctx) {
     std::vector<double> ttft;
     for (uint32_t i = 0; i < n_sessions; ++i) {
       sessions.push_back(std::make_unique<engine::Session>(engine, options));
-      engine::TurnStats stats;
       const auto& messages = short_messages();
-      sessions.back()->send(messages[i % messages.size()], fixed_length_params(kReplyTokens),
-                            nullptr, stats);
-      ttft.push_back(stats.ttft_ms);
-      nlohmann::ordered_json line = ctx.line("shared-prefix", *engine);
+      const TimedTurn turn = send_timed(*sessions.back(), messages[i % messages.size()],
+                                        fixed_length_params(kReplyTokens));
+      ttft.push_back(turn.stats.ttft_ms);
+      nlohmann::ordered_json line = ctx.line("prefix", *engine);
+      line["prompt_tokens"] = turn.stats.prompt_tokens;
+      line["context_tokens"] = turn.context_tokens();
+      line["generated_tokens"] = turn.stats.generated_tokens;
+      line["prefill_tok_s"] = turn.prefill_tok_s();
+      line["ttft_ms"] = turn.stats.ttft_ms;
       line["part"] = "session";
       line["session"] = i + 1;
-      line["prompt_tokens"] = stats.prompt_tokens;
-      line["reused_tokens"] = stats.reused_tokens;
-      line["computed_tokens"] = stats.computed_tokens;
-      line["ttft_ms"] = stats.ttft_ms;
-      ctx.out().write(line);
+      line["reused_tokens"] = turn.stats.reused_tokens;
+      line["computed_tokens"] = turn.stats.computed_tokens;
+      ctx.write(line);
     }
 
     const engine::EngineStats live = engine->stats();
     sessions.clear();
     const engine::EngineStats closed = engine->stats();
     const double rest = median(std::vector<double>(ttft.begin() + 1, ttft.end()));
-    nlohmann::ordered_json line = ctx.line("shared-prefix", *engine);
+    nlohmann::ordered_json line = ctx.line("prefix", *engine);
     line["part"] = "summary";
     line["sessions"] = n_sessions;
     line["system_tokens"] = system_ids.size();
@@ -71,7 +74,7 @@ void run_shared_prefix(BenchContext& ctx) {
     line["ttft_ratio"] = rest > 0 ? ttft.front() / rest : 0;
     line["blocks_live"] = block_stats(live);
     line["blocks_after_close"] = block_stats(closed);
-    ctx.out().write(line);
+    ctx.write(line);
   }
 }
 
