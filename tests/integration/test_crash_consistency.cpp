@@ -27,8 +27,8 @@ using namespace parley::test;
 namespace {
 
 constexpr int kKills = 200;
-constexpr int kRoundsPerSession = 25;
-constexpr int kTurnsPerChild = 8;  // 25 x 8 turns of ~15 tokens fit the context of 4096
+constexpr int kRoundsPerSession = 16;
+constexpr int kTurnsPerChild = 8;  // 16 x 8 turns of <= 26 tokens fit the context of 4096
 
 // A tiny random model with a long context, so many kills fit one conversation.
 const std::string& crash_model() {
@@ -66,6 +66,9 @@ std::string session_of(int round) { return "crash-" + std::to_string(round / kRo
       if (turn % 2 == 1) s->spill();
     }
     for (;;) ::pause();  // wait for the kill
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "crash child: %s\n", e.what());
+    ::_exit(2);
   } catch (...) {
     ::_exit(2);
   }
