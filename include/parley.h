@@ -57,6 +57,13 @@ extern "C" {
 
 /* ---- Version ----------------------------------------------------------------------------- */
 
+/* Compatibility: a program built against MAJOR.MINOR runs with any later MINOR of the same
+ * MAJOR (same SONAME, libparley.so.MAJOR). Within a major version the ABI only grows: new
+ * functions, new fields appended to structs (which are caller-sized, see struct_size), new
+ * status codes and constants; nothing is removed, renamed, reordered or renumbered, and no
+ * signature changes. A new major version may remove or change anything. A deprecated symbol
+ * (PARLEY_DEPRECATED) stays exported and working until the next major version. */
+
 #define PARLEY_VERSION_MAJOR 0
 #define PARLEY_VERSION_MINOR 1
 #define PARLEY_VERSION_PATCH 0

@@ -15,6 +15,16 @@ BUILD_DIR=$build_dir scripts/build.sh -DPARLEY_TESTS=ON -DPARLEY_SAMPLES=ON
 echo "== tests"
 ctest --test-dir "$build_dir" --output-on-failure -j "$jobs"
 
+echo "== Python binding"
+scripts/test-python.sh "$build_dir"
+echo "== C# binding"
+scripts/test-csharp.sh "$build_dir"
+echo "== install, find_package and pkg-config"
+scripts/test-install.sh "$build_dir"
+echo "== ABI against the baseline in abi/"
+scripts/check-abi.sh "$build_dir"
+scripts/test-abi-guard.sh "$build_dir"
+
 if [ "${PARLEY_SANITIZE_PASS:-1}" != "0" ]; then
   echo "== tests under AddressSanitizer + UndefinedBehaviorSanitizer"
   BUILD_DIR=$build_dir-asan scripts/build.sh -DCMAKE_BUILD_TYPE=Debug -DPARLEY_CUDA=OFF \

@@ -1,0 +1,152 @@
+// A loaded model with its backend and its sessions (parley_engine). Thread-safe: any thread
+// may use it. Dispose closes it; sessions still open stay usable, and the native engine is
+// freed when the last of them closes.
+using System;
+using System.Runtime.InteropServices;
+
+namespace Parley
+{
+    public sealed class Engine : IDisposable
+    {
+        private readonly EngineHandle _handle;
+
+        // Loads a model: a GGUF file or a Hugging Face model directory.
+        public Engine(string modelPath, EngineOptions options = null)
+        {
+            if (modelPath == null) throw new ArgumentNullException("modelPath");
+            options = options ?? new EngineOptions();
+            using (var strings = new NativeStrings())
+            {
+                NativeEngineOptions o = options.ToNative(modelPath, strings);
+                ParleyException.ThrowIfFailed(NativeMethods.parley_engine_open(ref o, out _handle));
+            }
+        }
+
+        // Starts a new conversation.
+        public Session CreateSession(SessionOptions options = null)
+        {
+            SessionHandle session;
+            using (var strings = new NativeStrings())
+            {
+                NativeSessionOptions o = SessionOptions.ToNative(options, strings);
+                ParleyException.ThrowIfFailed(
+                    NativeMethods.parley_session_create(Handle, ref o, out session));
+            }
+            return new Session(session);
+        }
+
+        // Reopens a stored conversation (also one stored by an earlier process).
+        public Session OpenSession(string id)
+        {
+            SessionHandle session;
+            ParleyException.ThrowIfFailed(
+                NativeMethods.parley_session_open(Handle, Utf8.ToNative(id, "id"), out session));
+            return new Session(session);
+        }
+
+        // Deletes a stored conversation that is not open: its transcript and its KV.
+        public void DeleteSession(string id)
+        {
+            ParleyException.ThrowIfFailed(
+                NativeMethods.parley_session_delete(Handle, Utf8.ToNative(id, "id")));
+        }
+
+        // Ids of the stored conversations, oldest first; empty without a store.
+        public string[] Sessions
+        {
+            get
+            {
+                byte[] buf = new byte[256];
+                for (;;)
+                {
+                    UIntPtr needed;
+                    ParleyException.ThrowIfFailed(NativeMethods.parley_store_list_sessions(
+                        Handle, buf, new UIntPtr((uint)buf.Length), out needed));
+                    // Another thread may store a session between the two calls: ask again.
+                    if ((long)needed.ToUInt64() <= buf.Length)
+                    {
+                        string all = Utf8.FromBuffer(buf);
+                        return all.Length == 0 ? new string[0] : all.Split('\n');
+                    }
+                    buf = new byte[checked((int)needed.ToUInt64())];
+                }
+            }
+        }
+
+        public EngineStats Stats
+        {
+            get
+            {
+                var s = new NativeEngineStats { struct_size = SizeOf<NativeEngineStats>.Value };
+                ParleyException.ThrowIfFailed(NativeMethods.parley_engine_get_stats(Handle, ref s));
+                return new EngineStats(s);
+            }
+        }
+
+        public ModelInfo ModelInfo
+        {
+            get
+            {
+                var m = new NativeModelInfo
+                {
+                    struct_size = SizeOf<NativeModelInfo>.Value,
+                    name = new byte[128],
+                    architecture = new byte[32],
+                    chat_template = new byte[32],
+                    backend = new byte[32],
+                };
+                ParleyException.ThrowIfFailed(NativeMethods.parley_engine_get_model_info(Handle, ref m));
+                return new ModelInfo(m);
+            }
+        }
+
+        // Text to token ids with the model's tokenizer; control tokens never come from text.
+        public int[] Tokenize(string text, bool addBos = false)
+        {
+            byte[] utf8 = Utf8.ToNative(text, "text");
+            if (utf8 == null) throw new ArgumentNullException("text");
+            int[] ids = new int[Math.Max(16, text.Length + 1)];
+            for (;;)
+            {
+                UIntPtr needed;
+                ParleyException.ThrowIfFailed(NativeMethods.parley_tokenize(
+                    Handle, utf8, addBos ? 1 : 0, ids, new UIntPtr((uint)ids.Length), out needed));
+                int n = checked((int)needed.ToUInt64());
+                if (n <= ids.Length)
+                {
+                    Array.Resize(ref ids, n);
+                    return ids;
+                }
+                ids = new int[n];
+            }
+        }
+
+        // Token ids to text.
+        public string Detokenize(int[] ids)
+        {
+            if (ids == null) throw new ArgumentNullException("ids");
+            UIntPtr n = new UIntPtr((uint)ids.Length);
+            UIntPtr needed;
+            ParleyException.ThrowIfFailed(
+                NativeMethods.parley_detokenize(Handle, ids, n, null, UIntPtr.Zero, out needed));
+            byte[] buf = new byte[checked((int)needed.ToUInt64())];
+            ParleyException.ThrowIfFailed(NativeMethods.parley_detokenize(
+                Handle, ids, n, buf, new UIntPtr((uint)buf.Length), out needed));
+            return Utf8.FromBuffer(buf);
+        }
+
+        public void Dispose()
+        {
+            _handle.Dispose();
+        }
+
+        private EngineHandle Handle
+        {
+            get
+            {
+                if (_handle.IsClosed) throw new ObjectDisposedException("Engine");
+                return _handle;
+            }
+        }
+    }
+}

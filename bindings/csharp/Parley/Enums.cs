@@ -1,0 +1,47 @@
+// The constant groups of parley.h as enums, with the header's values.
+namespace Parley
+{
+    public enum KvType
+    {
+        Default = 0,  // = Int8
+        Int8 = 1,     // per token and KV head scale; 4x smaller than F32
+        F16 = 2,
+        F32 = 3,      // reference type for exact checks
+    }
+
+    public enum OverflowPolicy
+    {
+        Error = 0,       // a turn that does not fit fails with ParleyStatus.ContextFull
+        DropOldest = 1,  // drop the oldest turns, keep the system prompt
+    }
+
+    public enum KvSource
+    {
+        New = 0,       // the session had no KV before this turn
+        Resident = 1,  // KV was in memory
+        Restored = 2,  // KV was read back from the store
+        Rebuilt = 3,   // KV was recomputed from the stored transcript
+    }
+
+    public enum SessionState
+    {
+        Active = 0,
+        Idle = 1,
+        Spilled = 2,
+    }
+
+    public enum Role
+    {
+        System = 0,
+        User = 1,
+        Assistant = 2,
+    }
+
+    public enum LogLevel
+    {
+        Error = 0,
+        Warn = 1,
+        Info = 2,
+        Debug = 3,
+    }
+}

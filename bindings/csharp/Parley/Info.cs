@@ -1,0 +1,69 @@
+// Descriptions the library fills in: the loaded model, a session, one message.
+namespace Parley
+{
+    public sealed class ModelInfo
+    {
+        internal ModelInfo(NativeModelInfo m)
+        {
+            Name = Utf8.FromBuffer(m.name);
+            Architecture = Utf8.FromBuffer(m.architecture);
+            ChatTemplate = Utf8.FromBuffer(m.chat_template);
+            VocabSize = (int)m.n_vocab;
+            Layers = (int)m.n_layers;
+            Heads = (int)m.n_heads;
+            KvHeads = (int)m.n_kv_heads;
+            HeadDim = (int)m.head_dim;
+            EmbeddingLength = (int)m.embedding_length;
+            ContextLength = (int)m.context_length;
+            Parameters = (long)m.n_params;
+            Backend = Utf8.FromBuffer(m.backend);
+        }
+
+        public string Name { get; private set; }
+        public string Architecture { get; private set; }
+        public string ChatTemplate { get; private set; }   // used when a session names none
+        public int VocabSize { get; private set; }
+        public int Layers { get; private set; }
+        public int Heads { get; private set; }
+        public int KvHeads { get; private set; }
+        public int HeadDim { get; private set; }
+        public int EmbeddingLength { get; private set; }
+        public int ContextLength { get; private set; }     // the context in force
+        public long Parameters { get; private set; }
+        public string Backend { get; private set; }        // "cpu", "cuda:0", ...
+    }
+
+    public sealed class SessionInfo
+    {
+        internal SessionInfo(NativeSessionInfo s)
+        {
+            Id = Utf8.FromBuffer(s.id);
+            Turns = (int)s.n_turns;
+            Tokens = (int)s.n_tokens;
+            State = (SessionState)s.state;
+            KvBytesResident = (long)s.kv_bytes_resident;
+            KvBytesStored = (long)s.kv_bytes_stored;
+        }
+
+        public string Id { get; private set; }
+        public int Turns { get; private set; }     // messages: a user message and its reply are two
+        public int Tokens { get; private set; }
+        public SessionState State { get; private set; }
+        public long KvBytesResident { get; private set; }
+        public long KvBytesStored { get; private set; }
+    }
+
+    public sealed class Turn
+    {
+        internal Turn(Role role, string text, int tokens)
+        {
+            Role = role;
+            Text = text;
+            Tokens = tokens;
+        }
+
+        public Role Role { get; private set; }
+        public string Text { get; private set; }
+        public int Tokens { get; private set; }    // tokens this message took in the conversation
+    }
+}

@@ -1,0 +1,131 @@
+// P/Invoke declarations for every function of include/parley.h, in the header's order.
+// Strings go in as NUL-terminated UTF-8 byte[] (see Utf8.cs) and come back as IntPtr, because
+// the default string marshalling is not UTF-8 on every runtime Unity ships.
+using System;
+using System.Runtime.InteropServices;
+
+namespace Parley
+{
+    internal static class NativeMethods
+    {
+        // Mono and .NET map "parley" to libparley.so, libparley.dylib or parley.dll.
+        // (An iOS player links the library statically and would use "__Internal" instead.)
+        internal const string Library = "parley";
+
+        [UnmanagedFunctionPointer(CallingConvention.Cdecl)]
+        internal delegate void LogCallback(int level, IntPtr msg, IntPtr user);
+
+        [UnmanagedFunctionPointer(CallingConvention.Cdecl)]
+        internal delegate int TextCallback(IntPtr utf8, UIntPtr len, IntPtr user);
+
+        // ---- Version, status, logging
+
+        [DllImport(Library, CallingConvention = CallingConvention.Cdecl)]
+        internal static extern IntPtr parley_version();
+
+        [DllImport(Library, CallingConvention = CallingConvention.Cdecl)]
+        internal static extern uint parley_version_number();
+
+        [DllImport(Library, CallingConvention = CallingConvention.Cdecl)]
+        internal static extern IntPtr parley_status_name(int status);
+
+        [DllImport(Library, CallingConvention = CallingConvention.Cdecl)]
+        internal static extern IntPtr parley_last_error();
+
+        [DllImport(Library, CallingConvention = CallingConvention.Cdecl)]
+        internal static extern void parley_set_log_callback(LogCallback fn, IntPtr user);
+
+        // ---- Engine
+
+        [DllImport(Library, CallingConvention = CallingConvention.Cdecl)]
+        internal static extern void parley_engine_options_init_sized(
+            ref NativeEngineOptions o, UIntPtr size);
+
+        [DllImport(Library, CallingConvention = CallingConvention.Cdecl)]
+        internal static extern int parley_engine_open(
+            [In] ref NativeEngineOptions o, out EngineHandle engine);
+
+        [DllImport(Library, CallingConvention = CallingConvention.Cdecl)]
+        internal static extern void parley_engine_close(IntPtr engine);
+
+        [DllImport(Library, CallingConvention = CallingConvention.Cdecl)]
+        internal static extern int parley_engine_get_stats(
+            EngineHandle engine, ref NativeEngineStats stats);
+
+        [DllImport(Library, CallingConvention = CallingConvention.Cdecl)]
+        internal static extern int parley_engine_get_model_info(
+            EngineHandle engine, ref NativeModelInfo info);
+
+        // ---- Sessions
+
+        [DllImport(Library, CallingConvention = CallingConvention.Cdecl)]
+        internal static extern void parley_session_options_init_sized(
+            ref NativeSessionOptions o, UIntPtr size);
+
+        [DllImport(Library, CallingConvention = CallingConvention.Cdecl)]
+        internal static extern int parley_session_create(
+            EngineHandle engine, [In] ref NativeSessionOptions o, out SessionHandle session);
+
+        [DllImport(Library, CallingConvention = CallingConvention.Cdecl)]
+        internal static extern int parley_session_open(
+            EngineHandle engine, [In] byte[] id, out SessionHandle session);
+
+        [DllImport(Library, CallingConvention = CallingConvention.Cdecl)]
+        internal static extern int parley_session_fork(
+            SessionHandle session, [In] byte[] newId, out SessionHandle fork);
+
+        [DllImport(Library, CallingConvention = CallingConvention.Cdecl)]
+        internal static extern int parley_session_suspend(SessionHandle session);
+
+        [DllImport(Library, CallingConvention = CallingConvention.Cdecl)]
+        internal static extern int parley_session_interrupt(SessionHandle session);
+
+        [DllImport(Library, CallingConvention = CallingConvention.Cdecl)]
+        internal static extern int parley_session_rewind(SessionHandle session, uint nTurns);
+
+        [DllImport(Library, CallingConvention = CallingConvention.Cdecl)]
+        internal static extern void parley_session_close(IntPtr session);
+
+        [DllImport(Library, CallingConvention = CallingConvention.Cdecl)]
+        internal static extern int parley_session_delete(EngineHandle engine, [In] byte[] id);
+
+        [DllImport(Library, CallingConvention = CallingConvention.Cdecl)]
+        internal static extern int parley_session_get_info(
+            SessionHandle session, ref NativeSessionInfo info);
+
+        [DllImport(Library, CallingConvention = CallingConvention.Cdecl)]
+        internal static extern int parley_session_get_turn(
+            SessionHandle session, uint index, ref NativeTurn turn);
+
+        [DllImport(Library, CallingConvention = CallingConvention.Cdecl)]
+        internal static extern int parley_session_get_tokens(
+            SessionHandle session, [Out] int[] ids, UIntPtr cap, out UIntPtr needed);
+
+        [DllImport(Library, CallingConvention = CallingConvention.Cdecl)]
+        internal static extern int parley_store_list_sessions(
+            EngineHandle engine, [Out] byte[] buf, UIntPtr cap, out UIntPtr needed);
+
+        // ---- Generation
+
+        [DllImport(Library, CallingConvention = CallingConvention.Cdecl)]
+        internal static extern void parley_generate_options_init_sized(
+            ref NativeGenerateOptions o, UIntPtr size);
+
+        [DllImport(Library, CallingConvention = CallingConvention.Cdecl)]
+        internal static extern int parley_session_send(
+            SessionHandle session, [In] byte[] userText, [In] ref NativeGenerateOptions o,
+            TextCallback onText, IntPtr user, ref NativeTurnStats stats);
+
+        // ---- Tokens
+
+        [DllImport(Library, CallingConvention = CallingConvention.Cdecl)]
+        internal static extern int parley_tokenize(
+            EngineHandle engine, [In] byte[] text, int addBos,
+            [Out] int[] ids, UIntPtr cap, out UIntPtr needed);
+
+        [DllImport(Library, CallingConvention = CallingConvention.Cdecl)]
+        internal static extern int parley_detokenize(
+            EngineHandle engine, [In] int[] ids, UIntPtr n,
+            [Out] byte[] buf, UIntPtr cap, out UIntPtr needed);
+    }
+}

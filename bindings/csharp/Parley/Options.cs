@@ -1,0 +1,102 @@
+// Options of an engine, a session and a reply. Unset values mean the library's defaults, which
+// are read from the library itself (parley_*_options_init_sized) rather than repeated here.
+using System;
+
+namespace Parley
+{
+    public sealed class EngineOptions
+    {
+        public string StorePath { get; set; }     // SQLite file holding the conversations; null = memory only
+        public string Device { get; set; }        // null or "auto", "cpu", "cuda", "cuda:N"
+        public KvType KvType { get; set; }
+        public int Threads { get; set; }          // 0 = one per core
+        public int ContextLength { get; set; }    // 0 = the model's
+        public long KvBudgetBytes { get; set; }   // 0 = automatic
+        public int IdleSpillMs { get; set; }      // with a store: spill sessions idle this long; 0 = under pressure only
+
+        internal NativeEngineOptions ToNative(string modelPath, NativeStrings strings)
+        {
+            if (Threads < 0) throw new ArgumentOutOfRangeException("Threads");
+            if (ContextLength < 0) throw new ArgumentOutOfRangeException("ContextLength");
+            if (KvBudgetBytes < 0) throw new ArgumentOutOfRangeException("KvBudgetBytes");
+            if (IdleSpillMs < 0) throw new ArgumentOutOfRangeException("IdleSpillMs");
+            NativeEngineOptions o = NativeEngineOptions.Defaults();
+            o.model_path = strings.Add(modelPath, "modelPath");
+            o.store_path = strings.Add(StorePath, "StorePath");
+            o.device = strings.Add(Device, "Device");
+            o.kv_type = (int)KvType;
+            o.n_threads = Threads;
+            o.context_length = (uint)ContextLength;
+            o.kv_budget_bytes = (ulong)KvBudgetBytes;
+            o.idle_spill_ms = (uint)IdleSpillMs;
+            return o;
+        }
+    }
+
+    public sealed class SessionOptions
+    {
+        public string Id { get; set; }            // null = generate one; at most 127 bytes of UTF-8
+        public string SystemPrompt { get; set; }
+        public string ChatTemplate { get; set; }  // null = the model's; "raw", "llama2", "chatml", "zephyr", "mistral"
+        public string CacheScope { get; set; }    // prefix KV is shared only within one scope
+        public OverflowPolicy Overflow { get; set; }
+
+        internal static NativeSessionOptions ToNative(SessionOptions options, NativeStrings strings)
+        {
+            NativeSessionOptions o = NativeSessionOptions.Defaults();
+            if (options == null) return o;
+            o.id = strings.Add(options.Id, "Id");
+            o.system_prompt = strings.Add(options.SystemPrompt, "SystemPrompt");
+            o.chat_template = strings.Add(options.ChatTemplate, "ChatTemplate");
+            o.cache_scope = strings.Add(options.CacheScope, "CacheScope");
+            o.overflow = (int)options.Overflow;
+            return o;
+        }
+    }
+
+    public sealed class GenerateOptions
+    {
+        // Starts from the library's defaults (sampling at temperature 0.8, 256 tokens at most).
+        public GenerateOptions()
+        {
+            NativeGenerateOptions d = NativeGenerateOptions.Defaults();
+            Seed = d.seed;
+            MaxTokens = (int)d.max_tokens;
+            Temperature = d.temperature;
+            TopK = d.top_k;
+            TopP = d.top_p;
+            MinP = d.min_p;
+            RepeatPenalty = d.repeat_penalty;
+            RepeatLastN = (int)d.repeat_last_n;
+            IgnoreEos = d.ignore_eos != 0;
+        }
+
+        public ulong Seed { get; set; }           // 0 = a fresh random seed
+        public int MaxTokens { get; set; }        // 0 = up to the end of the context
+        public float Temperature { get; set; }    // 0 = greedy
+        public int TopK { get; set; }             // 0 = off
+        public float TopP { get; set; }           // 1 = off
+        public float MinP { get; set; }           // 0 = off
+        public float RepeatPenalty { get; set; }  // 1 = off
+        public int RepeatLastN { get; set; }
+        public bool IgnoreEos { get; set; }       // never stop on end tokens (references, benchmarks)
+
+        internal static NativeGenerateOptions ToNative(GenerateOptions options)
+        {
+            NativeGenerateOptions o = NativeGenerateOptions.Defaults();
+            if (options == null) return o;
+            if (options.MaxTokens < 0) throw new ArgumentOutOfRangeException("MaxTokens");
+            if (options.RepeatLastN < 0) throw new ArgumentOutOfRangeException("RepeatLastN");
+            o.seed = options.Seed;
+            o.max_tokens = (uint)options.MaxTokens;
+            o.temperature = options.Temperature;
+            o.top_k = options.TopK;
+            o.top_p = options.TopP;
+            o.min_p = options.MinP;
+            o.repeat_penalty = options.RepeatPenalty;
+            o.repeat_last_n = (uint)options.RepeatLastN;
+            o.ignore_eos = options.IgnoreEos ? 1 : 0;
+            return o;
+        }
+    }
+}

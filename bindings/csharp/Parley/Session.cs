@@ -1,0 +1,223 @@
+// One conversation (parley_session). Use it from one thread at a time: a second concurrent
+// call fails with ParleyStatus.Busy. Only Interrupt() may be called from any thread at any time.
+using System;
+using System.Collections.Concurrent;
+using System.Collections.Generic;
+using System.Runtime.ExceptionServices;
+using System.Runtime.InteropServices;
+using System.Threading;
+
+namespace Parley
+{
+    public sealed class Session : IDisposable
+    {
+        private readonly SessionHandle _handle;
+
+        internal Session(SessionHandle handle) { _handle = handle; }
+
+        // Figures of the last finished or cancelled turn; null before the first.
+        public TurnStats LastStats { get; private set; }
+
+        public string Id { get { return Info.Id; } }
+
+        // Adds a user message and returns the whole reply.
+        public string Send(string text, GenerateOptions options = null)
+        {
+            return SendCore(text, options, null);
+        }
+
+        // Adds a user message and hands the reply to `onText` piece by piece (whole UTF-8 code
+        // points), on this thread, as it is generated; returns the whole reply. An exception
+        // thrown by `onText` stops the reply and is rethrown here.
+        public string Stream(string text, GenerateOptions options, Action<string> onText)
+        {
+            if (onText == null) throw new ArgumentNullException("onText");
+            return SendCore(text, options, piece => { onText(piece); return true; });
+        }
+
+        // Adds a user message and yields the reply piece by piece. The reply is generated on a
+        // worker thread while the caller consumes it; leaving the loop early stops the reply
+        // (the part generated so far is kept as the turn) and waits for the worker to finish.
+        public IEnumerable<string> Stream(string text, GenerateOptions options = null)
+        {
+            if (text == null) throw new ArgumentNullException("text");
+            if (_handle.IsClosed) throw new ObjectDisposedException("Session");
+            return StreamPieces(text, options);
+        }
+
+        // Asks a running send to stop at the next token; it then fails with
+        // ParleyStatus.Cancelled, keeping the partial reply as the turn. Any thread, any time;
+        // a no-op when nothing runs.
+        public void Interrupt()
+        {
+            ParleyException.ThrowIfFailed(NativeMethods.parley_session_interrupt(Handle));
+        }
+
+        // A copy of the conversation that then goes its own way (shares KV copy-on-write).
+        public Session Fork(string newId = null)
+        {
+            SessionHandle fork;
+            ParleyException.ThrowIfFailed(NativeMethods.parley_session_fork(
+                Handle, Utf8.ToNative(newId, "newId"), out fork));
+            return new Session(fork);
+        }
+
+        // Drops the last `turns` messages (a user message and its reply are two).
+        public void Rewind(int turns)
+        {
+            if (turns < 0) throw new ArgumentOutOfRangeException("turns");
+            ParleyException.ThrowIfFailed(NativeMethods.parley_session_rewind(Handle, (uint)turns));
+        }
+
+        // Moves the KV to the store and frees its memory; the next send brings it back.
+        public void Suspend()
+        {
+            ParleyException.ThrowIfFailed(NativeMethods.parley_session_suspend(Handle));
+        }
+
+        public SessionInfo Info
+        {
+            get
+            {
+                var info = new NativeSessionInfo
+                {
+                    struct_size = SizeOf<NativeSessionInfo>.Value,
+                    id = new byte[128],
+                };
+                ParleyException.ThrowIfFailed(NativeMethods.parley_session_get_info(Handle, ref info));
+                return new SessionInfo(info);
+            }
+        }
+
+        // The messages of the conversation; the first is the system prompt when there is one.
+        public IList<Turn> Turns
+        {
+            get
+            {
+                int count = Info.Turns;
+                var turns = new List<Turn>(count);
+                for (int i = 0; i < count; i++)
+                {
+                    var t = new NativeTurn { struct_size = SizeOf<NativeTurn>.Value };
+                    ParleyException.ThrowIfFailed(
+                        NativeMethods.parley_session_get_turn(Handle, (uint)i, ref t));
+                    // t.text lives only until the next call on this session: copy it now.
+                    turns.Add(new Turn((Role)t.role, Utf8.FromNative(t.text), (int)t.n_tokens));
+                }
+                return turns;
+            }
+        }
+
+        // The token ids of the whole conversation, in order.
+        public int[] Tokens
+        {
+            get
+            {
+                int[] ids = new int[0];
+                for (;;)
+                {
+                    UIntPtr needed;
+                    ParleyException.ThrowIfFailed(NativeMethods.parley_session_get_tokens(
+                        Handle, ids, new UIntPtr((uint)ids.Length), out needed));
+                    int n = checked((int)needed.ToUInt64());
+                    if (n <= ids.Length) return ids;
+                    ids = new int[n];
+                }
+            }
+        }
+
+        public void Dispose()
+        {
+            _handle.Dispose();
+        }
+
+        private SessionHandle Handle
+        {
+            get
+            {
+                if (_handle.IsClosed) throw new ObjectDisposedException("Session");
+                return _handle;
+            }
+        }
+
+        private string SendCore(string text, GenerateOptions options, Func<string, bool> onPiece)
+        {
+            byte[] utf8 = Utf8.ToNative(text, "text");
+            if (utf8 == null) throw new ArgumentNullException("text");
+            NativeGenerateOptions o = GenerateOptions.ToNative(options);
+            var stats = new NativeTurnStats { struct_size = SizeOf<NativeTurnStats>.Value };
+            var sink = new TextSink(onPiece);
+            GCHandle pin = GCHandle.Alloc(sink);
+            try
+            {
+                int status = NativeMethods.parley_session_send(
+                    Handle, utf8, ref o, TextSink.Trampoline, GCHandle.ToIntPtr(pin), ref stats);
+                // Read this thread's message before anything else can replace it.
+                ParleyException failure = status != 0 ? ParleyException.FromLastError(status) : null;
+                if (status == (int)ParleyStatus.Ok || status == (int)ParleyStatus.Cancelled)
+                    LastStats = new TurnStats(stats);
+                if (sink.HandlerError != null) ExceptionDispatchInfo.Capture(sink.HandlerError).Throw();
+                if (failure != null) throw failure;
+                return sink.Reply;
+            }
+            finally
+            {
+                pin.Free();
+            }
+        }
+
+        private IEnumerable<string> StreamPieces(string text, GenerateOptions options)
+        {
+            var pieces = new BlockingCollection<string>();
+            int stopRequested = 0;
+            Exception failure = null;
+            var worker = new Thread(() =>
+            {
+                try
+                {
+                    SendCore(text, options, piece =>
+                    {
+                        if (Volatile.Read(ref stopRequested) != 0) return false;
+                        pieces.Add(piece);
+                        return true;
+                    });
+                }
+                catch (Exception e)
+                {
+                    failure = e;
+                }
+                finally
+                {
+                    pieces.CompleteAdding();
+                }
+            });
+            worker.IsBackground = true;
+            worker.Name = "Parley.Session.Stream";
+            worker.Start();
+            try
+            {
+                foreach (string piece in pieces.GetConsumingEnumerable()) yield return piece;
+            }
+            finally
+            {
+                if (!pieces.IsCompleted)
+                {
+                    // The caller left early: stop the reply (the flag covers a send that has
+                    // not started yet, Interrupt one between two tokens), then wait for it.
+                    Volatile.Write(ref stopRequested, 1);
+                    try
+                    {
+                        NativeMethods.parley_session_interrupt(_handle);
+                    }
+                    catch (ObjectDisposedException)
+                    {
+                        // Disposed meanwhile: the flag still ends the reply at its next piece.
+                    }
+                }
+                worker.Join();
+                pieces.Dispose();
+            }
+            if (failure != null) ExceptionDispatchInfo.Capture(failure).Throw();
+        }
+    }
+}

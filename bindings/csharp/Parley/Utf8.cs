@@ -1,0 +1,72 @@
+// UTF-8 in both directions, by hand: the runtime's own string marshalling uses the ANSI code
+// page on some platforms, and Parley speaks UTF-8 only.
+using System;
+using System.Collections.Generic;
+using System.Runtime.InteropServices;
+using System.Text;
+
+namespace Parley
+{
+    internal static class Utf8
+    {
+        // A NUL-terminated copy of `s`, or null for null. An embedded NUL would silently cut
+        // the text on the native side, so it is refused here.
+        internal static byte[] ToNative(string s, string paramName)
+        {
+            if (s == null) return null;
+            if (s.IndexOf('\0') >= 0)
+                throw new ArgumentException("contains a NUL character", paramName);
+            var bytes = new byte[Encoding.UTF8.GetByteCount(s) + 1];
+            Encoding.UTF8.GetBytes(s, 0, s.Length, bytes, 0);
+            return bytes;
+        }
+
+        // Reads a NUL-terminated string; IntPtr.Zero gives null.
+        internal static string FromNative(IntPtr p)
+        {
+            if (p == IntPtr.Zero) return null;
+            int len = 0;
+            while (Marshal.ReadByte(p, len) != 0) len++;
+            return FromNative(p, len);
+        }
+
+        internal static string FromNative(IntPtr p, int len)
+        {
+            if (len == 0) return string.Empty;
+            var bytes = new byte[len];
+            Marshal.Copy(p, bytes, 0, len);
+            return Encoding.UTF8.GetString(bytes);
+        }
+
+        // A string stored in a byte array up to its first NUL (or its end).
+        internal static string FromBuffer(byte[] buf)
+        {
+            if (buf == null) return string.Empty;
+            int len = Array.IndexOf(buf, (byte)0);
+            return Encoding.UTF8.GetString(buf, 0, len < 0 ? buf.Length : len);
+        }
+    }
+
+    // Unmanaged copies of the strings an options struct points to, alive until Dispose (the
+    // end of the call that reads the struct).
+    internal sealed class NativeStrings : IDisposable
+    {
+        private readonly List<IntPtr> _blocks = new List<IntPtr>();
+
+        internal IntPtr Add(string s, string paramName)
+        {
+            byte[] bytes = Utf8.ToNative(s, paramName);
+            if (bytes == null) return IntPtr.Zero;
+            IntPtr p = Marshal.AllocHGlobal(bytes.Length);
+            _blocks.Add(p);
+            Marshal.Copy(bytes, 0, p, bytes.Length);
+            return p;
+        }
+
+        public void Dispose()
+        {
+            foreach (IntPtr p in _blocks) Marshal.FreeHGlobal(p);
+            _blocks.Clear();
+        }
+    }
+}

@@ -1,0 +1,78 @@
+// The P/Invoke layer must match the library: every exported parley_* function is declared, and
+// the C# structs match parley.h byte for byte (every size and field offset is compared with
+// what the C compiler produced for the same header, layout_probe.c).
+using System;
+using System.Collections.Generic;
+using System.IO;
+using System.Linq;
+using System.Reflection;
+using System.Runtime.InteropServices;
+
+namespace Parley.Tests
+{
+    internal static class LayoutTests
+    {
+        public static void Register(TestRunner r)
+        {
+            r.Add("every exported function is declared", EveryExportIsDeclared);
+            r.Add("structs match the C layout", StructsMatchC);
+        }
+
+        private static void EveryExportIsDeclared()
+        {
+            Type native = typeof(Engine).Assembly.GetType("Parley.NativeMethods");
+            var declared = new SortedSet<string>(native
+                .GetMethods(BindingFlags.Static | BindingFlags.NonPublic | BindingFlags.Public)
+                .Where(m => m.GetCustomAttributes(typeof(DllImportAttribute), false).Length > 0)
+                .Select(m => m.Name));
+            var exported = new SortedSet<string>(File.ReadAllLines(Fixture.SymbolsFile).Where(l => l.Length > 0));
+            Assert.True(exported.Count > 0, "the library exports functions");
+            Assert.Equal(string.Join(" ", exported), string.Join(" ", declared), "declared functions");
+        }
+
+        private static void StructsMatchC()
+        {
+            Assembly parley = typeof(Engine).Assembly;
+            var checkedStructs = new HashSet<Type>();
+            var fieldCounts = new Dictionary<Type, int>();
+            foreach (string line in File.ReadAllLines(Fixture.LayoutFile))
+            {
+                string[] parts = line.Split(' ');
+                string cName = parts[0];
+                int value = int.Parse(parts[1]);
+                int dot = cName.IndexOf('.');
+                string structName = dot < 0 ? cName : cName.Substring(0, dot);
+                Type t = NativeType(parley, structName);
+                if (dot < 0)
+                {
+                    Assert.Equal(value, Marshal.SizeOf(t), "sizeof " + structName);
+                    checkedStructs.Add(t);
+                }
+                else
+                {
+                    string field = cName.Substring(dot + 1);
+                    Assert.Equal(value, (int)Marshal.OffsetOf(t, field), "offsetof " + cName);
+                    int n;
+                    fieldCounts.TryGetValue(t, out n);
+                    fieldCounts[t] = n + 1;
+                }
+            }
+            foreach (Type t in parley.GetTypes().Where(x => x.IsValueType && x.Name.StartsWith("Native")))
+            {
+                Assert.True(checkedStructs.Contains(t), t.Name + " is covered by layout_probe.c");
+                int instanceFields = t.GetFields(BindingFlags.Instance | BindingFlags.Public | BindingFlags.NonPublic).Length;
+                Assert.Equal(fieldCounts[t], instanceFields, t.Name + " has exactly the C fields");
+            }
+        }
+
+        // parley_engine_options -> Parley.NativeEngineOptions
+        private static Type NativeType(Assembly parley, string cStruct)
+        {
+            string pascal = string.Concat(cStruct.Substring("parley_".Length).Split('_')
+                .Select(w => char.ToUpperInvariant(w[0]) + w.Substring(1)));
+            Type t = parley.GetType("Parley.Native" + pascal);
+            if (t == null) throw new Exception("no C# struct for " + cStruct);
+            return t;
+        }
+    }
+}

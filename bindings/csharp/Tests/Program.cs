@@ -1,0 +1,40 @@
+// Runs the binding tests:  mono Parley.Tests.exe --shared <dir> --layout <file> --symbols <file>
+//   --shared   the reference folder with models/ and golden/ (the model tests skip without it)
+//   --layout   output of layout_probe.c, the C compiler's view of the structs
+//   --symbols  the parley_* functions the library exports, one a line
+using System;
+
+namespace Parley.Tests
+{
+    internal static class Program
+    {
+        private static int Main(string[] args)
+        {
+            for (int i = 0; i + 1 < args.Length; i += 2)
+            {
+                if (args[i] == "--shared") Fixture.SharedDir = args[i + 1];
+                else if (args[i] == "--layout") Fixture.LayoutFile = args[i + 1];
+                else if (args[i] == "--symbols") Fixture.SymbolsFile = args[i + 1];
+                else
+                {
+                    Console.Error.WriteLine("unknown option " + args[i]);
+                    return 2;
+                }
+            }
+            if (Fixture.LayoutFile == null || Fixture.SymbolsFile == null)
+            {
+                Console.Error.WriteLine("usage: Parley.Tests.exe --shared <dir> --layout <file> --symbols <file>");
+                return 2;
+            }
+            Console.WriteLine("Parley {0}, reference folder {1}", Library.Version, Fixture.SharedDir);
+            var runner = new TestRunner();
+            LibraryTests.Register(runner);  // first: the log handler is set before any engine opens
+            LayoutTests.Register(runner);
+            GenerationTests.Register(runner);
+            ErrorTests.Register(runner);
+            StoreTests.Register(runner);
+            LifetimeTests.Register(runner);
+            return runner.RunAll();
+        }
+    }
+}

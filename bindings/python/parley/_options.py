@@ -1,0 +1,91 @@
+"""Python arguments -> the option structs of parley.h, initialised by the library's
+*_init_sized functions with this binding's struct sizes."""
+
+import ctypes
+import os
+
+from . import _native
+from .errors import InvalidArgumentError
+
+KV_TYPES = {"default": 0, "int8": 1, "f16": 2, "f32": 3}
+OVERFLOW_POLICIES = {"error": 0, "drop_oldest": 1}
+
+
+def text_arg(name, value, path=False):
+    """str -> NUL-terminated UTF-8 bytes (a path: the file system's encoding, also from
+    os.PathLike); None stays None (NULL)."""
+    if value is None:
+        return None
+    if path:
+        data = os.fsencode(value)
+    elif isinstance(value, str):
+        data = value.encode("utf-8")
+    elif isinstance(value, bytes):
+        data = value
+    else:
+        raise InvalidArgumentError("%s must be a str, not %s" % (name, type(value).__name__))
+    if b"\0" in data:
+        # C would silently stop reading at the NUL.
+        raise InvalidArgumentError("%s contains a NUL character" % name)
+    return data
+
+
+def int_arg(name, value, ctype):
+    """Refuses what the C field cannot hold, rather than letting ctypes wrap it around."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise InvalidArgumentError("%s must be an int, not %s" % (name, type(value).__name__))
+    bits = ctypes.sizeof(ctype) * 8
+    signed = ctype(-1).value == -1
+    low, high = (-(1 << (bits - 1)), (1 << (bits - 1)) - 1) if signed else (0, (1 << bits) - 1)
+    if not low <= value <= high:
+        raise InvalidArgumentError("%s = %d is outside [%d, %d]" % (name, value, low, high))
+    return value
+
+
+def choice_arg(name, value, choices):
+    try:
+        return choices[value]
+    except (KeyError, TypeError):
+        raise InvalidArgumentError("%s must be one of %s, not %r"
+                                   % (name, ", ".join(sorted(choices)), value)) from None
+
+
+def engine_options(lib, model, store, device, kv, threads, kv_budget, idle_spill_ms, context):
+    o = _native.EngineOptions()
+    lib.parley_engine_options_init_sized(ctypes.byref(o), ctypes.sizeof(o))
+    o.model_path = text_arg("model", model, path=True)
+    o.store_path = text_arg("store", store, path=True)
+    o.device = text_arg("device", device)
+    o.n_threads = int_arg("threads", threads, ctypes.c_int32)
+    o.kv_type = choice_arg("kv", kv, KV_TYPES)
+    o.kv_budget_bytes = int_arg("kv_budget", kv_budget, ctypes.c_uint64)
+    o.idle_spill_ms = int_arg("idle_spill_ms", idle_spill_ms, ctypes.c_uint32)
+    o.context_length = int_arg("context", context, ctypes.c_uint32)
+    return o
+
+
+def session_options(lib, id, system, template, scope, overflow):
+    o = _native.SessionOptions()
+    lib.parley_session_options_init_sized(ctypes.byref(o), ctypes.sizeof(o))
+    o.id = text_arg("id", id)
+    o.system_prompt = text_arg("system", system)
+    o.chat_template = text_arg("template", template)
+    o.cache_scope = text_arg("scope", scope)
+    o.overflow = choice_arg("overflow", overflow, OVERFLOW_POLICIES)
+    return o
+
+
+def generate_options(lib, max_tokens, temperature, top_k, top_p, min_p, repeat_penalty,
+                     repeat_last_n, seed, ignore_eos):
+    o = _native.GenerateOptions()
+    lib.parley_generate_options_init_sized(ctypes.byref(o), ctypes.sizeof(o))
+    o.seed = int_arg("seed", seed, ctypes.c_uint64)
+    o.max_tokens = int_arg("max_tokens", max_tokens, ctypes.c_uint32)
+    o.temperature = float(temperature)
+    o.top_k = int_arg("top_k", top_k, ctypes.c_int32)
+    o.top_p = float(top_p)
+    o.min_p = float(min_p)
+    o.repeat_penalty = float(repeat_penalty)
+    o.repeat_last_n = int_arg("repeat_last_n", repeat_last_n, ctypes.c_uint32)
+    o.ignore_eos = 1 if ignore_eos else 0
+    return o

@@ -1,0 +1,111 @@
+"""Engine: a loaded model, its backend and its sessions."""
+
+import ctypes
+import threading
+import weakref
+
+from . import _library, _native, _options
+from ._buffers import read_ids, read_text
+from .errors import MisuseError, check
+from .info import EngineStats, ModelInfo
+from .session import Session
+
+
+class Engine:
+    """A loaded model. Use it from any thread; close it with close() or a `with` block.
+
+    Sessions stay usable after the engine is closed: the library frees it when the last one
+    closes, so handles may be closed (or garbage-collected) in any order.
+    """
+
+    def __init__(self, model, store=None, device="auto", kv="int8", threads=0, kv_budget=0,
+                 idle_spill_ms=0, context=0):
+        lib = _library.lib()
+        o = _options.engine_options(lib, model, store, device, kv, threads, kv_budget,
+                                    idle_spill_ms, context)
+        handle = _native.engine_p()
+        check(lib.parley_engine_open(ctypes.byref(o), ctypes.byref(handle)))
+        self._lib = lib
+        self._handle = handle.value
+        # Holds the raw handle and the function only, never self, so it can run at collection.
+        self._closer = weakref.finalize(self, lib.parley_engine_close, handle.value)
+        self._close_lock = threading.Lock()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __repr__(self):
+        return "<parley.Engine %s>" % ("closed" if self._handle is None else hex(self._handle))
+
+    def close(self):
+        """Closes the engine (with a store, its open sessions' KV is spilled first).
+        Closing twice is a no-op."""
+        with self._close_lock:
+            self._handle = None
+            self._closer()
+
+    @property
+    def closed(self):
+        return self._handle is None
+
+    def _live(self):
+        # A closed handle is never handed back to C: its address may belong to a new engine.
+        handle = self._handle
+        if handle is None:
+            raise MisuseError("the engine is closed")
+        return handle
+
+    def session(self, id=None, system=None, template=None, scope=None, overflow="error"):
+        """Starts a conversation. template: None (the model's), "raw", "llama2", "chatml",
+        "zephyr" or "mistral"; overflow: "error" or "drop_oldest"."""
+        o = _options.session_options(self._lib, id, system, template, scope, overflow)
+        out = _native.session_p()
+        check(self._lib.parley_session_create(self._live(), ctypes.byref(o), ctypes.byref(out)))
+        return Session(self._lib, out.value)
+
+    def open_session(self, id):
+        """Reopens a stored conversation."""
+        out = _native.session_p()
+        check(self._lib.parley_session_open(self._live(), _options.text_arg("id", id),
+                                            ctypes.byref(out)))
+        return Session(self._lib, out.value)
+
+    def sessions(self):
+        """Ids of the stored conversations, oldest first; [] without a store."""
+        handle = self._live()
+        text = read_text(lambda buf, cap, needed:
+                         self._lib.parley_store_list_sessions(handle, buf, cap, needed))
+        return text.split("\n") if text else []
+
+    def delete_session(self, id):
+        """Deletes a stored conversation that is not open."""
+        check(self._lib.parley_session_delete(self._live(), _options.text_arg("id", id)))
+
+    @property
+    def stats(self):
+        s = _native.sized(_native.EngineStats)
+        check(self._lib.parley_engine_get_stats(self._live(), ctypes.byref(s)))
+        return EngineStats.from_struct(s)
+
+    @property
+    def model_info(self):
+        s = _native.sized(_native.ModelInfo)
+        check(self._lib.parley_engine_get_model_info(self._live(), ctypes.byref(s)))
+        return ModelInfo.from_struct(s)
+
+    def tokenize(self, text, bos=False):
+        """Token ids of `text` (control tokens are never produced from text)."""
+        handle, data = self._live(), _options.text_arg("text", text)
+        return read_ids(lambda ids, cap, needed:
+                        self._lib.parley_tokenize(handle, data, 1 if bos else 0, ids, cap, needed))
+
+    def detokenize(self, ids):
+        """The text of token ids."""
+        handle, ids = self._live(), list(ids)
+        array = (ctypes.c_int32 * len(ids))(
+            *(_options.int_arg("id", i, ctypes.c_int32) for i in ids))
+        return read_text(lambda buf, cap, needed:
+                         self._lib.parley_detokenize(handle, array, len(ids), buf, cap, needed))

@@ -1,0 +1,93 @@
+"""Read-only snapshots of the structs the library fills: plain dataclasses, detached from C."""
+
+import dataclasses
+
+KV_SOURCES = {0: "new", 1: "resident", 2: "restored", 3: "rebuilt"}
+SESSION_STATES = {0: "active", 1: "idle", 2: "spilled"}
+ROLES = {0: "system", 1: "user", 2: "assistant"}
+
+
+def _copy(cls, struct, **converted):
+    """Same-named fields of `struct`, with `converted` overriding some."""
+    values = {f.name: getattr(struct, f.name) for f in dataclasses.fields(cls)
+              if f.name not in converted}
+    return cls(**values, **converted)
+
+
+def _text(raw):
+    return raw.decode("utf-8", errors="replace")
+
+
+@dataclasses.dataclass(frozen=True)
+class TurnStats:
+    """What one send() did. kv_source: "new", "resident", "restored" or "rebuilt"."""
+    prompt_tokens: int
+    reused_tokens: int
+    computed_tokens: int
+    generated_tokens: int
+    ttft_ms: float
+    tpot_ms: float
+    restore_ms: float
+    kv_source: str
+
+    @classmethod
+    def from_struct(cls, s):
+        return _copy(cls, s, kv_source=KV_SOURCES.get(s.kv_source, str(s.kv_source)))
+
+
+@dataclasses.dataclass(frozen=True)
+class EngineStats:
+    sessions_active: int
+    sessions_idle: int
+    sessions_spilled: int
+    kv_blocks_total: int
+    kv_blocks_used: int
+    kv_blocks_shared: int
+    kv_blocks_cached: int
+    kv_bytes_per_token: int
+    kv_bytes_resident: int
+    kv_budget_bytes: int
+    prefix_hits: int
+    prefix_misses: int
+    store_bytes: int
+
+    @classmethod
+    def from_struct(cls, s):
+        return _copy(cls, s)
+
+
+@dataclasses.dataclass(frozen=True)
+class ModelInfo:
+    name: str
+    architecture: str
+    chat_template: str
+    n_vocab: int
+    n_layers: int
+    n_heads: int
+    n_kv_heads: int
+    head_dim: int
+    embedding_length: int
+    context_length: int
+    n_params: int
+    backend: str
+
+    @classmethod
+    def from_struct(cls, s):
+        return _copy(cls, s, name=_text(s.name), architecture=_text(s.architecture),
+                     chat_template=_text(s.chat_template), backend=_text(s.backend))
+
+
+@dataclasses.dataclass(frozen=True)
+class SessionInfo:
+    """state: "active", "idle" or "spilled"."""
+    id: str
+    n_turns: int
+    n_tokens: int
+    state: str
+    kv_bytes_resident: int
+    kv_bytes_stored: int
+
+    @classmethod
+    def from_struct(cls, s):
+        return _copy(cls, s, id=_text(s.id),
+                     state=SESSION_STATES.get(s.state, str(s.state)))

@@ -1,0 +1,175 @@
+"""Session: one conversation."""
+
+import ctypes
+import threading
+import weakref
+
+from . import _native, _options
+from ._buffers import read_ids
+from ._streaming import stream_pieces
+from .errors import CancelledError, MisuseError, check, error_for
+from .info import ROLES, SessionInfo, TurnStats
+
+
+class Session:
+    """One conversation. Use it from one thread at a time (a second concurrent call raises
+    BusyError); interrupt() may be called from any thread. Close it with close() or a `with`
+    block; it keeps its engine alive until then."""
+
+    def __init__(self, lib, handle):
+        self._lib = lib
+        self._handle = handle
+        self._closer = weakref.finalize(self, lib.parley_session_close, handle)
+        # close() and interrupt() may come from different threads: the lock keeps interrupt()
+        # from handing C a handle that close() has just freed.
+        self._close_lock = threading.Lock()
+        self.last_stats = None  # TurnStats of the last send or stream, also a cancelled one
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __repr__(self):
+        return "<parley.Session %s>" % ("closed" if self._handle is None else repr(self.id))
+
+    def close(self):
+        """Closes the session (with a store its KV is spilled first). Closing twice is a
+        no-op; a reply running on another thread finishes first."""
+        with self._close_lock:
+            self._handle = None
+            self._closer()
+
+    @property
+    def closed(self):
+        return self._handle is None
+
+    def _live(self):
+        # A closed handle is never handed back to C: its address may belong to a new session.
+        handle = self._handle
+        if handle is None:
+            raise MisuseError("the session is closed")
+        return handle
+
+    # ---- Generation -------------------------------------------------------------------------
+
+    def send(self, text, *, max_tokens=256, temperature=0.8, top_k=40, top_p=0.95, min_p=0.05,
+             repeat_penalty=1.0, repeat_last_n=64, seed=0, ignore_eos=False, on_text=None):
+        """Adds a user message and returns the whole reply.
+
+        on_text(piece) is called with each piece of text as it is generated, on this thread;
+        a truthy return stops the reply there (send then returns the partial reply). An
+        exception it raises stops the reply and propagates from send.
+        Raises CancelledError (with .reply) when interrupt() stopped it."""
+        options = _options.generate_options(self._lib, max_tokens, temperature, top_k, top_p,
+                                            min_p, repeat_penalty, repeat_last_n, seed,
+                                            ignore_eos)
+        pieces = []
+
+        def on_piece(piece):
+            pieces.append(piece)
+            return on_text(piece) if on_text is not None else False
+
+        self._send(text, options, on_piece, lambda: "".join(pieces))
+        return "".join(pieces)
+
+    def stream(self, text, *, max_tokens=256, temperature=0.8, top_k=40, top_p=0.95,
+               min_p=0.05, repeat_penalty=1.0, repeat_last_n=64, seed=0, ignore_eos=False):
+        """Like send(), but returns an iterator of the reply's pieces, each yielded as it is
+        generated. Generation waits while the loop body runs, so the body counts as inside
+        the reply (calls on this session raise BusyError); leaving the loop early (break,
+        close(), an exception) stops the reply there."""
+        options = _options.generate_options(self._lib, max_tokens, temperature, top_k, top_p,
+                                            min_p, repeat_penalty, repeat_last_n, seed,
+                                            ignore_eos)
+        self._live()  # fail now, not at the first next()
+        return stream_pieces(lambda on_piece, reply: self._send(text, options, on_piece, reply))
+
+    def _send(self, text, options, on_piece, reply_so_far):
+        """One parley_session_send. on_piece(str) returns truthy to stop the reply."""
+        data = _options.text_arg("text", text)
+        handle = self._live()
+        raised = []
+        stopped_here = []
+
+        def on_text(utf8, length, _user):
+            # Nothing may propagate into C: keep the exception, stop, re-raise after the call.
+            try:
+                if on_piece(ctypes.string_at(utf8, length).decode("utf-8", errors="replace")):
+                    stopped_here.append(True)
+                    return 1
+                return 0
+            except BaseException as e:  # noqa: B902 - KeyboardInterrupt must stop it too
+                raised.append(e)
+                return 1
+
+        callback = _native.parley_text_fn(on_text)  # alive until the call below returns
+        stats = _native.sized(_native.TurnStats)
+        status = self._lib.parley_session_send(handle, data, ctypes.byref(options), callback,
+                                               None, ctypes.byref(stats))
+        message = self._lib.parley_last_error().decode(errors="replace") if status else ""
+        if status in (0, CancelledError.status):
+            self.last_stats = TurnStats.from_struct(stats)
+        if raised:
+            raise raised[0]
+        if status == CancelledError.status and stopped_here:
+            return
+        if status != 0:
+            error = error_for(status, message)
+            if isinstance(error, CancelledError):
+                error.reply = reply_so_far()
+            raise error
+
+    def interrupt(self):
+        """Stops the running reply at its next token (it raises CancelledError and keeps the
+        partial reply as the turn). Any thread, any time; a no-op when nothing runs."""
+        with self._close_lock:
+            check(self._lib.parley_session_interrupt(self._live()))
+
+    # ---- Conversation -----------------------------------------------------------------------
+
+    def fork(self, id=None):
+        """A copy of this conversation that then goes its own way (shares KV copy-on-write)."""
+        out = _native.session_p()
+        check(self._lib.parley_session_fork(self._live(), _options.text_arg("id", id),
+                                            ctypes.byref(out)))
+        return Session(self._lib, out.value)
+
+    def rewind(self, n):
+        """Drops the last n messages (a user message and its reply are two)."""
+        check(self._lib.parley_session_rewind(self._live(),
+                                              _options.int_arg("n", n, ctypes.c_uint32)))
+
+    def suspend(self):
+        """Moves the KV to the store and frees its memory; the next send brings it back."""
+        check(self._lib.parley_session_suspend(self._live()))
+
+    @property
+    def info(self):
+        s = _native.sized(_native.SessionInfo)
+        check(self._lib.parley_session_get_info(self._live(), ctypes.byref(s)))
+        return SessionInfo.from_struct(s)
+
+    @property
+    def id(self):
+        return self.info.id
+
+    @property
+    def turns(self):
+        """The messages as (role, text): role is "system", "user" or "assistant"."""
+        result = []
+        turn = _native.sized(_native.Turn)
+        for index in range(self.info.n_turns):
+            check(self._lib.parley_session_get_turn(self._live(), index, ctypes.byref(turn)))
+            # Copied at once: the library's text lives only until the next call.
+            result.append((ROLES.get(turn.role, str(turn.role)),
+                           (turn.text or b"").decode("utf-8", errors="replace")))
+        return result
+
+    @property
+    def tokens(self):
+        """The token ids of the whole conversation."""
+        handle = self._live()
+        return read_ids(lambda ids, cap, needed:
+                        self._lib.parley_session_get_tokens(handle, ids, cap, needed))

@@ -1,0 +1,156 @@
+"""Each failure raises the ParleyError subclass of its status, with the library's message."""
+
+import threading
+
+import pytest
+
+from conftest import GREEDY
+
+import parley
+
+LONG = dict(temperature=0, max_tokens=200, ignore_eos=True)
+
+
+def test_a_missing_model_is_not_found(tmp_path):
+    with pytest.raises(parley.NotFoundError) as info:
+        parley.Engine(tmp_path / "no-such-model.gguf")
+    assert info.value.status == 2
+    assert info.value.message  # parley_last_error()'s text, read right after the call
+    assert "PARLEY_E_NOT_FOUND" in str(info.value)
+
+
+def test_an_unknown_template_is_an_invalid_argument(engine):
+    with pytest.raises(parley.InvalidArgumentError) as info:
+        engine.session(template="no-such-template")
+    assert info.value.status == 1
+    assert "no-such-template" in info.value.message
+    assert isinstance(info.value, ValueError)
+
+
+def test_bad_python_arguments_are_refused_before_c(engine, model_path):
+    with pytest.raises(parley.InvalidArgumentError):
+        parley.Engine(model_path, kv="int4")
+    with pytest.raises(parley.InvalidArgumentError):
+        engine.session(overflow="ignore")
+    with engine.session(template="raw") as s:
+        with pytest.raises(parley.InvalidArgumentError):
+            s.send("hi", max_tokens=-1)
+        with pytest.raises(parley.InvalidArgumentError, match="NUL"):
+            s.send("a\0b")
+
+
+def test_a_closed_session_is_misuse(engine):
+    s = engine.session(template="raw")
+    s.close()
+    s.close()  # twice is a no-op
+    for call in (lambda: s.send("hi"), lambda: s.tokens, lambda: s.info, s.interrupt,
+                 lambda: s.stream("hi")):
+        with pytest.raises(parley.MisuseError) as info:
+            call()
+        assert info.value.status == 15
+
+
+def test_a_closed_engine_is_misuse(model_path):
+    e = parley.Engine(model_path)
+    e.close()
+    with pytest.raises(parley.MisuseError):
+        e.session()
+    with pytest.raises(parley.MisuseError):
+        e.stats
+
+
+def test_calling_the_session_from_its_own_callback_is_busy(engine):
+    with engine.session(template="raw") as s:
+        # The BusyError raised inside the callback stops the reply and comes out of send.
+        with pytest.raises(parley.BusyError) as info:
+            s.send("Once", **LONG, on_text=lambda piece: s.send("again"))
+        assert info.value.status == 8
+        assert s.last_stats.generated_tokens < 200
+        s.send(" more", **GREEDY)  # usable again
+
+
+def test_calling_the_session_from_a_stream_loop_is_busy(engine):
+    with engine.session(template="raw") as s:
+        with pytest.raises(parley.BusyError):
+            for _ in s.stream("Once", **LONG):
+                s.tokens
+
+
+def test_interrupt_from_the_callback_cancels(engine):
+    with engine.session(template="raw") as s:
+        pieces = []
+
+        def on_text(piece):
+            pieces.append(piece)
+            if len(pieces) == 2:
+                s.interrupt()
+
+        with pytest.raises(parley.CancelledError) as info:
+            s.send("Once", **LONG, on_text=on_text)
+        assert info.value.status == 9
+        assert info.value.reply == "".join(pieces)
+        assert s.last_stats.generated_tokens < 200
+        assert s.turns[-1] == ("assistant", info.value.reply)  # the partial reply is kept
+
+
+def test_interrupt_from_another_thread_cancels_a_stream(engine):
+    with engine.session(template="raw") as s:
+        first_piece = threading.Event()
+        interrupted = threading.Event()
+
+        def stop_it():
+            first_piece.wait(timeout=60)
+            s.interrupt()
+            interrupted.set()
+
+        stopper = threading.Thread(target=stop_it)
+        stopper.start()
+        with pytest.raises(parley.CancelledError):
+            for _ in s.stream("Once", **LONG):
+                first_piece.set()
+                interrupted.wait(timeout=60)  # the reply waits for the loop body
+        stopper.join()
+        assert s.last_stats.generated_tokens < 200
+
+
+def test_an_exception_in_the_callback_propagates_and_stops(engine):
+    class Stop(Exception):
+        pass
+
+    def on_text(piece):
+        raise Stop(piece)
+
+    with engine.session(template="raw") as s:
+        with pytest.raises(Stop):
+            s.send("Once", **LONG, on_text=on_text)
+        assert s.last_stats.generated_tokens == 1
+        assert s.send(" more", **GREEDY)
+
+
+def test_an_exception_in_a_stream_loop_stops_the_reply(engine):
+    with engine.session(template="raw") as s:
+        with pytest.raises(KeyError):
+            for _ in s.stream("Once", **LONG):
+                raise KeyError("stop")
+        assert s.last_stats.generated_tokens == 1
+        assert s.send(" more", **GREEDY)
+
+
+def test_a_store_operation_without_a_store(engine):
+    with pytest.raises(parley.NotFoundError):
+        engine.open_session("never-stored")
+    with engine.session(template="raw") as s:
+        with pytest.raises(parley.UnsupportedError):
+            s.suspend()
+
+
+def test_a_used_id_is_an_invalid_argument(engine):
+    with engine.session(id="taken"):
+        with pytest.raises(parley.InvalidArgumentError):
+            engine.session(id="taken")
+
+
+def test_rewinding_past_the_start_is_an_invalid_argument(engine):
+    with engine.session(template="raw") as s:
+        with pytest.raises(parley.InvalidArgumentError):
+            s.rewind(1)

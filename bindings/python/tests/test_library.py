@@ -1,0 +1,93 @@
+"""The binding matches parley.h: struct layouts, every function declared, version refusal."""
+
+import ctypes
+import os
+import re
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from conftest import BINDINGS_DIR, REPO_ROOT
+
+import parley
+from parley import _library, _native
+
+# Sizes and offsets documented by parley.h for 64-bit targets (tests/abi asserts the same).
+LAYOUT = {
+    _native.EngineOptions: (56, {"model_path": 8, "n_threads": 32, "kv_budget_bytes": 40,
+                                 "context_length": 52}),
+    _native.SessionOptions: (48, {"id": 8, "overflow": 40, "reserved0": 44}),
+    _native.GenerateOptions: (48, {"seed": 8, "max_tokens": 16, "temperature": 20,
+                                   "ignore_eos": 44}),
+    _native.TurnStats: (56, {"generated_tokens": 20, "ttft_ms": 24, "kv_source": 48}),
+    _native.SessionInfo: (168, {"id": 8, "n_turns": 136, "state": 144,
+                                "kv_bytes_resident": 152, "kv_bytes_stored": 160}),
+    _native.Turn: (24, {"text": 8, "role": 16, "n_tokens": 20}),
+    _native.EngineStats: (104, {"reserved0": 20, "kv_blocks_total": 24, "store_bytes": 96}),
+    _native.ModelInfo: (272, {"name": 8, "architecture": 136, "chat_template": 168,
+                              "n_vocab": 200, "n_params": 232, "backend": 240}),
+}
+
+
+@pytest.mark.skipif(ctypes.sizeof(ctypes.c_void_p) != 8, reason="layouts are for 64-bit")
+@pytest.mark.parametrize("struct", list(LAYOUT), ids=lambda s: s.__name__)
+def test_struct_layout_matches_header(struct):
+    size, offsets = LAYOUT[struct]
+    assert ctypes.sizeof(struct) == size
+    for field, offset in offsets.items():
+        assert getattr(struct, field).offset == offset, field
+
+
+def test_every_header_function_is_declared():
+    header = (REPO_ROOT / "include" / "parley.h").read_text()
+    declared = set(re.findall(r"PARLEY_API\s[^;(]*?\b(parley_[a-z0-9_]+)\(", header))
+    assert len(declared) >= 20
+    assert declared == set(_native.SIGNATURES)
+
+
+def test_header_version_is_what_the_binding_knows():
+    header = (REPO_ROOT / "include" / "parley.h").read_text()
+    parts = [int(re.search(r"#define PARLEY_VERSION_%s (\d+)" % p, header).group(1))
+             for p in ("MAJOR", "MINOR", "PATCH")]
+    assert _native.VERSION_NUMBER == parts[0] * 10000 + parts[1] * 100 + parts[2]
+
+
+def test_loaded_library_reports_its_version():
+    assert parley.version_number() >= _native.VERSION_NUMBER
+    assert parley.version().count(".") == 2
+
+
+def test_an_older_library_is_refused():
+    with pytest.raises(parley.LibraryError, match="older than the 0.1.0"):
+        _library.check_version(_native.VERSION_NUMBER - 1, "0.0.99", "/old/libparley.so.0")
+    _library.check_version(_native.VERSION_NUMBER, "0.1.0", "/current/libparley.so.0")
+    _library.check_version(_native.VERSION_NUMBER + 100, "0.2.0", "/newer/libparley.so.0")
+
+
+def test_another_major_version_is_refused():
+    with pytest.raises(parley.LibraryError, match="another major version"):
+        _library.check_version(10000, "1.0.0", "/next/libparley.so.1")
+
+
+def test_a_missing_library_is_a_clear_error(tmp_path):
+    # A fresh interpreter: this one has already loaded the library.
+    env = dict(os.environ, PARLEY_LIBRARY=str(tmp_path / "libparley.so.0"))
+    code = "import parley\ntry:\n    parley.version()\nexcept parley.LibraryError as e:\n" \
+           "    print('LibraryError:', e)\n"
+    out = subprocess.run([sys.executable, "-c", code], cwd=BINDINGS_DIR, env=env,
+                         capture_output=True, text=True, timeout=60)
+    assert "LibraryError: libparley not found; set PARLEY_LIBRARY" in out.stdout, out.stderr
+
+
+def test_a_library_beside_the_package_is_found_first(tmp_path):
+    # A copy of the package with libparley.so.0 inside, as a wheel that bundles it would be.
+    package = tmp_path / "parley"
+    shutil.copytree(BINDINGS_DIR / "parley", package,
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy(parley.library_path(), package / "libparley.so.0")
+    env = {k: v for k, v in os.environ.items() if k != "PARLEY_LIBRARY"}
+    out = subprocess.run([sys.executable, "-c", "import parley; print(parley.library_path())"],
+                         cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60)
+    assert out.stdout.strip() == str(package / "libparley.so.0"), out.stderr

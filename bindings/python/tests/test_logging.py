@@ -1,0 +1,19 @@
+"""The library's log lines reach a Python callback."""
+
+import parley
+
+
+def test_log_lines_reach_the_callback(model_path):
+    lines = []
+
+    def on_log(level, message):
+        lines.append((level, message))
+        raise RuntimeError("a failing log callback must not reach the library")
+
+    parley.set_log_callback(on_log)
+    try:
+        with parley.Engine(model_path):
+            pass
+    finally:
+        parley.set_log_callback(None)
+    assert any(level == 2 and "stories260k" in message for level, message in lines), lines

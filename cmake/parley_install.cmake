@@ -1,0 +1,46 @@
+# `cmake --install`: libparley.so with its SONAME links, parley.h, and what lets other builds
+# find them: a CMake package (find_package(Parley) -> Parley::parley) and parley.pc.
+#
+# Only the shared library is installed. parley_static is an archive of nothing that links the
+# layers' own archives and their third-party libraries, so installing it would mean exporting
+# every internal target; programs outside this tree link the shared library and its C ABI.
+include(GNUInstallDirs)
+include(CMakePackageConfigHelpers)
+
+set(PARLEY_INSTALL_CMAKEDIR ${CMAKE_INSTALL_LIBDIR}/cmake/Parley)
+
+install(TARGETS parley EXPORT ParleyTargets
+  LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
+  ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
+  RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR}
+  INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})  # the installed target's include dir
+install(FILES ${PROJECT_SOURCE_DIR}/include/parley.h DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+
+install(EXPORT ParleyTargets NAMESPACE Parley:: FILE ParleyTargets.cmake
+  DESTINATION ${PARLEY_INSTALL_CMAKEDIR})
+configure_package_config_file(${PROJECT_SOURCE_DIR}/cmake/ParleyConfig.cmake.in
+  ${PROJECT_BINARY_DIR}/ParleyConfig.cmake INSTALL_DESTINATION ${PARLEY_INSTALL_CMAKEDIR})
+# Every 0.x release shares the SONAME libparley.so.0, so any 0.x satisfies a request for 0.y.
+write_basic_package_version_file(${PROJECT_BINARY_DIR}/ParleyConfigVersion.cmake
+  VERSION ${PROJECT_VERSION} COMPATIBILITY SameMajorVersion)
+install(FILES ${PROJECT_BINARY_DIR}/ParleyConfig.cmake ${PROJECT_BINARY_DIR}/ParleyConfigVersion.cmake
+  DESTINATION ${PARLEY_INSTALL_CMAKEDIR})
+
+# parley.pc finds its prefix from its own place (${pcfiledir}), so the tree still works when
+# installed with `cmake --install --prefix` elsewhere than CMAKE_INSTALL_PREFIX, or moved.
+if(IS_ABSOLUTE "${CMAKE_INSTALL_LIBDIR}" OR IS_ABSOLUTE "${CMAKE_INSTALL_INCLUDEDIR}")
+  set(PARLEY_PC_PREFIX "${CMAKE_INSTALL_PREFIX}")
+else()
+  file(RELATIVE_PATH pc_to_prefix "/${CMAKE_INSTALL_LIBDIR}/pkgconfig" "/")
+  string(REGEX REPLACE "/$" "" pc_to_prefix "${pc_to_prefix}")
+  set(PARLEY_PC_PREFIX "\${pcfiledir}/${pc_to_prefix}")
+endif()
+set(PARLEY_PC_LIBDIR "${CMAKE_INSTALL_LIBDIR}")
+set(PARLEY_PC_INCLUDEDIR "${CMAKE_INSTALL_INCLUDEDIR}")
+foreach(dir PARLEY_PC_LIBDIR PARLEY_PC_INCLUDEDIR)
+  if(NOT IS_ABSOLUTE "${${dir}}")
+    set(${dir} "\${prefix}/${${dir}}")
+  endif()
+endforeach()
+configure_file(${PROJECT_SOURCE_DIR}/cmake/parley.pc.in ${PROJECT_BINARY_DIR}/parley.pc @ONLY)
+install(FILES ${PROJECT_BINARY_DIR}/parley.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
