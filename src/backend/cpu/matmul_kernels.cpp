@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "common/error.h"
 #include "model/dtype.h"
 
 HWY_BEFORE_NAMESPACE();
@@ -79,36 +80,6 @@ struct BF16Rows {
   }
 };
 
-// One F16 value as float with the target's conversion instruction (F16C where present): the
-// scalar bit-twiddling converter would cost as much as a block's products.
-HWY_INLINE float f16_scale(uint16_t bits) {
-  const hn::CappedTag<float, 1> d1;
-  const hn::Rebind<hwy::float16_t, decltype(d1)> dh1;
-  return hn::GetLane(
-      hn::PromoteTo(d1, hn::LoadU(dh1, reinterpret_cast<const hwy::float16_t*>(&bits))));
-}
-
-// Q8_0: scale x int8 is exact in float (8 x 11 significant bits), so every way of forming
-// it gives the same weight.
-struct Q8Rows {
-  const std::byte* base;
-  size_t stride;
-  HWY_INLINE VF load(DF df, size_t r, size_t k) const {
-    const hn::Rebind<int8_t, DF> d8;
-    const hn::RebindToSigned<DF> di;
-    const model::Q8Block& b = block(r, k);
-    const VF q = hn::ConvertTo(df, hn::PromoteTo(di, hn::LoadU(d8, b.q + k % model::kQ8BlockValues)));
-    return hn::Mul(q, hn::Set(df, f16_scale(b.d)));
-  }
-  HWY_INLINE float at(size_t r, size_t k) const {
-    const model::Q8Block& b = block(r, k);
-    return f16_scale(b.d) * float(b.q[k % model::kQ8BlockValues]);
-  }
-  HWY_INLINE const model::Q8Block& block(size_t r, size_t k) const {
-    return reinterpret_cast<const model::Q8Block*>(base + r * stride)[k / model::kQ8BlockValues];
-  }
-};
-
 // Rows of converted weights in a float panel holding columns [k0, k0 + kSumBlockCols).
 struct PanelRows {
   const float* panel;
@@ -125,25 +96,34 @@ HWY_INLINE Rows rows_from(const model::TensorView& w, size_t r) {
 }
 
 // sums[r * C + c] += dot(weight row r, activation row c) over columns [k0, k1), one SIMD
-// accumulator per pair reduced at the end. x points at activation row 0 (full rows).
+// accumulator per pair reduced at the end. x points at activation row 0 (full rows). The
+// loops over the tile are unrolled so that its accumulators live in registers (GCC -O2 would
+// keep them in memory, a store and reload per product).
 template <size_t R, size_t C, class W>
 HWY_INLINE void tile_sums(const W& w, const float* x, size_t x_stride, size_t k0, size_t k1,
                           float* sums) {
   const DF df;
   const size_t lanes = hn::Lanes(df);
   VF acc[R][C];
+  HWY_UNROLL(8)
   for (size_t r = 0; r < R; ++r) {
+    HWY_UNROLL(8)
     for (size_t c = 0; c < C; ++c) acc[r][c] = hn::Zero(df);
   }
   for (size_t k = k0; k < k1; k += lanes) {
     VF wv[R];
+    HWY_UNROLL(8)
     for (size_t r = 0; r < R; ++r) wv[r] = w.load(df, r, k);
+    HWY_UNROLL(8)
     for (size_t c = 0; c < C; ++c) {
       const VF xv = hn::LoadU(df, x + c * x_stride + k);
+      HWY_UNROLL(8)
       for (size_t r = 0; r < R; ++r) acc[r][c] = hn::MulAdd(wv[r], xv, acc[r][c]);
     }
   }
+  HWY_UNROLL(8)
   for (size_t r = 0; r < R; ++r) {
+    HWY_UNROLL(8)
     for (size_t c = 0; c < C; ++c) sums[r * C + c] += hn::GetLane(hn::SumOfLanes(df, acc[r][c]));
   }
 }
@@ -295,11 +275,12 @@ void MatmulRows(const model::TensorView& w, const float* x, size_t n, float* y, 
     case model::DType::f32: matmul_rows_of<F32Rows>(p, r0, r1); break;
     case model::DType::f16: matmul_rows_of<F16Rows>(p, r0, r1); break;
     case model::DType::bf16: matmul_rows_of<BF16Rows>(p, r0, r1); break;
-    case model::DType::q8_0: matmul_rows_of<Q8Rows>(p, r0, r1); break;
+    case model::DType::q8_0: break;  // rejected by matmul_rows
   }
 }
 
 const char* TargetName() { return hwy::TargetName(HWY_TARGET); }
+int64_t Target() { return HWY_TARGET; }
 
 }  // namespace HWY_NAMESPACE
 }  // namespace parley::backend::cpu
@@ -310,13 +291,21 @@ namespace parley::backend::cpu {
 
 HWY_EXPORT(MatmulRows);
 HWY_EXPORT(TargetName);
+HWY_EXPORT(Target);
 
 void matmul_rows(const model::TensorView& w, const float* x, size_t n, float* y,
                  size_t y_stride, size_t r0, size_t r1) {
+  if (w.dtype == model::DType::q8_0) {  // no string built on the hot path
+    fail(Status::internal, "Q8_0 matrix " + w.name + " needs quantized activations");
+  }
   HWY_DYNAMIC_DISPATCH(MatmulRows)(w, x, n, y, y_stride, r0, r1);
 }
 
 const char* matmul_target_name() { return HWY_DYNAMIC_DISPATCH(TargetName)(); }
+
+int64_t matmul_target() { return HWY_DYNAMIC_DISPATCH(Target)(); }
+
+int64_t compiled_simd_targets() { return HWY_TARGETS; }
 
 }  // namespace parley::backend::cpu
 #endif  // HWY_ONCE

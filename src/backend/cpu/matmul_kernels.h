@@ -1,15 +1,18 @@
-// The SIMD kernel behind every weight product: a range of weight rows times n activation
-// rows, on the best target of the running CPU (Highway dynamic dispatch).
+// The SIMD kernel behind F32, F16 and BF16 weight products (Q8_0: matmul_q8_kernels.h): a
+// range of weight rows times n activation rows, on the best target of the running CPU
+// (Highway dynamic dispatch).
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 
 #include "model/weights.h"
 
 namespace parley::backend::cpu {
 
 // y[i * y_stride + r] = dot(row r of w, row i of x) for r in [r0, r1) and i < n; x is
-// [n, w.cols]. Weights are converted to float as they are read (a few rows at a time for
+// [n, w.cols]; w is F32, F16 or BF16 (Error(internal) for Q8_0, which matmul_rows_q8 multiplies).
+// Weights are converted to float as they are read (a few rows at a time for
 // large n), never as a whole matrix.
 //
 // Summation order, the same for every n: per row pair, partial dot products over blocks of
@@ -20,7 +23,12 @@ namespace parley::backend::cpu {
 void matmul_rows(const model::TensorView& w, const float* x, size_t n, float* y,
                  size_t y_stride, size_t r0, size_t r1);
 
-// The SIMD target matmul_rows runs on now ("AVX3", "AVX2", "SSE4", "SCALAR", ...).
+// The SIMD target every dispatched kernel runs on now ("AVX3", "AVX2", "SSE4", "SCALAR",
+// ...), and its Highway bit (HWY_AVX3, ...).
 const char* matmul_target_name();
+int64_t matmul_target();
+
+// The Highway targets compiled into the kernels (HWY_TARGETS), whether or not this CPU runs them.
+int64_t compiled_simd_targets();
 
 }  // namespace parley::backend::cpu

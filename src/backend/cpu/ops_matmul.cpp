@@ -4,7 +4,9 @@
 #include <cstring>
 #include <string>
 
+#include "backend/cpu/activation_blocks.h"
 #include "backend/cpu/matmul_kernels.h"
+#include "backend/cpu/matmul_q8_kernels.h"
 #include "backend/cpu/ops_swiglu.h"
 #include "backend/cpu/thread_pool.h"
 #include "common/error.h"
@@ -22,13 +24,38 @@ size_t units_of(const model::TensorView& w) {
 }
 
 void check_q8_rows(const model::TensorView& w) {
-  require(w.dtype != model::DType::q8_0 || w.cols % model::kQ8BlockValues == 0, Status::internal,
-          "Q8_0 matrix " + w.name + " has a row length not a multiple of 32");
+  if (w.dtype == model::DType::q8_0 && w.cols % model::kQ8BlockValues != 0) {
+    fail(Status::internal, "Q8_0 matrix " + w.name + " has a row length not a multiple of 32");
+  }
 }
 
 // Rows of w in units [u0, u1), clamped to the matrix.
 size_t unit_row(const model::TensorView& w, size_t u) {
   return std::min(size_t(w.rows), u * kRowsPerUnit);
+}
+
+// The activations in the forms the matrices need: floats, plus 16-bit blocks when a Q8_0
+// matrix is among them, quantized once by the calling thread before the parallel region.
+struct Activations {
+  const float* x;
+  size_t n;
+  const ActivationBlocks* blocks;
+};
+
+Activations prepare(const float* x, size_t n, size_t cols, bool any_q8) {
+  thread_local ActivationBlocks blocks;  // grows to the largest product, then reused
+  if (!any_q8) return {x, n, nullptr};
+  quantize_activations(x, n, cols, blocks);
+  return {x, n, &blocks};
+}
+
+void product_rows(const model::TensorView& w, const Activations& a, float* y, size_t y_stride,
+                  size_t r0, size_t r1) {
+  if (w.dtype == model::DType::q8_0) {
+    matmul_rows_q8(w, *a.blocks, y, y_stride, r0, r1);
+  } else {
+    matmul_rows(w, a.x, a.n, y, y_stride, r0, r1);
+  }
 }
 
 }  // namespace
@@ -40,10 +67,17 @@ void matmul(const model::TensorView& w, const float* x, size_t n, float* y, Thre
 void matmul_many(std::initializer_list<MatmulOutput> outputs, const float* x, size_t n,
                  ThreadPool& pool) {
   size_t total = 0;
+  bool any_q8 = false;
   for (const MatmulOutput& o : outputs) {
     check_q8_rows(*o.w);
+    if (o.w->cols != outputs.begin()->w->cols) {
+      fail(Status::internal, "fused products of " + o.w->name + " differ in row length");
+    }
     total += units_of(*o.w);
+    any_q8 = any_q8 || o.w->dtype == model::DType::q8_0;
   }
+  if (total == 0) return;
+  const Activations a = prepare(x, n, size_t(outputs.begin()->w->cols), any_q8);
   // Units of the matrices laid end to end; a task's range may span two of them.
   pool.parallel_for(total, [&](size_t u0, size_t u1) {
     size_t base = 0;
@@ -51,8 +85,8 @@ void matmul_many(std::initializer_list<MatmulOutput> outputs, const float* x, si
       const size_t units = units_of(*o.w);
       const size_t lo = std::max(u0, base), hi = std::min(u1, base + units);
       if (lo < hi) {
-        matmul_rows(*o.w, x, n, o.y, size_t(o.w->rows), unit_row(*o.w, lo - base),
-                    unit_row(*o.w, hi - base));
+        product_rows(*o.w, a, o.y, size_t(o.w->rows), unit_row(*o.w, lo - base),
+                     unit_row(*o.w, hi - base));
       }
       base += units;
     }
@@ -61,15 +95,18 @@ void matmul_many(std::initializer_list<MatmulOutput> outputs, const float* x, si
 
 void matmul_swiglu(const model::TensorView& gate, const model::TensorView& up, const float* x,
                    size_t n, float* out, float* up_scratch, ThreadPool& pool) {
-  require(gate.rows == up.rows && gate.cols == up.cols, Status::internal,
-          "gate " + gate.name + " and up " + up.name + " differ in shape");
+  if (gate.rows != up.rows || gate.cols != up.cols) {  // no string built on the hot path
+    fail(Status::internal, "gate " + gate.name + " and up " + up.name + " differ in shape");
+  }
   check_q8_rows(gate);
   check_q8_rows(up);
   const size_t rows = size_t(gate.rows);
+  const bool any_q8 = gate.dtype == model::DType::q8_0 || up.dtype == model::DType::q8_0;
+  const Activations a = prepare(x, n, size_t(gate.cols), any_q8);
   pool.parallel_for(units_of(gate), [&](size_t u0, size_t u1) {
     const size_t r0 = unit_row(gate, u0), r1 = unit_row(gate, u1);
-    matmul_rows(gate, x, n, out, rows, r0, r1);
-    matmul_rows(up, x, n, up_scratch, rows, r0, r1);
+    product_rows(gate, a, out, rows, r0, r1);
+    product_rows(up, a, up_scratch, rows, r0, r1);
     for (size_t i = 0; i < n; ++i) {
       float* o = out + i * rows + r0;
       swiglu(o, up_scratch + i * rows + r0, r1 - r0, o);

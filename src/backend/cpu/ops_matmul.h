@@ -1,5 +1,7 @@
 // Products with weight matrices of any stored type (F32, F16, BF16, Q8_0), and embedding
-// lookup. Weights are converted to float as they are read; activations stay float.
+// lookup. F32/F16/BF16 weights are converted to float as they are read and multiply float
+// activations; Q8_0 weights multiply the activations quantized to 16-bit blocks
+// (activation_blocks.h) in integer arithmetic, each block's sum scaled in float.
 #pragma once
 
 #include <cstddef>
@@ -24,8 +26,9 @@ struct MatmulOutput {
 // is not a multiple of 32.
 void matmul(const model::TensorView& w, const float* x, size_t n, float* y, ThreadPool& pool);
 
-// Several matrices that multiply the same x (the q, k and v projections) in one parallel
-// region: one wake-up of the workers instead of one per matrix. Same results as matmul.
+// Several matrices that multiply the same x (the q, k and v projections; all with the same
+// cols) in one parallel region: one wake-up of the workers instead of one per matrix, and x
+// quantized once. Same results as matmul.
 void matmul_many(std::initializer_list<MatmulOutput> outputs, const float* x, size_t n,
                  ThreadPool& pool);
 

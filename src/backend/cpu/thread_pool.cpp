@@ -21,6 +21,10 @@ constexpr size_t kChunksPerThread = 4;
 // finds them awake instead of paying a futex wake-up (tens of microseconds) each time.
 constexpr auto kSpinTime = std::chrono::microseconds(200);
 
+// job_state_ below the generation: a closed flag and the count of workers inside.
+constexpr uint64_t kClosed = uint64_t(1) << 31;
+constexpr uint64_t kInside = kClosed - 1;
+
 thread_local bool t_inside_task = false;
 
 inline void cpu_relax() {
@@ -52,11 +56,18 @@ ThreadPool::ThreadPool(int32_t n_threads) {
   size_t total = n_threads > 0 ? size_t(n_threads) : std::thread::hardware_concurrency();
   total = std::max<size_t>(total, 1);
   workers_.reserve(total - 1);
-  for (size_t i = 0; i + 1 < total; ++i) workers_.emplace_back([this] { worker_loop(); });
+  try {
+    for (size_t i = 0; i + 1 < total; ++i) workers_.emplace_back([this] { worker_loop(); });
+  } catch (...) {
+    stop_workers();  // a joinable std::thread left to its destructor would terminate
+    throw;
+  }
 }
 
-ThreadPool::~ThreadPool() {
-  stop_ = true;
+ThreadPool::~ThreadPool() { stop_workers(); }
+
+void ThreadPool::stop_workers() noexcept {
+  stop_.store(true, std::memory_order_relaxed);
   generation_.fetch_add(1, std::memory_order_release);
   generation_.notify_all();
   for (auto& w : workers_) w.join();
@@ -74,13 +85,14 @@ void ThreadPool::run(size_t n, Task task) {
   n_chunks_ = std::min(n, size() * kChunksPerThread);
   next_chunk_.store(0, std::memory_order_relaxed);
   error_ = nullptr;
-  pending_.store(uint32_t(workers_.size()), std::memory_order_relaxed);
+  const uint32_t job = generation_.load(std::memory_order_relaxed) + 1;
+  job_state_.store(uint64_t(job) << 32, std::memory_order_release);  // open, nobody inside
   // seq_cst: the bump and the sleeper check pair with the worker's "count myself as
   // sleeping, then re-check the generation", so a sleeping worker is always woken.
-  generation_.fetch_add(1, std::memory_order_seq_cst);
+  generation_.store(job, std::memory_order_seq_cst);
   if (sleeping_workers_.load(std::memory_order_seq_cst) > 0) generation_.notify_all();
   run_chunks();
-  wait_for_workers();
+  wait_for_joined();
   if (error_) std::rethrow_exception(error_);
 }
 
@@ -117,26 +129,31 @@ uint32_t ThreadPool::wait_for_job(uint32_t seen) {
   return now;
 }
 
-void ThreadPool::wait_for_workers() {
-  const auto done = [&] { return pending_.load(std::memory_order_acquire) == 0; };
-  while (!spin_until(done)) {
-    caller_sleeping_.store(true, std::memory_order_seq_cst);
-    const uint32_t left = pending_.load(std::memory_order_seq_cst);
-    if (left != 0) pending_.wait(left, std::memory_order_acquire);
-    caller_sleeping_.store(false, std::memory_order_relaxed);
+bool ThreadPool::join(uint32_t job) {
+  uint64_t state = job_state_.load(std::memory_order_acquire);
+  for (;;) {
+    if (uint32_t(state >> 32) != job || (state & kClosed) != 0) return false;
+    if (job_state_.compare_exchange_weak(state, state + 1, std::memory_order_acquire)) {
+      return true;
+    }
   }
+}
+
+void ThreadPool::wait_for_joined() {
+  job_state_.fetch_or(kClosed, std::memory_order_acq_rel);
+  // The workers inside are running their last chunks: spin, then yield the core to them.
+  const auto done = [&] { return (job_state_.load(std::memory_order_acquire) & kInside) == 0; };
+  while (!spin_until(done)) std::this_thread::yield();
 }
 
 void ThreadPool::worker_loop() {
   uint32_t seen = 0;
   for (;;) {
     seen = wait_for_job(seen);
-    if (stop_) return;
+    if (stop_.load(std::memory_order_relaxed)) return;
+    if (!join(seen)) continue;  // the caller already finished this job
     run_chunks();
-    if (pending_.fetch_sub(1, std::memory_order_seq_cst) == 1 &&
-        caller_sleeping_.load(std::memory_order_seq_cst)) {
-      pending_.notify_all();
-    }
+    job_state_.fetch_sub(1, std::memory_order_release);
   }
 }
 

@@ -25,7 +25,8 @@ class ThreadPool {
   size_t size() const { return workers_.size() + 1; }
 
   // Calls fn(begin, end) on contiguous sub-ranges that together cover [0, n) exactly once,
-  // on the workers and the calling thread, and returns when all are done. The first
+  // on the workers and the calling thread, and returns when all are done; a worker the OS
+  // has not run by the time every chunk is taken is not waited for. The first
   // exception thrown by a task is rethrown here (chunks not yet started are skipped). Calls
   // from several threads are serialized; a call from inside a task runs the whole range
   // inline. fn is called through a plain pointer: no allocation per call.
@@ -44,15 +45,17 @@ class ThreadPool {
 
   void run(size_t n, Task task);
   void worker_loop();
+  void stop_workers() noexcept;  // wakes, stops and joins every worker
   void run_chunks();          // claims and runs chunks of the current job until none are left
   uint32_t wait_for_job(uint32_t seen);  // spins, then sleeps, until the generation moves
-  void wait_for_workers();    // spins, then sleeps, until every worker has left the job
+  bool join(uint32_t job);    // enters job `job` if it is still open
+  void wait_for_joined();     // closes the job, then waits for the workers inside it
 
   std::vector<std::thread> workers_;
   std::mutex call_mutex_;  // one job at a time
 
-  // The current job, written by the caller before it bumps generation_ (release) and read
-  // by workers after they see the new generation (acquire).
+  // The current job, written by the caller before it opens the job (release) and read only
+  // by workers that joined it (acquire).
   Task task_{};
   size_t n_ = 0;
   size_t n_chunks_ = 0;
@@ -60,14 +63,16 @@ class ThreadPool {
   std::mutex error_mutex_;
   std::exception_ptr error_;
 
-  // Every worker takes part in every job (possibly finding no chunk left), so that none can
-  // still be reading a job when the caller returns. generation_ announces a job (and stop);
-  // pending_ counts the workers that have not finished it.
+  // generation_ announces a job (and stop) to waiting workers. job_state_ holds the job's
+  // generation (high 32 bits), a closed flag and how many workers are inside it. A worker
+  // runs chunks only after joining an open job; the caller, once no chunk is left, closes it
+  // and waits only for the workers inside. So a worker that the OS has not scheduled yet
+  // never holds up a job (the caller runs its chunks), and finds the job closed when it
+  // wakes.
   std::atomic<uint32_t> generation_{0};
-  std::atomic<uint32_t> pending_{0};
+  std::atomic<uint64_t> job_state_{0};
   std::atomic<uint32_t> sleeping_workers_{0};
-  std::atomic<bool> caller_sleeping_{false};
-  bool stop_ = false;  // read by workers after a generation bump
+  std::atomic<bool> stop_{false};  // read by workers after a generation bump
 };
 
 }  // namespace parley::backend::cpu

@@ -99,9 +99,15 @@ TinySpec with(TinySpec s, DType dtype, bool tied) {
   return s;
 }
 
-// Float noise only. Measured max |err| 3e-6 .. 2.2e-5 (logits up to ~29), also for F16, BF16
-// and Q8_0 weights, whose reference uses the same dequantized values.
+// Float noise only. Measured max |err| 3e-6 .. 2.2e-5 (logits up to ~29), also for F16 and
+// BF16 weights, whose reference uses the same dequantized values.
 constexpr double kF32Tolerance = 1e-4;
+
+// Q8_0 products also round their activations to 16-bit blocks (activation_blocks.h), which
+// the float64 reference does not: measured max |err| 1.4e-3 (GQA hd8) and 3.5e-3 (MQA hd64,
+// logits up to ~29), where the weights' own 8-bit rounding moves the same logits by 0.50 and
+// 0.59 (reference on the Q8_0 values vs on the original floats). Bound: 1e-2.
+constexpr double kQ8Tolerance = 1e-2;
 
 }  // namespace
 
@@ -134,11 +140,12 @@ TEST_CASE("F32: a sliding window attends only to the last window positions") {
 TEST_CASE("F16, BF16 and Q8_0 weights match the reference on the same dequantized weights") {
   for (DType t : {DType::f16, DType::bf16, DType::q8_0}) {
     const std::string name(model::dtype_name(t));
+    const double tolerance = t == DType::q8_0 ? kQ8Tolerance : kF32Tolerance;
     // gqa_hd8 with Q8_0 keeps w_down (rows of 172) in F16: a mixed model, as GGUF has.
     compare_with_reference(name + " GQA hd8", with(gqa_hd8(), t, false), KvType::f32, 24,
-                           kF32Tolerance);
+                           tolerance);
     compare_with_reference(name + " MQA hd64 tied", with(mqa_hd64(), t, true), KvType::f32, 20,
-                           kF32Tolerance);
+                           tolerance);
   }
 }
 

@@ -1,11 +1,14 @@
 // matmul and dequantize_row for every weight type, against a naive double product over the
-// same stored (dequantized) weights, on sizes that are not multiples of any SIMD width.
+// same stored (dequantized) weights and, for Q8_0, the same 16-bit activation blocks (whose
+// rounding test_activation_blocks.cpp checks), on sizes that are not multiples of any SIMD
+// width.
 #include <doctest/doctest.h>
 
 #include <cmath>
 #include <random>
 #include <string>
 
+#include "backend/cpu/activation_blocks.h"
 #include "backend/cpu/ops_matmul.h"
 #include "backend/cpu/thread_pool.h"
 #include "common/error.h"
@@ -28,12 +31,18 @@ double matmul_error(DType dtype, int64_t rows, int64_t cols, size_t n, int32_t t
   backend::cpu::matmul(w, x.data(), n, y.data(), pool);
 
   const std::vector<double> wd = decode_tensor(w);
+  std::vector<double> xd(x.begin(), x.end());
+  if (dtype == DType::q8_0) {  // what the product multiplies: x as 16-bit blocks
+    backend::cpu::ActivationBlocks blocks;
+    backend::cpu::quantize_activations(x.data(), n, size_t(cols), blocks);
+    for (size_t k = 0; k < xd.size(); ++k) xd[k] = double(blocks.q[k]) * blocks.scale[k / 32];
+  }
   double worst = 0.0, scale = 0.0;
   for (size_t i = 0; i < n; ++i) {
     for (int64_t r = 0; r < rows; ++r) {
       double exact = 0.0;
       for (int64_t c = 0; c < cols; ++c)
-        exact += wd[size_t(r * cols + c)] * x[i * size_t(cols) + size_t(c)];
+        exact += wd[size_t(r * cols + c)] * xd[i * size_t(cols) + size_t(c)];
       worst = std::max(worst, std::fabs(exact - y[i * size_t(rows) + size_t(r)]));
       scale = std::max(scale, std::fabs(exact));
     }
@@ -56,7 +65,8 @@ TEST_CASE("matmul matches a double product for every weight type and awkward siz
       CHECK(err < 1e-6);  // float accumulation over at most 4097 terms
     }
   }
-  for (Shape s : {Shape{1, 32, 1}, Shape{7, 96, 2}, Shape{64, 64, 5}, Shape{19, 4096, 6}}) {
+  for (Shape s : {Shape{1, 32, 1}, Shape{7, 96, 2}, Shape{64, 64, 5}, Shape{19, 4096, 6},
+                  Shape{9, 160, 37}}) {  // 37 rows: more than one activation block
     const double err = matmul_error(DType::q8_0, s.rows, s.cols, s.n, 3);
     INFO("Q8_0 rows " << s.rows << " cols " << s.cols << " n " << s.n);
     CHECK(err < 1e-6);
@@ -64,22 +74,27 @@ TEST_CASE("matmul matches a double product for every weight type and awkward siz
 }
 
 TEST_CASE("matmul gives the same bits for any thread count and any batch split") {
-  std::mt19937 rng(5);
-  model::Weights owner;
-  const int64_t rows = 67, cols = 172;
-  const size_t n = 7;
-  const model::TensorView w = make_tensor(owner, "w", DType::f16, rows, cols,
-                                          random_values(size_t(rows * cols), 1.0f, rng));
-  const std::vector<float> x = random_values(n * size_t(cols), 1.0f, rng);
-  backend::cpu::ThreadPool one(1), four(4);
-  std::vector<float> a(n * size_t(rows)), b(a.size());
-  backend::cpu::matmul(w, x.data(), n, a.data(), one);
-  backend::cpu::matmul(w, x.data(), n, b.data(), four);
-  CHECK(a == b);
-  for (size_t i = 0; i < n; ++i) {  // row i alone
-    std::vector<float> single(static_cast<size_t>(rows));
-    backend::cpu::matmul(w, &x[i * size_t(cols)], 1, single.data(), four);
-    CHECK(std::equal(single.begin(), single.end(), a.begin() + int64_t(i) * rows));
+  // n = 40 takes the batched paths (float panels; more than one Q8_0 activation block).
+  for (DType t : {DType::f32, DType::f16, DType::bf16, DType::q8_0}) {
+    for (size_t n : {size_t(7), size_t(40)}) {
+      std::mt19937 rng(5);
+      model::Weights owner;
+      const int64_t rows = 67, cols = t == DType::q8_0 ? 160 : 172;
+      const model::TensorView w = make_tensor(owner, "w", t, rows, cols,
+                                              random_values(size_t(rows * cols), 1.0f, rng));
+      const std::vector<float> x = random_values(n * size_t(cols), 1.0f, rng);
+      backend::cpu::ThreadPool one(1), four(4);
+      std::vector<float> a(n * size_t(rows)), b(a.size());
+      backend::cpu::matmul(w, x.data(), n, a.data(), one);
+      backend::cpu::matmul(w, x.data(), n, b.data(), four);
+      INFO(model::dtype_name(t) << " n " << n);
+      CHECK(a == b);
+      for (size_t i = 0; i < n; ++i) {  // row i alone
+        std::vector<float> single(static_cast<size_t>(rows));
+        backend::cpu::matmul(w, &x[i * size_t(cols)], 1, single.data(), four);
+        CHECK(std::equal(single.begin(), single.end(), a.begin() + int64_t(i) * rows));
+      }
+    }
   }
 }
 

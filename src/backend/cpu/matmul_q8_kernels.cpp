@@ -1,0 +1,160 @@
+// Compiled once per SIMD target (foreach_target.h re-includes this file); HWY_DYNAMIC_DISPATCH
+// picks the best target of the running CPU.
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "backend/cpu/matmul_q8_kernels.cpp"
+#include "backend/cpu/matmul_q8_kernels.h"
+
+#include <hwy/foreach_target.h>  // must come before highway.h
+#include <hwy/cache_control.h>
+#include <hwy/highway.h>
+
+#include <algorithm>
+#include <cstdint>
+
+#include "model/dtype.h"
+
+HWY_BEFORE_NAMESPACE();
+namespace parley::backend::cpu {
+namespace HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+
+constexpr size_t kBlock = model::kQ8BlockValues;
+static_assert(kBlock == ActivationBlocks::kBlock);
+
+// 16-bit lanes, at most one block per vector (a whole block on AVX-512). Pairs of 16-bit
+// products are summed into 32-bit lanes (vpmaddwd on x86); |w| <= 128 and |x| <= 32767 keep
+// every lane sum far from overflow.
+using D16 = hn::CappedTag<int16_t, kBlock>;
+using D8 = hn::Rebind<int8_t, D16>;
+using D32 = hn::RepartitionToWide<D16>;
+using DF = hn::Rebind<float, D32>;
+using VF = hn::Vec<DF>;
+
+// Register tile: weight rows x activation rows. Wider tiles only where 32 vector registers
+// hold their accumulators.
+constexpr size_t kTileRows = 4;
+constexpr size_t kTileCols = HWY_TARGET <= HWY_AVX3 ? 4 : 2;
+
+// Blocks ahead (about 540 bytes) that each weight row is prefetched: the integer products
+// leave the out-of-order window too few loads in flight to hide memory latency alone.
+constexpr size_t kPrefetchBlocks = 16;
+
+// Activation rows per cache block: their 16-bit values (32 x 11 KiB for the widest matrices
+// of a 1B model) stay in L2 while every weight row of the range passes over them.
+constexpr size_t kActivationBlock = 32;
+
+// A block's F16 scale in every lane: broadcast, then the target's vector conversion (F16C
+// where present), without a trip through a general-purpose register.
+HWY_INLINE VF f16_scale(const uint16_t& bits) {
+  const DF df;
+  const hn::Rebind<uint16_t, DF> du16;
+  const hn::Rebind<hwy::float16_t, DF> dh;
+  return hn::PromoteTo(df, hn::BitCast(dh, hn::Set(du16, bits)));
+}
+
+struct Problem {
+  const model::TensorView& w;
+  const ActivationBlocks& x;
+  float* y;
+  size_t y_stride;
+  size_t w_stride;  // bytes per weight row
+  size_t blocks;    // per row
+};
+
+// The exact integer dot product of one weight block with one activation block, as float
+// lanes. A lane sums 2 (AVX-512) or 4 (AVX2) products of magnitude <= 2^22, so its
+// conversion is exact; narrower targets sum more per lane and may round it once.
+HWY_INLINE VF block_dot(const int8_t* wq, const int16_t* xq) {
+  const D16 d16;
+  const D8 d8;
+  const D32 d32;
+  const DF df;
+  auto sum0 = hn::Zero(d32), sum1 = hn::Zero(d32);
+  HWY_UNROLL(32)
+  for (size_t j = 0; j < kBlock; j += hn::Lanes(d16)) {
+    const auto w16 = hn::PromoteTo(d16, hn::LoadU(d8, wq + j));
+    sum0 = hn::ReorderWidenMulAccumulate(d32, w16, hn::LoadU(d16, xq + j), sum0, sum1);
+  }
+  return hn::ConvertTo(df, hn::RearrangeToOddPlusEven(sum0, sum1));
+}
+
+// Weight rows [r, r + R) x activation rows [i, i + C), over whole rows. The loops over the
+// tile are unrolled so that its accumulators live in registers (GCC -O2 would keep them in
+// memory).
+template <size_t R, size_t C>
+HWY_INLINE void tile(const Problem& p, size_t r, size_t i) {
+  const DF df;
+  const model::Q8Block* w[R];
+  for (size_t rr = 0; rr < R; ++rr) {
+    w[rr] = reinterpret_cast<const model::Q8Block*>(p.w.data + (r + rr) * p.w_stride);
+  }
+  const int16_t* xq[C];
+  const float* xs[C];
+  for (size_t c = 0; c < C; ++c) {
+    xq[c] = p.x.q_row(i + c);
+    xs[c] = p.x.scale_row(i + c);
+  }
+  VF acc[R][C];
+  HWY_UNROLL(8)
+  for (size_t rr = 0; rr < R; ++rr) {
+    HWY_UNROLL(8)
+    for (size_t c = 0; c < C; ++c) acc[rr][c] = hn::Zero(df);
+  }
+  for (size_t b = 0; b < p.blocks; ++b) {
+    VF x_scale[C];
+    HWY_UNROLL(8)
+    for (size_t c = 0; c < C; ++c) x_scale[c] = hn::Set(df, xs[c][b]);
+    HWY_UNROLL(8)
+    for (size_t rr = 0; rr < R; ++rr) {
+      if (b + kPrefetchBlocks < p.blocks) hwy::Prefetch(&w[rr][b + kPrefetchBlocks]);
+      const VF w_scale = f16_scale(w[rr][b].d);
+      HWY_UNROLL(8)
+      for (size_t c = 0; c < C; ++c) {
+        const VF dot = block_dot(w[rr][b].q, xq[c] + b * kBlock);
+        acc[rr][c] = hn::MulAdd(hn::Mul(dot, x_scale[c]), w_scale, acc[rr][c]);
+      }
+    }
+  }
+  HWY_UNROLL(8)
+  for (size_t rr = 0; rr < R; ++rr) {
+    HWY_UNROLL(8)
+    for (size_t c = 0; c < C; ++c) {
+      p.y[(i + c) * p.y_stride + r + rr] = hn::GetLane(hn::SumOfLanes(df, acc[rr][c]));
+    }
+  }
+}
+
+template <size_t R>
+HWY_INLINE void rows_times_block(const Problem& p, size_t r, size_t i0, size_t i1) {
+  size_t i = i0;
+  for (; i + kTileCols <= i1; i += kTileCols) tile<R, kTileCols>(p, r, i);
+  for (; i < i1; ++i) tile<R, 1>(p, r, i);
+}
+
+void MatmulRowsQ8(const model::TensorView& w, const ActivationBlocks& x, float* y,
+                  size_t y_stride, size_t r0, size_t r1) {
+  const Problem p{w, x, y, y_stride, model::row_bytes(w.dtype, x.cols), x.cols / kBlock};
+  for (size_t i0 = 0; i0 < x.n; i0 += kActivationBlock) {
+    const size_t i1 = std::min(x.n, i0 + kActivationBlock);
+    size_t r = r0;
+    for (; r + kTileRows <= r1; r += kTileRows) rows_times_block<kTileRows>(p, r, i0, i1);
+    for (; r < r1; ++r) rows_times_block<1>(p, r, i0, i1);
+  }
+}
+
+}  // namespace HWY_NAMESPACE
+}  // namespace parley::backend::cpu
+HWY_AFTER_NAMESPACE();
+
+#if HWY_ONCE
+namespace parley::backend::cpu {
+
+HWY_EXPORT(MatmulRowsQ8);
+
+void matmul_rows_q8(const model::TensorView& w, const ActivationBlocks& x, float* y,
+                    size_t y_stride, size_t r0, size_t r1) {
+  HWY_DYNAMIC_DISPATCH(MatmulRowsQ8)(w, x, y, y_stride, r0, r1);
+}
+
+}  // namespace parley::backend::cpu
+#endif  // HWY_ONCE
