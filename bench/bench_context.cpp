@@ -1,5 +1,6 @@
 #include "bench_context.h"
 
+#include "backend/cpu/matmul_kernels.h"
 #include "peak_rss.h"
 
 namespace parley::bench {
@@ -31,6 +32,8 @@ nlohmann::ordered_json BenchContext::line(std::string_view scenario, engine::Eng
   l["model"] = source_.label();
   l["backend"] = engine.backend().name();
   l["threads"] = threads();
+  // The SIMD target the CPU kernels dispatched to (AVX3 = AVX-512, AVX2, ..., SCALAR).
+  if (engine.backend().name() == "cpu") l["simd"] = backend::cpu::matmul_target_name();
   l["kv"] = kv::kv_type_name(engine.kv_type());
   l["weights"] = model::dtype_name(engine.model().weights.layers.at(0).wq.dtype);
   l["kv_bytes_per_token"] = engine.stats().kv_bytes_per_token;

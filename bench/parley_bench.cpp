@@ -7,6 +7,7 @@
 
 #include "bench_args.h"
 #include "bench_context.h"
+#include "device_bandwidth.h"
 #include "device_probe.h"
 #include "json_lines.h"
 #include "memory_bandwidth.h"
@@ -41,9 +42,7 @@ int run(const BenchArgs& args) {
   require_memory_for_synthetic(args);
   // Next, while this process is single-threaded and holds no model, so that the child it
   // forks has the machine's memory to itself. Every line reports it, so it always runs.
-  const CopyBandwidth copy =
-      measure_copy_bandwidth_in_child(size_t(args.copy_mib) << 20, resolved_threads(args),
-                                      kCopyRuns);
+  const CopyBandwidth copy = measure_bandwidth(args, out, kCopyRuns);
   const ModelSource source(args);
   // On stderr, so stdout stays JSON lines only.
   std::fprintf(stderr, "parley-bench: %s: %.3g parameters, loaded in %.2f s\n",

@@ -1,20 +1,137 @@
 // The only header host code includes to reach the kernels: one <Op>Args struct of pointers
-// and sizes, and one launch_<op>() per kernel, each on a caller-given stream.
+// and sizes, and one launch_<op>() per kernel, each on a caller-given stream. Pointers are
+// device pointers. Element types are kernels::ElemType values (F32 0, F16 1, BF16 2, Q8_0 3).
+// Positions come from device memory (StepParams) so a captured CUDA graph replays any step.
 #pragma once
 
 #include <cuda_runtime.h>
 #include <stdint.h>
 
+#include "kernels/common/elem.cuh"
+#include "kernels/common/paged_kv.cuh"
+
 namespace parley::kernels {
 
+// What changes from one step to the next, read by the kernels from device memory.
+struct StepParams {
+  int32_t start_pos;  // position of the first token of the call
+  int32_t n_tokens;
+};
+
+// Weights of any file type -> the resident type (F32, F16 or BF16).
+struct ConvertArgs {
+  const void* src;  // [rows, cols] in src_type (Q8_0: rows of cols / 32 blocks of 34 bytes)
+  int32_t src_type;
+  void* dst;        // [rows, cols] in dst_type
+  int32_t dst_type;
+  int64_t rows;
+  int64_t cols;
+};
+cudaError_t launch_convert(const ConvertArgs& args, cudaStream_t stream);
+
+// x[t] = table[tokens[t]] as floats.
+struct EmbedArgs {
+  const void* table;      // [n_vocab, dim] in table_type
+  int32_t table_type;
+  const int32_t* tokens;  // [n]
+  float* x;               // [n, dim]
+  int32_t n;
+  int32_t dim;
+};
+cudaError_t launch_embed(const EmbedArgs& args, cudaStream_t stream);
+
+// With residual: x += residual (x written back), then out = x / rms(x) * weight.
 struct RmsNormArgs {
-  const float* x;       // [rows, dim]
-  const float* weight;  // [dim]
-  float* out;           // [rows, dim]; may equal x
+  float* x;               // [rows, dim]
+  const float* residual;  // [rows, dim] or null
+  const float* weight;    // [dim]
+  void* out;              // [rows, dim] in out_type; may equal x when out_type is F32
+  int32_t out_type;
   int32_t rows;
   int32_t dim;
   float eps;
 };
 cudaError_t launch_rmsnorm(const RmsNormArgs& args, cudaStream_t stream);
+
+// RoPE on the q and k heads of each row (in place), then K and V quantized (INT8, with their
+// scales) or converted (F16) or copied (F32) into the paged blocks of positions
+// start_pos + t, and the same bytes into staging for the host's copy of the blocks.
+struct RopeKvAppendArgs {
+  float* qkv;  // [n, (n_heads + 2 n_kv_heads) head_dim]: q heads, k heads, v heads
+  int32_t n_tokens;
+  int32_t n_heads;
+  int32_t layer;
+  float theta;
+  const StepParams* step;
+  PagedKv kv;
+  KvStaging staging;
+};
+cudaError_t launch_rope_kv_append(const RopeKvAppendArgs& args, cudaStream_t stream);
+
+// Causal GQA attention of n new rows over the paged cache (FlashAttention-2 tiling: query
+// rows of one head per block, K/V tiles of one paged block in shared memory, online softmax).
+struct AttnPrefillArgs {
+  const float* q;   // row t at q + t * q_stride: [n_heads][head_dim], RoPE applied
+  int32_t q_stride;
+  void* out;        // [n, n_heads * head_dim] in out_type
+  int32_t out_type;
+  int32_t n_tokens;
+  int32_t n_heads;
+  int32_t layer;
+  int32_t sliding_window;  // > 0: only the last sliding_window positions, itself included
+  const StepParams* step;
+  PagedKv kv;
+};
+cudaError_t launch_attn_prefill(const AttnPrefillArgs& args, cudaStream_t stream);
+
+// One new row (position start_pos) over the cache, split into n_splits ranges of whole
+// blocks; each block of threads serves all query heads of one KV head over one range and
+// writes an unnormalized partial state {o, m, d}. Empty ranges write d = 0.
+struct AttnDecodeArgs {
+  const float* q;   // [n_heads][head_dim], RoPE applied
+  float* part_o;    // [n_splits][n_heads][head_dim]
+  float* part_md;   // [n_splits][n_heads][2]: running max m, denominator d
+  int32_t n_splits;
+  int32_t n_heads;
+  int32_t layer;
+  int32_t sliding_window;
+  const StepParams* step;
+  PagedKv kv;
+};
+cudaError_t launch_attn_decode(const AttnDecodeArgs& args, cudaStream_t stream);
+// Allows the shared memory decode attention needs for this group size (query heads per KV
+// head) and head_dim; call once before launching (and before any graph capture).
+cudaError_t prepare_attn_decode(int32_t group, int32_t head_dim);
+
+// Merges the partial states of the splits: out[h] = sum_s o_s e^(m_s - m) / sum_s d_s e^(m_s - m).
+struct AttnMergeArgs {
+  const float* part_o;
+  const float* part_md;
+  void* out;  // [n_heads * head_dim] in out_type
+  int32_t out_type;
+  int32_t n_splits;
+  int32_t n_heads;
+  int32_t head_dim;
+};
+cudaError_t launch_attn_merge(const AttnMergeArgs& args, cudaStream_t stream);
+
+// out = silu(gate) * up, with gate and up side by side in each input row.
+struct SwigluArgs {
+  const float* gate_up;  // [n, 2 hidden]: gate [hidden], then up [hidden]
+  void* out;             // [n, hidden] in out_type
+  int32_t out_type;
+  int32_t n;
+  int32_t hidden;
+};
+cudaError_t launch_swiglu(const SwigluArgs& args, cudaStream_t stream);
+
+// Copy-on-write of whole blocks: dst[i] = src[i], block_bytes each.
+struct KvBlockCopyArgs {
+  const uint8_t* const* src;  // [n_blocks] device pointers (the array itself on the device)
+  uint8_t* const* dst;        // [n_blocks]
+  int32_t n_blocks;
+  int64_t block_bytes;
+};
+cudaError_t launch_kv_block_copy(const KvBlockCopyArgs& args, cudaStream_t stream);
 
 }  // namespace parley::kernels

@@ -9,6 +9,12 @@
 
 namespace parley::kernels {
 
+// The factor that carries a sum taken under max m_old over to max m_new >= m_old: 0 for an
+// empty state (m_old = -inf), never the NaN of exp(-inf - -inf).
+PARLEY_HD float softmax_rescale(float m_old, float m_new) {
+  return m_old == -INFINITY ? 0.0f : expf(m_old - m_new);
+}
+
 template <int kMaxDim>
 struct SoftmaxState {
   float m;  // running max of the scores (-inf while empty)

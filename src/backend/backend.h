@@ -39,9 +39,10 @@ class Backend {
   virtual void forward(const Batch& batch, kv::KvView& kv, std::span<float> logits) = 0;
 };
 
-// device: "auto", "cpu", "cuda", "cuda:N". n_threads: 0 = one per core.
-// Throws Error(invalid_argument) for an unknown device, Error(unsupported) for a device this
-// build or machine lacks.
+// device: "auto", "cpu", "cuda", "cuda:N". n_threads: 0 = one per core (CPU only).
+// "auto" takes CUDA device 0 when libparley_cuda.so loads and sees a device, else the CPU.
+// Throws Error(invalid_argument) for an unknown device, Error(backend) for a CUDA device this
+// machine lacks (no module, no driver, no such GPU) or one that cannot hold the model.
 std::unique_ptr<Backend> make_backend(std::string_view device, const model::LoadedModel& model,
                                       int32_t n_threads);
 

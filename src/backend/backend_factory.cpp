@@ -3,7 +3,9 @@
 
 #include "backend/backend.h"
 #include "backend/cpu/cpu_backend.h"
+#include "backend/cuda_loader.h"
 #include "common/error.h"
+#include "common/log.h"
 #include "model/model_loader.h"
 
 namespace parley::backend {
@@ -24,10 +26,38 @@ bool is_cuda_device(std::string_view device) {
 
 std::unique_ptr<Backend> make_backend(std::string_view device, const model::LoadedModel& model,
                                       int32_t n_threads) {
+  if (device.empty() || device == "auto") {
+    // The GPU when the CUDA module and a device are there; otherwise the CPU, saying why.
+    if (cuda_device_count() > 0) {
+      try {
+        return make_cuda_backend(model, 0);
+      } catch (const Error& e) {
+        log::warn_line(std::string("device auto: CUDA device 0 failed (") + e.what() +
+                       "); running on the CPU");
+      }
+    } else {
+      const std::string why = cuda_module_problem();
+      log::info_line("device auto: " + (why.empty() ? "no CUDA device is visible" : why) +
+                     "; running on the CPU");
+    }
+  }
   if (device.empty() || device == "auto" || device == "cpu") {
     return std::make_unique<cpu::CpuBackend>(model.config, model.weights, n_threads);
   }
-  if (is_cuda_device(device)) fail(Status::unsupported, "this build has no CUDA backend yet");
+  if (is_cuda_device(device)) {
+    const int32_t index = device == "cuda" ? 0 : std::stoi(std::string(device.substr(5)));
+    const std::string problem = cuda_module_problem();
+    require(problem.empty(), Status::backend,
+            "device '" + std::string(device) + "': the CUDA backend is not available: " + problem);
+    const int32_t count = cuda_device_count();
+    require(count > 0, Status::backend,
+            "device '" + std::string(device) +
+                "': no CUDA device is visible (no NVIDIA driver or GPU on this machine)");
+    require(index < count, Status::backend,
+            "device '" + std::string(device) + "': only " + std::to_string(count) +
+                " CUDA device(s) are visible");
+    return make_cuda_backend(model, index);
+  }
   fail(Status::invalid_argument,
        "unknown device '" + std::string(device) + "' (expected auto, cpu, cuda or cuda:N)");
 }

@@ -1,10 +1,12 @@
 // The __host__ __device__ math of kernels/common, checked on the CPU against direct formulas.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <random>
 #include <vector>
 
+#include "kernels/common/activation.cuh"
 #include "kernels/common/int8.cuh"
 #include "kernels/common/rope.cuh"
 #include "kernels/common/softmax_state.cuh"
@@ -89,4 +91,66 @@ TEST_CASE("INT8 quantize: scale max|x|/127, round half to even, clamp") {
   const float zeros[3] = {0, 0, 0};
   CHECK(quantize_int8(zeros, 3, q) == 0.0f);
   CHECK((q[0] == 0 && q[1] == 0 && q[2] == 0));
+}
+
+TEST_CASE("INT8: the split steps a warp uses round exactly as quantize_int8") {
+  std::mt19937 rng(11);
+  std::normal_distribution<float> n(0.0f, 2.0f);
+  for (int len : {1, 8, 64, 128, 257}) {
+    std::vector<float> x(static_cast<size_t>(len));
+    for (float& v : x) v = n(rng);
+    if (len > 3) x[2] = -x[1];  // ties in |x| must not matter
+    std::vector<int8_t> q(static_cast<size_t>(len));
+    const float scale = quantize_int8(x.data(), len, q.data());
+    // The warp's order: max over strided lanes, then a tree; max is exact in any order.
+    float lane_max[32] = {};
+    for (int i = 0; i < len; ++i) lane_max[i % 32] = std::fmax(lane_max[i % 32], std::fabs(x[size_t(i)]));
+    for (int offset = 16; offset > 0; offset >>= 1) {
+      for (int l = 0; l < 32; ++l) lane_max[l] = std::fmax(lane_max[l], lane_max[l ^ offset]);
+    }
+    CHECK(int8_scale(lane_max[0]) == scale);
+    const float inv = int8_inverse_scale(scale);
+    for (int i = 0; i < len; ++i) CHECK(quantize_int8_value(x[size_t(i)], inv) == q[size_t(i)]);
+    // Round trip within half a step.
+    for (int i = 0; i < len; ++i) {
+      CHECK(std::fabs(dequantize_int8(q[size_t(i)], scale) - x[size_t(i)]) <= 0.5f * scale * 1.0001f);
+    }
+  }
+  std::vector<float> zeros(16, 0.0f);
+  std::vector<int8_t> q(16, 5);
+  CHECK(quantize_int8(zeros.data(), 16, q.data()) == 0.0f);
+  for (int8_t v : q) CHECK(v == 0);
+}
+
+TEST_CASE("softmax_rescale: an empty state contributes nothing, never NaN") {
+  CHECK(softmax_rescale(-INFINITY, -INFINITY) == 0.0f);
+  CHECK(softmax_rescale(-INFINITY, 3.0f) == 0.0f);
+  CHECK(softmax_rescale(2.0f, 2.0f) == 1.0f);
+  CHECK(softmax_rescale(1.0f, 3.0f) == doctest::Approx(std::exp(-2.0)).epsilon(1e-6));
+}
+
+TEST_CASE("swiglu_value is silu(g) * u, with the exponent capped at 88") {
+  for (double g : {-100.0, -88.5, -10.0, -1.0, 0.0, 0.5, 3.0, 50.0}) {
+    for (double u : {-2.0, 0.25, 1.0}) {
+      const double want = g / (1.0 + std::exp(std::min(-g, 88.0))) * u;
+      CHECK(double(swiglu_value(float(g), float(u))) == doctest::Approx(want).epsilon(1e-6));
+      // Past the cap the value is within 1e-35 of the uncapped one: both are zero for all uses.
+      if (g < -88.0) {
+        CHECK(std::fabs(double(swiglu_value(float(g), float(u))) - g / (1.0 + std::exp(-g)) * u) < 1e-30);
+      }
+    }
+  }
+}
+
+TEST_CASE("online softmax merge with an empty partial (a split with no keys) changes nothing") {
+  SoftmaxState<3> a, empty;
+  a.init(3);
+  empty.init(3);
+  const float v[3] = {1.0f, 2.0f, 3.0f};
+  a.push(0.5f, v, 3);
+  SoftmaxState<3> merged = a;
+  merged.merge(empty, 3);
+  CHECK(merged.m == a.m);
+  CHECK(merged.d == a.d);
+  for (int i = 0; i < 3; ++i) CHECK(merged.o[i] == a.o[i]);
 }

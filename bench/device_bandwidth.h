@@ -1,0 +1,15 @@
+// The memory bandwidth decode figures are compared against: the GPU's own device-to-device
+// copy when the engine runs on CUDA (the CPU copy loop says nothing about HBM), else the CPU
+// copy loop. A CUDA run also writes one "device-ceilings" line with the cuBLAS bf16 matrix
+// rate that prefill figures are compared against.
+#pragma once
+
+#include "bench_args.h"
+#include "json_lines.h"
+#include "memory_bandwidth.h"
+
+namespace parley::bench {
+
+CopyBandwidth measure_bandwidth(const BenchArgs& args, JsonLines& out, int copy_runs);
+
+}  // namespace parley::bench

@@ -1,0 +1,130 @@
+#!/usr/bin/env bash
+# GPU check in two steps, for a GPU machine that receives a copy of this working tree plus a
+# few carried folders and has neither the build dependencies nor network access:
+#   scripts/gpu-check.sh pack   (here)  builds for sm_90 into build-gpu and gathers what the
+#                                       GPU machine needs into build-gpu-carry (< 64 MiB):
+#                                       test and bench binaries, libparley_cuda.so, every
+#                                       shared library ldd lists except glibc and CUDA's own,
+#                                       and a copy of the reference models and goldens.
+#   scripts/gpu-check.sh run    (there) runs the gpu tests, then the GPU benchmark scenarios
+#                                       and the device ceilings, logging to $OUT
+#                                       (default ./gpu-check-out).
+# Environment: BUILD_DIR (build-gpu), CARRY_DIR (build-gpu-carry), SHARED (../shared),
+# ARCH (90), SKIP_CONFIGURE=1 (pack: reuse BUILD_DIR as configured), QUICK=1 (run: the tests and one short bench line only).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+mode=${1:-}
+build_dir=${BUILD_DIR:-build-gpu}
+carry=${CARRY_DIR:-build-gpu-carry}
+
+pack() {
+  local shared=${SHARED:-../shared}
+  if [[ ${SKIP_CONFIGURE:-0} != 1 ]]; then  # 1: reuse an already configured CUDA build tree
+    cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=Release -DPARLEY_CUDA=ON \
+      -DPARLEY_CUDA_ARCHITECTURES="${ARCH:-90}" -DPARLEY_SAMPLES=OFF >/dev/null
+  fi
+  cmake --build "$build_dir" -j "${JOBS:-2}" --target parley-tests-gpu parley-bench parley_cuda
+  rm -rf "$carry"
+  mkdir -p "$carry/bin" "$carry/lib" "$carry/shared"
+  cp "$build_dir/bin/parley-tests-gpu" "$build_dir/bin/parley-bench" "$carry/bin/"
+  cp "$build_dir/lib/libparley_cuda.so" "$carry/lib/"
+  strip --strip-debug "$carry/bin/"* "$carry/lib/"*
+  # Libraries the GPU machine may lack; glibc and the CUDA libraries come from that machine.
+  ldd "$carry/bin/"* "$carry/lib/"* | awk '/=> \// {print $3}' | sort -u |
+    grep -Ev '/(libc|libm|libdl|librt|libpthread|ld-linux[^/]*|libcuda|libcudart|libcublas|libcublasLt)\.so' |
+    while read -r lib; do cp -L "$lib" "$carry/lib/"; done
+  # The reference folder, as the tests expect it (models/, golden/, tokenizers/).
+  mkdir -p "$carry/shared/models"
+  cp -r "$shared/models/stories260k" "$carry/shared/models/"
+  cp -r "$shared/golden" "$shared/tokenizers" "$carry/shared/"
+  local bytes
+  bytes=$(du -sb "$carry" | cut -f1)
+  echo "gpu-check pack: $carry holds $((bytes / 1024 / 1024)) MiB:"
+  du -sh "$carry"/*
+  if ((bytes >= 64 * 1024 * 1024)); then
+    echo "gpu-check pack: $carry is over the 64 MiB a carried tree may hold" >&2
+    exit 1
+  fi
+}
+
+# cuBLAS of the machine: the toolkit's, else the one Python's nvidia-cublas package brings.
+cublas_dirs() {
+  local d
+  for d in /usr/local/cuda/lib64 /usr/local/cuda/targets/x86_64-linux/lib; do
+    [[ -e $d/libcublas.so.13 ]] && echo "$d"
+  done
+  python3 - <<'PY' 2>/dev/null || true
+import glob, os, site
+for root in site.getsitepackages():
+    for lib in glob.glob(os.path.join(root, "nvidia", "*", "lib")) + glob.glob(os.path.join(root, "nvidia", "cu13", "lib")):
+        if glob.glob(os.path.join(lib, "libcublas.so*")):
+            print(lib)
+PY
+}
+
+run() {
+  local out=${OUT:-./gpu-check-out}
+  mkdir -p "$out"
+  local root=$PWD/$carry
+  local libs
+  libs=$(cublas_dirs | paste -sd: -)
+  export LD_LIBRARY_PATH="$root/lib${libs:+:$libs}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+  export PARLEY_CUDA_MODULE=$root/lib/libparley_cuda.so
+  export PARLEY_SHARED_DIR=$root/shared
+  {
+    echo "== $(date -u +%FT%TZ) $(uname -m)"
+    nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm,clocks.max.mem --format=csv || true
+    echo "LD_LIBRARY_PATH=$LD_LIBRARY_PATH"
+    ldd "$root/lib/libparley_cuda.so" "$root/bin/parley-bench" | grep -E "not found|cublas" || true
+  } 2>&1 | tee "$out/env.log"
+
+  local status=0
+  # The gpu tests (the ctest label gpu runs this binary); --duration shows where time goes.
+  "$root/bin/parley-tests-gpu" --duration=true 2>&1 | tee "$out/gpu-tests.log" || status=1
+
+  local bench=("$root/bin/parley-bench" --device cuda --out "$out/bench.jsonl")
+  if [[ ${QUICK:-0} == 1 ]]; then
+    "${bench[@]}" --synthetic tinyllama-1.1b --scenario decode --kv int8 --context 128 \
+      --tokens 32 --repeat 1 --copy-mib 1024 2>&1 | tee "$out/bench.log" || status=1
+  else
+    for shape in tinyllama-1.1b llama2-7b; do
+      "${bench[@]}" --synthetic "$shape" --weights f16 --scenario prefill,decode --kv int8 \
+        --prompt-tokens 512,2048 --context 128,2048 --tokens 64 --repeat 3 --copy-mib 2048 \
+        2>&1 | tee -a "$out/bench.log" || status=1
+    done
+  fi
+  python3 - "$out/bench.jsonl" <<'PY' 2>&1 | tee "$out/summary.txt" || true
+# Prefill against the bf16 matrix rate (2 FLOP per parameter per token), decode against
+# the device copy bandwidth (the bench's own decode_bandwidth_utilisation).
+import json, sys
+lines = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
+ceil = next((l for l in lines if l.get("scenario") == "device-ceilings"), {})
+tflops = ceil.get("bf16_gemm_tflops")
+print("device:", ceil.get("device_name"), "copy GB/s:", ceil.get("bandwidth_gbs"), "bf16 TFLOP/s:", tflops)
+# Parameters per model from decode lines: F16 weights are 2 bytes each.
+params = {l["model"]: l["weight_bytes_per_token"] / 2 for l in lines
+          if l.get("scenario") == "decode" and l.get("weight_bytes_per_token")}
+for l in lines:
+    s = l.get("scenario")
+    if s == "prefill":
+        p, tok_s = params.get(l.get("model")), l.get("prefill_tok_s") or 0
+        extra = " = %.2f of the bf16 rate" % (2 * p * tok_s / (tflops * 1e12)) if p and tflops else ""
+        print("prefill %s prompt %s: %.0f tok/s%s" % (l.get("model"), l.get("prompt_tokens"), tok_s, extra))
+    elif s == "decode":
+        print("decode %s context %s: %.1f tok/s, bandwidth utilisation %s" % (
+            l.get("model"), l.get("context_tokens"), l.get("decode_tok_s") or 0,
+            l.get("decode_bandwidth_utilisation")))
+PY
+  echo "gpu-check run: logs in $out (status $status)"
+  return $status
+}
+
+case "$mode" in
+  pack) pack ;;
+  run) run ;;
+  *)
+    echo "usage: scripts/gpu-check.sh pack|run   (see the comment at the top)" >&2
+    exit 2
+    ;;
+esac

@@ -1,0 +1,80 @@
+// The CUDA backend: the layer loop as cuBLAS products and launch_* calls on one stream, over
+// resident weights and the device mirror of the KV blocks. Single-token steps are captured
+// once as a CUDA graph and replayed. Not thread-safe: the host side serializes calls.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <utility>
+
+#include "backend/cuda/cublas_gemm.h"
+#include "backend/cuda/cuda_graph.h"
+#include "backend/cuda/decode_plan.h"
+#include "backend/cuda/device_memory.h"
+#include "backend/cuda/kv_mirror.h"
+#include "backend/cuda/module_api.h"
+#include "backend/cuda/resident_weights.h"
+#include "kernels/common/paged_kv.cuh"
+
+namespace parley::backend::cuda {
+
+class CudaBackend {
+ public:
+  // Throws Error: backend (no such device, CUDA failure), unsupported (a head size the
+  // kernels lack), bad_model (weights that do not match the config), out_of_memory.
+  CudaBackend(const parley_cuda_model& model, int32_t device);
+  ~CudaBackend();
+
+  static constexpr uint32_t kMaxBatch = 512;
+  uint32_t max_batch() const { return kMaxBatch; }
+  void forward(const parley_cuda_batch& batch, const parley_cuda_kv& kv, float* logits,
+               uint64_t n_logits);
+
+ private:
+  struct Shape {
+    int32_t n_vocab, dim, hidden, n_layers, n_heads, n_kv_heads, head_dim, window;
+    float eps, theta;
+    int64_t q_dim() const { return int64_t(n_heads) * head_dim; }
+    int64_t qkv_width() const { return int64_t(n_heads + 2 * n_kv_heads) * head_dim; }
+  };
+  void validate(const parley_cuda_batch& batch, const parley_cuda_kv& kv, uint64_t n_logits) const;
+  KvMirror& mirror_for(const parley_cuda_kv& kv);
+  void reserve_step(uint32_t max_blocks, size_t staging_bytes, size_t logit_rows);
+  // Every device operation of one call, on stream_ (captured when `graph`).
+  void enqueue(int32_t n, int32_t rows, const kernels::PagedKv& kv, bool graph);
+  void enqueue_layer(int32_t l, int32_t n, const kernels::PagedKv& kv, bool graph);
+  void scatter_staging(const parley_cuda_batch& batch, const parley_cuda_kv& kv) const;
+
+  // Makes `device` current before the members below create their streams and buffers.
+  struct OnDevice {
+    explicit OnDevice(int32_t device);
+  };
+
+  Shape s_;
+  int32_t device_;
+  bool use_graphs_;
+  OnDevice on_device_;
+  Stream stream_, copy_stream_;
+  Event appended_, copied_;
+  ResidentWeights w_;
+  std::unique_ptr<Gemm> gemm_;
+  DecodePlan plan_;
+
+  // Activations for up to kMaxBatch rows.
+  DeviceBuffer x_, xn_, qkv_, att_, proj_, gate_up_, act_, logits_, part_o_, part_md_;
+  // What a step uploads (StepParams, tokens, block table) and what it brings back.
+  PinnedBuffer step_host_, staging_host_, logits_host_;
+  DeviceBuffer step_dev_, staging_dev_;
+  uint32_t table_blocks_ = 0;
+  size_t tokens_offset_ = 16, table_offset_ = 0, step_bytes_ = 0;
+  uint64_t buffers_version_ = 1;  // bumped when a buffer a captured graph uses moves
+
+  std::map<std::pair<int32_t, uint64_t>, std::unique_ptr<KvMirror>> mirrors_;  // (type, bytes)
+
+  CudaGraph graph_;
+  std::pair<int32_t, uint64_t> graph_key_{0, 0};   // (kv type, buffers version) it was made for
+  std::pair<int32_t, uint64_t> warmed_key_{0, 0};  // ran once eagerly: cuBLAS set up its kernels
+};
+
+}  // namespace parley::backend::cuda

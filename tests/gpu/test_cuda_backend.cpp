@@ -1,0 +1,158 @@
+// Whole models, CUDA backend against the CPU backend: synthetic models of several shapes and
+// stories260K. F32 weights on the device + F32 KV: logits within float noise and the same
+// greedy tokens; F16 weights: close logits; INT8 KV: top-1 agreement along the goldens.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <random>
+#include <vector>
+
+#include "backend/backend.h"
+#include "golden.h"
+#include "gpu_test_util.h"
+#include "kv/kv_cache.h"
+#include "model/model_loader.h"
+#include "support/shared_assets.h"
+#include "support/synth_model.h"
+
+using namespace parley;
+using namespace parley::test;
+
+namespace {
+
+// Resident weight type for the CUDA backends made while it lives.
+class WeightsEnv {
+ public:
+  explicit WeightsEnv(const char* type) { setenv("PARLEY_CUDA_WEIGHTS", type, 1); }
+  ~WeightsEnv() { unsetenv("PARLEY_CUDA_WEIGHTS"); }
+};
+
+// Logits of every position of ids: a prefill of `prefill` tokens, then one token per call
+// (the captured decode step), into a fresh cache.
+std::vector<float> run(backend::Backend& b, const model::ModelConfig& c, const std::vector<int32_t>& ids,
+                       kv::KvType type, size_t prefill) {
+  kv::KvCache cache(type, kv::KvShape{c.n_layers, c.n_kv_heads, c.head_dim}, uint32_t(ids.size()));
+  std::vector<float> out(ids.size() * size_t(c.n_vocab));
+  size_t pos = 0;
+  while (pos < ids.size()) {
+    const size_t n = pos == 0 ? std::min(prefill, ids.size()) : 1;
+    backend::Batch batch;
+    batch.tokens = std::span<const int32_t>(ids).subspan(pos, n);
+    batch.start_pos = uint32_t(pos);
+    batch.all_logits = true;
+    b.forward(batch, cache, std::span<float>(out).subspan(pos * c.n_vocab, n * c.n_vocab));
+    pos += n;
+  }
+  return out;
+}
+
+size_t argmax(const float* x, size_t n) { return size_t(std::max_element(x, x + n) - x); }
+
+struct Agreement {
+  double max_abs = 0;
+  size_t top1 = 0, rows = 0;
+};
+
+Agreement compare(const std::vector<float>& a, const std::vector<float>& b, size_t vocab) {
+  Agreement r;
+  r.rows = a.size() / vocab;
+  for (size_t i = 0; i < a.size(); ++i) r.max_abs = std::max(r.max_abs, double(std::fabs(a[i] - b[i])));
+  for (size_t row = 0; row < r.rows; ++row) {
+    r.top1 += argmax(&a[row * vocab], vocab) == argmax(&b[row * vocab], vocab);
+  }
+  return r;
+}
+
+std::vector<int32_t> random_ids(size_t n, int32_t vocab, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::vector<int32_t> ids(n);
+  for (auto& id : ids) id = int32_t(rng() % uint32_t(vocab));
+  return ids;
+}
+
+}  // namespace
+
+TEST_CASE("synthetic models: CUDA (F32 weights) == CPU within float noise, every KV type") {
+  PARLEY_GPU_OR_SKIP();
+  const std::vector<SynthSpec> specs = {
+      {.dim = 32, .hidden_dim = 72, .n_layers = 2, .n_heads = 4, .n_kv_heads = 2},          // hd 8, GQA
+      {.dim = 128, .hidden_dim = 200, .n_layers = 3, .n_heads = 2, .n_kv_heads = 2},        // hd 64, MHA
+      {.dim = 256, .hidden_dim = 300, .n_layers = 2, .n_heads = 2, .n_kv_heads = 1, .tied = true},  // hd 128, MQA
+  };
+  TempDir dir;
+  for (size_t i = 0; i < specs.size(); ++i) {
+    const SynthSpec& spec = specs[i];
+    CAPTURE(spec.hd());
+    const auto path = dir / ("m" + std::to_string(i) + ".gguf");
+    write_gguf(spec, make_synth_weights(spec), make_spm_vocab(spec.n_vocab), path);
+    const auto model = model::load_model(path.string());
+    const auto cpu = backend::make_backend("cpu", *model, 2);
+    WeightsEnv f32("f32");
+    const auto gpu = backend::make_backend("cuda", *model, 0);
+    CHECK(gpu->name() == "cuda:0");
+    const auto ids = random_ids(70, spec.n_vocab, uint32_t(i + 1));
+    for (kv::KvType type : {kv::KvType::f32, kv::KvType::f16, kv::KvType::int8}) {
+      CAPTURE(int(type));
+      for (size_t prefill : {size_t(1), size_t(23), size_t(70)}) {
+        CAPTURE(prefill);
+        const auto want = run(*cpu, model->config, ids, type, prefill);
+        const auto got = run(*gpu, model->config, ids, type, prefill);
+        const Agreement a = compare(got, want, size_t(spec.n_vocab));
+        CHECK(nmse(got, want) < (type == kv::KvType::f32 ? 1e-9 : 1e-6));
+        if (type == kv::KvType::f32) CHECK(a.top1 == a.rows);
+      }
+    }
+  }
+}
+
+TEST_CASE("synthetic model with F16 weights on the device: logits close to the CPU's") {
+  PARLEY_GPU_OR_SKIP();
+  SynthSpec spec{.dim = 128, .hidden_dim = 256, .n_layers = 2, .n_heads = 4, .n_kv_heads = 2,
+                 .dtype = model::DType::f16};
+  TempDir dir;
+  write_gguf(spec, make_synth_weights(spec), make_spm_vocab(spec.n_vocab), dir / "m.gguf");
+  const auto model = model::load_model((dir / "m.gguf").string());
+  const auto cpu = backend::make_backend("cpu", *model, 2);
+  WeightsEnv f16("auto");  // F16 file -> F16 resident
+  const auto gpu = backend::make_backend("cuda", *model, 0);
+  const auto ids = random_ids(50, spec.n_vocab, 9);
+  const auto want = run(*cpu, model->config, ids, kv::KvType::f32, 17);
+  const auto got = run(*gpu, model->config, ids, kv::KvType::f32, 17);
+  // Activations are rounded to F16 before each product: about 1e-3 relative per step.
+  CHECK(nmse(got, want) < 1e-4);
+}
+
+TEST_CASE("stories260K: CUDA logits and greedy goldens with F32 KV; INT8 top-1 along goldens") {
+  PARLEY_GPU_OR_SKIP();
+  PARLEY_SHARED_OR_SKIP(model_path, "models/stories260k/hf");
+  PARLEY_SHARED_OR_SKIP(goldens_path, "golden/stories260k_greedy.jsonl");
+  const auto model = model::load_model(model_path.string());
+  const auto cpu = backend::make_backend("cpu", *model, 2);
+  WeightsEnv f32("f32");
+  const auto gpu = backend::make_backend("cuda", *model, 0);
+  const size_t vocab = size_t(model->config.n_vocab);
+  size_t int8_rows = 0, int8_agree = 0;
+  for (const auto& g : read_greedy_goldens(goldens_path)) {
+    CAPTURE(g.name);
+    std::vector<int32_t> ids = g.prompt_ids;
+    ids.insert(ids.end(), g.generated_ids.begin(), g.generated_ids.end());
+    const auto want = run(*cpu, model->config, ids, kv::KvType::f32, g.prompt_ids.size());
+    const auto got = run(*gpu, model->config, ids, kv::KvType::f32, g.prompt_ids.size());
+    const Agreement a = compare(got, want, vocab);
+    CHECK(a.max_abs < 1e-3);
+    // Teacher-forced greedy: every generated token is the argmax of the row before it.
+    for (size_t i = 0; i < g.generated_ids.size(); ++i) {
+      const size_t row = g.prompt_ids.size() - 1 + i;
+      CHECK(argmax(&got[row * vocab], vocab) == size_t(g.generated_ids[i]));
+    }
+    const auto want8 = run(*cpu, model->config, ids, kv::KvType::int8, g.prompt_ids.size());
+    const auto got8 = run(*gpu, model->config, ids, kv::KvType::int8, g.prompt_ids.size());
+    const Agreement a8 = compare(got8, want8, vocab);
+    int8_rows += a8.rows;
+    int8_agree += a8.top1;
+  }
+  MESSAGE("INT8 KV top-1 agreement CUDA vs CPU: " << int8_agree << " / " << int8_rows);
+  CHECK(double(int8_agree) >= 0.99 * double(int8_rows));
+}

@@ -1,0 +1,123 @@
+// A conversation spilled from the GPU resumes on the CPU and back, through the C API and a
+// store file: with F32 weights on the device and F32 KV both backends take the same greedy
+// path, so every reply equals the one of a CPU conversation that was never spilled; with
+// INT8 KV on the GPU alone, spilled + restored == never spilled.
+#include <doctest/doctest.h>
+
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "gpu_test_util.h"
+#include "parley.h"
+#include "support/shared_assets.h"
+
+using namespace parley::test;
+
+namespace {
+
+struct Turn {
+  std::string text;
+  int32_t kv_source = -1;
+};
+
+parley_engine* open_engine(const std::string& model, const char* device, int32_t kv_type,
+                           const std::string& store) {
+  parley_engine_options eo;
+  parley_engine_options_init(&eo);
+  eo.model_path = model.c_str();
+  eo.device = device;
+  eo.kv_type = kv_type;
+  eo.n_threads = 2;
+  eo.store_path = store.empty() ? nullptr : store.c_str();
+  parley_engine* e = nullptr;
+  REQUIRE_MESSAGE(parley_engine_open(&eo, &e) == PARLEY_OK, parley_last_error());
+  return e;
+}
+
+Turn send(parley_session* s, const char* text) {
+  parley_generate_options g;
+  parley_generate_options_init(&g);
+  g.temperature = 0;
+  g.max_tokens = 24;
+  g.ignore_eos = 1;
+  parley_turn_stats st{};
+  st.struct_size = sizeof st;
+  Turn t;
+  auto collect = [](const char* utf8, size_t len, void* user) {
+    static_cast<std::string*>(user)->append(utf8, len);
+    return 0;
+  };
+  REQUIRE_MESSAGE(parley_session_send(s, text, &g, collect, &t.text, &st) == PARLEY_OK, parley_last_error());
+  t.kv_source = st.kv_source;
+  return t;
+}
+
+parley_session* create(parley_engine* e, const char* id) {
+  parley_session_options so;
+  parley_session_options_init(&so);
+  so.id = id;
+  so.chat_template = "raw";
+  parley_session* s = nullptr;
+  REQUIRE_MESSAGE(parley_session_create(e, &so, &s) == PARLEY_OK, parley_last_error());
+  return s;
+}
+
+parley_session* reopen(parley_engine* e, const char* id) {
+  parley_session* s = nullptr;
+  REQUIRE_MESSAGE(parley_session_open(e, id, &s) == PARLEY_OK, parley_last_error());
+  return s;
+}
+
+const char* kTurns[] = {"Once upon a time", " The cat", " Then the dog"};
+
+}  // namespace
+
+TEST_CASE("spilled on the GPU, resumed on the CPU, and back: the replies of an unspilled run") {
+  PARLEY_GPU_OR_SKIP();
+  PARLEY_SHARED_OR_SKIP(model, "models/stories260k/hf");
+  setenv("PARLEY_CUDA_WEIGHTS", "f32", 1);
+  TempDir dir;
+  const std::string store = (dir / "s.db").string();
+
+  std::vector<std::string> want;
+  {
+    parley_engine* e = open_engine(model.string(), "cpu", PARLEY_KV_F32, "");
+    parley_session* s = create(e, "ref");
+    for (const char* t : kTurns) want.push_back(send(s, t).text);
+    parley_session_close(s);
+    parley_engine_close(e);
+  }
+  const char* devices[] = {"cuda", "cpu", "cuda"};
+  for (int i = 0; i < 3; ++i) {
+    CAPTURE(devices[i]);
+    parley_engine* e = open_engine(model.string(), devices[i], PARLEY_KV_F32, store);
+    parley_session* s = i == 0 ? create(e, "conv") : reopen(e, "conv");
+    const Turn t = send(s, kTurns[i]);
+    CHECK(t.text == want[size_t(i)]);
+    if (i > 0) CHECK(t.kv_source == PARLEY_KV_SOURCE_RESTORED);
+    REQUIRE(parley_session_suspend(s) == PARLEY_OK);
+    parley_session_close(s);
+    parley_engine_close(e);
+  }
+  unsetenv("PARLEY_CUDA_WEIGHTS");
+}
+
+TEST_CASE("INT8 KV on the GPU: spilled and restored == never spilled") {
+  PARLEY_GPU_OR_SKIP();
+  PARLEY_SHARED_OR_SKIP(model, "models/stories260k/stories260k-f32.gguf");
+  TempDir dir;
+  const std::string store = (dir / "s.db").string();
+  parley_engine* e = open_engine(model.string(), "cuda", PARLEY_KV_INT8, store);
+  parley_session* kept = create(e, "kept");
+  parley_session* spilled = create(e, "spilled");
+  for (const char* t : kTurns) {
+    const Turn a = send(kept, t);
+    REQUIRE(parley_session_suspend(spilled) == PARLEY_OK);
+    const Turn b = send(spilled, t);
+    CHECK(a.text == b.text);
+  }
+  parley_session_close(kept);
+  parley_session_close(spilled);
+  parley_engine_close(e);
+}
