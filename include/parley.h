@@ -10,16 +10,26 @@
  * - Options and filled structs start with `size_t struct_size`, set by the CALLER to the size
  *   it was compiled with (the *_init macros do that). The library reads or writes only that many
  *   bytes; a newer caller's extra fields must be zero. Fields are only ever appended.
+ *   A struct_size below this version's struct (0 included) is INVALID_ARGUMENT; so is a
+ *   non-zero byte past this version's fields in options. In a struct the library fills, the
+ *   bytes past this version's fields (up to struct_size) are set to zero.
  * - Strings are UTF-8 and NUL-terminated unless a length is given.
  * - Buffers: a call writes at most `cap` elements (a string is NUL-terminated within `cap`),
  *   sets `*needed` to the full size (a string's includes its NUL) and returns PARLEY_OK even
- *   when it had to cut; `cap = 0` asks for the size.
+ *   when it had to cut; `cap = 0` asks for the size (the buffer may then be NULL; a NULL
+ *   buffer with cap > 0 is INVALID_ARGUMENT).
  * - Handles are opaque. Whoever creates a handle closes it; closing NULL is a no-op. Using a
- *   handle after closing it returns PARLEY_E_MISUSE.
+ *   handle after closing it returns PARLEY_E_MISUSE, and closing it again is a no-op; so is
+ *   passing an engine where a session is expected (or the reverse) or a pointer that never
+ *   was a handle. A NULL handle is INVALID_ARGUMENT. The address of a closed handle may be
+ *   given to a handle created later, so keep no closed handle around.
  * - Threads: an engine may be used from any thread. A session is used by one thread at a
  *   time: a second concurrent call on it returns PARLEY_E_BUSY (also from inside its own
  *   callback); only parley_session_interrupt() may be called at any time from any thread.
- * - No C++ exception ever crosses this interface.
+ * - No C++ exception ever crosses this interface. Any call that allocates memory may return
+ *   PARLEY_E_OUT_OF_MEMORY when an allocation fails (SQLite's own included), also where its
+ *   Errors line does not say so; the objects involved stay usable, and a failed open leaves
+ *   the store file as it was.
  */
 #ifndef PARLEY_H
 #define PARLEY_H
@@ -161,7 +171,7 @@ typedef struct parley_engine_options {
   const char *model_path;      /* GGUF file or Hugging Face model directory (required) */
   const char *store_path;      /* SQLite file holding every conversation (created when
                                   missing); NULL = sessions kept in memory only */
-  const char *device;          /* NULL or "auto" (default), "cpu", "cuda", "cuda:N" */
+  const char *device;          /* NULL, "" or "auto" (default), "cpu", "cuda", "cuda:N" */
   int32_t     n_threads;       /* CPU threads; 0 = one per core */
   int32_t     kv_type;         /* PARLEY_KV_DEFAULT (= INT8), _INT8, _F16, _F32 */
   uint64_t    kv_budget_bytes; /* resident KV budget; 0 = automatic */
@@ -171,7 +181,9 @@ typedef struct parley_engine_options {
 } parley_engine_options;
 
 /** Fills `o` with defaults. Use the macro parley_engine_options_init(o), which passes the
- *  caller's sizeof. Since: 0.1. */
+ *  caller's sizeof. Writes exactly `size` bytes (defaults, zeros past this version's fields)
+ *  and sets struct_size to `size`; NULL or a size below sizeof(size_t) is a no-op. The same
+ *  holds for every *_options_init_sized. Since: 0.1. */
 PARLEY_API void parley_engine_options_init_sized(parley_engine_options *o, size_t size);
 #define parley_engine_options_init(o) parley_engine_options_init_sized((o), sizeof *(o))
 
@@ -181,11 +193,12 @@ PARLEY_API void parley_engine_options_init_sized(parley_engine_options *o, size_
  *  Ownership: close with parley_engine_close().
  *  Errors: INVALID_ARGUMENT (NULL, bad struct_size, unknown non-zero fields, bad device or
  *  kv_type), NOT_FOUND / IO (model path), BAD_MODEL (the message names the offending field),
- *  UNSUPPORTED (architecture, tensor type, a device this build lacks), STORAGE (the store
- *  file cannot be opened or created), CORRUPT (store_path is not a Parley store, or one
- *  from a newer, incompatible version), OUT_OF_MEMORY. A store that fails its integrity
- *  check is never deleted: it is renamed aside, what can be read is copied into a fresh
- *  file, and a warning names what was lost.
+ *  UNSUPPORTED (architecture, tensor type), BACKEND ("cuda" or "cuda:N" when the CUDA module
+ *  libparley_cuda.so cannot be loaded or that device is absent; the message says which),
+ *  STORAGE (the store file cannot be opened or created), CORRUPT (store_path is not a Parley
+ *  store, or one from a newer, incompatible version), OUT_OF_MEMORY. A store that fails its
+ *  integrity check is never deleted: it is renamed aside, what can be read is copied into a
+ *  fresh file, and a warning names what was lost.
  *  Thread-safety: any thread. Since: 0.1. */
 PARLEY_API parley_status parley_engine_open(const parley_engine_options *o, parley_engine **out);
 
@@ -265,8 +278,8 @@ PARLEY_API void parley_session_options_init_sized(parley_session_options *o, siz
  *  @param[out] out  the session, or NULL on failure
  *  Ownership: close with parley_session_close(); it keeps the engine alive.
  *  Errors: INVALID_ARGUMENT (bad options, unknown template, an id in use, longer than 127
- *  bytes or with control characters, invalid UTF-8), CONTEXT_FULL (the system prompt alone
- *  does not fit), MISUSE.
+ *  bytes or with control characters, invalid UTF-8 in the id, system prompt or cache scope),
+ *  CONTEXT_FULL (the system prompt alone does not fit), MISUSE.
  *  Thread-safety: any thread. Since: 0.1. */
 PARLEY_API parley_status parley_session_create(parley_engine *e, const parley_session_options *o,
                                                parley_session **out);
@@ -276,7 +289,8 @@ PARLEY_API parley_status parley_session_create(parley_engine *e, const parley_se
  *  missing, damaged or from another model or KV type (kv_source REBUILT).
  *  @param[out] out  the session, or NULL on failure
  *  Errors: INVALID_ARGUMENT (NULL or empty id; the session is already open), NOT_FOUND (no
- *  store, or no such session), CORRUPT (its transcript cannot be read), STORAGE, MISUSE.
+ *  store, or no such session, including ids no session can have: too long, invalid UTF-8),
+ *  CORRUPT (its transcript cannot be read), STORAGE, MISUSE.
  *  Thread-safety: any thread. Since: 0.1. */
 PARLEY_API parley_status parley_session_open(parley_engine *e, const char *id,
                                              parley_session **out);
@@ -316,7 +330,8 @@ PARLEY_API void parley_session_close(parley_session *s);
 
 /** Deletes a stored conversation: its transcript and its KV.
  *  Errors: INVALID_ARGUMENT (NULL or empty id; the session is open), NOT_FOUND (no store, or
- *  no such session), STORAGE, MISUSE. Thread-safety: any thread. Since: 0.1. */
+ *  no such session, including ids no session can have), STORAGE, MISUSE.
+ *  Thread-safety: any thread. Since: 0.1. */
 PARLEY_API parley_status parley_session_delete(parley_engine *e, const char *id);
 
 typedef struct parley_session_info {
@@ -381,7 +396,10 @@ PARLEY_API void parley_generate_options_init_sized(parley_generate_options *o, s
 /** Receives reply text as it is generated: `len` bytes of whole UTF-8 code points (also
  *  NUL-terminated). Runs on the thread that called parley_session_send(). Return 0 to go on,
  *  non-zero to stop (the send then returns PARLEY_E_CANCELLED and keeps the partial reply).
- *  Calling back into the same session from here returns PARLEY_E_BUSY. */
+ *  Calling back into the same session from here returns PARLEY_E_BUSY, except
+ *  parley_session_interrupt() (the send then returns CANCELLED) and parley_session_close()
+ *  (the send finishes, then the session is freed). The engine and other sessions may be
+ *  used from here. */
 typedef int (*parley_text_fn)(const char *utf8, size_t len, void *user);
 
 typedef struct parley_turn_stats {
@@ -413,9 +431,10 @@ typedef struct parley_turn_stats {
  *  Errors: INVALID_ARGUMENT (invalid UTF-8, bad options), CONTEXT_FULL (the message does not
  *  fit and the overflow policy is ERROR, or it would not fit even alone; the session is left as
  *  before), CANCELLED (interrupted or stopped by the callback; the partial reply is kept as the
- *  turn), OUT_OF_MEMORY (the KV budget is exhausted even after spilling idle sessions; the
- *  session is left as before), STORAGE (the turn could not be committed to the store: it is
- *  kept in memory and committed with the next one), BUSY, MISUSE, BACKEND.
+ *  turn), OUT_OF_MEMORY (the KV budget is exhausted even after spilling idle sessions, or an
+ *  allocation failed; the session is left as before, except when committing the finished turn
+ *  failed: it is then kept as with STORAGE), STORAGE (the turn could not be committed to the
+ *  store: it is kept in memory and committed with the next one), BUSY, MISUSE, BACKEND.
  *  With a store, the turn is committed (synchronous=FULL) before this returns.
  *  Thread-safety: one thread per session. Since: 0.1. */
 PARLEY_API parley_status parley_session_send(parley_session *s, const char *user_text,
@@ -432,7 +451,8 @@ PARLEY_API parley_status parley_session_send(parley_session *s, const char *user
 PARLEY_API parley_status parley_tokenize(parley_engine *e, const char *text, int32_t add_bos,
                                          int32_t *ids, size_t cap, size_t *n_needed);
 
-/** Token ids to text (buffer rule above; `*needed` includes the NUL).
+/** Token ids to text (buffer rule above; `*needed` includes the NUL). `ids` may be NULL
+ *  when n is 0 (the text is then "").
  *  Errors: INVALID_ARGUMENT (NULL, an id outside the vocabulary), MISUSE.
  *  Thread-safety: any thread. Since: 0.1. */
 PARLEY_API parley_status parley_detokenize(parley_engine *e, const int32_t *ids, size_t n,

@@ -57,7 +57,10 @@ using namespace parley::api;
 extern "C" {
 
 PARLEY_API void parley_set_log_callback(parley_log_fn fn, void* user) {
-  log::set_sink(fn, user);
+  try {
+    log::set_sink(fn, user);
+  } catch (...) {  // out of memory: nothing crosses the ABI, and the previous sink stays
+  }
 }
 
 PARLEY_API parley_status parley_engine_open(const parley_engine_options* o, parley_engine** out) {

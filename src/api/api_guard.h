@@ -19,16 +19,16 @@ parley_status guarded(const char* function, Body&& body) noexcept {
     body();
     return PARLEY_OK;
   } catch (const Error& e) {
-    set_last_error(std::string(function) + ": " + e.what());
+    set_last_error(function, e.what());
     return parley_status(e.status());
   } catch (const std::bad_alloc&) {
-    set_last_error(std::string(function) + ": out of memory");
+    set_last_error(function, "out of memory");
     return PARLEY_E_OUT_OF_MEMORY;
   } catch (const std::exception& e) {
-    set_last_error(std::string(function) + ": internal error: " + e.what());
+    set_last_error(function, "internal error: ", e.what());
     return PARLEY_E_INTERNAL;
   } catch (...) {
-    set_last_error(std::string(function) + ": internal error");
+    set_last_error(function, "internal error");
     return PARLEY_E_INTERNAL;
   }
 }

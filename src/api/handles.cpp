@@ -63,8 +63,8 @@ std::shared_ptr<parley_session> acquire(parley_session* s) { return sessions().f
 std::shared_ptr<parley_engine> unregister(parley_engine* e) { return engines().remove(e); }
 std::shared_ptr<parley_session> unregister(parley_session* s) { return sessions().remove(s); }
 
-SessionUse::SessionUse(parley_session& s) : lock_(s.session->try_use()) {
-  if (!lock_) fail(Status::busy, "the session is in use by another call (or its own callback)");
+SessionUse::SessionUse(parley_session& s) : use_(s.session->try_use()) {
+  if (!use_) fail(Status::busy, "the session is in use by another call (or its own callback)");
 }
 
 }  // namespace parley::api

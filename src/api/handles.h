@@ -34,14 +34,14 @@ std::shared_ptr<parley_session> acquire(parley_session* s);
 std::shared_ptr<parley_engine> unregister(parley_engine* e);
 std::shared_ptr<parley_session> unregister(parley_session* s);
 
-// Holds a session for the lifetime of this object; a second user (another thread, the
-// session's own callback, or the engine spilling it right now) gets Error(busy).
+// Holds a session for the lifetime of this object; a second caller (another thread, or the
+// session's own callback) gets Error(busy). A spill the engine is running is waited out.
 class SessionUse {
  public:
   explicit SessionUse(parley_session& s);
 
  private:
-  std::unique_lock<std::mutex> lock_;
+  parley::engine::Session::Use use_;
 };
 
 }  // namespace parley::api

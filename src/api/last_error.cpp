@@ -13,6 +13,17 @@ namespace parley::api {
 
 void set_last_error(std::string message) { t_last_error = std::move(message); }
 
+void set_last_error(const char* function, const char* detail, const char* detail2) noexcept {
+  try {
+    std::string message(function);
+    message.append(": ").append(detail).append(detail2);
+    t_last_error = std::move(message);
+  } catch (...) {
+    t_last_error.clear();
+    t_last_error.append("out of memory");  // shorter than any string's capacity: no allocation
+  }
+}
+
 }  // namespace parley::api
 
 extern "C" {

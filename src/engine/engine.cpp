@@ -3,8 +3,10 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <random>
+#include <thread>
 #include <vector>
 
 #include "common/error.h"
@@ -109,7 +111,7 @@ void Engine::spill_where(SessionFilter filter, double arg, const Session* except
     std::lock_guard lock(mutex_);
     for (auto& [id, s] : sessions_) {
       if (s == except || s->spilled() || !filter(*s, arg)) continue;
-      auto use = s->try_use();
+      auto use = s->try_use_idle();
       if (use) candidates.push_back({s, std::move(use)});
     }
   }
@@ -120,16 +122,24 @@ void Engine::spill_where(SessionFilter filter, double arg, const Session* except
     if (stop_at_blocks && pool_->can_allocate(stop_at_blocks)) break;
     try {
       c.session->spill();
-    } catch (const Error& e) {
+    } catch (const std::exception& e) {  // storage, or memory ran out: the KV stays resident
       log::warn_line("cannot spill session '" + c.session->id() + "': " + e.what());
     }
   }
 }
 
 bool Engine::make_room(size_t n_blocks, const Session* except) {
+  constexpr double kRoomWaitMs = 500;
   if (pool_->can_allocate(n_blocks)) return true;
-  spill_where([](const Session&, double) { return true; }, 0, except, n_blocks);
-  return pool_->can_allocate(n_blocks);
+  std::lock_guard room(room_mutex_);
+  const double give_up = now_ms() + kRoomWaitMs;
+  for (;;) {
+    if (pool_->can_allocate(n_blocks)) return true;
+    spill_where([](const Session&, double) { return true; }, 0, except, n_blocks);
+    if (pool_->can_allocate(n_blocks)) return true;
+    if (!store_ || now_ms() > give_up) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
 }
 
 void Engine::spill_idle(double idle_since_ms) {

@@ -76,6 +76,8 @@ class Engine {
 
   // Spills the least recently used sessions nobody is using (never `except`) until `n_blocks`
   // more can be allocated; false when that is not possible (no store, or too little to spill).
+  // Sessions being spilled by the janitor free their blocks a moment later: it retries for
+  // up to half a second before giving up.
   bool make_room(size_t n_blocks, const Session* except);
   // Spills every session idle since before `idle_since_ms` (the janitor's pass).
   void spill_idle(double idle_since_ms);
@@ -98,10 +100,13 @@ class Engine {
   uint32_t idle_spill_ms_ = 0;
   text::TemplateKind default_template_ = text::TemplateKind::raw;
 
-  // Sessions to spill, each taken with try_use() while the registry is locked: a session
+  // Sessions to spill, each taken with try_use_idle() while the registry is locked: a session
   // being destroyed leaves the registry first and then waits for that use to end.
   using SessionFilter = bool (*)(const Session&, double);
   void spill_where(SessionFilter filter, double arg, const Session* except, size_t stop_at_blocks);
+
+  // One make_room at a time: two at once would each find the other's candidates taken.
+  std::mutex room_mutex_;
 
   mutable std::mutex mutex_;  // guards the members below
   std::unordered_map<std::string, Session*> sessions_;

@@ -26,7 +26,10 @@ void Janitor::run() {
   std::unique_lock lock(mutex_);
   while (!wake_.wait_for(lock, period, [this] { return stop_; })) {
     lock.unlock();
-    engine_.spill_idle(now_ms() - idle_ms_);
+    try {
+      engine_.spill_idle(now_ms() - idle_ms_);
+    } catch (...) {  // out of memory even for a log line: the next pass tries again
+    }
     lock.lock();
   }
 }

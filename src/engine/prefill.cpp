@@ -56,8 +56,16 @@ void Session::prepare_write(uint32_t from, uint32_t to) {
     // Short of KV memory: idle sessions go to the store, then this one tries again.
     if (e.status() != Status::out_of_memory) throw;
     const size_t needed = (to - from) / kv::kBlockTokens + 2;
-    if (!engine_->make_room(needed, this)) throw;
-    blocks_.prepare_write(from, to);
+    // Blocks freed for this session can go to another one before it allocates: a few tries.
+    for (int attempt = 1;; ++attempt) {
+      if (!engine_->make_room(needed, this)) throw;
+      try {
+        blocks_.prepare_write(from, to);
+        return;
+      } catch (const Error& again) {
+        if (again.status() != Status::out_of_memory || attempt == 3) throw;
+      }
+    }
   }
 }
 

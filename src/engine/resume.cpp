@@ -38,8 +38,12 @@ bool Session::restore_kv() {
       const auto blob = store->load_prefix_block(hash);
       if (!blob) break;
       prepare_write(n_cached_, n_cached_ + kv::kBlockTokens);
-      store::decode_kv_block(*blob, layout, fingerprint,
-                             blocks_.pool().data(blocks_.ids()[b]));
+      const auto info = store::decode_kv_block(*blob, layout, fingerprint,
+                                               blocks_.pool().data(blocks_.ids()[b]));
+      // A shorter blob (a tail's, in the wrong row) is valid alone but leaves slots unset.
+      require(info.n_tokens == kv::kBlockTokens, Status::corrupt,
+              "KV blob holds " + std::to_string(info.n_tokens) + " tokens where a full block of " +
+                  std::to_string(kv::kBlockTokens) + " belongs");
     } catch (const Error& e) {
       if (e.status() != Status::corrupt && e.status() != Status::model_mismatch &&
           e.status() != Status::storage) {

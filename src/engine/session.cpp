@@ -41,6 +41,8 @@ Session::Session(std::shared_ptr<Engine> engine, const SessionOptions& options)
   check_session_id(options.id);
   require(text::is_valid_utf8(system_prompt_), Status::invalid_argument,
           "system prompt is not valid UTF-8");
+  require(text::is_valid_utf8(cache_scope_), Status::invalid_argument,
+          "cache_scope is not valid UTF-8");
   const size_t start_tokens = template_.render_user_turn(system_prompt_, "", true).size();
   require(start_tokens + 1 <= engine_->context_length(), Status::context_full,
           "the system prompt takes " + std::to_string(start_tokens) +
@@ -48,6 +50,8 @@ Session::Session(std::shared_ptr<Engine> engine, const SessionOptions& options)
   if (!system_prompt_.empty()) messages_.push_back({Role::system, system_prompt_, 0, 0, true});
   created_ms_ = unix_ms();
   last_used_ms_ = now_ms();
+  // Registered, the session is visible to the engine's spills: none may touch it half-built.
+  std::lock_guard constructing(state_mutex_);
   id_ = engine_->register_session(this, options.id, false);
   if (auto* store = engine_->store()) {
     try {
@@ -76,6 +80,7 @@ Session::Session(const Session& source, const std::string& new_id, ForkTag)
   spilled_ = source.spilled();
   created_ms_ = unix_ms();
   last_used_ms_ = now_ms();
+  std::lock_guard constructing(state_mutex_);  // as above
   id_ = engine_->register_session(this, new_id, false);
   if (auto* store = engine_->store()) {
     try {
@@ -134,16 +139,26 @@ std::unique_ptr<Session> Session::open(std::shared_ptr<Engine> engine, const std
 
 Session::~Session() {
   engine_->unregister_session(id_);
-  std::lock_guard wait_for_spill(use_mutex_);
+  std::lock_guard wait_for_spill(state_mutex_);
   if (engine_->store() && !spilled()) {
     // The transcript is committed; keeping the KV too makes reopening instant.
     try {
       commit_messages();
       spill();
-    } catch (const Error& e) {
-      log::warn_line("closing session '" + id_ + "': " + e.what());
+    } catch (const std::exception& e) {  // storage, or memory ran out: closing never fails
+      try {
+        log::warn_line("closing session '" + id_ + "': " + e.what());
+      } catch (...) {  // not even the message fits in memory
+      }
     }
   }
+}
+
+Session::Use Session::try_use() {
+  Use use;
+  use.caller_ = std::unique_lock(caller_mutex_, std::try_to_lock);
+  if (use.caller_) use.state_ = std::unique_lock(state_mutex_);
+  return use;
 }
 
 std::unique_ptr<Session> Session::fork(const std::string& new_id) const {

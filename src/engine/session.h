@@ -1,6 +1,7 @@
 // Session: one conversation — its messages, its token ids and the KV cache that holds them.
-// One user at a time: callers take try_use() first (the C ABI turns a refusal into BUSY; the
-// engine's spill thread simply skips the session). interrupt() may come from any thread.
+// One user at a time: callers take try_use() first (the C ABI turns a refusal into BUSY); the
+// engine's spills take try_use_idle() and skip a session in use. interrupt() may come from any
+// thread.
 // With a store, every finished turn is committed before send() returns, and the KV can be
 // spilled to the store (freeing its memory) and brought back by the next send.
 #pragma once
@@ -82,8 +83,23 @@ class Session {
   Session(const Session&) = delete;
   Session& operator=(const Session&) = delete;
 
-  // The right to call the methods below; empty when someone else holds it.
-  std::unique_lock<std::mutex> try_use() { return std::unique_lock(use_mutex_, std::try_to_lock); }
+  // The right to call the methods below, for a caller: empty when another caller holds it.
+  // A spill the engine is running on this session is waited out (it is short), so the
+  // engine's own work never makes a caller see BUSY.
+  class Use {
+   public:
+    explicit operator bool() const { return state_.owns_lock(); }
+
+   private:
+    friend class Session;
+    std::unique_lock<std::mutex> caller_;  // released last
+    std::unique_lock<std::mutex> state_;
+  };
+  Use try_use();
+  // The same right for the engine's spills: never waits; empty while anyone else has it.
+  std::unique_lock<std::mutex> try_use_idle() {
+    return std::unique_lock(state_mutex_, std::try_to_lock);
+  }
 
   // Adds a user message and generates the reply (turn.cpp). On Error(cancelled) the partial
   // reply is kept as the turn; on Error(storage) the turn is kept in memory and committed with
@@ -171,7 +187,8 @@ class Session {
   std::atomic<double> last_used_ms_{0};
   int64_t created_ms_ = 0;
   std::atomic<bool> interrupt_{false};
-  std::mutex use_mutex_;
+  std::mutex caller_mutex_;  // one caller at a time (try_use)
+  std::mutex state_mutex_;   // whoever reads or changes the state: a caller, or a spill
 };
 
 }  // namespace parley::engine

@@ -1,5 +1,6 @@
 // Session::send — one turn of a conversation, top to bottom.
 #include <algorithm>
+#include <optional>
 
 #include "common/error.h"
 #include "engine/clock.h"
@@ -45,15 +46,31 @@ void Session::send(std::string_view user_text, const GenerateParams& params,
   stats.prompt_tokens = uint32_t(new_ids.size());
 
   // 3. Prefill the pending token of the last reply and the new turn (reusing shared prefix
-  //    blocks); 4. generate.
+  //    blocks); 4. generate; 5a. prepare the turn's messages. Whatever fails in here, memory
+  //    running out included, leaves the session as it was.
   bool cancelled = false;
-  std::string reply;
+  std::optional<uint32_t> system_tokens;  // set on the first turn after a system prompt
+  Message user_message{}, reply_message{};
   try {
     tokens_.insert(tokens_.end(), new_ids.begin(), new_ids.end());
     const uint32_t from_cache = prefill();
     stats.reused_tokens = cached_before + from_cache;
     stats.computed_tokens = uint32_t(tokens_.size()) - stats.reused_tokens;
-    reply = decode(params, sink, stats, started_ms, cancelled);
+    std::string reply = decode(params, sink, stats, started_ms, cancelled);
+
+    if (first && !messages_.empty() && messages_.front().role == Role::system) {
+      const auto system_ids = template_.render_system(system_prompt_);
+      const bool prefix = system_ids.size() <= new_ids.size() &&
+                          std::equal(system_ids.begin(), system_ids.end(), new_ids.begin());
+      system_tokens = prefix ? uint32_t(system_ids.size()) : 0;
+    }
+    // A user message's ids start where the turn did (with the system prompt and the previous
+    // reply's closing ids, which are rendered with it): rewinding it removes them all.
+    user_message = {Role::user, std::string(user_text),
+                    stats.prompt_tokens - system_tokens.value_or(0), uint32_t(tokens_before), true};
+    reply_message = {Role::assistant, std::move(reply), stats.generated_tokens,
+                     uint32_t(tokens_before + new_ids.size()), reply_closed_};
+    messages_.reserve(messages_.size() + 2);
   } catch (...) {
     tokens_.resize(tokens_before);
     truncate_kv(cached_before);
@@ -61,20 +78,11 @@ void Session::send(std::string_view user_text, const GenerateParams& params,
     throw;
   }
 
-  // 5. The turn is part of the conversation now (also when cancelled: the partial reply).
-  uint32_t user_tokens = stats.prompt_tokens;
-  if (first && !messages_.empty() && messages_.front().role == Role::system) {
-    const auto system_ids = template_.render_system(system_prompt_);
-    const bool prefix = system_ids.size() <= new_ids.size() &&
-                        std::equal(system_ids.begin(), system_ids.end(), new_ids.begin());
-    messages_.front().n_tokens = prefix ? uint32_t(system_ids.size()) : 0;
-    user_tokens -= messages_.front().n_tokens;
-  }
-  // A user message's ids start where the turn did (with the system prompt and the previous
-  // reply's closing ids, which are rendered with it): rewinding it removes them all.
-  messages_.push_back({Role::user, std::string(user_text), user_tokens, uint32_t(tokens_before), true});
-  messages_.push_back({Role::assistant, std::move(reply), stats.generated_tokens,
-                       uint32_t(tokens_before + new_ids.size()), reply_closed_});
+  // 5b. The turn is part of the conversation now (also when cancelled: the partial reply).
+  //     Nothing here can fail: the room was reserved above.
+  if (system_tokens) messages_.front().n_tokens = *system_tokens;
+  messages_.push_back(std::move(user_message));
+  messages_.push_back(std::move(reply_message));
   last_used_ms_ = now_ms();
 
   // 6. Durable before send() returns. If the store fails, the turn stays in memory and goes

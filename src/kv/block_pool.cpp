@@ -1,5 +1,6 @@
 #include "kv/block_pool.h"
 
+#include <atomic>
 #include <new>
 #include <string>
 
@@ -10,6 +11,8 @@ namespace {
 
 // Block memory is aligned for any SIMD load of its rows.
 constexpr std::align_val_t kBlockAlignment{64};
+
+std::atomic<uint64_t> next_stamp{1};
 
 }  // namespace
 
@@ -22,11 +25,15 @@ BlockPool::BlockPool(const BlockLayout& layout, uint64_t budget_bytes)
   // data() reads this vector without the lock, so it must never reallocate.
   blocks_.reserve(size_t(capacity_));
   state_.reserve(size_t(capacity_));
+  free_.reserve(size_t(capacity_));
 }
 
 void BlockPool::check_id_locked(BlockId id) const {
-  require(id >= 0 && size_t(id) < state_.size(), Status::internal,
-          "KV block " + std::to_string(id) + " does not exist");
+  // Not require(): its message would be built, and allocated, on every call. These checks
+  // run in release(), which must not allocate.
+  if (id < 0 || size_t(id) >= state_.size()) {
+    fail(Status::internal, "KV block " + std::to_string(id) + " does not exist");
+  }
 }
 
 BlockId BlockPool::take_block_locked() {
@@ -36,14 +43,22 @@ BlockId BlockPool::take_block_locked() {
     return id;
   }
   if (blocks_.size() < capacity_) {
-    auto* p = static_cast<std::byte*>(::operator new[](layout_.block_bytes(), kBlockAlignment));
-    blocks_.emplace_back(p);
-    state_.emplace_back();
-    return BlockId(blocks_.size() - 1);
+    const auto id = BlockId(blocks_.size());
+    const auto node = spare_.insert(spare_.end(), id);
+    std::byte* p = nullptr;
+    try {
+      p = static_cast<std::byte*>(::operator new[](layout_.block_bytes(), kBlockAlignment));
+    } catch (...) {
+      spare_.erase(node);
+      throw;
+    }
+    blocks_.emplace_back(p);  // reserved: neither can throw
+    state_.emplace_back().lru_pos = node;
+    return id;
   }
   if (!lru_.empty()) {  // the least recently used cached prefix block gives way
     const BlockId id = lru_.front();
-    lru_.pop_front();
+    spare_.splice(spare_.end(), lru_, lru_.begin());
     state_[size_t(id)].in_lru = false;
     index_.erase(id);
     return id;
@@ -58,6 +73,7 @@ BlockId BlockPool::allocate() {
   std::lock_guard lock(mutex_);
   const BlockId id = take_block_locked();
   state_[size_t(id)].refs = 1;
+  state_[size_t(id)].stamp = next_stamp.fetch_add(1, std::memory_order_relaxed);
   return id;
 }
 
@@ -71,7 +87,7 @@ void BlockPool::retain(BlockId id) {
   check_id_locked(id);
   BlockState& s = state_[size_t(id)];
   if (s.in_lru) {
-    lru_.erase(s.lru_pos);
+    spare_.splice(spare_.end(), lru_, s.lru_pos);
     s.in_lru = false;
   }
   ++s.refs;
@@ -81,13 +97,13 @@ void BlockPool::release(BlockId id) {
   std::lock_guard lock(mutex_);
   check_id_locked(id);
   BlockState& s = state_[size_t(id)];
-  require(s.refs > 0, Status::internal, "KV block " + std::to_string(id) + " released too often");
+  if (s.refs == 0) fail(Status::internal, "KV block " + std::to_string(id) + " released too often");
   if (--s.refs > 0) return;
   if (index_.contains(id)) {
-    s.lru_pos = lru_.insert(lru_.end(), id);
+    lru_.splice(lru_.end(), spare_, s.lru_pos);
     s.in_lru = true;
   } else {
-    free_.push_back(id);
+    free_.push_back(id);  // reserved for every block: no allocation
   }
 }
 
@@ -95,6 +111,12 @@ uint32_t BlockPool::ref_count(BlockId id) const {
   std::lock_guard lock(mutex_);
   check_id_locked(id);
   return state_[size_t(id)].refs;
+}
+
+uint64_t BlockPool::stamp(BlockId id) const {
+  std::lock_guard lock(mutex_);
+  check_id_locked(id);
+  return state_[size_t(id)].stamp;
 }
 
 void BlockPool::publish(BlockId id, const BlockKey& key) {
@@ -118,7 +140,7 @@ std::optional<BlockId> BlockPool::acquire_published(const BlockKey& key) {
   ++hits_;
   BlockState& s = state_[size_t(*id)];
   if (s.in_lru) {
-    lru_.erase(s.lru_pos);
+    spare_.splice(spare_.end(), lru_, s.lru_pos);
     s.in_lru = false;
   }
   ++s.refs;

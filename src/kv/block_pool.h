@@ -49,6 +49,10 @@ class BlockPool {
   // Drops one reference; at zero a published block is cached, any other is freed.
   void release(BlockId id);
   uint32_t ref_count(BlockId id) const;
+  // A number unique in the whole process to this allocation of the block: a copy of its
+  // bytes kept elsewhere (a device's mirror) is current while the stamp is unchanged, since
+  // every writer other than a backend's forward fills a block right after allocating it.
+  uint64_t stamp(BlockId id) const;
 
   // Publishes a full block under its key; it must never be written again. No-op when the key
   // is already published.
@@ -62,8 +66,9 @@ class BlockPool {
  private:
   struct BlockState {
     uint32_t refs = 0;
+    uint64_t stamp = 0;
     bool in_lru = false;
-    std::list<BlockId>::iterator lru_pos;
+    std::list<BlockId>::iterator lru_pos;  // this block's node, in lru_ or in spare_
   };
   struct AlignedDelete {
     void operator()(std::byte* p) const;
@@ -80,6 +85,10 @@ class BlockPool {
   std::vector<BlockState> state_;
   std::vector<BlockId> free_;
   std::list<BlockId> lru_;  // cached blocks, least recently used first
+  // Every block owns one list node, made with the block and moved between these lists by
+  // splicing, and free_ has room for every block: releasing never allocates, so it cannot
+  // fail when memory runs out (it runs in destructors).
+  std::list<BlockId> spare_;
   PrefixIndex index_;
   uint64_t hits_ = 0, misses_ = 0;
 };

@@ -35,6 +35,10 @@ class KvView {
   // kernels that read INT8/F16/F32 values in place instead of dequantizing row by row.
   const std::byte* block_data(uint32_t pos) const { return block(pos); }
 
+  // The pool and the block table, for a backend that mirrors blocks in its own memory.
+  BlockPool& pool() const { return *pool_; }
+  std::span<const BlockId> block_ids() const { return blocks_; }
+
  private:
   const std::byte* block(uint32_t pos) const { return pool_->data(blocks_[pos / kBlockTokens]); }
   std::byte* block(uint32_t pos) { return pool_->data(blocks_[pos / kBlockTokens]); }

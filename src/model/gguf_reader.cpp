@@ -301,8 +301,16 @@ void GgufParser::read_tensor_infos(GgufFile& f, uint64_t n_tensors) {
       bad("Q8_0 needs ne[0] to be a multiple of 32, got " + std::to_string(t.ne[0]));
     }
     const uint64_t rows = uint64_t(n_elements / t.ne[0]);
-    uint64_t n_bytes = 0;
-    if (__builtin_mul_overflow(uint64_t(row_bytes(t.dtype, size_t(t.ne[0]))), rows, &n_bytes)) {
+    // The row's bytes are checked too: ne[0] * 4 wraps (to 0 for ne[0] = 2^62) while the
+    // element count still fits.
+    uint64_t row = 0, n_bytes = 0;
+    bool row_wraps = false;
+    if (t.dtype == DType::q8_0) {
+      row = row_bytes(t.dtype, size_t(t.ne[0]));  // n / 32 * 34 < 2n: cannot wrap
+    } else {
+      row_wraps = __builtin_mul_overflow(uint64_t(t.ne[0]), uint64_t(row_bytes(t.dtype, 1)), &row);
+    }
+    if (row_wraps || __builtin_mul_overflow(row, rows, &n_bytes)) {
       bad("byte size overflows 64 bits");
     }
     t.offset = read<uint64_t>("offset");

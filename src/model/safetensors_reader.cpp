@@ -152,8 +152,23 @@ SafetensorsFile parse_safetensors(std::span<const std::byte> bytes, std::string_
                    std::to_string(kMaxSafetensorsHeaderBytes) + ")");
   }
   const char* text = reinterpret_cast<const char*>(bytes.data() + 8);
-  const json header = json::parse(text, text + header_len, nullptr, /*allow_exceptions=*/false);
+  // A key given twice in one object is refused: JSON parsers disagree on which copy wins, so
+  // two readers of one file would see different tensors.
+  std::vector<std::set<std::string>> keys;  // one set per open object
+  std::optional<std::string> duplicate;
+  const auto find_duplicates = [&](int, json::parse_event_t event, json& parsed) {
+    if (event == json::parse_event_t::object_start) keys.emplace_back();
+    if (event == json::parse_event_t::object_end && !keys.empty()) keys.pop_back();
+    if (event == json::parse_event_t::key && !keys.empty() && !duplicate &&
+        !keys.back().insert(parsed.get<std::string>()).second) {
+      duplicate = parsed.get<std::string>();
+    }
+    return true;
+  };
+  const json header =
+      json::parse(text, text + header_len, find_duplicates, /*allow_exceptions=*/false);
   if (header.is_discarded()) bad(label, "header is not valid JSON");
+  if (duplicate) bad(label, "key " + quote(*duplicate) + " appears twice in the header");
   if (!header.is_object()) bad(label, "header is not a JSON object");
 
   const uint64_t data_size = bytes.size() - 8 - header_len;

@@ -25,12 +25,20 @@ static_assert(kMigrations.size() == kSchemaVersion);
 }  // namespace
 
 FileIdentity read_identity(Connection& connection) {
+  // One statement, so one snapshot: read piece by piece, a store that another process is
+  // creating at the same moment could look half made (no application_id yet, but tables).
+  auto statement = connection.statement(
+      "SELECT (SELECT application_id FROM pragma_application_id),"
+      " (SELECT user_version FROM pragma_user_version),"
+      " (SELECT page_count FROM pragma_page_count),"
+      " (SELECT count(*) FROM sqlite_schema)",
+      "read the file's identity");
+  require(statement->step(), Status::storage, "reading the file's identity returned nothing");
   FileIdentity identity;
-  identity.application_id = connection.query_int64("PRAGMA application_id", "read application_id");
-  identity.user_version = connection.query_int64("PRAGMA user_version", "read user_version");
-  identity.page_count = connection.query_int64("PRAGMA page_count", "read page_count");
-  identity.schema_objects =
-      connection.query_int64("SELECT count(*) FROM sqlite_schema", "read the schema");
+  identity.application_id = statement->int64_at(0);
+  identity.user_version = statement->int64_at(1);
+  identity.page_count = statement->int64_at(2);
+  identity.schema_objects = statement->int64_at(3);
   return identity;
 }
 

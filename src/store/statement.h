@@ -16,11 +16,13 @@
 namespace parley::store {
 
 // Error(storage) that remembers SQLite's extended result code, so the opening code can tell a
-// damaged file (SQLITE_CORRUPT, SQLITE_NOTADB) from a failing disk or a lock.
+// damaged file (SQLITE_CORRUPT, SQLITE_NOTADB) from a failing disk or a lock. SQLite running
+// out of memory is Error(out_of_memory), as C++ allocations are.
 class SqliteError : public Error {
  public:
   SqliteError(int code, const std::string& message)
-      : Error(Status::storage, message), code_(code) {}
+      : Error((code & 0xff) == SQLITE_NOMEM ? Status::out_of_memory : Status::storage, message),
+        code_(code) {}
   int code() const noexcept { return code_; }
   int primary_code() const noexcept { return code_ & 0xff; }
 

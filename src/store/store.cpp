@@ -49,6 +49,9 @@ struct Store::Impl {
       -> decltype(body(*db)) {
     std::lock_guard lock(mutex);
     try {
+      // No call leaves a transaction open, but one that failed while SQLite had no memory
+      // may not have managed to roll back: that leftover goes first.
+      if (db->in_transaction()) db->exec("ROLLBACK", "roll back an unfinished transaction");
       if (durability) db->set_synchronous(*durability);
       return body(*db);
     } catch (const SqliteError& e) {

@@ -1,8 +1,10 @@
 #include "store/store_open.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 #include <fstream>
+#include <thread>
 
 #include "common/log.h"
 #include "store/migrations.h"
@@ -24,16 +26,30 @@ std::optional<std::string> quick_check_complaint(Connection& db) {
   return verdict;
 }
 
+// Switches the file to WAL (a no-op when it is already). That needs the file to itself for a
+// moment, and SQLite does not call the busy handler for it: when another process is opening
+// the same new store right now, this waits for it as the busy timeout would.
+void set_wal_mode(Connection& db, int busy_timeout_ms) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(busy_timeout_ms);
+  for (;;) {
+    try {
+      Statement mode(db.handle(), "PRAGMA journal_mode = WAL", "set journal_mode");
+      const std::string result = mode.step() ? mode.text_at(0) : "";
+      require(result == "wal", Status::storage,
+              "set journal_mode: SQLite kept journal mode '" + result + "' instead of WAL");
+      return;
+    } catch (const SqliteError& e) {
+      if (e.primary_code() != SQLITE_BUSY || std::chrono::steady_clock::now() >= deadline) throw;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+}
+
 // Per-connection settings; the file is already known to be a sound Parley store (or empty).
-void configure(Connection& db, bool new_file) {
+void configure(Connection& db, bool new_file, int busy_timeout_ms) {
   // The page size can only be chosen before the first table, and before WAL fixes it.
   if (new_file) db.exec("PRAGMA page_size = " + std::to_string(kPageSize), "set page_size");
-  {
-    Statement mode(db.handle(), "PRAGMA journal_mode = WAL", "set journal_mode");
-    const std::string result = mode.step() ? mode.text_at(0) : "";
-    require(result == "wal", Status::storage,
-            "set journal_mode: SQLite kept journal mode '" + result + "' instead of WAL");
-  }
+  set_wal_mode(db, busy_timeout_ms);
   db.exec("PRAGMA foreign_keys = ON", "set foreign_keys");
   // Schema code (views, triggers, defaults) cannot call application functions.
   db.exec("PRAGMA trusted_schema = OFF", "set trusted_schema");
@@ -66,7 +82,7 @@ std::unique_ptr<Connection> open_sound_file(const std::string& path, const Store
     db->leave_file_untouched_on_close();
     return nullptr;
   }
-  configure(*db, identity.page_count == 0);
+  configure(*db, identity.page_count == 0, options.busy_timeout_ms);
   migrate(*db);
   require_compatible_version(*db, path);
   return db;

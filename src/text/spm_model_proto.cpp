@@ -236,9 +236,11 @@ void validate_gguf_vocab(const model::GgufVocab& vocab) {
       ++n_bytes;
     }
     if (type == PieceType::unknown) {
-      require(!unknown, Status::bad_model,
-              describe(vocab, *unknown) + " and " + describe(vocab, i) +
-                  " are both of type UNKNOWN; sentencepiece allows one");
+      // Not require(): its message would read *unknown before the check, while it is empty.
+      if (unknown) {
+        fail(Status::bad_model, describe(vocab, *unknown) + " and " + describe(vocab, i) +
+                                    " are both of type UNKNOWN; sentencepiece allows one");
+      }
       unknown = i;
     }
   }

@@ -108,9 +108,10 @@ TEST_CASE("engine_open reports files and features it cannot serve") {
     CHECK(open_with(o, &e) == PARLEY_E_NOT_FOUND);
     CHECK(last_error_mentions("/nonexistent/parley/model.gguf"));
   }
-  SUBCASE("a CUDA device in a build without the CUDA backend") {
-    o.device = "cuda:0";
-    CHECK(open_with(o, &e) == PARLEY_E_UNSUPPORTED);
+  SUBCASE("a CUDA device that cannot be reached: no module, or no such device") {
+    o.device = "cuda:7";
+    CHECK(open_with(o, &e) == PARLEY_E_BACKEND);
+    CHECK((last_error_mentions("libparley_cuda") || last_error_mentions("device")));
   }
   SUBCASE("a store file that cannot be created") {
     o.store_path = "/nonexistent/dir/sessions.db";

@@ -2,10 +2,9 @@
 //
 // The store's unit tests compile this file (tests/unit/store/test_kv_codec_fuzz.cpp) and run
 // the entry point over the seed corpus and many deterministic mutations of it, so CI's
-// sanitizer build exercises it with no extra target. For a coverage-guided run, build this
-// file with clang and -fsanitize=fuzzer,address,undefined together with src/store/kv_codec.cpp,
-// src/store/kv_filter.cpp and src/kv/block_layout.cpp (-Isrc -Itests -lzstd), and seed it
-// with the files `PARLEY_FUZZ_CORPUS_DIR=corpus parley-tests-store -tc='*fuzz*'` writes.
+// sanitizer build exercises it with no extra target. tests/fuzz/CMakeLists.txt builds it as
+// the libFuzzer target fuzz_kv_codec (scripts/test-fuzz.sh) and replays corpus/kv_codec and
+// the regressions through it in the ordinary build.
 #include "fuzz/fuzz_kv_codec.h"
 
 #include <cstdlib>

@@ -1,5 +1,6 @@
 #include "session_fixture.h"
 
+#include "common/error.h"
 #include "support/shared_assets.h"
 #include "support/synth_model.h"
 #include "text/chat_template.h"
@@ -46,6 +47,9 @@ engine::TurnStats greedy_turn(engine::Session& s, const std::string& text, uint3
   p.max_tokens = max_tokens;
   p.ignore_eos = true;
   engine::TurnStats stats;
+  // The right to use the session, as every caller takes it: the janitor may be spilling it.
+  const auto use = s.try_use();
+  if (!use) throw Error(Status::busy, "greedy_turn: the session is in use");
   s.send(text, p, nullptr, stats);
   return stats;
 }

@@ -17,7 +17,7 @@ std::shared_ptr<engine::Engine> open_engine(const std::string& path, kv::KvType 
 struct StoreSetup {
   std::string path;           // the SQLite file
   uint32_t idle_spill_ms = 0;
-  std::string vfs;            // "" = SQLite's default
+  std::string vfs = {};       // "" = SQLite's default
 };
 std::shared_ptr<engine::Engine> open_engine_with_store(const std::string& model,
                                                        kv::KvType kv_type, const StoreSetup& store,

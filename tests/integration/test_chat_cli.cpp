@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "golden.h"
+#include "support/sanitizer_build.h"
 #include "support/shared_assets.h"
 
 #ifdef PARLEY_CHAT_EXE
@@ -489,9 +490,12 @@ TEST_CASE("--session without --store names the conversation, and store commands 
 TEST_CASE("store: --idle-spill moves an idle conversation's KV to the store") {
   PARLEY_SHARED_OR_SKIP(gguf, "models/stories260k/stories260k-f32.gguf");
   TempDir dir;
-  // The pause is six times the idle limit, so the conversation is idle by the second /sessions.
+  // The pause is six times the idle limit, so the conversation is idle by the second /sessions
+  // (counted from the start: model loading and the first turn take longer when sanitized).
+  const std::string pause = kSanitizerBuild ? "4" : "0.6";
   const Run r = run_fed_program(
-      "printf 'Once upon a time\\n/sessions\\n'; sleep 0.6; printf '/sessions\\nThe cat\\n/stats\\n'",
+      "printf 'Once upon a time\\n/sessions\\n'; sleep " + pause +
+          "; printf '/sessions\\nThe cat\\n/stats\\n'",
       PARLEY_CHAT_EXE,
       "-m " + quote(gguf.string()) + " --store " + quote((dir / "chat.db").string()) +
           " --idle-spill 100 --session a --template raw --temp 0 -n 8",

@@ -18,6 +18,7 @@
 
 #include "session_fixture.h"
 #include "store/store.h"
+#include "support/sanitizer_build.h"
 #include "support/shared_assets.h"
 #include "support/synth_model.h"
 
@@ -108,8 +109,10 @@ TEST_CASE("SIGKILL during commits and spills never loses an acknowledged turn") 
       child_main(db, id, fds[1]);
     }
     ::close(fds[1]);
-    // A random while: the kill lands in start-up, a turn, a commit or a spill.
-    ::usleep(std::uniform_int_distribution<useconds_t>(2000, 120000)(rng));
+    // A random while: the kill lands in start-up, a turn, a commit or a spill. Sanitized
+    // builds run about ten times slower, so their window is wider by as much.
+    const useconds_t scale = kSanitizerBuild ? 10 : 1;
+    ::usleep(std::uniform_int_distribution<useconds_t>(2000 * scale, 120000 * scale)(rng));
     ::kill(pid, SIGKILL);
     int status = 0;
     ::waitpid(pid, &status, 0);

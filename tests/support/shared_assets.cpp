@@ -20,7 +20,10 @@ bool running_in_ci() {
 }  // namespace
 
 std::optional<std::filesystem::path> shared_dir(const char* what_needs_it) {
-  const std::filesystem::path dir = PARLEY_SHARED_DIR;
+  // PARLEY_SHARED_DIR in the environment wins: test binaries run on another machine
+  // (scripts/gpu-check.sh) find their copy of the folder there.
+  const char* env = std::getenv("PARLEY_SHARED_DIR");
+  const std::filesystem::path dir = env && *env ? env : PARLEY_SHARED_DIR;
   if (std::filesystem::is_directory(dir / "models")) return dir;
   const std::string msg = std::string("reference folder ") + dir.string() +
                           " is absent; skipping: " + what_needs_it;

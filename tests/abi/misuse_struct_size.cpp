@@ -1,0 +1,189 @@
+// Rows: struct_size of every caller-sized struct. Options: 0, only the size field, a size
+// that ends inside a field, smaller than this version, larger with a non-zero tail -> all
+// INVALID_ARGUMENT; larger with a zero tail -> accepted. Filled structs: too small ->
+// INVALID_ARGUMENT; larger -> filled, with the tail set to zero. The *_init_sized entry
+// points write exactly `size` bytes (none below sizeof(size_t)).
+#include <cstring>
+
+#include "misuse_matrix.h"
+
+namespace parley::test {
+namespace {
+
+constexpr parley_status kInvalid = PARLEY_E_INVALID_ARGUMENT;
+
+// A struct with room behind it, as a newer header's bigger struct would have.
+template <typename T>
+struct Padded {
+  T value;
+  unsigned char tail[64];
+};
+
+template <typename T>
+Padded<T> padded(size_t size, unsigned char tail_byte) {
+  Padded<T> p;
+  std::memset(&p, 0, sizeof p);
+  std::memset(p.tail, tail_byte, sizeof p.tail);
+  p.value.struct_size = size;
+  return p;
+}
+
+struct SizeCase {
+  const char* what;
+  size_t delta_or_size;
+  bool absolute;        // delta_or_size is the size itself
+  unsigned char tail;   // byte behind sizeof(T)
+  parley_status expected;
+};
+
+const SizeCase kOptionSizes[] = {
+    {"struct_size 0", 0, true, 0, kInvalid},
+    {"only the struct_size field", sizeof(size_t), true, 0, kInvalid},
+    {"ends inside the last field", size_t(-3), false, 0, kInvalid},
+    {"one field short (an older header than exists)", size_t(-8), false, 0, kInvalid},
+    {"larger, non-zero tail (a newer caller's field)", 8, false, 1, kInvalid},
+    {"larger, zero tail", 8, false, 0, PARLEY_OK},
+    {"much larger, zero tail", 64, false, 0, PARLEY_OK},
+};
+
+void init_defaults(parley_engine_options* o) { parley_engine_options_init(o); }
+void init_defaults(parley_session_options* o) { parley_session_options_init(o); }
+void init_defaults(parley_generate_options* o) { parley_generate_options_init(o); }
+
+template <typename T>
+size_t size_of(const SizeCase& c) {
+  return c.absolute ? c.delta_or_size : sizeof(T) + c.delta_or_size;  // wraps for negatives
+}
+
+// Options rows: `use` makes the call with the prepared struct.
+template <typename T, typename Use>
+void option_rows(MisuseRows& r, const char* fn, const char* name, Use use) {
+  for (const SizeCase& c : kOptionSizes) {
+    r.push_back({fn, std::string(name) + ": " + c.what, c.expected, [c, use](MisuseWorld& w) {
+                   Padded<T> p = padded<T>(size_of<T>(c), 0);
+                   // Defaults for the fields, keeping the size under test.
+                   const size_t size = p.value.struct_size;
+                   init_defaults(&p.value);
+                   p.value.struct_size = size;
+                   std::memset(p.tail, c.tail, sizeof p.tail);
+                   return use(w, &p.value);
+                 }});
+  }
+}
+
+// Filled-struct rows.
+template <typename T, typename Use>
+void out_rows(MisuseRows& r, const char* fn, Use use) {
+  const std::pair<const char*, size_t> too_small[] = {
+      {"struct_size 0", 0}, {"only the struct_size field", sizeof(size_t)},
+      {"ends inside the last field", sizeof(T) - 3}, {"one field short", sizeof(T) - 8}};
+  for (const auto& [what, size] : too_small) {
+    r.push_back({fn, what, kInvalid, [size, use](MisuseWorld& w) {
+                   Padded<T> p = padded<T>(size, 0xAB);
+                   return use(w, &p.value);
+                 }});
+  }
+  r.push_back({fn, "larger: filled, tail set to zero", PARLEY_OK, [use](MisuseWorld& w) {
+                 Padded<T> p = padded<T>(sizeof(T) + 24, 0xAB);
+                 const parley_status st = use(w, &p.value);
+                 if (st != PARLEY_OK) return st;
+                 for (size_t i = 0; i < 24; ++i) {
+                   if (p.tail[i] != 0) return kRowCheckFailed;
+                 }
+                 return p.tail[24] == 0xAB && p.value.struct_size == sizeof(T) + 24
+                            ? PARLEY_OK
+                            : kRowCheckFailed;  // nothing past struct_size is touched
+               }});
+}
+
+// init_sized rows: the bytes written are exactly the size given.
+template <typename T>
+void init_rows(MisuseRows& r, const char* fn, void (*init)(T*, size_t)) {
+  const std::pair<const char*, size_t> sizes[] = {
+      {"size 0 writes nothing", 0},
+      {"size below sizeof(size_t) writes nothing", 4},
+      {"half a struct: that many bytes", sizeof(T) / 2},
+      {"larger: defaults, then zeros", sizeof(T) + 32}};
+  for (const auto& [what, size] : sizes) {
+    r.push_back({fn, what, PARLEY_OK,
+                 [size, init](MisuseWorld&) {
+                   Padded<T> p;
+                   std::memset(&p, 0xCD, sizeof p);
+                   init(&p.value, size);
+                   const auto* bytes = reinterpret_cast<const unsigned char*>(&p);
+                   if (size < sizeof(size_t)) {
+                     for (size_t i = 0; i < sizeof p; ++i) {
+                       if (bytes[i] != 0xCD) return kRowCheckFailed;
+                     }
+                     return PARLEY_OK;
+                   }
+                   if (p.value.struct_size != size) return kRowCheckFailed;
+                   if (bytes[size] != 0xCD) return kRowCheckFailed;  // wrote past size
+                   for (size_t i = sizeof(T); i < size; ++i) {
+                     if (bytes[i] != 0) return kRowCheckFailed;
+                   }
+                   return PARLEY_OK;
+                 },
+                 false});
+  }
+}
+
+}  // namespace
+
+MisuseRows struct_size_rows() {
+  MisuseRows r;
+  option_rows<parley_engine_options>(
+      r, "parley_engine_open", "engine options", [](MisuseWorld& w, parley_engine_options* o) {
+        o->model_path = w.model().c_str();
+        o->n_threads = 1;
+        parley_engine* e = nullptr;
+        const parley_status st = parley_engine_open(o, &e);
+        parley_engine_close(e);
+        return st;
+      });
+  option_rows<parley_session_options>(
+      r, "parley_session_create", "session options",
+      [](MisuseWorld& w, parley_session_options* o) {
+        parley_session* s = nullptr;
+        const parley_status st = parley_session_create(w.engine(), o, &s);
+        parley_session_close(s);
+        return st;
+      });
+  option_rows<parley_generate_options>(
+      r, "parley_session_send", "generate options",
+      [](MisuseWorld& w, parley_generate_options* o) {
+        o->max_tokens = 2;
+        o->temperature = 0;
+        return parley_session_send(w.session(), "a", o, nullptr, nullptr, nullptr);
+      });
+
+  out_rows<parley_engine_stats>(r, "parley_engine_get_stats",
+                                [](MisuseWorld& w, parley_engine_stats* s) {
+                                  return parley_engine_get_stats(w.engine(), s);
+                                });
+  out_rows<parley_model_info>(r, "parley_engine_get_model_info",
+                              [](MisuseWorld& w, parley_model_info* m) {
+                                return parley_engine_get_model_info(w.engine(), m);
+                              });
+  out_rows<parley_session_info>(r, "parley_session_get_info",
+                                [](MisuseWorld& w, parley_session_info* i) {
+                                  return parley_session_get_info(w.session(), i);
+                                });
+  out_rows<parley_turn>(r, "parley_session_get_turn", [](MisuseWorld& w, parley_turn* t) {
+    return parley_session_get_turn(w.session_with_turn(), 0, t);
+  });
+  out_rows<parley_turn_stats>(r, "parley_session_send", [](MisuseWorld& w, parley_turn_stats* t) {
+    const parley_generate_options g = quick_generate();
+    return parley_session_send(w.session(), "a", &g, nullptr, nullptr, t);
+  });
+
+  init_rows<parley_engine_options>(r, "parley_engine_options_init_sized",
+                                   parley_engine_options_init_sized);
+  init_rows<parley_session_options>(r, "parley_session_options_init_sized",
+                                    parley_session_options_init_sized);
+  init_rows<parley_generate_options>(r, "parley_generate_options_init_sized",
+                                     parley_generate_options_init_sized);
+  return r;
+}
+
+}  // namespace parley::test

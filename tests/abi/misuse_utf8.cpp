@@ -1,0 +1,82 @@
+// Rows: invalid UTF-8 in every text argument (parley.h: strings are UTF-8). Each kind of
+// ill-formed sequence the Unicode standard names is INVALID_ARGUMENT in text to send or
+// tokenize, session ids, system prompts and cache scopes; an id that no session can have
+// is simply not found by open and delete.
+#include <string>
+
+#include "misuse_matrix.h"
+
+namespace parley::test {
+namespace {
+
+constexpr parley_status kInvalid = PARLEY_E_INVALID_ARGUMENT;
+
+struct Bad {
+  const char* what;
+  const char* bytes;
+};
+
+const Bad kBad[] = {
+    {"lone continuation byte", "ab\x80"},
+    {"overlong 2-byte '/'", "\xC0\xAF"},
+    {"overlong 3-byte", "\xE0\x80\xAF"},
+    {"truncated 3-byte sequence", "x\xE2\x82"},
+    {"UTF-16 surrogate", "\xED\xA0\x80"},
+    {"code point past U+10FFFF", "\xF4\x90\x80\x80"},
+    {"byte F5", "\xF5\x80\x80\x80"},
+    {"byte FF", "\xFF hello"},
+};
+
+}  // namespace
+
+MisuseRows utf8_rows() {
+  MisuseRows r;
+  for (const Bad& b : kBad) {
+    const std::string text = std::string("a ") + b.bytes + " z";
+    r.push_back({"parley_session_send", b.what, kInvalid,
+                 [text](MisuseWorld& w) { return send_text(w.session(), text.c_str()); }});
+    r.push_back({"parley_tokenize", b.what, kInvalid, [text](MisuseWorld& w) {
+                   size_t n = 0;
+                   return parley_tokenize(w.engine(), text.c_str(), 1, nullptr, 0, &n);
+                 }});
+    r.push_back({"parley_session_create", std::string("id: ") + b.what, kInvalid,
+                 [text](MisuseWorld& w) {
+                   parley_session_options o;
+                   parley_session_options_init(&o);
+                   o.id = text.c_str();
+                   parley_session* s = nullptr;
+                   return parley_session_create(w.engine(), &o, &s);
+                 }});
+    r.push_back({"parley_session_create", std::string("system prompt: ") + b.what, kInvalid,
+                 [text](MisuseWorld& w) {
+                   parley_session_options o;
+                   parley_session_options_init(&o);
+                   o.system_prompt = text.c_str();
+                   parley_session* s = nullptr;
+                   return parley_session_create(w.engine(), &o, &s);
+                 }});
+    r.push_back({"parley_session_create", std::string("cache_scope: ") + b.what, kInvalid,
+                 [text](MisuseWorld& w) {
+                   parley_session_options o;
+                   parley_session_options_init(&o);
+                   o.cache_scope = text.c_str();
+                   parley_session* s = nullptr;
+                   return parley_session_create(w.engine(), &o, &s);
+                 }});
+    r.push_back({"parley_session_fork", std::string("new_id: ") + b.what, kInvalid,
+                 [text](MisuseWorld& w) {
+                   parley_session* f = nullptr;
+                   return parley_session_fork(w.session_with_turn(), text.c_str(), &f);
+                 }});
+  }
+  r.push_back({"parley_session_open", "id with invalid UTF-8", PARLEY_E_NOT_FOUND,
+               [](MisuseWorld& w) {
+                 parley_session* s = nullptr;
+                 return parley_session_open(w.engine_with_store(), "\xC0\xAF", &s);
+               }});
+  r.push_back({"parley_session_delete", "id with invalid UTF-8", PARLEY_E_NOT_FOUND,
+               [](MisuseWorld& w) { return parley_session_delete(w.engine_with_store(), "\xFF"); }});
+  return r;
+}
+
+}  // namespace parley::test

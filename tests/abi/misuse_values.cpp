@@ -1,0 +1,222 @@
+// Rows: out-of-range enum values and numbers, and huge lengths, in every argument that takes
+// them. Values outside what parley.h lists are INVALID_ARGUMENT; text too long for the context
+// is CONTEXT_FULL; indexes past the end are NOT_FOUND (turns) or INVALID_ARGUMENT (rewind).
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <string>
+
+#include "misuse_matrix.h"
+
+namespace parley::test {
+namespace {
+
+constexpr parley_status kInvalid = PARLEY_E_INVALID_ARGUMENT;
+
+parley_status open_with(MisuseWorld& w, void (*tweak)(parley_engine_options&)) {
+  parley_engine_options o;
+  parley_engine_options_init(&o);
+  o.model_path = w.model().c_str();
+  o.n_threads = 1;
+  tweak(o);
+  parley_engine* e = reinterpret_cast<parley_engine*>(uintptr_t(0x3));
+  const parley_status st = parley_engine_open(&o, &e);
+  if (st != PARLEY_OK && e != nullptr) return kRowCheckFailed;  // *out must be NULL
+  parley_engine_close(e);
+  return st;
+}
+
+parley_status create_with(MisuseWorld& w, void (*tweak)(parley_session_options&)) {
+  parley_session_options o;
+  parley_session_options_init(&o);
+  tweak(o);
+  parley_session* s = reinterpret_cast<parley_session*>(uintptr_t(0x3));
+  const parley_status st = parley_session_create(w.engine(), &o, &s);
+  if (st != PARLEY_OK && s != nullptr) return kRowCheckFailed;
+  parley_session_close(s);
+  return st;
+}
+
+parley_status send_with(MisuseWorld& w, void (*tweak)(parley_generate_options&)) {
+  parley_generate_options g = quick_generate();
+  tweak(g);
+  return parley_session_send(w.session(), "a", &g, nullptr, nullptr, nullptr);
+}
+
+const std::string& huge_text() {
+  static const std::string text = [] {
+    std::string t;
+    for (int i = 0; i < 200000; ++i) t += "a ";
+    return t;
+  }();
+  return text;
+}
+
+constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
+constexpr float kInf = std::numeric_limits<float>::infinity();
+
+}  // namespace
+
+MisuseRows value_rows() {
+  MisuseRows r;
+  auto engine = [&](const char* what, parley_status st, void (*tweak)(parley_engine_options&)) {
+    r.push_back({"parley_engine_open", what, st, [tweak](MisuseWorld& w) { return open_with(w, tweak); }});
+  };
+  auto session = [&](const char* what, parley_status st, void (*tweak)(parley_session_options&)) {
+    r.push_back({"parley_session_create", what, st,
+                 [tweak](MisuseWorld& w) { return create_with(w, tweak); }});
+  };
+  auto generate = [&](const char* what, parley_status st, void (*tweak)(parley_generate_options&)) {
+    r.push_back({"parley_session_send", what, st,
+                 [tweak](MisuseWorld& w) { return send_with(w, tweak); }});
+  };
+
+  engine("kv_type -1", kInvalid, [](parley_engine_options& o) { o.kv_type = -1; });
+  engine("kv_type 4 (past PARLEY_KV_F32)", kInvalid, [](parley_engine_options& o) { o.kv_type = 4; });
+  engine("kv_type INT32_MAX", kInvalid, [](parley_engine_options& o) { o.kv_type = INT32_MAX; });
+  engine("kv_type INT32_MIN", kInvalid, [](parley_engine_options& o) { o.kv_type = INT32_MIN; });
+  engine("n_threads -1", kInvalid, [](parley_engine_options& o) { o.n_threads = -1; });
+  engine("device unknown", kInvalid, [](parley_engine_options& o) { o.device = "tpu"; });
+  engine("device empty means auto", PARLEY_OK, [](parley_engine_options& o) { o.device = ""; });
+  engine("context_length past the model's", kInvalid,
+         [](parley_engine_options& o) { o.context_length = 257; });
+  engine("context_length UINT32_MAX", kInvalid,
+         [](parley_engine_options& o) { o.context_length = UINT32_MAX; });
+  engine("store_path empty", kInvalid, [](parley_engine_options& o) { o.store_path = ""; });
+  engine("model_path empty", kInvalid, [](parley_engine_options& o) { o.model_path = ""; });
+  engine("model_path missing", PARLEY_E_NOT_FOUND,
+         [](parley_engine_options& o) { o.model_path = "/nonexistent/parley/model.gguf"; });
+  engine("model_path not a model", PARLEY_E_BAD_MODEL,
+         [](parley_engine_options& o) { o.model_path = "/"; });
+  engine("store_path in a missing directory", PARLEY_E_STORAGE,
+         [](parley_engine_options& o) { o.store_path = "/nonexistent/parley/dir/s.db"; });
+
+  session("overflow -1", kInvalid, [](parley_session_options& o) { o.overflow = -1; });
+  session("overflow 2 (past DROP_OLDEST)", kInvalid, [](parley_session_options& o) { o.overflow = 2; });
+  session("overflow INT32_MIN", kInvalid, [](parley_session_options& o) { o.overflow = INT32_MIN; });
+  session("reserved0 set", kInvalid, [](parley_session_options& o) { o.reserved0 = 1; });
+  session("chat_template unknown", kInvalid, [](parley_session_options& o) { o.chat_template = "jinja"; });
+  session("chat_template empty", kInvalid, [](parley_session_options& o) { o.chat_template = ""; });
+  session("chat_template differs in case", kInvalid,
+          [](parley_session_options& o) { o.chat_template = "ChatML"; });
+  session("id of 128 bytes", kInvalid, [](parley_session_options& o) {
+    static const std::string id(128, 'x');
+    o.id = id.c_str();
+  });
+  session("id of 127 bytes", PARLEY_OK, [](parley_session_options& o) {
+    static const std::string id(127, 'y');
+    o.id = id.c_str();
+  });
+  session("id of 1 MB", kInvalid, [](parley_session_options& o) { o.id = huge_text().c_str(); });
+  session("id with a control character", kInvalid, [](parley_session_options& o) { o.id = "a\tb"; });
+  session("id empty", kInvalid, [](parley_session_options& o) { o.id = ""; });
+  session("system prompt of 400 KB", PARLEY_E_CONTEXT_FULL,
+          [](parley_session_options& o) { o.system_prompt = huge_text().c_str(); });
+
+  generate("temperature -1", kInvalid, [](parley_generate_options& g) { g.temperature = -1; });
+  generate("temperature NaN", kInvalid, [](parley_generate_options& g) { g.temperature = kNaN; });
+  generate("temperature +inf", kInvalid, [](parley_generate_options& g) { g.temperature = kInf; });
+  generate("top_k -1", kInvalid, [](parley_generate_options& g) { g.top_k = -1; });
+  generate("top_p 1.5", kInvalid, [](parley_generate_options& g) { g.top_p = 1.5f; });
+  generate("top_p -0.5", kInvalid, [](parley_generate_options& g) { g.top_p = -0.5f; });
+  generate("top_p NaN", kInvalid, [](parley_generate_options& g) { g.top_p = kNaN; });
+  generate("min_p 2", kInvalid, [](parley_generate_options& g) { g.min_p = 2; });
+  generate("min_p NaN", kInvalid, [](parley_generate_options& g) { g.min_p = kNaN; });
+  generate("repeat_penalty -1", kInvalid, [](parley_generate_options& g) { g.repeat_penalty = -1; });
+  generate("repeat_penalty NaN", kInvalid,
+           [](parley_generate_options& g) { g.repeat_penalty = kNaN; });
+  generate("ignore_eos -7 means on", PARLEY_OK, [](parley_generate_options& g) { g.ignore_eos = -7; });
+  generate("max_tokens UINT32_MAX: up to the context", PARLEY_OK, [](parley_generate_options& g) {
+    g.max_tokens = UINT32_MAX;
+    g.temperature = 0;
+  });
+
+  r.push_back({"parley_session_send", "400 KB of text", PARLEY_E_CONTEXT_FULL,
+               [](MisuseWorld& w) { return send_text(w.session(), huge_text().c_str()); }});
+  r.push_back({"parley_session_rewind", "more turns than there are", kInvalid,
+               [](MisuseWorld& w) { return parley_session_rewind(w.session_with_turn(), 3); }});
+  r.push_back({"parley_session_rewind", "UINT32_MAX turns", kInvalid, [](MisuseWorld& w) {
+                 return parley_session_rewind(w.session_with_turn(), UINT32_MAX);
+               }});
+  r.push_back({"parley_session_get_turn", "index past the end", PARLEY_E_NOT_FOUND,
+               [](MisuseWorld& w) {
+                 parley_turn t;
+                 t.struct_size = sizeof t;
+                 return parley_session_get_turn(w.session_with_turn(), 2, &t);
+               }});
+  r.push_back({"parley_session_get_turn", "index UINT32_MAX", PARLEY_E_NOT_FOUND,
+               [](MisuseWorld& w) {
+                 parley_turn t;
+                 t.struct_size = sizeof t;
+                 return parley_session_get_turn(w.session(), UINT32_MAX, &t);
+               }});
+  r.push_back({"parley_session_suspend", "no store", PARLEY_E_UNSUPPORTED,
+               [](MisuseWorld& w) { return parley_session_suspend(w.session_with_turn()); }});
+  r.push_back({"parley_session_open", "no store", PARLEY_E_NOT_FOUND, [](MisuseWorld& w) {
+                 parley_session* s = nullptr;
+                 return parley_session_open(w.engine(), "x", &s);
+               }});
+  r.push_back({"parley_session_open", "no such session", PARLEY_E_NOT_FOUND, [](MisuseWorld& w) {
+                 parley_session* s = nullptr;
+                 return parley_session_open(w.engine_with_store(), "nobody", &s);
+               }});
+  r.push_back({"parley_session_open", "id of 1 MB", PARLEY_E_NOT_FOUND, [](MisuseWorld& w) {
+                 parley_session* s = nullptr;
+                 return parley_session_open(w.engine_with_store(), huge_text().c_str(), &s);
+               }});
+  r.push_back({"parley_session_open", "empty id", kInvalid, [](MisuseWorld& w) {
+                 parley_session* s = nullptr;
+                 return parley_session_open(w.engine_with_store(), "", &s);
+               }});
+  r.push_back({"parley_session_delete", "no store", PARLEY_E_NOT_FOUND,
+               [](MisuseWorld& w) { return parley_session_delete(w.engine(), "x"); }});
+  r.push_back({"parley_session_delete", "empty id", kInvalid,
+               [](MisuseWorld& w) { return parley_session_delete(w.engine_with_store(), ""); }});
+  r.push_back({"parley_session_fork", "new_id of 128 bytes", kInvalid, [](MisuseWorld& w) {
+                 static const std::string id(128, 'f');
+                 parley_session* f = nullptr;
+                 return parley_session_fork(w.session_with_turn(), id.c_str(), &f);
+               }});
+  r.push_back({"parley_session_fork", "new_id empty", kInvalid, [](MisuseWorld& w) {
+                 parley_session* f = nullptr;
+                 return parley_session_fork(w.session_with_turn(), "", &f);
+               }});
+  for (int32_t id : {-1, 320, INT32_MAX, INT32_MIN}) {
+    r.push_back({"parley_detokenize", "id " + std::to_string(id) + " outside the vocabulary",
+                 kInvalid, [id](MisuseWorld& w) {
+                   size_t n = 0;
+                   return parley_detokenize(w.engine(), &id, 1, nullptr, 0, &n);
+                 }});
+  }
+  r.push_back({"parley_tokenize", "add_bos -3 means yes", PARLEY_OK, [](MisuseWorld& w) {
+                 int32_t ids[4];
+                 size_t n = 0;
+                 const parley_status st = parley_tokenize(w.engine(), "", -3, ids, 4, &n);
+                 return st == PARLEY_OK && n == 1 ? PARLEY_OK : kRowCheckFailed;
+               }});
+  r.push_back({"parley_tokenize", "400 KB of text, size only", PARLEY_OK, [](MisuseWorld& w) {
+                 size_t n = 0;
+                 return parley_tokenize(w.engine(), huge_text().c_str(), 0, nullptr, 0, &n);
+               }});
+  r.push_back({"parley_detokenize", "a 1-byte buffer holds only the NUL", PARLEY_OK,
+               [](MisuseWorld& w) {
+                 const int32_t ids[] = {300, 301, 302};
+                 char b[1] = {'x'};
+                 size_t n = 0;
+                 const parley_status st = parley_detokenize(w.engine(), ids, 3, b, 1, &n);
+                 return st == PARLEY_OK && b[0] == '\0' && n > 1 ? PARLEY_OK : kRowCheckFailed;
+               }});
+  for (parley_status s : {-1, 16, 1000, INT32_MIN, INT32_MAX}) {
+    r.push_back({"parley_status_name", "code " + std::to_string(s) + " is PARLEY_E_UNKNOWN",
+                 PARLEY_OK,
+                 [s](MisuseWorld&) {
+                   return std::string(parley_status_name(s)) == "PARLEY_E_UNKNOWN"
+                              ? PARLEY_OK
+                              : kRowCheckFailed;
+                 },
+                 false});
+  }
+  return r;
+}
+
+}  // namespace parley::test

@@ -1,0 +1,243 @@
+// Out of memory: the n-th allocation (C++ or SQLite's own) fails during an engine open, a
+// spill, a restore and a close, for n = 1, 2, ... over the operation's allocations (all of the
+// first ones, then a spread up to the last). Each call returns PARLEY_OK or
+// PARLEY_E_OUT_OF_MEMORY, the session goes on with exactly the conversation it would have had,
+// and the store keeps every turn. Under AddressSanitizer (detect_leaks=1) nothing may leak.
+// Not covered: allocations inside sentencepiece (see
+// sentencepiece_unfailed.cpp) and zstd's (it calls malloc, which is not replaced).
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "failing_alloc.h"
+#include "hardening_model.h"
+#include "parley.h"
+#include "replay.h"
+#include "support/sanitizer_build.h"
+#include "support/shared_assets.h"
+
+using namespace parley::test;
+
+namespace {
+
+constexpr uint32_t kReplyTokens = 4;
+// Every failure point up to kDensePoints, then kSparsePoints more spread evenly to the last
+// one; fewer under a sanitizer, where each attempt (a whole engine open) is much slower.
+constexpr uint64_t kDensePoints = kSanitizerBuild ? 20 : 32;
+constexpr uint64_t kSparsePoints = kSanitizerBuild ? 20 : 32;
+
+// Two turns fill more than one KV block, so a spill writes a full block and a tail.
+const char* const kTurnTexts[] = {"a b c d e f g h", "i j k l m n", "o p q r", "s t u v w"};
+
+std::vector<TurnRecord> turns(size_t n) {
+  std::vector<TurnRecord> t;
+  for (size_t i = 0; i < n; ++i) t.push_back({kTurnTexts[i], kReplyTokens, kReplyTokens, false});
+  return t;
+}
+
+std::vector<uint64_t> failure_points(uint64_t total) {
+  std::vector<uint64_t> points;
+  for (uint64_t n = 1; n <= std::min(total, kDensePoints); ++n) points.push_back(n);
+  if (total > kDensePoints) {
+    const uint64_t rest = total - kDensePoints;
+    for (uint64_t i = 1; i <= kSparsePoints; ++i) {
+      const uint64_t n = kDensePoints + (rest * i + kSparsePoints - 1) / kSparsePoints;
+      if (n > points.back()) points.push_back(n);
+    }
+  }
+  return points;
+}
+
+bool clean(parley_status st) { return st == PARLEY_OK || st == PARLEY_E_OUT_OF_MEMORY; }
+
+struct Env {
+  TempDir dir;
+  std::string db = (dir / "oom.db").string();
+  std::vector<Transcript> expected;  // after 0, 1, ... turns, replayed with nothing failing
+  int next_id = 0;
+
+  Env() {
+    install_failing_sqlite_malloc();
+    const auto ro = engine_options(hardening_model(), "");
+    parley_engine* reference = nullptr;
+    REQUIRE(parley_engine_open(&ro, &reference) == PARLEY_OK);
+    for (size_t n = 0; n <= std::size(kTurnTexts); ++n) expected.push_back(replay(reference, turns(n)));
+    parley_engine_close(reference);
+  }
+
+  parley_engine* open_engine() {
+    const auto o = engine_options(hardening_model(), db);
+    parley_engine* e = nullptr;
+    REQUIRE(parley_engine_open(&o, &e) == PARLEY_OK);
+    return e;
+  }
+
+  // A new stored session with `n` turns.
+  parley_session* session_with(parley_engine* e, size_t n, std::string& id) {
+    id = "s" + std::to_string(next_id++);
+    parley_session_options so;
+    parley_session_options_init(&so);
+    so.id = id.c_str();
+    so.chat_template = "raw";
+    // A scope of its own: its KV blocks are new to the store, so every spill encodes them.
+    so.cache_scope = id.c_str();
+    parley_session* s = nullptr;
+    REQUIRE(parley_session_create(e, &so, &s) == PARLEY_OK);
+    for (size_t i = 0; i < n; ++i) send(s, i);
+    return s;
+  }
+
+  static void send(parley_session* s, size_t turn) {
+    const auto g = greedy(kReplyTokens);
+    REQUIRE_MESSAGE(parley_session_send(s, kTurnTexts[turn], &g, nullptr, nullptr, nullptr) == PARLEY_OK,
+                    std::string(parley_last_error()));
+  }
+
+  void check_transcript(parley_session* s, size_t n_turns) const {
+    Transcript t;
+    REQUIRE(read_transcript(s, t) == PARLEY_OK);
+    CHECK(t == expected[n_turns]);
+  }
+
+  void check_stored(parley_engine* e, const std::string& id, size_t n_turns) const {
+    parley_session* s = nullptr;
+    REQUIRE(parley_session_open(e, id.c_str(), &s) == PARLEY_OK);
+    check_transcript(s, n_turns);
+    parley_session_close(s);
+  }
+
+  // Only the store and its WAL: a failed open must never move the file aside as damaged.
+  void check_store_in_place() const {
+    for (const auto& entry : std::filesystem::directory_iterator(dir.path())) {
+      const std::string name = entry.path().filename().string();
+      CHECK_MESSAGE((name == "oom.db" || name == "oom.db-wal" || name == "oom.db-shm"), name);
+    }
+  }
+};
+
+// Runs `attempt(arm)` once without failing to count its allocations, then once per failure
+// point; `arm` is called by the attempt right before the operation under test.
+void for_each_failure_point(bool sticky, const std::function<void(const std::function<void()>&)>& attempt) {
+  uint64_t total = 0;
+  attempt([] { arm_allocation_failure(UINT64_MAX, false); });
+  total = disarm_allocation_failure();
+  REQUIRE(total > 0);
+  const auto points = failure_points(total);
+  int fired = 0;
+  for (uint64_t n : points) {
+    CAPTURE(n);
+    attempt([n, sticky] { arm_allocation_failure(n, sticky); });
+    disarm_allocation_failure();
+    fired += allocation_failure_fired();
+  }
+  MESSAGE(total << " allocations; " << points.size() << " failure points, " << fired << " fired"
+                << std::string(sticky ? " (sticky)" : ""));
+  CHECK(fired > 0);
+}
+
+Env& env() {
+  static Env e;
+  return e;
+}
+
+}  // namespace
+
+TEST_CASE("out of memory while opening an engine and a stored session") {
+  Env& env = ::env();
+  std::string id;
+  {
+    parley_engine* e = env.open_engine();
+    parley_session_close(env.session_with(e, 2, id));
+    parley_engine_close(e);
+  }
+  for (bool sticky : {false, true}) {
+    for_each_failure_point(sticky, [&](const std::function<void()>& arm) {
+      const auto o = engine_options(hardening_model(), env.db);
+      parley_engine* e = nullptr;
+      parley_session* s = nullptr;
+      arm();
+      const parley_status st = parley_engine_open(&o, &e);
+      const parley_status st2 = st == PARLEY_OK ? parley_session_open(e, id.c_str(), &s) : PARLEY_OK;
+      disarm_allocation_failure();
+      CHECK_MESSAGE(clean(st), (std::string(parley_status_name(st)) + ": " + parley_last_error()));
+      CHECK_MESSAGE(clean(st2), (std::string(parley_status_name(st2)) + ": " + parley_last_error()));
+      CHECK((st == PARLEY_OK) == (e != nullptr));
+      parley_session_close(s);
+      parley_engine_close(e);
+      env.check_store_in_place();
+    });
+  }
+  parley_engine* e = env.open_engine();
+  env.check_stored(e, id, 2);
+  parley_engine_close(e);
+}
+
+// Each attempt opens its own engine, so statements are prepared and caches filled under the
+// failing allocator too, and every attempt makes the same allocations.
+TEST_CASE("out of memory while spilling a session") {
+  Env& env = ::env();
+  for (bool sticky : {false, true}) {
+    for_each_failure_point(sticky, [&](const std::function<void()>& arm) {
+      parley_engine* e = env.open_engine();
+      std::string id;
+      parley_session* s = env.session_with(e, 2, id);
+      arm();
+      const parley_status st = parley_session_suspend(s);
+      disarm_allocation_failure();
+      CHECK_MESSAGE(clean(st), (std::string(parley_status_name(st)) + ": " + parley_last_error()));
+      Env::send(s, 2);
+      env.check_transcript(s, 3);
+      parley_session_close(s);
+      env.check_stored(e, id, 3);
+      parley_engine_close(e);
+    });
+  }
+}
+
+TEST_CASE("out of memory while a send restores a spilled session") {
+  Env& env = ::env();
+  for (bool sticky : {false, true}) {
+    for_each_failure_point(sticky, [&](const std::function<void()>& arm) {
+      parley_engine* e = env.open_engine();
+      std::string id;
+      parley_session* s = env.session_with(e, 2, id);
+      REQUIRE(parley_session_suspend(s) == PARLEY_OK);
+      const auto g = greedy(kReplyTokens);
+      arm();
+      const parley_status st = parley_session_send(s, kTurnTexts[2], &g, nullptr, nullptr, nullptr);
+      disarm_allocation_failure();
+      CHECK_MESSAGE(clean(st), (std::string(parley_status_name(st)) + ": " + parley_last_error()));
+      // A failed turn is either not there at all, or whole (kept in memory, stored later).
+      parley_session_info info;
+      info.struct_size = sizeof info;
+      REQUIRE(parley_session_get_info(s, &info) == PARLEY_OK);
+      CHECK((info.n_turns == 4 || info.n_turns == 6));
+      if (info.n_turns == 4) Env::send(s, 2);
+      Env::send(s, 3);
+      env.check_transcript(s, 4);
+      parley_session_close(s);
+      env.check_stored(e, id, 4);
+      parley_engine_close(e);
+    });
+  }
+}
+
+TEST_CASE("out of memory while closing a session (which spills it)") {
+  Env& env = ::env();
+  for (bool sticky : {false, true}) {
+    for_each_failure_point(sticky, [&](const std::function<void()>& arm) {
+      parley_engine* e = env.open_engine();
+      std::string id;
+      parley_session* s = env.session_with(e, 2, id);
+      arm();
+      parley_session_close(s);
+      disarm_allocation_failure();
+      env.check_stored(e, id, 2);
+      parley_engine_close(e);
+    });
+  }
+}

@@ -1,0 +1,19 @@
+// Whether this binary is built with a sanitizer: such builds run unoptimized and instrumented,
+// so the longest tests scale their work down (and say so).
+#pragma once
+
+namespace parley::test {
+
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+constexpr bool kSanitizerBuild = true;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+constexpr bool kSanitizerBuild = true;
+#else
+constexpr bool kSanitizerBuild = false;
+#endif
+#else
+constexpr bool kSanitizerBuild = false;
+#endif
+
+}  // namespace parley::test
