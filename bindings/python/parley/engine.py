@@ -1,18 +1,18 @@
 """Engine: a loaded model, its backend and its sessions."""
 
 import ctypes
-import threading
-import weakref
 
 from . import _library, _native, _options
 from ._buffers import read_ids, read_text
-from .errors import MisuseError, check
+from ._handle import NativeHandle
+from .errors import check
 from .info import EngineStats, ModelInfo
 from .session import Session
 
 
-class Engine:
-    """A loaded model. Use it from any thread; close it with close() or a `with` block.
+class Engine(NativeHandle):
+    """A loaded model. Use it from any thread; close it with close() or a `with` block (with a
+    store, its open sessions' KV is spilled first; closing twice is a no-op).
 
     Sessions stay usable after the engine is closed: the library frees it when the last one
     closes, so handles may be closed (or garbage-collected) in any order.
@@ -25,38 +25,10 @@ class Engine:
                                     idle_spill_ms, context)
         handle = _native.engine_p()
         check(lib.parley_engine_open(ctypes.byref(o), ctypes.byref(handle)))
-        self._lib = lib
-        self._handle = handle.value
-        # Holds the raw handle and the function only, never self, so it can run at collection.
-        self._closer = weakref.finalize(self, lib.parley_engine_close, handle.value)
-        self._close_lock = threading.Lock()
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
+        super().__init__(lib, handle.value, lib.parley_engine_close, "engine")
 
     def __repr__(self):
         return "<parley.Engine %s>" % ("closed" if self._handle is None else hex(self._handle))
-
-    def close(self):
-        """Closes the engine (with a store, its open sessions' KV is spilled first).
-        Closing twice is a no-op."""
-        with self._close_lock:
-            self._handle = None
-            self._closer()
-
-    @property
-    def closed(self):
-        return self._handle is None
-
-    def _live(self):
-        # A closed handle is never handed back to C: its address may belong to a new engine.
-        handle = self._handle
-        if handle is None:
-            raise MisuseError("the engine is closed")
-        return handle
 
     def session(self, id=None, system=None, template=None, scope=None, overflow="error"):
         """Starts a conversation. template: None (the model's), "raw", "llama2", "chatml",

@@ -1,56 +1,27 @@
 """Session: one conversation."""
 
 import ctypes
-import threading
-import weakref
 
 from . import _native, _options
 from ._buffers import read_ids
+from ._handle import NativeHandle
 from ._streaming import stream_pieces
-from .errors import CancelledError, MisuseError, check, error_for
+from .errors import CancelledError, check, error_for
 from .info import ROLES, SessionInfo, TurnStats
 
 
-class Session:
+class Session(NativeHandle):
     """One conversation. Use it from one thread at a time (a second concurrent call raises
     BusyError); interrupt() may be called from any thread. Close it with close() or a `with`
-    block; it keeps its engine alive until then."""
+    block (with a store its KV is spilled first; closing twice is a no-op; a reply running on
+    another thread finishes first); it keeps its engine alive until then."""
 
     def __init__(self, lib, handle):
-        self._lib = lib
-        self._handle = handle
-        self._closer = weakref.finalize(self, lib.parley_session_close, handle)
-        # close() and interrupt() may come from different threads: the lock keeps interrupt()
-        # from handing C a handle that close() has just freed.
-        self._close_lock = threading.Lock()
+        super().__init__(lib, handle, lib.parley_session_close, "session")
         self.last_stats = None  # TurnStats of the last send or stream, also a cancelled one
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
 
     def __repr__(self):
         return "<parley.Session %s>" % ("closed" if self._handle is None else repr(self.id))
-
-    def close(self):
-        """Closes the session (with a store its KV is spilled first). Closing twice is a
-        no-op; a reply running on another thread finishes first."""
-        with self._close_lock:
-            self._handle = None
-            self._closer()
-
-    @property
-    def closed(self):
-        return self._handle is None
-
-    def _live(self):
-        # A closed handle is never handed back to C: its address may belong to a new session.
-        handle = self._handle
-        if handle is None:
-            raise MisuseError("the session is closed")
-        return handle
 
     # ---- Generation -------------------------------------------------------------------------
 
