@@ -5,6 +5,7 @@
 #include "backend/cpu/matmul_kernels.h"
 
 #include <hwy/foreach_target.h>  // must come before highway.h
+#include <hwy/cache_control.h>
 #include <hwy/highway.h>
 
 #include <algorithm>
@@ -44,16 +45,19 @@ constexpr size_t kActivationBlock = 64;
 // Weight loaders: Lanes(df) weights of row r (relative to the loader's first row) from
 // column k as floats, and one weight as a float. Both give exactly the stored value.
 struct F32Rows {
+  static constexpr size_t kValueBytes = 4;
   const std::byte* base;
   size_t stride;  // bytes per row
   HWY_INLINE VF load(DF df, size_t r, size_t k) const { return hn::LoadU(df, ptr(r) + k); }
   HWY_INLINE float at(size_t r, size_t k) const { return ptr(r)[k]; }
+  HWY_INLINE void prefetch(size_t r, size_t k) const { hwy::Prefetch(ptr(r) + k); }
   HWY_INLINE const float* ptr(size_t r) const {
     return reinterpret_cast<const float*>(base + r * stride);
   }
 };
 
 struct F16Rows {
+  static constexpr size_t kValueBytes = 2;
   const std::byte* base;
   size_t stride;
   HWY_INLINE VF load(DF df, size_t r, size_t k) const {
@@ -61,12 +65,14 @@ struct F16Rows {
     return hn::PromoteTo(df, hn::LoadU(dh, reinterpret_cast<const hwy::float16_t*>(ptr(r) + k)));
   }
   HWY_INLINE float at(size_t r, size_t k) const { return model::f16_to_f32(ptr(r)[k]); }
+  HWY_INLINE void prefetch(size_t r, size_t k) const { hwy::Prefetch(ptr(r) + k); }
   HWY_INLINE const uint16_t* ptr(size_t r) const {
     return reinterpret_cast<const uint16_t*>(base + r * stride);
   }
 };
 
 struct BF16Rows {
+  static constexpr size_t kValueBytes = 2;
   const std::byte* base;
   size_t stride;
   HWY_INLINE VF load(DF df, size_t r, size_t k) const {
@@ -75,6 +81,7 @@ struct BF16Rows {
                          hn::LoadU(dh, reinterpret_cast<const hwy::bfloat16_t*>(ptr(r) + k)));
   }
   HWY_INLINE float at(size_t r, size_t k) const { return model::bf16_to_f32(ptr(r)[k]); }
+  HWY_INLINE void prefetch(size_t r, size_t k) const { hwy::Prefetch(ptr(r) + k); }
   HWY_INLINE const uint16_t* ptr(size_t r) const {
     return reinterpret_cast<const uint16_t*>(base + r * stride);
   }
@@ -98,8 +105,10 @@ HWY_INLINE Rows rows_from(const model::TensorView& w, size_t r) {
 // sums[r * C + c] += dot(weight row r, activation row c) over columns [k0, k1), one SIMD
 // accumulator per pair reduced at the end. x points at activation row 0 (full rows). The
 // loops over the tile are unrolled so that its accumulators live in registers (GCC -O2 would
-// keep them in memory, a store and reload per product).
-template <size_t R, size_t C, class W>
+// keep them in memory, a store and reload per product). kPrefetchNextTile (decode) also asks for
+// the same columns of the next R rows: the hardware prefetcher alone does not follow R short
+// row streams at once, and a decode step is bound by how many weight bytes are in flight.
+template <size_t R, size_t C, bool kPrefetchNextTile = false, class W>
 HWY_INLINE void tile_sums(const W& w, const float* x, size_t x_stride, size_t k0, size_t k1,
                           float* sums) {
   const DF df;
@@ -111,6 +120,12 @@ HWY_INLINE void tile_sums(const W& w, const float* x, size_t x_stride, size_t k0
     for (size_t c = 0; c < C; ++c) acc[r][c] = hn::Zero(df);
   }
   for (size_t k = k0; k < k1; k += lanes) {
+    if constexpr (kPrefetchNextTile) {
+      if ((k - k0) * W::kValueBytes % 64 == 0) {  // once per cache line (a step is <= 64 bytes)
+        HWY_UNROLL(8)
+        for (size_t r = 0; r < R; ++r) w.prefetch(R + r, k);
+      }
+    }
     VF wv[R];
     HWY_UNROLL(8)
     for (size_t r = 0; r < R; ++r) wv[r] = w.load(df, r, k);
@@ -158,7 +173,7 @@ HWY_INLINE void small_batch_tile(const Problem& p, size_t r, size_t i) {
   const float* x = p.x + i * p.cols;
   float sums[R * C] = {};
   for (size_t k0 = 0; k0 < p.cols_vec; k0 += kSumBlockCols) {
-    tile_sums<R, C>(w, x, p.cols, k0, std::min(p.cols_vec, k0 + kSumBlockCols), sums);
+    tile_sums<R, C, C == 1>(w, x, p.cols, k0, std::min(p.cols_vec, k0 + kSumBlockCols), sums);
   }
   for (size_t rr = 0; rr < R; ++rr) {
     for (size_t c = 0; c < C; ++c) {

@@ -35,10 +35,6 @@ using VF = hn::Vec<DF>;
 constexpr size_t kTileRows = 4;
 constexpr size_t kTileCols = HWY_TARGET <= HWY_AVX3 ? 4 : 2;
 
-// Blocks ahead (about 540 bytes) that each weight row is prefetched: the integer products
-// leave the out-of-order window too few loads in flight to hide memory latency alone.
-constexpr size_t kPrefetchBlocks = 16;
-
 // Activation rows per cache block: their 16-bit values (32 x 11 KiB for the widest matrices
 // of a 1B model) stay in L2 while every weight row of the range passes over them.
 constexpr size_t kActivationBlock = 32;
@@ -88,6 +84,14 @@ HWY_INLINE void tile(const Problem& p, size_t r, size_t i) {
   for (size_t rr = 0; rr < R; ++rr) {
     w[rr] = reinterpret_cast<const model::Q8Block*>(p.w.data + (r + rr) * p.w_stride);
   }
+  // The same block of the next tile's rows is prefetched: the hardware prefetcher alone does
+  // not follow R short row streams at once (rows of a few KiB), and decode is bound by how
+  // many weight bytes are in flight. A hint only: past the matrix end it does nothing.
+  const model::Q8Block* next_tile[R];
+  for (size_t rr = 0; rr < R; ++rr) {
+    next_tile[rr] = reinterpret_cast<const model::Q8Block*>(
+        reinterpret_cast<uintptr_t>(w[rr]) + R * p.w_stride);
+  }
   const int16_t* xq[C];
   const float* xs[C];
   for (size_t c = 0; c < C; ++c) {
@@ -106,7 +110,7 @@ HWY_INLINE void tile(const Problem& p, size_t r, size_t i) {
     for (size_t c = 0; c < C; ++c) x_scale[c] = hn::Set(df, xs[c][b]);
     HWY_UNROLL(8)
     for (size_t rr = 0; rr < R; ++rr) {
-      if (b + kPrefetchBlocks < p.blocks) hwy::Prefetch(&w[rr][b + kPrefetchBlocks]);
+      hwy::Prefetch(next_tile[rr] + b);
       const VF w_scale = f16_scale(w[rr][b].d);
       HWY_UNROLL(8)
       for (size_t c = 0; c < C; ++c) {
