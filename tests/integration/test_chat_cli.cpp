@@ -490,9 +490,10 @@ TEST_CASE("--session without --store names the conversation, and store commands 
 TEST_CASE("store: --idle-spill moves an idle conversation's KV to the store") {
   PARLEY_SHARED_OR_SKIP(gguf, "models/stories260k/stories260k-f32.gguf");
   TempDir dir;
-  // The pause is six times the idle limit, so the conversation is idle by the second /sessions
-  // (counted from the start: model loading and the first turn take longer when sanitized).
-  const std::string pause = kSanitizerBuild ? "4" : "0.6";
+  // The pause, counted from the start, covers model loading and the first turn with room to
+  // spare (they take longer when sanitized, or when other tests load both cores) plus many
+  // times the idle limit, so the conversation is idle by the second /sessions.
+  const std::string pause = kSanitizerBuild ? "6" : "2";
   const Run r = run_fed_program(
       "printf 'Once upon a time\\n/sessions\\n'; sleep " + pause +
           "; printf '/sessions\\nThe cat\\n/stats\\n'",

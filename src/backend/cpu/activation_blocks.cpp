@@ -1,34 +1,54 @@
+// Compiled once per SIMD target (foreach_target.h re-includes this file). Every target gives
+// the same bits: the block maximum is exact, the product x * (32767 / amax) is one IEEE
+// multiply, and its rounding is to nearest even, as nearbyint's default mode.
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "backend/cpu/activation_blocks.cpp"
 #include "backend/cpu/activation_blocks.h"
 
-#include <cmath>
+#include <hwy/foreach_target.h>  // must come before highway.h
+#include <hwy/highway.h>
+
 #include <limits>
 
+HWY_BEFORE_NAMESPACE();
 namespace parley::backend::cpu {
-namespace {
+namespace HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+
+// At most one block per vector, so that a block is a whole number of vectors on any target.
+using DF = hn::CappedTag<float, ActivationBlocks::kBlock>;
+using DI = hn::Rebind<int32_t, DF>;
+using D16 = hn::Rebind<int16_t, DF>;
 
 void quantize_block(const float* x, int16_t* q, float* scale) {
-  float amax = 0.0f;
-  bool finite = true;
-  for (size_t k = 0; k < ActivationBlocks::kBlock; ++k) {
-    finite = finite && std::isfinite(x[k]);
-    amax = std::fmax(amax, std::fabs(x[k]));
+  const DF df;
+  const D16 d16;
+  const size_t lanes = hn::Lanes(df);
+  auto amax = hn::Zero(df);
+  auto finite = hn::FirstN(df, lanes);  // all true
+  for (size_t k = 0; k < ActivationBlocks::kBlock; k += lanes) {
+    const auto v = hn::LoadU(df, x + k);
+    finite = hn::And(finite, hn::IsFinite(v));
+    amax = hn::Max(amax, hn::Abs(v));
   }
-  if (!finite || amax == 0.0f) {
-    *scale = finite ? 0.0f : std::numeric_limits<float>::quiet_NaN();
-    for (size_t k = 0; k < ActivationBlocks::kBlock; ++k) q[k] = 0;
+  const float block_max = hn::GetLane(hn::MaxOfLanes(df, amax));
+  if (!hn::AllTrue(df, finite) || block_max == 0.0f) {
+    *scale = hn::AllTrue(df, finite) ? 0.0f : std::numeric_limits<float>::quiet_NaN();
+    for (size_t k = 0; k < ActivationBlocks::kBlock; k += lanes) {
+      hn::StoreU(hn::Zero(d16), d16, q + k);
+    }
     return;
   }
-  *scale = amax / ActivationBlocks::kMax;
-  const float inv = ActivationBlocks::kMax / amax;
+  *scale = block_max / ActivationBlocks::kMax;
   // |x * inv| <= 32767 up to one rounding of the product, which cannot carry it past 32767.5.
-  for (size_t k = 0; k < ActivationBlocks::kBlock; ++k) {
-    q[k] = static_cast<int16_t>(std::nearbyint(x[k] * inv));
+  const auto inv = hn::Set(df, ActivationBlocks::kMax / block_max);
+  for (size_t k = 0; k < ActivationBlocks::kBlock; k += lanes) {
+    const auto rounded = hn::NearestInt(hn::Mul(hn::LoadU(df, x + k), inv));
+    hn::StoreU(hn::DemoteTo(d16, rounded), d16, q + k);
   }
 }
 
-}  // namespace
-
-void quantize_activations(const float* x, size_t n, size_t cols, ActivationBlocks& out) {
+void QuantizeActivations(const float* x, size_t n, size_t cols, ActivationBlocks& out) {
   const size_t blocks = cols / ActivationBlocks::kBlock;
   out.n = n;
   out.cols = cols;
@@ -42,4 +62,18 @@ void quantize_activations(const float* x, size_t n, size_t cols, ActivationBlock
   }
 }
 
+}  // namespace HWY_NAMESPACE
 }  // namespace parley::backend::cpu
+HWY_AFTER_NAMESPACE();
+
+#if HWY_ONCE
+namespace parley::backend::cpu {
+
+HWY_EXPORT(QuantizeActivations);
+
+void quantize_activations(const float* x, size_t n, size_t cols, ActivationBlocks& out) {
+  HWY_DYNAMIC_DISPATCH(QuantizeActivations)(x, n, cols, out);
+}
+
+}  // namespace parley::backend::cpu
+#endif  // HWY_ONCE

@@ -28,8 +28,8 @@ struct ActivationBlocks {
   const float* scale_row(size_t i) const { return scale.data() + i * (cols / kBlock); }
 };
 
-// Quantizes x [n, cols] into out (its buffers reused); cols must be a multiple of 32. Plain
-// C++, the same bits on every CPU.
+// Quantizes x [n, cols] into out (its buffers reused); cols must be a multiple of 32. The best
+// SIMD target of the running CPU; every target gives the same bits.
 void quantize_activations(const float* x, size_t n, size_t cols, ActivationBlocks& out);
 
 }  // namespace parley::backend::cpu

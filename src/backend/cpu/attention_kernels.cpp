@@ -4,9 +4,11 @@
 #include "backend/cpu/attention_kernels.h"
 
 #include <hwy/foreach_target.h>  // must come before highway.h
+#include <hwy/cache_control.h>
 #include <hwy/highway.h>
 #include <hwy/contrib/math/math-inl.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
@@ -64,6 +66,29 @@ struct F32Row {
   static HWY_INLINE float scale(const std::byte*) { return 1.0f; }
 };
 
+// Positions ahead whose K and V rows the score pass asks for. One head's rows are a few cache
+// lines each, scattered over blocks and strided within one (all heads of a slot sit side by
+// side), which the hardware prefetcher does not follow; without the hint a long context is
+// read at memory latency, one row at a time. V is fetched here too so that the weighted sum
+// finds it in cache.
+constexpr uint32_t kPrefetchPositions = 16;
+
+HWY_INLINE void prefetch_bytes(const std::byte* p, size_t bytes) {
+  for (size_t off = 0; off < bytes; off += 64) hwy::Prefetch(p + off);
+}
+
+HWY_INLINE void prefetch_position(const kv::KvView& kv, const HeadPlacement& at, uint32_t t,
+                                  size_t row_bytes, bool scaled) {
+  const std::byte* block = kv.block_data(t);
+  const size_t slot = t % kv::kBlockTokens;
+  prefetch_bytes(block + at.k + slot * at.slot_stride, row_bytes);
+  prefetch_bytes(block + at.v + slot * at.slot_stride, row_bytes);
+  if (scaled) {
+    hwy::Prefetch(block + at.k_scale + slot * at.scale_stride);
+    hwy::Prefetch(block + at.v_scale + slot * at.scale_stride);
+  }
+}
+
 // exp(x - max) of n scores in place; returns their sum. The tail uses the same Exp on one lane.
 template <class D>
 HWY_INLINE float exp_and_sum(D d, float* s, size_t n, float max) {
@@ -93,7 +118,133 @@ HWY_INLINE float max_of(D d, const float* s, size_t n) {
   return best;
 }
 
-// D's lane count divides head_dim.
+// Calls fn(t, block, slot) for positions first..last in order, looking up each block once,
+// with the rows kPrefetchPositions ahead asked for (K and V, or V only).
+template <class Fn>
+HWY_INLINE void visit_positions(const GroupJob& job, const kv::KvView& kv,
+                                const HeadPlacement& at, size_t row_bytes, bool scaled,
+                                bool k_too, const Fn& fn) {
+  const auto prefetch = [&](uint32_t t) {
+    const std::byte* block = kv.block_data(t);
+    const size_t slot = t % kv::kBlockTokens;
+    if (k_too) {
+      prefetch_bytes(block + at.k + slot * at.slot_stride, row_bytes);
+      if (scaled) hwy::Prefetch(block + at.k_scale + slot * at.scale_stride);
+    }
+    prefetch_bytes(block + at.v + slot * at.slot_stride, row_bytes);
+    if (scaled) hwy::Prefetch(block + at.v_scale + slot * at.scale_stride);
+  };
+  for (uint32_t t = job.first; t <= job.last && t - job.first < kPrefetchPositions; ++t) {
+    prefetch(t);
+  }
+  uint32_t t = job.first;
+  while (t <= job.last) {
+    const std::byte* block = kv.block_data(t);
+    const uint32_t block_last = std::min(job.last, t - t % kv::kBlockTokens + kv::kBlockTokens - 1);
+    for (; t <= block_last; ++t) {
+      if (job.last - t >= kPrefetchPositions) prefetch(t + kPrefetchPositions);
+      fn(t, block, t % kv::kBlockTokens);
+    }
+  }
+}
+
+// Accumulator vectors the weighted sum of V keeps in registers: AVX-512 has 32 vector
+// registers, narrower targets 16 (the V row and the weight need some of the rest).
+constexpr size_t kAccumulatorVectors = HWY_TARGET <= HWY_AVX3 ? 16 : 8;
+
+// out_g += sum_t p_g(t) v_t for query heads g0 .. g0 + G of the group, head_dim = NV vectors:
+// the accumulators stay in registers over every position and each V row is converted once
+// per G heads.
+template <size_t NV, size_t G, class Row, class D>
+HWY_INLINE void weighted_values(D d, const GroupJob& job, const kv::KvView& kv,
+                                const HeadPlacement& at, size_t row_bytes, const float* scores,
+                                size_t n, size_t g0, const float* inv_sum) {
+  using V = hn::Vec<D>;
+  const size_t lanes = hn::Lanes(d);
+  const bool scaled = kv.type() == kv::KvType::int8;
+  V acc[G][NV];
+  HWY_UNROLL(16)
+  for (size_t g = 0; g < G; ++g) {
+    HWY_UNROLL(8)
+    for (size_t j = 0; j < NV; ++j) acc[g][j] = hn::Zero(d);
+  }
+  visit_positions(job, kv, at, row_bytes, scaled, false,
+                  [&](uint32_t t, const std::byte* block, size_t slot) HWY_ATTR {
+                    const std::byte* v = block + at.v + slot * at.slot_stride;
+                    V row[NV];
+                    HWY_UNROLL(8)
+                    for (size_t j = 0; j < NV; ++j) row[j] = Row::load(d, v, j * lanes);
+                    const float scale = Row::scale(block + at.v_scale + slot * at.scale_stride);
+                    const size_t i = t - job.first;
+                    HWY_UNROLL(16)
+                    for (size_t g = 0; g < G; ++g) {
+                      const V p = hn::Set(d, scores[(g0 + g) * n + i] * scale);
+                      HWY_UNROLL(8)
+                      for (size_t j = 0; j < NV; ++j) acc[g][j] = hn::MulAdd(p, row[j], acc[g][j]);
+                    }
+                  });
+  HWY_UNROLL(16)
+  for (size_t g = 0; g < G; ++g) {
+    const V inv = hn::Set(d, inv_sum[g0 + g]);
+    float* og = job.out + (g0 + g) * NV * lanes;
+    HWY_UNROLL(8)
+    for (size_t j = 0; j < NV; ++j) hn::StoreU(hn::Mul(inv, acc[g][j]), d, og + j * lanes);
+  }
+}
+
+// head_dim = NV vectors of D, known at compile time: K and V rows are converted into
+// registers once per position (or per G heads for V) and never stored back.
+template <size_t NV, class Row, class D>
+void attend_fixed(D d, const GroupJob& job, const kv::KvView& kv, std::vector<float>& scratch) {
+  using V = hn::Vec<D>;
+  const size_t lanes = hn::Lanes(d);
+  const size_t hd = NV * lanes;
+  const size_t n = job.last - job.first + 1;
+  const size_t group = size_t(job.group);
+  scratch.resize(group * n + group);
+  float* scores = scratch.data();      // [group][n]
+  float* inv_sum = scores + group * n;  // [group]
+  const HeadPlacement at(kv.layout(), job.layer, job.kv_head);
+  const float inv_sqrt = 1.0f / std::sqrt(float(hd));
+  const size_t row_bytes = hd * kv.layout().element_bytes();
+  const bool scaled = kv.type() == kv::KvType::int8;
+
+  visit_positions(job, kv, at, row_bytes, scaled, true,
+                  [&](uint32_t t, const std::byte* block, size_t slot) HWY_ATTR {
+                    const std::byte* k = block + at.k + slot * at.slot_stride;
+                    V row[NV];
+                    HWY_UNROLL(8)
+                    for (size_t j = 0; j < NV; ++j) row[j] = Row::load(d, k, j * lanes);
+                    const float scale =
+                        Row::scale(block + at.k_scale + slot * at.scale_stride) * inv_sqrt;
+                    const size_t i = t - job.first;
+                    for (size_t g = 0; g < group; ++g) {
+                      const float* qg = job.q + g * hd;
+                      V acc = hn::Mul(hn::LoadU(d, qg), row[0]);
+                      HWY_UNROLL(8)
+                      for (size_t j = 1; j < NV; ++j) {
+                        acc = hn::MulAdd(hn::LoadU(d, qg + j * lanes), row[j], acc);
+                      }
+                      scores[g * n + i] = hn::GetLane(hn::SumOfLanes(d, acc)) * scale;
+                    }
+                  });
+
+  for (size_t g = 0; g < group; ++g) {
+    float* sg = scores + g * n;
+    inv_sum[g] = 1.0f / exp_and_sum(d, sg, n, max_of(d, sg, n));
+  }
+
+  constexpr size_t kHeads = kAccumulatorVectors / NV > 0 ? kAccumulatorVectors / NV : 1;
+  size_t g0 = 0;
+  for (; g0 + kHeads <= group; g0 += kHeads) {
+    weighted_values<NV, kHeads, Row>(d, job, kv, at, row_bytes, scores, n, g0, inv_sum);
+  }
+  for (; g0 < group; ++g0) {
+    weighted_values<NV, 1, Row>(d, job, kv, at, row_bytes, scores, n, g0, inv_sum);
+  }
+}
+
+// Any head_dim that D's lane count divides: rows converted through a scratch row.
 template <class Row, class D>
 void attend(D d, const GroupJob& job, const kv::KvView& kv, std::vector<float>& scratch) {
   const size_t hd = size_t(kv.shape().head_dim);
@@ -106,8 +257,16 @@ void attend(D d, const GroupJob& job, const kv::KvView& kv, std::vector<float>& 
   float* inv_sum = row + hd;        // [group]
   const HeadPlacement at(kv.layout(), job.layer, job.kv_head);
   const float inv_sqrt = 1.0f / std::sqrt(float(hd));
+  const size_t row_bytes = hd * kv.layout().element_bytes();
+  const bool scaled = kv.type() == kv::KvType::int8;
 
+  for (uint32_t t = job.first; t <= job.last && t < job.first + kPrefetchPositions; ++t) {
+    prefetch_position(kv, at, t, row_bytes, scaled);
+  }
   for (uint32_t t = job.first; t <= job.last; ++t) {
+    if (job.last - t >= kPrefetchPositions) {
+      prefetch_position(kv, at, t + kPrefetchPositions, row_bytes, scaled);
+    }
     const std::byte* block = kv.block_data(t);
     const size_t slot = t % kv::kBlockTokens;
     const std::byte* k = block + at.k + slot * at.slot_stride;
@@ -157,7 +316,16 @@ template <class Row>
 void attend_any_width(const GroupJob& job, const kv::KvView& kv, std::vector<float>& scratch) {
   const size_t hd = size_t(kv.shape().head_dim);
   const hn::ScalableTag<float> full;
-  if (hd % hn::Lanes(full) == 0) return attend<Row>(full, job, kv, scratch);
+  if (hd % hn::Lanes(full) == 0) {
+    switch (hd / hn::Lanes(full)) {
+      case 1: return attend_fixed<1, Row>(full, job, kv, scratch);
+      case 2: return attend_fixed<2, Row>(full, job, kv, scratch);
+      case 4: return attend_fixed<4, Row>(full, job, kv, scratch);
+      case 8: return attend_fixed<8, Row>(full, job, kv, scratch);
+      default: return attend<Row>(full, job, kv, scratch);
+    }
+  }
+  if (hd == 8) return attend_fixed<1, Row>(hn::CappedTag<float, 8>(), job, kv, scratch);
   if (hd % 8 == 0) return attend<Row>(hn::CappedTag<float, 8>(), job, kv, scratch);
   if (hd % 4 == 0) return attend<Row>(hn::CappedTag<float, 4>(), job, kv, scratch);
   if (hd % 2 == 0) return attend<Row>(hn::CappedTag<float, 2>(), job, kv, scratch);

@@ -54,4 +54,29 @@ TEST_CASE("activation blocks: zeros give scale 0, a NaN or infinity gives scale 
   for (int16_t q : b.q) CHECK(q == 0);
 }
 
+TEST_CASE("activation blocks: x * (32767 / amax) is rounded to nearest, ties to even") {
+  std::mt19937 rng(8);
+  std::vector<float> x = random_values(64, 3.0f, rng);
+  x[0] = 32767.0f;  // block 0: factor exactly 1, so halves are ties
+  x[1] = 0.5f;
+  x[2] = 1.5f;
+  x[3] = -2.5f;
+  x[4] = 7.5f;
+  ActivationBlocks b;
+  backend::cpu::quantize_activations(x.data(), 1, x.size(), b);
+  for (size_t blk = 0; blk < 2; ++blk) {
+    float amax = 0.0f;
+    for (size_t k = blk * 32; k < blk * 32 + 32; ++k) amax = std::fmax(amax, std::fabs(x[k]));
+    const float inv = 32767.0f / amax;
+    for (size_t k = blk * 32; k < blk * 32 + 32; ++k) {
+      INFO("value " << k);
+      CHECK(b.q[k] == int16_t(std::nearbyint(x[k] * inv)));
+    }
+  }
+  CHECK(b.q[1] == 0);
+  CHECK(b.q[2] == 2);
+  CHECK(b.q[3] == -2);
+  CHECK(b.q[4] == 8);
+}
+
 }  // namespace parley::test

@@ -9,9 +9,11 @@
 #include <algorithm>
 #include <cmath>
 #include <functional>
+#include <limits>
 #include <random>
 #include <string>
 
+#include "backend/cpu/activation_blocks.h"
 #include "backend/cpu/matmul_kernels.h"
 #include "backend/cpu/ops_attention.h"
 #include "backend/cpu/ops_matmul.h"
@@ -183,11 +185,14 @@ TEST_CASE("attention agrees with the scalar target on every target and every KV 
   };
   // Head sizes 6 and 24 take the narrower vectors a 16-lane target falls back to.
   for (kv::KvType type : {kv::KvType::f32, kv::KvType::f16, kv::KvType::int8}) {
+    // 12/2 heads of 64 and 6/2 of 32: query groups that fill the register accumulators
+    // several times over and leave some heads over; 300 positions cross many blocks.
     for (Setup s : {Setup{8, 2, 8, 3, 5}, Setup{4, 1, 64, 30, 1}, Setup{2, 2, 6, 0, 7},
-                    Setup{6, 3, 24, 11, 2}, Setup{4, 4, 128, 1, 3}}) {
+                    Setup{6, 3, 24, 11, 2}, Setup{4, 4, 128, 1, 3}, Setup{12, 2, 64, 297, 3},
+                    Setup{6, 2, 32, 40, 2}}) {
       std::mt19937 rng(uint32_t(s.head_dim * 7 + s.n_kv_heads));
       const kv::KvShape shape{1, s.n_kv_heads, s.head_dim};
-      kv::KvCache kv(type, shape, 48);
+      kv::KvCache kv(type, shape, 320);
       const uint32_t end = s.start_pos + uint32_t(s.n_rows);
       for (uint32_t p = 0; p < end; ++p) {
         const auto k = random_values(size_t(shape.row()), 3.0f, rng);
@@ -211,6 +216,45 @@ TEST_CASE("attention agrees with the scalar target on every target and every KV 
         backend::cpu::attention(args, kv, pool);
         return out;
       });
+    }
+  }
+}
+
+TEST_CASE("activation blocks: every target gives the scalar target's bits") {
+  std::mt19937 rng(5);
+  const size_t n = 3, cols = 160;
+  std::vector<float> x = random_values(n * cols, 4.0f, rng);
+  // Block 1: amax 32767 makes the factor exactly 1, so halves are ties (to even: 2, -4, 100).
+  x[32] = 32767.0f;
+  x[33] = 2.5f;
+  x[34] = -3.5f;
+  x[35] = 100.5f;
+  for (size_t k = 64; k < 96; ++k) x[k] = 0.0f;                   // block 2: zeros
+  x[100] = std::numeric_limits<float>::infinity();                 // block 3: not finite
+  x[200] = std::numeric_limits<float>::quiet_NaN();                // block 6: not finite
+  for (size_t k = 224; k < 256; ++k) x[k] *= 1e-38f;               // block 7: subnormal range
+  const auto quantized = [&] {
+    backend::cpu::ActivationBlocks b;
+    backend::cpu::quantize_activations(x.data(), n, cols, b);
+    return b;
+  };
+  backend::cpu::ActivationBlocks want;
+  {
+    OnlyTarget only(HWY_SCALAR);
+    want = quantized();
+  }
+  CHECK(want.q[33] == 2);
+  CHECK(want.q[34] == -4);
+  CHECK(want.q[35] == 100);
+  for (int64_t t : hwy::SupportedAndGeneratedTargets()) {
+    OnlyTarget only(t);
+    const backend::cpu::ActivationBlocks got = quantized();
+    INFO("target " << hwy::TargetName(t));
+    CHECK(got.q == want.q);
+    REQUIRE(got.scale.size() == want.scale.size());
+    for (size_t i = 0; i < want.scale.size(); ++i) {
+      INFO("block " << i);
+      CHECK((std::isnan(want.scale[i]) ? std::isnan(got.scale[i]) : got.scale[i] == want.scale[i]));
     }
   }
 }
