@@ -52,7 +52,11 @@ std::vector<uint64_t> failure_points(uint64_t total) {
   return points;
 }
 
-bool clean(parley_status st) { return st == PARLEY_OK || st == PARLEY_E_OUT_OF_MEMORY; }
+// A call under a failing allocator may only succeed or report running out of memory.
+void check_clean(parley_status st) {
+  CHECK_MESSAGE((st == PARLEY_OK || st == PARLEY_E_OUT_OF_MEMORY),
+                (std::string(parley_status_name(st)) + ": " + parley_last_error()));
+}
 
 struct Env {
   TempDir dir;
@@ -139,6 +143,11 @@ void for_each_failure_point(bool sticky, const std::function<void(const std::fun
   CHECK(fired > 0);
 }
 
+// Both modes: one allocation fails, then every allocation from the n-th on.
+void for_each_failure(const std::function<void(const std::function<void()>&)>& attempt) {
+  for (bool sticky : {false, true}) for_each_failure_point(sticky, attempt);
+}
+
 Env& env() {
   static Env e;
   return e;
@@ -154,23 +163,21 @@ TEST_CASE("out of memory while opening an engine and a stored session") {
     parley_session_close(env.session_with(e, 2, id));
     parley_engine_close(e);
   }
-  for (bool sticky : {false, true}) {
-    for_each_failure_point(sticky, [&](const std::function<void()>& arm) {
-      const auto o = engine_options(hardening_model(), env.db);
-      parley_engine* e = nullptr;
-      parley_session* s = nullptr;
-      arm();
-      const parley_status st = parley_engine_open(&o, &e);
-      const parley_status st2 = st == PARLEY_OK ? parley_session_open(e, id.c_str(), &s) : PARLEY_OK;
-      disarm_allocation_failure();
-      CHECK_MESSAGE(clean(st), (std::string(parley_status_name(st)) + ": " + parley_last_error()));
-      CHECK_MESSAGE(clean(st2), (std::string(parley_status_name(st2)) + ": " + parley_last_error()));
-      CHECK((st == PARLEY_OK) == (e != nullptr));
-      parley_session_close(s);
-      parley_engine_close(e);
-      env.check_store_in_place();
-    });
-  }
+  for_each_failure([&](const std::function<void()>& arm) {
+    const auto o = engine_options(hardening_model(), env.db);
+    parley_engine* e = nullptr;
+    parley_session* s = nullptr;
+    arm();
+    const parley_status st = parley_engine_open(&o, &e);
+    const parley_status st2 = st == PARLEY_OK ? parley_session_open(e, id.c_str(), &s) : PARLEY_OK;
+    disarm_allocation_failure();
+    check_clean(st);
+    check_clean(st2);
+    CHECK((st == PARLEY_OK) == (e != nullptr));
+    parley_session_close(s);
+    parley_engine_close(e);
+    env.check_store_in_place();
+  });
   parley_engine* e = env.open_engine();
   env.check_stored(e, id, 2);
   parley_engine_close(e);
@@ -180,64 +187,58 @@ TEST_CASE("out of memory while opening an engine and a stored session") {
 // failing allocator too, and every attempt makes the same allocations.
 TEST_CASE("out of memory while spilling a session") {
   Env& env = ::env();
-  for (bool sticky : {false, true}) {
-    for_each_failure_point(sticky, [&](const std::function<void()>& arm) {
-      parley_engine* e = env.open_engine();
-      std::string id;
-      parley_session* s = env.session_with(e, 2, id);
-      arm();
-      const parley_status st = parley_session_suspend(s);
-      disarm_allocation_failure();
-      CHECK_MESSAGE(clean(st), (std::string(parley_status_name(st)) + ": " + parley_last_error()));
-      Env::send(s, 2);
-      env.check_transcript(s, 3);
-      parley_session_close(s);
-      env.check_stored(e, id, 3);
-      parley_engine_close(e);
-    });
-  }
+  for_each_failure([&](const std::function<void()>& arm) {
+    parley_engine* e = env.open_engine();
+    std::string id;
+    parley_session* s = env.session_with(e, 2, id);
+    arm();
+    const parley_status st = parley_session_suspend(s);
+    disarm_allocation_failure();
+    check_clean(st);
+    Env::send(s, 2);
+    env.check_transcript(s, 3);
+    parley_session_close(s);
+    env.check_stored(e, id, 3);
+    parley_engine_close(e);
+  });
 }
 
 TEST_CASE("out of memory while a send restores a spilled session") {
   Env& env = ::env();
-  for (bool sticky : {false, true}) {
-    for_each_failure_point(sticky, [&](const std::function<void()>& arm) {
-      parley_engine* e = env.open_engine();
-      std::string id;
-      parley_session* s = env.session_with(e, 2, id);
-      REQUIRE(parley_session_suspend(s) == PARLEY_OK);
-      const auto g = greedy(kReplyTokens);
-      arm();
-      const parley_status st = parley_session_send(s, kTurnTexts[2], &g, nullptr, nullptr, nullptr);
-      disarm_allocation_failure();
-      CHECK_MESSAGE(clean(st), (std::string(parley_status_name(st)) + ": " + parley_last_error()));
-      // A failed turn is either not there at all, or whole (kept in memory, stored later).
-      parley_session_info info;
-      info.struct_size = sizeof info;
-      REQUIRE(parley_session_get_info(s, &info) == PARLEY_OK);
-      CHECK((info.n_turns == 4 || info.n_turns == 6));
-      if (info.n_turns == 4) Env::send(s, 2);
-      Env::send(s, 3);
-      env.check_transcript(s, 4);
-      parley_session_close(s);
-      env.check_stored(e, id, 4);
-      parley_engine_close(e);
-    });
-  }
+  for_each_failure([&](const std::function<void()>& arm) {
+    parley_engine* e = env.open_engine();
+    std::string id;
+    parley_session* s = env.session_with(e, 2, id);
+    REQUIRE(parley_session_suspend(s) == PARLEY_OK);
+    const auto g = greedy(kReplyTokens);
+    arm();
+    const parley_status st = parley_session_send(s, kTurnTexts[2], &g, nullptr, nullptr, nullptr);
+    disarm_allocation_failure();
+    check_clean(st);
+    // A failed turn is either not there at all, or whole (kept in memory, stored later).
+    parley_session_info info;
+    info.struct_size = sizeof info;
+    REQUIRE(parley_session_get_info(s, &info) == PARLEY_OK);
+    CHECK((info.n_turns == 4 || info.n_turns == 6));
+    if (info.n_turns == 4) Env::send(s, 2);
+    Env::send(s, 3);
+    env.check_transcript(s, 4);
+    parley_session_close(s);
+    env.check_stored(e, id, 4);
+    parley_engine_close(e);
+  });
 }
 
 TEST_CASE("out of memory while closing a session (which spills it)") {
   Env& env = ::env();
-  for (bool sticky : {false, true}) {
-    for_each_failure_point(sticky, [&](const std::function<void()>& arm) {
-      parley_engine* e = env.open_engine();
-      std::string id;
-      parley_session* s = env.session_with(e, 2, id);
-      arm();
-      parley_session_close(s);
-      disarm_allocation_failure();
-      env.check_stored(e, id, 2);
-      parley_engine_close(e);
-    });
-  }
+  for_each_failure([&](const std::function<void()>& arm) {
+    parley_engine* e = env.open_engine();
+    std::string id;
+    parley_session* s = env.session_with(e, 2, id);
+    arm();
+    parley_session_close(s);
+    disarm_allocation_failure();
+    env.check_stored(e, id, 2);
+    parley_engine_close(e);
+  });
 }

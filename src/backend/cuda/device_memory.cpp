@@ -4,44 +4,25 @@
 
 namespace parley::backend::cuda {
 
-DeviceBuffer::DeviceBuffer(size_t bytes) { reserve(bytes); }
+cudaError_t DeviceMemory::allocate(void** p, size_t bytes) { return cudaMalloc(p, bytes); }
+void DeviceMemory::release(void* p) { cudaFree(p); }
 
-DeviceBuffer::~DeviceBuffer() {
-  if (p_) cudaFree(p_);
-}
+cudaError_t PinnedMemory::allocate(void** p, size_t bytes) { return cudaMallocHost(p, bytes); }
+void PinnedMemory::release(void* p) { cudaFreeHost(p); }
 
-DeviceBuffer& DeviceBuffer::operator=(DeviceBuffer&& o) noexcept {
-  if (this != &o) {
-    if (p_) cudaFree(p_);
-    p_ = std::exchange(o.p_, nullptr);
-    n_ = std::exchange(o.n_, 0);
-  }
-  return *this;
-}
-
-bool DeviceBuffer::reserve(size_t bytes) {
+template <class Memory>
+bool CudaBuffer<Memory>::reserve(size_t bytes) {
   if (bytes <= n_ && p_) return false;
-  if (p_) cudaFree(p_);
-  p_ = nullptr;
-  n_ = 0;
-  PARLEY_CUDA(cudaMalloc(&p_, bytes ? bytes : 1));
+  reset();
+  void* p = nullptr;  // not p_: a failed call may leave anything in its argument
+  PARLEY_CUDA(Memory::allocate(&p, bytes ? bytes : 1));
+  p_ = p;
   n_ = bytes;
   return true;
 }
 
-PinnedBuffer::~PinnedBuffer() {
-  if (p_) cudaFreeHost(p_);
-}
-
-bool PinnedBuffer::reserve(size_t bytes) {
-  if (bytes <= n_ && p_) return false;
-  if (p_) cudaFreeHost(p_);
-  p_ = nullptr;
-  n_ = 0;
-  PARLEY_CUDA(cudaMallocHost(&p_, bytes ? bytes : 1));
-  n_ = bytes;
-  return true;
-}
+template class CudaBuffer<DeviceMemory>;
+template class CudaBuffer<PinnedMemory>;
 
 Stream::Stream() { PARLEY_CUDA(cudaStreamCreateWithFlags(&s_, cudaStreamNonBlocking)); }
 Stream::~Stream() {

@@ -8,45 +8,57 @@
 
 namespace parley::backend::cuda {
 
-class DeviceBuffer {
+// How a CudaBuffer takes and returns its memory.
+struct DeviceMemory {  // cudaMalloc / cudaFree
+  static cudaError_t allocate(void** p, size_t bytes);
+  static void release(void* p);
+};
+struct PinnedMemory {  // cudaMallocHost / cudaFreeHost
+  static cudaError_t allocate(void** p, size_t bytes);
+  static void release(void* p);
+};
+
+// One allocation of Memory, released with it; movable, not copyable.
+template <class Memory>
+class CudaBuffer {
  public:
-  DeviceBuffer() = default;
-  explicit DeviceBuffer(size_t bytes);
-  ~DeviceBuffer();
-  DeviceBuffer(DeviceBuffer&& o) noexcept : p_(std::exchange(o.p_, nullptr)), n_(std::exchange(o.n_, 0)) {}
-  DeviceBuffer& operator=(DeviceBuffer&& o) noexcept;
-  DeviceBuffer(const DeviceBuffer&) = delete;
-  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+  CudaBuffer() = default;
+  explicit CudaBuffer(size_t bytes) { reserve(bytes); }
+  ~CudaBuffer() { reset(); }
+  CudaBuffer(CudaBuffer&& o) noexcept
+      : p_(std::exchange(o.p_, nullptr)), n_(std::exchange(o.n_, 0)) {}
+  CudaBuffer& operator=(CudaBuffer&& o) noexcept {
+    if (this != &o) {
+      reset();
+      p_ = std::exchange(o.p_, nullptr);
+      n_ = std::exchange(o.n_, 0);
+    }
+    return *this;
+  }
+  CudaBuffer(const CudaBuffer&) = delete;
+  CudaBuffer& operator=(const CudaBuffer&) = delete;
 
   void* get() const { return p_; }
   template <class T>
   T* as() const { return static_cast<T*>(p_); }
   size_t bytes() const { return n_; }
-  // Grows to at least `bytes` (contents are not kept); true when it reallocated.
+  // Grows to at least `bytes` (contents are not kept); true when it reallocated. Throws
+  // Error(backend) when the allocation fails, leaving the buffer empty.
   bool reserve(size_t bytes);
 
  private:
+  void reset() noexcept {
+    if (p_) Memory::release(p_);
+    p_ = nullptr;
+    n_ = 0;
+  }
+
   void* p_ = nullptr;
   size_t n_ = 0;
 };
 
-class PinnedBuffer {
- public:
-  PinnedBuffer() = default;
-  ~PinnedBuffer();
-  PinnedBuffer(const PinnedBuffer&) = delete;
-  PinnedBuffer& operator=(const PinnedBuffer&) = delete;
-
-  void* get() const { return p_; }
-  template <class T>
-  T* as() const { return static_cast<T*>(p_); }
-  size_t bytes() const { return n_; }
-  bool reserve(size_t bytes);
-
- private:
-  void* p_ = nullptr;
-  size_t n_ = 0;
-};
+using DeviceBuffer = CudaBuffer<DeviceMemory>;
+using PinnedBuffer = CudaBuffer<PinnedMemory>;
 
 class Stream {
  public:

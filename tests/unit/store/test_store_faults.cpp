@@ -10,20 +10,13 @@
 #include "store/store.h"
 #include "support/faulty_vfs.h"
 #include "support/shared_assets.h"
+#include "support/stored_session.h"
 
 using namespace parley;
 using namespace parley::store;
+using parley::test::session_named;
 
 namespace {
-
-StoredSession session_named(const std::string& id) {
-  StoredSession s;
-  s.id = id;
-  s.chat_template = "raw";
-  s.created_ms = 1;
-  s.updated_ms = 1;
-  return s;
-}
 
 StoredTurn turn_with(std::string text) {
   return StoredTurn{1, std::move(text), std::vector<int32_t>(5000, 42), true};

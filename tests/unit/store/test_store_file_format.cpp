@@ -10,9 +10,11 @@
 #include "common/error.h"
 #include "store/store.h"
 #include "support/shared_assets.h"
+#include "support/stored_session.h"
 
 using namespace parley;
 using namespace parley::store;
+using parley::test::session_named;
 
 namespace {
 
@@ -55,18 +57,9 @@ class RawDb {
   sqlite3* db_ = nullptr;
 };
 
-StoredSession session_named(const std::string& id) {
-  StoredSession s;
-  s.id = id;
-  s.chat_template = "raw";
-  s.created_ms = 5;
-  s.updated_ms = 5;
-  return s;
-}
-
 void make_store_with_turns(const std::string& path) {
   Store store(path);
-  store.create_session(session_named("s"));
+  store.create_session(session_named("s", 5));
   store.append_turns("s", 0,
                      std::vector{StoredTurn{0, "sys", {1, 2}, true}, StoredTurn{1, "u", {3}, true},
                                  StoredTurn{2, "a", {4, 5, 6}, true}});
@@ -114,7 +107,7 @@ TEST_CASE("store migration: an empty file, and a blank SQLite file at user_versi
   std::ofstream(empty).close();  // zero bytes
   {
     Store store(empty);
-    store.create_session(session_named("s"));
+    store.create_session(session_named("s", 5));
   }
   CHECK(RawDb(empty).int64("PRAGMA user_version") == 1);
 
@@ -128,7 +121,7 @@ TEST_CASE("store migration: an empty file, and a blank SQLite file at user_versi
   }
   {
     Store store(blank);
-    store.create_session(session_named("s"));
+    store.create_session(session_named("s", 5));
     CHECK(store.list_sessions().size() == 1);
   }
   RawDb raw(blank);
@@ -152,7 +145,7 @@ TEST_CASE("store migration: a newer file that is still compatible opens and work
     Store store(path);
     CHECK(store.load_turns("s").size() == 3);
     store.append_turns("s", 3, std::vector{StoredTurn{1, "still works", {9}, true}});
-    store.create_session(session_named("t"));
+    store.create_session(session_named("t", 5));
   }
   RawDb raw(path);
   CHECK(raw.int64("PRAGMA user_version") == 7);  // never migrated "down"

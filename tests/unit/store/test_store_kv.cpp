@@ -5,20 +5,13 @@
 #include "common/error.h"
 #include "store/store.h"
 #include "support/shared_assets.h"
+#include "support/stored_session.h"
 
 using namespace parley;
 using namespace parley::store;
+using parley::test::session_named;
 
 namespace {
-
-StoredSession session_named(const std::string& id) {
-  StoredSession s;
-  s.id = id;
-  s.chat_template = "raw";
-  s.created_ms = 1;
-  s.updated_ms = 1;
-  return s;
-}
 
 std::vector<std::byte> bytes_of(size_t n, uint8_t seed) {
   std::vector<std::byte> v(n);
