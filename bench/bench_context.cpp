@@ -38,6 +38,7 @@ nlohmann::ordered_json BenchContext::line(std::string_view scenario, engine::Eng
   l["weights"] = model::dtype_name(engine.model().weights.layers.at(0).wq.dtype);
   l["kv_bytes_per_token"] = engine.stats().kv_bytes_per_token;
   if (copy_bandwidth_.gb_per_s > 0) l["bandwidth_gbs"] = copy_bandwidth_.gb_per_s;
+  if (copy_bandwidth_.read_gb_per_s > 0) l["read_bandwidth_gbs"] = copy_bandwidth_.read_gb_per_s;
   return l;
 }
 

@@ -23,6 +23,7 @@ inline constexpr std::string_view kCommonKeys[] = {
     "generated_tokens", "prefill_tok_s", "decode_tok_s",   "ttft_ms",
     "tpot_ms_median",  "tpot_ms_p90",    "kv_bytes_per_token", "peak_rss_bytes",
     "bandwidth_gbs",   "decode_bandwidth_utilisation", "simd",
+    "read_bandwidth_gbs", "decode_read_utilisation",
 };
 
 class BenchContext {

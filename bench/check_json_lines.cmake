@@ -21,16 +21,17 @@ endif()
 
 set(common_keys scenario model backend threads kv weights prompt_tokens context_tokens
     generated_tokens prefill_tok_s decode_tok_s ttft_ms tpot_ms_median tpot_ms_p90
-    kv_bytes_per_token peak_rss_bytes bandwidth_gbs decode_bandwidth_utilisation simd)
+    kv_bytes_per_token peak_rss_bytes bandwidth_gbs decode_bandwidth_utilisation simd
+    read_bandwidth_gbs decode_read_utilisation)
 set(spill_keys spill_ms restore_ms reprefill_ms stored_bytes_per_token)
 
 # Keys that must not be null: on every line, then per scenario.
 # simd: the run uses the default device, the CPU.
 set(filled_everywhere scenario model backend threads kv weights kv_bytes_per_token
-    peak_rss_bytes bandwidth_gbs simd)
+    peak_rss_bytes bandwidth_gbs simd read_bandwidth_gbs)
 set(filled_prefill prompt_tokens generated_tokens prefill_tok_s ttft_ms)
 set(filled_decode prompt_tokens context_tokens generated_tokens prefill_tok_s decode_tok_s
-    ttft_ms tpot_ms_median tpot_ms_p90 decode_bandwidth_utilisation)
+    ttft_ms tpot_ms_median tpot_ms_p90 decode_bandwidth_utilisation decode_read_utilisation)
 set(filled_turn prompt_tokens context_tokens generated_tokens prefill_tok_s decode_tok_s ttft_ms
     tpot_ms_median tpot_ms_p90)
 set(filled_prefix)  # the per-session lines fill TTFT; the summary line has its own fields

@@ -1,5 +1,6 @@
 // A STREAM-style copy (c[i] = a[i]) to measure what memory can deliver on this machine: the
-// physical limit that decode, which reads every weight once per token, is compared against.
+// physical limit that decode, which reads every weight once per token, is compared against;
+// and a read-only pass over one array, closer to what decode does (it mostly reads).
 #pragma once
 
 #include <cstddef>
@@ -8,6 +9,7 @@ namespace parley::bench {
 
 struct CopyBandwidth {
   double gb_per_s = 0;     // best of the runs; bytes read + bytes written, as STREAM counts
+  double read_gb_per_s = 0;  // best of the runs of a read-only pass (0 where not measured)
   size_t array_bytes = 0;  // each of the two arrays
   int threads = 0;
 };

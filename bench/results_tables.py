@@ -86,7 +86,7 @@ def prefill(lines):
 
 DECODE_HEADERS = ["kv", "context + generated", "runs", "TPOT ms median", "TPOT ms p90",
                   "decode tok/s", "MB read/token (weights + KV)", "decode GB/s", "copy GB/s",
-                  "utilisation", "peak RSS MB"]
+                  "utilisation", "read GB/s", "of read", "peak RSS MB"]
 
 
 def decode_row(l):
@@ -94,7 +94,8 @@ def decode_row(l):
             f(l["tpot_ms_median"], 2), f(l["tpot_ms_p90"], 2), f(l["decode_tok_s"]),
             f"{l['weight_bytes_per_token'] / 1e6:,.1f} + {l['kv_bytes_read_per_token'] / 1e6:,.2f}",
             f(l["decode_gbs"], 2), f(l["bandwidth_gbs"], 1),
-            pct(l["decode_bandwidth_utilisation"]), mb(l["peak_rss_bytes"])]
+            pct(l["decode_bandwidth_utilisation"]), f(l.get("read_bandwidth_gbs"), 1),
+            pct(l.get("decode_read_utilisation")), mb(l["peak_rss_bytes"])]
 
 
 def decode(lines):

@@ -15,6 +15,7 @@ namespace parley::bench {
 void run_decode(BenchContext& ctx) {
   const BenchArgs& a = ctx.args();
   const double copy_gb_s = ctx.copy_bandwidth().gb_per_s;
+  const double read_gb_s = ctx.copy_bandwidth().read_gb_per_s;
   for (kv::KvType kv : ctx.kv_types(kAllKvTypes)) {
     const auto engine = ctx.make_engine(kv);
     if (a.gen_tokens + 1 > engine->context_length()) {
@@ -41,6 +42,7 @@ void run_decode(BenchContext& ctx) {
       if (copy_gb_s > 0 && tok_s > 0) {
         line["decode_bandwidth_utilisation"] = used_gb_s / copy_gb_s;
       }
+      if (read_gb_s > 0 && tok_s > 0) line["decode_read_utilisation"] = used_gb_s / read_gb_s;
       line["runs"] = runs.runs.size();
       line["weight_bytes_per_token"] = weight_bytes;
       line["kv_bytes_read_per_token"] = kv_bytes;
