@@ -13,8 +13,11 @@
 namespace parley::backend::cpu {
 namespace {
 
-// Several chunks per thread so that uneven tasks (causal attention rows) still balance.
-constexpr size_t kChunksPerThread = 4;
+// Chunks shrink as the range is used up ("guided"): each takes this fraction of what is left
+// divided by the thread count, at least one index. Long first chunks keep each thread's reads
+// sequential; the last ones are single indexes, so threads finish within one of each other
+// even when a thread started late or runs slower (uneven causal attention rows, a busy core).
+constexpr size_t kShareDivisor = 2;
 
 // A decode step issues a few parallel regions per layer with microseconds of serial work
 // between them: waiting threads spin this long before they sleep, so that the next region
@@ -82,8 +85,7 @@ void ThreadPool::run(size_t n, Task task) {
   std::lock_guard call(call_mutex_);
   task_ = task;
   n_ = n;
-  n_chunks_ = std::min(n, size() * kChunksPerThread);
-  next_chunk_.store(0, std::memory_order_relaxed);
+  next_.store(0, std::memory_order_relaxed);
   error_ = nullptr;
   const uint32_t job = generation_.load(std::memory_order_relaxed) + 1;
   job_state_.store(uint64_t(job) << 32, std::memory_order_release);  // open, nobody inside
@@ -98,19 +100,20 @@ void ThreadPool::run(size_t n, Task task) {
 
 void ThreadPool::run_chunks() {
   t_inside_task = true;
+  const size_t share = size() * kShareDivisor;
+  size_t begin = next_.load(std::memory_order_relaxed);
   for (;;) {
-    const size_t c = next_chunk_.fetch_add(1, std::memory_order_relaxed);
-    if (c >= n_chunks_) break;
-    // Chunk c covers [c * n / chunks, (c + 1) * n / chunks): sizes differ by at most one.
-    const size_t begin = c * n_ / n_chunks_;
-    const size_t end = (c + 1) * n_ / n_chunks_;
+    if (begin >= n_) break;
+    const size_t end = begin + std::max<size_t>(1, (n_ - begin) / share);
+    if (!next_.compare_exchange_weak(begin, end, std::memory_order_relaxed)) continue;
     try {
       task_.call(task_.fn, begin, end);
     } catch (...) {
       std::lock_guard lock(error_mutex_);
       if (!error_) error_ = std::current_exception();
-      next_chunk_.store(n_chunks_, std::memory_order_relaxed);  // skip what has not started
+      next_.store(n_, std::memory_order_relaxed);  // skip what has not started
     }
+    begin = next_.load(std::memory_order_relaxed);
   }
   t_inside_task = false;
 }

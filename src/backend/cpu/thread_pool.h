@@ -1,4 +1,5 @@
-// A fixed set of worker threads that split a range of work into contiguous chunks.
+// A fixed set of worker threads that split a range of work into contiguous chunks, claimed
+// as they go and shrinking towards the end of the range.
 #pragma once
 
 #include <atomic>
@@ -58,8 +59,7 @@ class ThreadPool {
   // by workers that joined it (acquire).
   Task task_{};
   size_t n_ = 0;
-  size_t n_chunks_ = 0;
-  std::atomic<size_t> next_chunk_{0};
+  std::atomic<size_t> next_{0};  // the first index no thread has claimed
   std::mutex error_mutex_;
   std::exception_ptr error_;
 

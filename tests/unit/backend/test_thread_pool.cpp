@@ -45,6 +45,27 @@ TEST_CASE("parallel_for uses the workers and the calling thread") {
   CHECK(std::unique(seen.begin(), seen.end()) - seen.begin() == 4);
 }
 
+TEST_CASE("chunks shrink towards the end of the range, down to single indexes") {
+  ThreadPool pool(2);
+  std::mutex m;
+  std::vector<std::pair<size_t, size_t>> chunks;
+  pool.parallel_for(1000, [&](size_t begin, size_t end) {
+    std::lock_guard lock(m);
+    chunks.emplace_back(begin, end);
+  });
+  std::sort(chunks.begin(), chunks.end());
+  REQUIRE(!chunks.empty());
+  CHECK(chunks.front().first == 0);
+  CHECK(chunks.back().second == 1000);
+  for (size_t i = 0; i + 1 < chunks.size(); ++i) {
+    CHECK(chunks[i].second == chunks[i + 1].first);  // contiguous, no overlap
+    // Claimed in order, each at most a quarter of what was left (2 threads x 2).
+    CHECK(chunks[i + 1].second - chunks[i + 1].first <= std::max<size_t>(1, (1000 - chunks[i + 1].first) / 4));
+  }
+  CHECK(chunks.front().second == 250);
+  CHECK(chunks.back().second - chunks.back().first == 1);
+}
+
 TEST_CASE("an exception in a task reaches the caller and the pool keeps working") {
   ThreadPool pool(3);
   CHECK_THROWS_WITH_AS(pool.parallel_for(100,
