@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "kernels/common/int8.cuh"
+#include "kv/int8_rows.h"
 #include "model/dtype.h"
 
 namespace parley::kv {
@@ -12,7 +13,7 @@ namespace {
 void store_head(KvType type, const float* x, int32_t n, std::byte* dst, std::byte* scale) {
   switch (type) {
     case KvType::int8: {
-      const float s = kernels::quantize_int8(x, n, reinterpret_cast<int8_t*>(dst));
+      const float s = quantize_int8_row(x, size_t(n), reinterpret_cast<int8_t*>(dst));
       std::memcpy(scale, &s, sizeof s);
       break;
     }

@@ -19,6 +19,8 @@
 #include "backend/cpu/ops_matmul.h"
 #include "backend/cpu/ops_swiglu.h"
 #include "backend/cpu/thread_pool.h"
+#include "kernels/common/int8.cuh"
+#include "kv/int8_rows.h"
 #include "kv/kv_cache.h"
 #include "tiny_model.h"
 
@@ -255,6 +257,31 @@ TEST_CASE("activation blocks: every target gives the scalar target's bits") {
     for (size_t i = 0; i < want.scale.size(); ++i) {
       INFO("block " << i);
       CHECK((std::isnan(want.scale[i]) ? std::isnan(got.scale[i]) : got.scale[i] == want.scale[i]));
+    }
+  }
+}
+
+TEST_CASE("INT8 KV rows: every target gives the bits of the shared scalar definition") {
+  std::mt19937 rng(13);
+  std::vector<std::vector<float>> rows;
+  for (size_t n : {8, 6, 24, 37, 64, 128}) rows.push_back(random_values(n, 3.0f, rng));
+  rows.push_back({127.0f, 2.5f, -3.5f, 0.5f, -0.5f, 126.5f, 1.5f, -127.0f});  // scale 1: ties
+  rows.push_back(std::vector<float>(16, 0.0f));                                // scale 0
+  rows.push_back(random_values(16, 1.0f, rng));
+  rows.back()[3] = std::numeric_limits<float>::quiet_NaN();
+  rows.push_back(random_values(16, 1.0f, rng));
+  rows.back()[9] = -std::numeric_limits<float>::infinity();
+  rows.push_back(random_values(19, 1.0f, rng));
+  rows.back()[18] = std::numeric_limits<float>::infinity();  // in the scalar tail
+  for (int64_t t : hwy::SupportedAndGeneratedTargets()) {
+    OnlyTarget only(t);
+    for (const auto& x : rows) {
+      std::vector<int8_t> want(x.size()), got(x.size());
+      const float want_scale = kernels::quantize_int8(x.data(), int(x.size()), want.data());
+      const float got_scale = kv::quantize_int8_row(x.data(), x.size(), got.data());
+      INFO("target " << hwy::TargetName(t) << ", row of " << x.size());
+      CHECK((std::isnan(want_scale) ? std::isnan(got_scale) : got_scale == want_scale));
+      CHECK(got == want);
     }
   }
 }
