@@ -148,6 +148,26 @@ HWY_INLINE void visit_positions(const GroupJob& job, const kv::KvView& kv,
   }
 }
 
+// Lane i of the result = the sum of the lanes of vector i, for Lanes(d) vectors stored one
+// after another at p (a power-of-two count): each level adds neighbouring lanes of two
+// vectors into one, halving the vectors and doubling how many lanes each lane has summed.
+// About three operations per vector instead of a full horizontal sum for each.
+template <class D>
+HWY_INLINE hn::Vec<D> lane_totals(D d, const float* p) {
+  const size_t lanes = hn::Lanes(d);
+  hn::Vec<D> v[hn::MaxLanes(D())];
+  for (size_t i = 0; i < lanes; ++i) v[i] = hn::LoadU(d, p + i * lanes);
+#if HWY_TARGET != HWY_SCALAR  // one lane: nothing to add (and no Concat ops)
+  for (size_t width = lanes; width > 1; width /= 2) {
+    for (size_t i = 0; i < width / 2; ++i) {
+      v[i] = hn::Add(hn::ConcatEven(d, v[2 * i + 1], v[2 * i]),
+                     hn::ConcatOdd(d, v[2 * i + 1], v[2 * i]));
+    }
+  }
+#endif
+  return v[0];
+}
+
 // Accumulator vectors the weighted sum of V keeps in registers: AVX-512 has 32 vector
 // registers, narrower targets 16 (the V row and the weight need some of the rest).
 constexpr size_t kAccumulatorVectors = HWY_TARGET <= HWY_AVX3 ? 16 : 8;
@@ -201,23 +221,38 @@ void attend_fixed(D d, const GroupJob& job, const kv::KvView& kv, std::vector<fl
   const size_t hd = NV * lanes;
   const size_t n = job.last - job.first + 1;
   const size_t group = size_t(job.group);
-  scratch.resize(group * n + group);
-  float* scores = scratch.data();      // [group][n]
-  float* inv_sum = scores + group * n;  // [group]
+  scratch.resize(group * n + group + group * lanes * lanes + lanes);
+  float* scores = scratch.data();           // [group][n]
+  float* inv_sum = scores + group * n;      // [group]
+  // Each position leaves one vector of partial products per head; every `lanes` positions
+  // they are summed across lanes together (lane_totals), one score per lane.
+  float* partials = inv_sum + group;        // [group][lanes positions][lanes]
+  float* k_scales = partials + group * lanes * lanes;  // [lanes positions]
   const HeadPlacement at(kv.layout(), job.layer, job.kv_head);
   const float inv_sqrt = 1.0f / std::sqrt(float(hd));
   const size_t row_bytes = hd * kv.layout().element_bytes();
   const bool scaled = kv.type() == kv::KvType::int8;
 
+  size_t filled = 0, i0 = 0;
+  const auto flush = [&]() HWY_ATTR {
+    HWY_ALIGN float totals[hn::MaxLanes(D())];
+    for (size_t g = 0; g < group; ++g) {
+      const V sums = hn::Mul(lane_totals(d, partials + g * lanes * lanes),
+                             hn::LoadU(d, k_scales));
+      hn::Store(sums, d, totals);
+      std::copy(totals, totals + filled, scores + g * n + i0);
+    }
+    i0 += filled;
+    filled = 0;
+  };
   visit_positions(job, kv, at, row_bytes, scaled, true,
-                  [&](uint32_t t, const std::byte* block, size_t slot) HWY_ATTR {
+                  [&](uint32_t, const std::byte* block, size_t slot) HWY_ATTR {
                     const std::byte* k = block + at.k + slot * at.slot_stride;
                     V row[NV];
                     HWY_UNROLL(8)
                     for (size_t j = 0; j < NV; ++j) row[j] = Row::load(d, k, j * lanes);
-                    const float scale =
+                    k_scales[filled] =
                         Row::scale(block + at.k_scale + slot * at.scale_stride) * inv_sqrt;
-                    const size_t i = t - job.first;
                     for (size_t g = 0; g < group; ++g) {
                       const float* qg = job.q + g * hd;
                       V acc = hn::Mul(hn::LoadU(d, qg), row[0]);
@@ -225,9 +260,11 @@ void attend_fixed(D d, const GroupJob& job, const kv::KvView& kv, std::vector<fl
                       for (size_t j = 1; j < NV; ++j) {
                         acc = hn::MulAdd(hn::LoadU(d, qg + j * lanes), row[j], acc);
                       }
-                      scores[g * n + i] = hn::GetLane(hn::SumOfLanes(d, acc)) * scale;
+                      hn::StoreU(acc, d, partials + (g * lanes + filled) * lanes);
                     }
+                    if (++filled == lanes) flush();
                   });
+  if (filled > 0) flush();
 
   for (size_t g = 0; g < group; ++g) {
     float* sg = scores + g * n;
