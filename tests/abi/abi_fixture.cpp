@@ -49,15 +49,6 @@ SessionHandle::SessionHandle(parley_engine* e, const char* chat_template) {
   REQUIRE_MESSAGE(st == PARLEY_OK, parley_last_error());
 }
 
-parley_generate_options greedy_options(uint32_t max_tokens) {
-  parley_generate_options g;
-  parley_generate_options_init(&g);
-  g.temperature = 0;
-  g.max_tokens = max_tokens;
-  g.ignore_eos = 1;
-  return g;
-}
-
 std::vector<int32_t> session_tokens(parley_session* s) {
   size_t n = 0;
   REQUIRE(parley_session_get_tokens(s, nullptr, 0, &n) == PARLEY_OK);

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "parley.h"
+#include "support/c_api_options.h"  // greedy_options
 
 namespace parley::test {
 
@@ -32,9 +33,6 @@ struct SessionHandle {
   SessionHandle& operator=(const SessionHandle&) = delete;
   operator parley_session*() const { return s; }
 };
-
-// Greedy, ignore_eos, a few tokens: deterministic replies for the tests.
-parley_generate_options greedy_options(uint32_t max_tokens);
 
 std::vector<int32_t> session_tokens(parley_session* s);
 

@@ -7,6 +7,7 @@
 
 #include "abi_fixture.h"
 #include "parley.h"
+#include "support/c_api_sessions.h"
 #include "support/shared_assets.h"
 
 using namespace parley::test;
@@ -40,16 +41,6 @@ parley_session_info info_of(parley_session* s) {
   return info;
 }
 
-parley_session* create(parley_engine* e, const char* id) {
-  parley_session_options so;
-  parley_session_options_init(&so);
-  so.id = id;
-  so.chat_template = "raw";
-  parley_session* s = nullptr;
-  REQUIRE_MESSAGE(parley_session_create(e, &so, &s) == PARLEY_OK, parley_last_error());
-  return s;
-}
-
 }  // namespace
 
 TEST_CASE("a conversation survives its engine and is reopened by id") {
@@ -59,8 +50,8 @@ TEST_CASE("a conversation survives its engine and is reopened by id") {
   std::vector<int32_t> tokens;
   {
     parley_engine* e = open_with_store(db);
-    parley_session* s = create(e, "alice");
-    parley_session* t = create(e, "bob");
+    parley_session* s = create_raw_session(e, "alice");
+    parley_session* t = create_raw_session(e, "bob");
     REQUIRE(parley_session_send(s, "a b c", &g, nullptr, nullptr, nullptr) == PARLEY_OK);
     tokens = session_tokens(s);
     CHECK(list_sessions(e) == "alice\nbob");
@@ -102,7 +93,7 @@ TEST_CASE("a conversation survives its engine and is reopened by id") {
 TEST_CASE("suspend frees the KV; the next send restores it") {
   TempDir dir;
   parley_engine* e = open_with_store((dir / "s.db").string());
-  parley_session* s = create(e, nullptr);
+  parley_session* s = create_raw_session(e, nullptr);
   auto g = greedy_options(20);
   REQUIRE(parley_session_send(s, "a b c d", &g, nullptr, nullptr, nullptr) == PARLEY_OK);
   CHECK(info_of(s).state == PARLEY_SESSION_ACTIVE);

@@ -19,6 +19,7 @@
 #include "files/fuzz_files.h"
 #include "parley.h"
 #include "store/kv_codec.h"
+#include "support/c_api_options.h"
 #include "support/safetensors_builder.h"
 #include "support/shared_assets.h"
 
@@ -133,11 +134,7 @@ void replace_blobs(const std::string& db, std::string blob) {
 }
 
 parley_turn_stats send(parley_session* s, const char* text, parley_status expected = PARLEY_OK) {
-  parley_generate_options g;
-  parley_generate_options_init(&g);
-  g.temperature = 0;
-  g.max_tokens = 2;
-  g.ignore_eos = 1;
+  const parley_generate_options g = greedy_options(2);
   parley_turn_stats stats;
   stats.struct_size = sizeof stats;
   const parley_status st = parley_session_send(s, text, &g, nullptr, nullptr, &stats);

@@ -4,6 +4,7 @@
 
 #include <cstdio>
 #include <cstring>
+#include <random>
 
 namespace parley::test {
 
@@ -63,6 +64,14 @@ double nmse(const float* a, const float* b, size_t n) {
   }
   if (ref == 0) return err == 0 ? 0 : 1e30;
   return err / ref;
+}
+
+std::vector<float> random_floats(size_t n, uint32_t seed, float sd) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> d(0.0f, sd);
+  std::vector<float> v(n);
+  for (float& x : v) x = d(rng);
+  return v;
 }
 
 }  // namespace parley::test

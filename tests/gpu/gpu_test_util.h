@@ -1,5 +1,5 @@
-// Helpers of the GPU tests: the skip rule, device buffers fenced by guard bytes, and the
-// normalized error the comparisons use.
+// Helpers of the GPU tests: the skip rule, device buffers fenced by guard bytes, the
+// normalized error the comparisons use, and their random inputs.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -54,6 +54,9 @@ inline double nmse(const std::vector<float>& a, const std::vector<float>& b) {
   return nmse(a.data(), b.data(), a.size() < b.size() ? a.size() : b.size());
 }
 
-void check_cuda_ok(cudaError_t e);  // fails the current test with the error's name
+void check_cuda_ok(cudaError_t e);
+
+// n normally distributed values (mean 0, standard deviation sd) from a generator seeded seed.
+std::vector<float> random_floats(size_t n, uint32_t seed, float sd = 1.0f);  // fails the current test with the error's name
 
 }  // namespace parley::test

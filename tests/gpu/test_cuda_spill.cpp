@@ -10,6 +10,8 @@
 
 #include "gpu_test_util.h"
 #include "parley.h"
+#include "support/c_api_options.h"
+#include "support/c_api_sessions.h"
 #include "support/shared_assets.h"
 
 using namespace parley::test;
@@ -36,11 +38,7 @@ parley_engine* open_engine(const std::string& model, const char* device, int32_t
 }
 
 Turn send(parley_session* s, const char* text) {
-  parley_generate_options g;
-  parley_generate_options_init(&g);
-  g.temperature = 0;
-  g.max_tokens = 24;
-  g.ignore_eos = 1;
+  const parley_generate_options g = greedy_options(24);
   parley_turn_stats st{};
   st.struct_size = sizeof st;
   Turn t;
@@ -51,16 +49,6 @@ Turn send(parley_session* s, const char* text) {
   REQUIRE_MESSAGE(parley_session_send(s, text, &g, collect, &t.text, &st) == PARLEY_OK, parley_last_error());
   t.kv_source = st.kv_source;
   return t;
-}
-
-parley_session* create(parley_engine* e, const char* id) {
-  parley_session_options so;
-  parley_session_options_init(&so);
-  so.id = id;
-  so.chat_template = "raw";
-  parley_session* s = nullptr;
-  REQUIRE_MESSAGE(parley_session_create(e, &so, &s) == PARLEY_OK, parley_last_error());
-  return s;
 }
 
 parley_session* reopen(parley_engine* e, const char* id) {
@@ -83,7 +71,7 @@ TEST_CASE("spilled on the GPU, resumed on the CPU, and back: the replies of an u
   std::vector<std::string> want;
   {
     parley_engine* e = open_engine(model.string(), "cpu", PARLEY_KV_F32, "");
-    parley_session* s = create(e, "ref");
+    parley_session* s = create_raw_session(e, "ref");
     for (const char* t : kTurns) want.push_back(send(s, t).text);
     parley_session_close(s);
     parley_engine_close(e);
@@ -92,7 +80,7 @@ TEST_CASE("spilled on the GPU, resumed on the CPU, and back: the replies of an u
   for (int i = 0; i < 3; ++i) {
     CAPTURE(devices[i]);
     parley_engine* e = open_engine(model.string(), devices[i], PARLEY_KV_F32, store);
-    parley_session* s = i == 0 ? create(e, "conv") : reopen(e, "conv");
+    parley_session* s = i == 0 ? create_raw_session(e, "conv") : reopen(e, "conv");
     const Turn t = send(s, kTurns[i]);
     CHECK(t.text == want[size_t(i)]);
     if (i > 0) CHECK(t.kv_source == PARLEY_KV_SOURCE_RESTORED);
@@ -109,8 +97,8 @@ TEST_CASE("INT8 KV on the GPU: spilled and restored == never spilled") {
   TempDir dir;
   const std::string store = (dir / "s.db").string();
   parley_engine* e = open_engine(model.string(), "cuda", PARLEY_KV_INT8, store);
-  parley_session* kept = create(e, "kept");
-  parley_session* spilled = create(e, "spilled");
+  parley_session* kept = create_raw_session(e, "kept");
+  parley_session* spilled = create_raw_session(e, "spilled");
   for (const char* t : kTurns) {
     const Turn a = send(kept, t);
     REQUIRE(parley_session_suspend(spilled) == PARLEY_OK);

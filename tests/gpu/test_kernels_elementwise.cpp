@@ -18,14 +18,6 @@ using namespace parley::test;
 
 namespace {
 
-std::vector<float> random_floats(size_t n, uint32_t seed, float sd = 1.0f) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> d(0.0f, sd);
-  std::vector<float> v(n);
-  for (float& x : v) x = d(rng);
-  return v;
-}
-
 std::vector<float> f16_to_floats(const std::vector<uint16_t>& h) {
   std::vector<float> out(h.size());
   for (size_t i = 0; i < h.size(); ++i) out[i] = model::f16_to_f32(h[i]);

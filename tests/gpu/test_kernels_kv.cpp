@@ -22,14 +22,6 @@ using namespace parley::test;
 
 namespace {
 
-std::vector<float> random_floats(size_t n, uint32_t seed, float sd = 1.0f) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> d(0.0f, sd);
-  std::vector<float> v(n);
-  for (float& x : v) x = d(rng);
-  return v;
-}
-
 struct Heads {
   int32_t n_heads, n_kv_heads, head_dim;
 };

@@ -2,15 +2,6 @@
 
 namespace parley::test {
 
-parley_generate_options greedy(uint32_t max_tokens) {
-  parley_generate_options g;
-  parley_generate_options_init(&g);
-  g.temperature = 0;
-  g.max_tokens = max_tokens;
-  g.ignore_eos = 1;
-  return g;
-}
-
 parley_engine_options engine_options(const std::string& model, const std::string& store,
                                      uint64_t kv_budget, uint32_t idle_spill_ms,
                                      int32_t n_threads) {

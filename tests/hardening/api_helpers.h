@@ -6,11 +6,9 @@
 #include <vector>
 
 #include "parley.h"
+#include "support/c_api_options.h"  // greedy_options
 
 namespace parley::test {
-
-// Greedy, end tokens ignored: every completed reply has exactly max_tokens tokens.
-parley_generate_options greedy(uint32_t max_tokens);
 
 // CPU engine options; the strings must outlive the struct. store "" = no store.
 parley_engine_options engine_options(const std::string& model, const std::string& store,

@@ -27,7 +27,7 @@ Transcript replay(parley_engine* e, const std::vector<TurnRecord>& turns) {
   for (size_t i = 0; i < turns.size(); ++i) {
     const TurnRecord& t = turns[i];
     CAPTURE(i);
-    const auto g = greedy(t.max_tokens);
+    const auto g = greedy_options(t.max_tokens);
     StopAt stop{s, t.cancelled ? t.generated : 0};
     parley_turn_stats stats;
     stats.struct_size = sizeof stats;

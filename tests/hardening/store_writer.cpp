@@ -42,7 +42,7 @@ int main(int argc, char** argv) {
     so.id = id.c_str();
     if (const parley_status st = parley_session_create(e, &so, &sessions[size_t(i)])) die("session_create", st);
   }
-  const auto g = greedy(kWriterReplyTokens);
+  const auto g = greedy_options(kWriterReplyTokens);
   for (int turn = 0; turn < n_turns; ++turn) {
     for (int i = 0; i < n_sessions; ++i) {
       parley_session* s = sessions[size_t(i)];

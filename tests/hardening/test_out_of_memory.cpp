@@ -96,7 +96,7 @@ struct Env {
   }
 
   static void send(parley_session* s, size_t turn) {
-    const auto g = greedy(kReplyTokens);
+    const auto g = greedy_options(kReplyTokens);
     REQUIRE_MESSAGE(parley_session_send(s, kTurnTexts[turn], &g, nullptr, nullptr, nullptr) == PARLEY_OK,
                     std::string(parley_last_error()));
   }
@@ -210,7 +210,7 @@ TEST_CASE("out of memory while a send restores a spilled session") {
     std::string id;
     parley_session* s = env.session_with(e, 2, id);
     REQUIRE(parley_session_suspend(s) == PARLEY_OK);
-    const auto g = greedy(kReplyTokens);
+    const auto g = greedy_options(kReplyTokens);
     arm();
     const parley_status st = parley_session_send(s, kTurnTexts[2], &g, nullptr, nullptr, nullptr);
     disarm_allocation_failure();

@@ -69,7 +69,7 @@ void drive(std::vector<Slot*> mine, int first_index, std::vector<std::string>& e
         slot.pieces = 0;
         slot.streaming = true;
       }
-      const auto g = greedy(kReplyTokens);
+      const auto g = greedy_options(kReplyTokens);
       parley_turn_stats stats;
       stats.struct_size = sizeof stats;
       const parley_status st =

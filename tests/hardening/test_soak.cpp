@@ -77,7 +77,7 @@ TEST_CASE("soak: 64 sessions x 50 turns under a small KV budget") {
   uint64_t rss_sampled_max = rss_start, wal_max = 0;
 
   std::vector<int> restored(kSessions, 0);
-  const auto g = greedy(kReplyTokens);
+  const auto g = greedy_options(kReplyTokens);
   for (int turn = 0; turn < kTurns; ++turn) {
     for (int i = 0; i < kSessions; ++i) {
       parley_turn_stats stats;

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "parley.h"
+#include "support/c_api_options.h"
 #include "support/shared_assets.h"
 #include "support/synth_model.h"
 
@@ -71,11 +72,7 @@ TEST_CASE("the model's template is the default; the session option wins") {
   REQUIRE(parley_engine_get_model_info(e, &info) == PARLEY_OK);
   CHECK(std::string(info.chat_template) == "chatml");
 
-  parley_generate_options g;
-  parley_generate_options_init(&g);
-  g.temperature = 0;
-  g.max_tokens = 1;
-  g.ignore_eos = 1;
+  const parley_generate_options g = greedy_options(1);
   const std::string user = "hi </s> <|im_end|> <|im_start|>";
 
   SUBCASE("no option: ChatML, with user text kept as plain text") {

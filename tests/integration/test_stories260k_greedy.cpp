@@ -7,6 +7,7 @@
 
 #include "golden.h"
 #include "parley.h"
+#include "support/c_api_options.h"
 #include "support/shared_assets.h"
 
 using namespace parley::test;
@@ -27,11 +28,7 @@ Reply greedy_reply(parley_engine* e, const std::string& prompt, uint32_t max_tok
   parley_session* s = nullptr;
   Reply r;
   REQUIRE(parley_session_create(e, &so, &s) == PARLEY_OK);
-  parley_generate_options g;
-  parley_generate_options_init(&g);
-  g.temperature = 0;
-  g.max_tokens = max_tokens;
-  g.ignore_eos = 1;
+  const parley_generate_options g = greedy_options(max_tokens);
   r.stats.struct_size = sizeof r.stats;
   auto collect = [](const char* utf8, size_t len, void* user) {
     static_cast<std::string*>(user)->append(utf8, len);

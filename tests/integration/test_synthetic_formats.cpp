@@ -8,6 +8,7 @@
 
 #include "model_runner.h"
 #include "parley.h"
+#include "support/c_api_options.h"
 #include "support/shared_assets.h"
 #include "support/synth_model.h"
 #include "text/spm_model_proto.h"
@@ -131,11 +132,7 @@ TEST_CASE("greedy replies through the C ABI agree between the two forms") {
     REQUIRE_MESSAGE(parley_engine_open(&eo, &e) == PARLEY_OK, parley_last_error());
     parley_session* s = nullptr;
     REQUIRE(parley_session_create(e, nullptr, &s) == PARLEY_OK);
-    parley_generate_options g;
-    parley_generate_options_init(&g);
-    g.temperature = 0;
-    g.max_tokens = 30;
-    g.ignore_eos = 1;
+    const parley_generate_options g = greedy_options(30);
     REQUIRE(parley_session_send(s, "ab cd", &g, nullptr, nullptr, nullptr) == PARLEY_OK);
     size_t n = 0;
     REQUIRE(parley_session_get_tokens(s, nullptr, 0, &n) == PARLEY_OK);

@@ -56,12 +56,7 @@ void check_attention(const Setup& s, kv::KvType type) {
   const int32_t layer = 1;
   const kv::KvShape shape{2, s.n_kv_heads, s.head_dim};
   kv::KvCache kv(type, shape, 320);
-  const uint32_t end = s.start_pos + uint32_t(s.n_rows);
-  for (uint32_t t = 0; t < end; ++t) {
-    const auto k = random_values(size_t(shape.row()), 3.0f, rng);
-    const auto v = random_values(size_t(shape.row()), 1.0f, rng);
-    kv.write(layer, t, k.data(), v.data());
-  }
+  fill_kv_randomly(kv, layer, s.start_pos + uint32_t(s.n_rows), rng);
   const auto q = random_values(s.n_rows * size_t(s.n_heads * s.head_dim), 3.0f, rng);
   std::vector<float> out(q.size(), NAN);
   backend::cpu::AttentionArgs args;

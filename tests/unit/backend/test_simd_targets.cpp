@@ -195,12 +195,7 @@ TEST_CASE("attention agrees with the scalar target on every target and every KV 
       std::mt19937 rng(uint32_t(s.head_dim * 7 + s.n_kv_heads));
       const kv::KvShape shape{1, s.n_kv_heads, s.head_dim};
       kv::KvCache kv(type, shape, 320);
-      const uint32_t end = s.start_pos + uint32_t(s.n_rows);
-      for (uint32_t p = 0; p < end; ++p) {
-        const auto k = random_values(size_t(shape.row()), 3.0f, rng);
-        const auto v = random_values(size_t(shape.row()), 1.0f, rng);
-        kv.write(0, p, k.data(), v.data());
-      }
+      fill_kv_randomly(kv, 0, s.start_pos + uint32_t(s.n_rows), rng);
       const auto q = random_values(s.n_rows * size_t(s.n_heads * s.head_dim), 3.0f, rng);
       backend::cpu::ThreadPool pool(2);
       const std::string what = std::string("attention kv ") + kv::kv_type_name(type) +

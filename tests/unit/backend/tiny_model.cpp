@@ -51,6 +51,15 @@ std::vector<float> random_values(size_t n, float scale, std::mt19937& rng) {
   return v;
 }
 
+void fill_kv_randomly(kv::KvCache& kv, int32_t layer, uint32_t positions, std::mt19937& rng) {
+  const size_t row = size_t(kv.shape().row());
+  for (uint32_t p = 0; p < positions; ++p) {
+    const auto k = random_values(row, 3.0f, rng);
+    const auto v = random_values(row, 1.0f, rng);
+    kv.write(layer, p, k.data(), v.data());
+  }
+}
+
 model::TensorView make_tensor(model::Weights& owner, const std::string& name, model::DType dtype,
                               int64_t rows, int64_t cols, const std::vector<float>& values) {
   const std::vector<std::byte> bytes = encode(dtype, rows, cols, values);

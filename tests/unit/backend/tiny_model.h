@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "kv/kv_cache.h"
 #include "model/model_config.h"
 #include "model/weights.h"
 
@@ -45,5 +46,9 @@ std::vector<double> decode_tensor(const model::TensorView& t);
 
 // n values uniform in [-scale, scale].
 std::vector<float> random_values(size_t n, float scale, std::mt19937& rng);
+
+// Positions 0 .. positions - 1 of `layer` written with random K (within +-3) and V (within
+// +-1) rows, K then V drawn per position.
+void fill_kv_randomly(kv::KvCache& kv, int32_t layer, uint32_t positions, std::mt19937& rng);
 
 }  // namespace parley::test
