@@ -77,18 +77,6 @@ HWY_INLINE void prefetch_bytes(const std::byte* p, size_t bytes) {
   for (size_t off = 0; off < bytes; off += 64) hwy::Prefetch(p + off);
 }
 
-HWY_INLINE void prefetch_position(const kv::KvView& kv, const HeadPlacement& at, uint32_t t,
-                                  size_t row_bytes, bool scaled) {
-  const std::byte* block = kv.block_data(t);
-  const size_t slot = t % kv::kBlockTokens;
-  prefetch_bytes(block + at.k + slot * at.slot_stride, row_bytes);
-  prefetch_bytes(block + at.v + slot * at.slot_stride, row_bytes);
-  if (scaled) {
-    hwy::Prefetch(block + at.k_scale + slot * at.scale_stride);
-    hwy::Prefetch(block + at.v_scale + slot * at.scale_stride);
-  }
-}
-
 // exp(x - max) of n scores in place; returns their sum. The tail uses the same Exp on one lane.
 template <class D>
 HWY_INLINE float exp_and_sum(D d, float* s, size_t n, float max) {
@@ -281,7 +269,8 @@ void attend_fixed(D d, const GroupJob& job, const kv::KvView& kv, std::vector<fl
   }
 }
 
-// Any head_dim that D's lane count divides: rows converted through a scratch row.
+// Any head_dim that D's lane count divides: rows converted through a scratch row, in the
+// same order of positions (and with the same prefetching) as attend_fixed.
 template <class Row, class D>
 void attend(D d, const GroupJob& job, const kv::KvView& kv, std::vector<float>& scratch) {
   const size_t hd = size_t(kv.shape().head_dim);
@@ -297,27 +286,24 @@ void attend(D d, const GroupJob& job, const kv::KvView& kv, std::vector<float>& 
   const size_t row_bytes = hd * kv.layout().element_bytes();
   const bool scaled = kv.type() == kv::KvType::int8;
 
-  for (uint32_t t = job.first; t <= job.last && t < job.first + kPrefetchPositions; ++t) {
-    prefetch_position(kv, at, t, row_bytes, scaled);
-  }
-  for (uint32_t t = job.first; t <= job.last; ++t) {
-    if (job.last - t >= kPrefetchPositions) {
-      prefetch_position(kv, at, t + kPrefetchPositions, row_bytes, scaled);
-    }
-    const std::byte* block = kv.block_data(t);
-    const size_t slot = t % kv::kBlockTokens;
-    const std::byte* k = block + at.k + slot * at.slot_stride;
-    for (size_t i = 0; i < hd; i += lanes) hn::StoreU(Row::load(d, k, i), d, row + i);
-    const float scale = Row::scale(block + at.k_scale + slot * at.scale_stride) * inv_sqrt;
-    for (size_t g = 0; g < group; ++g) {
-      const float* qg = job.q + g * hd;
-      auto acc = hn::Zero(d);
-      for (size_t i = 0; i < hd; i += lanes) {
-        acc = hn::MulAdd(hn::LoadU(d, qg + i), hn::LoadU(d, row + i), acc);
-      }
-      scores[g * n + (t - job.first)] = hn::GetLane(hn::SumOfLanes(d, acc)) * scale;
-    }
-  }
+  visit_positions(job, kv, at, row_bytes, scaled, true,
+                  [&](uint32_t t, const std::byte* block, size_t slot) HWY_ATTR {
+                    const std::byte* k = block + at.k + slot * at.slot_stride;
+                    for (size_t i = 0; i < hd; i += lanes) {
+                      hn::StoreU(Row::load(d, k, i), d, row + i);
+                    }
+                    const float scale =
+                        Row::scale(block + at.k_scale + slot * at.scale_stride) * inv_sqrt;
+                    for (size_t g = 0; g < group; ++g) {
+                      const float* qg = job.q + g * hd;
+                      auto acc = hn::Zero(d);
+                      for (size_t i = 0; i < hd; i += lanes) {
+                        acc = hn::MulAdd(hn::LoadU(d, qg + i), hn::LoadU(d, row + i), acc);
+                      }
+                      scores[g * n + (t - job.first)] =
+                          hn::GetLane(hn::SumOfLanes(d, acc)) * scale;
+                    }
+                  });
 
   for (size_t g = 0; g < group; ++g) {
     float* sg = scores + g * n;
@@ -326,20 +312,22 @@ void attend(D d, const GroupJob& job, const kv::KvView& kv, std::vector<float>& 
     for (size_t i = 0; i < hd; i += lanes) hn::StoreU(hn::Zero(d), d, og + i);
   }
 
-  for (uint32_t t = job.first; t <= job.last; ++t) {
-    const std::byte* block = kv.block_data(t);
-    const size_t slot = t % kv::kBlockTokens;
-    const std::byte* v = block + at.v + slot * at.slot_stride;
-    for (size_t i = 0; i < hd; i += lanes) hn::StoreU(Row::load(d, v, i), d, row + i);
-    const float scale = Row::scale(block + at.v_scale + slot * at.scale_stride);
-    for (size_t g = 0; g < group; ++g) {
-      const auto p = hn::Set(d, scores[g * n + (t - job.first)] * scale);
-      float* og = job.out + g * hd;
-      for (size_t i = 0; i < hd; i += lanes) {
-        hn::StoreU(hn::MulAdd(p, hn::LoadU(d, row + i), hn::LoadU(d, og + i)), d, og + i);
-      }
-    }
-  }
+  visit_positions(job, kv, at, row_bytes, scaled, false,
+                  [&](uint32_t t, const std::byte* block, size_t slot) HWY_ATTR {
+                    const std::byte* v = block + at.v + slot * at.slot_stride;
+                    for (size_t i = 0; i < hd; i += lanes) {
+                      hn::StoreU(Row::load(d, v, i), d, row + i);
+                    }
+                    const float scale = Row::scale(block + at.v_scale + slot * at.scale_stride);
+                    for (size_t g = 0; g < group; ++g) {
+                      const auto p = hn::Set(d, scores[g * n + (t - job.first)] * scale);
+                      float* og = job.out + g * hd;
+                      for (size_t i = 0; i < hd; i += lanes) {
+                        hn::StoreU(hn::MulAdd(p, hn::LoadU(d, row + i), hn::LoadU(d, og + i)), d,
+                                   og + i);
+                      }
+                    }
+                  });
 
   for (size_t g = 0; g < group; ++g) {
     const auto inv = hn::Set(d, inv_sum[g]);
