@@ -106,31 +106,38 @@ HWY_INLINE float max_of(D d, const float* s, size_t n) {
   return best;
 }
 
+// Asks for the K (when k_too) and V rows of position t, and their scales. Always inlined:
+// GCC sees a function that only prefetches as free of side effects, and a call to it that is
+// left out of line is deleted (a lambda here once lost every hint that way).
+HWY_INLINE void prefetch_position(const kv::KvView& kv, const HeadPlacement& at, uint32_t t,
+                                  size_t row_bytes, bool scaled, bool k_too) {
+  const std::byte* block = kv.block_data(t);
+  const size_t slot = t % kv::kBlockTokens;
+  if (k_too) {
+    prefetch_bytes(block + at.k + slot * at.slot_stride, row_bytes);
+    if (scaled) hwy::Prefetch(block + at.k_scale + slot * at.scale_stride);
+  }
+  prefetch_bytes(block + at.v + slot * at.slot_stride, row_bytes);
+  if (scaled) hwy::Prefetch(block + at.v_scale + slot * at.scale_stride);
+}
+
 // Calls fn(t, block, slot) for positions first..last in order, looking up each block once,
 // with the rows kPrefetchPositions ahead asked for (K and V, or V only).
 template <class Fn>
 HWY_INLINE void visit_positions(const GroupJob& job, const kv::KvView& kv,
                                 const HeadPlacement& at, size_t row_bytes, bool scaled,
                                 bool k_too, const Fn& fn) {
-  const auto prefetch = [&](uint32_t t) {
-    const std::byte* block = kv.block_data(t);
-    const size_t slot = t % kv::kBlockTokens;
-    if (k_too) {
-      prefetch_bytes(block + at.k + slot * at.slot_stride, row_bytes);
-      if (scaled) hwy::Prefetch(block + at.k_scale + slot * at.scale_stride);
-    }
-    prefetch_bytes(block + at.v + slot * at.slot_stride, row_bytes);
-    if (scaled) hwy::Prefetch(block + at.v_scale + slot * at.scale_stride);
-  };
   for (uint32_t t = job.first; t <= job.last && t - job.first < kPrefetchPositions; ++t) {
-    prefetch(t);
+    prefetch_position(kv, at, t, row_bytes, scaled, k_too);
   }
   uint32_t t = job.first;
   while (t <= job.last) {
     const std::byte* block = kv.block_data(t);
     const uint32_t block_last = std::min(job.last, t - t % kv::kBlockTokens + kv::kBlockTokens - 1);
     for (; t <= block_last; ++t) {
-      if (job.last - t >= kPrefetchPositions) prefetch(t + kPrefetchPositions);
+      if (job.last - t >= kPrefetchPositions) {
+        prefetch_position(kv, at, t + kPrefetchPositions, row_bytes, scaled, k_too);
+      }
       fn(t, block, t % kv::kBlockTokens);
     }
   }
