@@ -106,9 +106,9 @@ HWY_INLINE float max_of(D d, const float* s, size_t n) {
   return best;
 }
 
-// Asks for the K (when k_too) and V rows of position t, and their scales. Always inlined:
-// GCC sees a function that only prefetches as free of side effects, and a call to it that is
-// left out of line is deleted (a lambda here once lost every hint that way).
+// Asks for the K (when k_too) and V rows of position t, and their scales. Always inlined, and
+// not a lambda: GCC sees a function that only prefetches as free of side effects and deletes
+// a call to it that it left out of line (tests/unit/backend/check_prefetch_hints.cmake).
 HWY_INLINE void prefetch_position(const kv::KvView& kv, const HeadPlacement& at, uint32_t t,
                                   size_t row_bytes, bool scaled, bool k_too) {
   const std::byte* block = kv.block_data(t);
