@@ -54,9 +54,9 @@ inline double nmse(const std::vector<float>& a, const std::vector<float>& b) {
   return nmse(a.data(), b.data(), a.size() < b.size() ? a.size() : b.size());
 }
 
-void check_cuda_ok(cudaError_t e);
+void check_cuda_ok(cudaError_t e);  // fails the current test with the error's name
 
 // n normally distributed values (mean 0, standard deviation sd) from a generator seeded seed.
-std::vector<float> random_floats(size_t n, uint32_t seed, float sd = 1.0f);  // fails the current test with the error's name
+std::vector<float> random_floats(size_t n, uint32_t seed, float sd = 1.0f);
 
 }  // namespace parley::test
