@@ -3,6 +3,7 @@
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "backend/cpu/matmul_kernels.cpp"
 #include "backend/cpu/matmul_kernels.h"
+#include "backend/cpu/weight_prefetch.h"
 
 #include <hwy/foreach_target.h>  // must come before highway.h
 #include <hwy/cache_control.h>
@@ -37,6 +38,11 @@ constexpr size_t kTileCols = HWY_TARGET <= HWY_AVX3 ? 6 : 2;
 // (decode is bound by reading them once); from it on, a few weight rows at a time are
 // converted into a float panel that every activation row then reuses.
 constexpr size_t kSmallBatch = 8;
+
+// Weight hints run at least this far ahead of the loads in decode: one tile of rows of 768
+// F16 values (6 KiB) or more. Further (8-16 KiB) measured no faster for F16, whose
+// conversion costs less per byte than a Q8_0 block's.
+constexpr size_t kPrefetchMinBytes = 4096;
 
 // Activation rows per cache block of the batched path: their kSumBlockCols-wide slices
 // (64 x 4 KiB) stay in L2 while every weight row of the range passes over them.
@@ -105,12 +111,11 @@ HWY_INLINE Rows rows_from(const model::TensorView& w, size_t r) {
 // sums[r * C + c] += dot(weight row r, activation row c) over columns [k0, k1), one SIMD
 // accumulator per pair reduced at the end. x points at activation row 0 (full rows). The
 // loops over the tile are unrolled so that its accumulators live in registers (GCC -O2 would
-// keep them in memory, a store and reload per product). kPrefetchNextTile (decode) also asks for
-// the same columns of the next R rows: the hardware prefetcher alone does not follow R short
-// row streams at once, and a decode step is bound by how many weight bytes are in flight.
-template <size_t R, size_t C, bool kPrefetchNextTile = false, class W>
+// keep them in memory, a store and reload per product). kPrefetch (decode) also asks for the
+// same columns of the rows ahead_rows further on (weight_prefetch.h).
+template <size_t R, size_t C, bool kPrefetch = false, class W>
 HWY_INLINE void tile_sums(const W& w, const float* x, size_t x_stride, size_t k0, size_t k1,
-                          float* sums) {
+                          float* sums, size_t ahead_rows = 0) {
   const DF df;
   const size_t lanes = hn::Lanes(df);
   VF acc[R][C];
@@ -120,10 +125,10 @@ HWY_INLINE void tile_sums(const W& w, const float* x, size_t x_stride, size_t k0
     for (size_t c = 0; c < C; ++c) acc[r][c] = hn::Zero(df);
   }
   for (size_t k = k0; k < k1; k += lanes) {
-    if constexpr (kPrefetchNextTile) {
+    if constexpr (kPrefetch) {
       if ((k - k0) * W::kValueBytes % 64 == 0) {  // once per cache line (a step is <= 64 bytes)
         HWY_UNROLL(8)
-        for (size_t r = 0; r < R; ++r) w.prefetch(R + r, k);
+        for (size_t r = 0; r < R; ++r) w.prefetch(ahead_rows + r, k);
       }
     }
     VF wv[R];
@@ -172,8 +177,10 @@ HWY_INLINE void small_batch_tile(const Problem& p, size_t r, size_t i) {
   const Rows w = rows_from<Rows>(p.w, r);
   const float* x = p.x + i * p.cols;
   float sums[R * C] = {};
+  const size_t ahead_rows = prefetch_rows_ahead(R, w.stride, kPrefetchMinBytes);
   for (size_t k0 = 0; k0 < p.cols_vec; k0 += kSumBlockCols) {
-    tile_sums<R, C, C == 1>(w, x, p.cols, k0, std::min(p.cols_vec, k0 + kSumBlockCols), sums);
+    tile_sums<R, C, C == 1>(w, x, p.cols, k0, std::min(p.cols_vec, k0 + kSumBlockCols), sums,
+                            ahead_rows);
   }
   for (size_t rr = 0; rr < R; ++rr) {
     for (size_t c = 0; c < C; ++c) {
@@ -192,6 +199,9 @@ HWY_INLINE void small_batch_rows(const Problem& p, size_t r) {
 
 template <class Rows>
 void small_batch(const Problem& p, size_t r0, size_t r1) {
+  const Rows first = rows_from<Rows>(p.w, r0);
+  prefetch_lead(first.base, (r1 - r0) * first.stride,
+                prefetch_rows_ahead(kTileRows, first.stride, kPrefetchMinBytes) * first.stride);
   size_t r = r0;
   for (; r + kTileRows <= r1; r += kTileRows) small_batch_rows<kTileRows, Rows>(p, r);
   for (; r < r1; ++r) small_batch_rows<1, Rows>(p, r);
