@@ -3,7 +3,7 @@
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "backend/cpu/matmul_kernels.cpp"
 #include "backend/cpu/matmul_kernels.h"
-#include "backend/cpu/weight_prefetch.h"
+#include "backend/cpu/prefetch_hints.h"
 
 #include <hwy/foreach_target.h>  // must come before highway.h
 #include <hwy/cache_control.h>
@@ -102,17 +102,11 @@ struct PanelRows {
   }
 };
 
-template <class Rows>
-HWY_INLINE Rows rows_from(const model::TensorView& w, size_t r) {
-  const size_t stride = model::row_bytes(w.dtype, size_t(w.cols));
-  return Rows{w.data + r * stride, stride};
-}
-
 // sums[r * C + c] += dot(weight row r, activation row c) over columns [k0, k1), one SIMD
 // accumulator per pair reduced at the end. x points at activation row 0 (full rows). The
 // loops over the tile are unrolled so that its accumulators live in registers (GCC -O2 would
 // keep them in memory, a store and reload per product). kPrefetch (decode) also asks for the
-// same columns of the rows ahead_rows further on (weight_prefetch.h).
+// same columns of the rows ahead_rows further on (prefetch_hints.h).
 template <size_t R, size_t C, bool kPrefetch = false, class W>
 HWY_INLINE void tile_sums(const W& w, const float* x, size_t x_stride, size_t k0, size_t k1,
                           float* sums, size_t ahead_rows = 0) {
@@ -167,20 +161,26 @@ struct Problem {
   size_t n;
   float* y;
   size_t y_stride;
-  size_t cols;      // w.cols
-  size_t cols_vec;  // columns covered by whole vectors
+  size_t cols;        // w.cols
+  size_t cols_vec;    // columns covered by whole vectors
+  size_t stride;      // bytes per weight row
+  size_t ahead_rows;  // how far ahead the decode weight hints run (prefetch_hints.h)
 };
+
+template <class Rows>
+HWY_INLINE Rows rows_from(const Problem& p, size_t r) {
+  return Rows{p.w.data + r * p.stride, p.stride};
+}
 
 // Rows [r, r + R) x activation rows [i, i + C), weights converted as they are read.
 template <size_t R, size_t C, class Rows>
 HWY_INLINE void small_batch_tile(const Problem& p, size_t r, size_t i) {
-  const Rows w = rows_from<Rows>(p.w, r);
+  const Rows w = rows_from<Rows>(p, r);
   const float* x = p.x + i * p.cols;
   float sums[R * C] = {};
-  const size_t ahead_rows = prefetch_rows_ahead(R, w.stride, kPrefetchMinBytes);
   for (size_t k0 = 0; k0 < p.cols_vec; k0 += kSumBlockCols) {
     tile_sums<R, C, C == 1>(w, x, p.cols, k0, std::min(p.cols_vec, k0 + kSumBlockCols), sums,
-                            ahead_rows);
+                            p.ahead_rows);
   }
   for (size_t rr = 0; rr < R; ++rr) {
     for (size_t c = 0; c < C; ++c) {
@@ -199,9 +199,7 @@ HWY_INLINE void small_batch_rows(const Problem& p, size_t r) {
 
 template <class Rows>
 void small_batch(const Problem& p, size_t r0, size_t r1) {
-  const Rows first = rows_from<Rows>(p.w, r0);
-  prefetch_lead(first.base, (r1 - r0) * first.stride,
-                prefetch_rows_ahead(kTileRows, first.stride, kPrefetchMinBytes) * first.stride);
+  prefetch_bytes(p.w.data + r0 * p.stride, std::min(r1 - r0, p.ahead_rows) * p.stride);
   size_t r = r0;
   for (; r + kTileRows <= r1; r += kTileRows) small_batch_rows<kTileRows, Rows>(p, r);
   for (; r < r1; ++r) small_batch_rows<1, Rows>(p, r);
@@ -243,7 +241,7 @@ HWY_INLINE void convert_panel(const Rows& w, size_t k0, size_t k1, float* panel)
 template <size_t R, class Rows>
 HWY_INLINE void batched_rows(const Problem& p, size_t r, size_t i0, size_t i1, size_t k0,
                              size_t k1, float* panel) {
-  const Rows w = rows_from<Rows>(p.w, r);
+  const Rows w = rows_from<Rows>(p, r);
   if constexpr (std::is_same_v<Rows, F32Rows>) {
     add_block<R>(p, w, r, i0, i1, k0, k1);  // already floats: no panel
   } else {
@@ -274,7 +272,7 @@ void batched(const Problem& p, size_t r0, size_t r1) {
   }
   if (p.cols_vec == p.cols) return;
   for (size_t r = r0; r < r1; ++r) {
-    const Rows w = rows_from<Rows>(p.w, r);
+    const Rows w = rows_from<Rows>(p, r);
     for (size_t i = 0; i < p.n; ++i) {
       float& y = p.y[i * p.y_stride + r];
       y = tail_sum(w, 0, p.x + i * p.cols, p.cols_vec, p.cols, y);
@@ -295,7 +293,9 @@ void MatmulRows(const model::TensorView& w, const float* x, size_t n, float* y, 
                 size_t r0, size_t r1) {
   const DF df;
   const size_t cols = size_t(w.cols);
-  const Problem p{w, x, n, y, y_stride, cols, cols / hn::Lanes(df) * hn::Lanes(df)};
+  const size_t stride = model::row_bytes(w.dtype, cols);
+  const Problem p{w,      x,    n, y, y_stride, cols, cols / hn::Lanes(df) * hn::Lanes(df),
+                  stride, prefetch_rows_ahead(kTileRows, stride, kPrefetchMinBytes)};
   switch (w.dtype) {
     case model::DType::f32: matmul_rows_of<F32Rows>(p, r0, r1); break;
     case model::DType::f16: matmul_rows_of<F16Rows>(p, r0, r1); break;

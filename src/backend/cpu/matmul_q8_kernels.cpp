@@ -3,7 +3,7 @@
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "backend/cpu/matmul_q8_kernels.cpp"
 #include "backend/cpu/matmul_q8_kernels.h"
-#include "backend/cpu/weight_prefetch.h"
+#include "backend/cpu/prefetch_hints.h"
 
 #include <hwy/foreach_target.h>  // must come before highway.h
 #include <hwy/cache_control.h>
@@ -60,8 +60,9 @@ struct Problem {
   const ActivationBlocks& x;
   float* y;
   size_t y_stride;
-  size_t w_stride;  // bytes per weight row
-  size_t blocks;    // per row
+  size_t w_stride;     // bytes per weight row
+  size_t blocks;       // per row
+  size_t ahead_bytes;  // how far ahead the weight hints run (prefetch_hints.h)
 };
 
 // The exact integer dot product of one weight block with one activation block, as float
@@ -91,13 +92,12 @@ HWY_INLINE void tile(const Problem& p, size_t r, size_t i) {
   for (size_t rr = 0; rr < R; ++rr) {
     w[rr] = reinterpret_cast<const model::Q8Block*>(p.w.data + (r + rr) * p.w_stride);
   }
-  // The same block of a later tile's rows is prefetched (weight_prefetch.h). A hint only:
-  // past the matrix end it does nothing.
+  // The same block of a later tile's rows is prefetched. A hint only: past the matrix end it
+  // does nothing.
   const model::Q8Block* ahead[R];
-  const size_t ahead_bytes = prefetch_rows_ahead(R, p.w_stride, kPrefetchMinBytes) * p.w_stride;
   for (size_t rr = 0; rr < R; ++rr) {
     ahead[rr] = reinterpret_cast<const model::Q8Block*>(
-        reinterpret_cast<uintptr_t>(w[rr]) + ahead_bytes);
+        reinterpret_cast<uintptr_t>(w[rr]) + p.ahead_bytes);
   }
   const int16_t* xq[C];
   const float* xs[C];
@@ -144,9 +144,10 @@ HWY_INLINE void rows_times_block(const Problem& p, size_t r, size_t i0, size_t i
 
 void MatmulRowsQ8(const model::TensorView& w, const ActivationBlocks& x, float* y,
                   size_t y_stride, size_t r0, size_t r1) {
-  const Problem p{w, x, y, y_stride, model::row_bytes(w.dtype, x.cols), x.cols / kBlock};
-  prefetch_lead(w.data + r0 * p.w_stride, (r1 - r0) * p.w_stride,
-                prefetch_rows_ahead(kTileRows, p.w_stride, kPrefetchMinBytes) * p.w_stride);
+  const size_t w_stride = model::row_bytes(w.dtype, x.cols);
+  const Problem p{w, x, y, y_stride, w_stride, x.cols / kBlock,
+                  prefetch_rows_ahead(kTileRows, w_stride, kPrefetchMinBytes) * w_stride};
+  prefetch_bytes(w.data + r0 * w_stride, std::min((r1 - r0) * w_stride, p.ahead_bytes));
   for (size_t i0 = 0; i0 < x.n; i0 += kActivationBlock) {
     const size_t i1 = std::min(x.n, i0 + kActivationBlock);
     size_t r = r0;

@@ -6,7 +6,7 @@
 
 #include "backend/cpu/ops_matmul.h"
 #include "backend/cpu/thread_pool.h"
-#include "backend/cpu/weight_prefetch.h"
+#include "backend/cpu/prefetch_hints.h"
 #include "tiny_model.h"
 
 namespace parley::test {

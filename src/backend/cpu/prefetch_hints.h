@@ -1,0 +1,32 @@
+// Software prefetch hints of the CPU kernels. The decode products and the attention are
+// bound by how many bytes are in flight, and the hardware prefetcher does not follow their
+// short strided streams (a register tile's R rows, one head's K/V rows), so they ask ahead
+// themselves.
+#pragma once
+
+#include <cstddef>
+
+#include <hwy/base.h>
+#include <hwy/cache_control.h>
+
+namespace parley::backend::cpu {
+
+// Asks for every cache line of [p, p + bytes). Always inlined: GCC deletes calls to a function
+// that only prefetches when it leaves it out of line (tests/unit/backend/check_prefetch_hints.cmake).
+HWY_INLINE void prefetch_bytes(const std::byte* p, size_t bytes) {
+  for (size_t at = 0; at < bytes; at += 64) hwy::Prefetch(p + at);
+}
+
+// How far ahead of its loads a product asks for weight rows: whole tiles (a hint into the
+// current tile asks for what its own loads fetch at the same moment), together at least
+// min_bytes. How far is enough depends on how fast the kernel consumes a byte; each kernel
+// states its own distance. Rows of no bytes: none. A thread's range starts cold, so the
+// kernels also ask for its first that-many bytes before the loop (whose hints run ahead).
+inline constexpr size_t prefetch_rows_ahead(size_t tile_rows, size_t row_bytes,
+                                            size_t min_bytes) {
+  const size_t tile_bytes = tile_rows * row_bytes;
+  if (tile_bytes == 0) return 0;
+  return (min_bytes + tile_bytes - 1) / tile_bytes * tile_rows;
+}
+
+}  // namespace parley::backend::cpu
