@@ -1,37 +1,38 @@
-// Split-KV decode attention (flash-decoding): one block per (range of cache blocks, KV head)
-// serves every query head of that KV head, so each K/V row is read once for the group. The
-// range is walked one paged block (16 keys) at a time through shared memory; the block ends
-// with an unnormalized partial state {o, m, d} per query head for attn_merge.
-#include "kernels/common/kv_load.cuh"
+// Split-KV decode attention (flash-decoding): one block per (range of cache blocks, KV head,
+// chunk of up to 8 of its query heads), so each K/V row is read once for those heads. Each
+// warp walks its own paged blocks (16 keys) straight from global memory: for the scores a
+// lane pair holds one key's row, for the values each lane holds a few dims of every key it
+// sums. Warps keep private online-softmax states, merged through shared memory at the end
+// into one unnormalized partial state {o, m, d} per query head for attn_merge.
+#include "kernels/common/kv_vec.cuh"
 #include "kernels/common/softmax_state.cuh"
 #include "kernels/launch.h"
 
 namespace parley::kernels {
 namespace {
 
-constexpr int kThreads = 128;
-constexpr int kTile = kKvBlockTokens;
+constexpr int kWarps = 4;
+constexpr int kThreads = 32 * kWarps;
+constexpr int kTile = kKvBlockTokens;  // keys of one paged block
+constexpr int kMaxSplits = 64;         // attn_merge holds one weight per split
 
-// Shared memory, in floats: q [group][hd], K and V tiles [16][hd + 1] (padded against bank
-// conflicts), p [group][16], then alpha, m, d [group] each, then o [group][hd].
-__host__ __device__ inline size_t decode_smem_floats(int group, int hd) {
-  return size_t(group) * hd * 2 + size_t(2) * kTile * (hd + 1) + size_t(group) * kTile + size_t(group) * 3;
-}
-
+template <int HD, int T, int G>
 __global__ void __launch_bounds__(kThreads) attn_decode_kernel(AttnDecodeArgs a) {
-  extern __shared__ float smem[];
+  constexpr int kEb = kKvElemBytes<T>;
+  constexpr int kKeyDims = HD / 2;                // score pass: a lane pair per key
+  constexpr int kValDims = HD >= 32 ? HD / 32 : 1;  // value pass: dims of one lane
+  constexpr int kValCols = HD / kValDims;         // lanes across a value row
+  constexpr int kValRows = 32 / kValCols;         // lanes down the keys (HD < 32)
+  constexpr int kKeysPerLane = kTile / kValRows;
+  __shared__ float q_s[G][HD];
+  __shared__ float p_s[kWarps][G][kTile];
+  __shared__ float md_s[kWarps][G][2];
+  __shared__ float o_s[kWarps][G][HD];
+
   const PagedKv& kv = a.kv;
-  const int hd = kv.head_dim, stride = hd + 1;
-  const int group = a.n_heads / kv.n_kv_heads;
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int split = blockIdx.x, kvh = blockIdx.y;
-  float* q_s = smem;
-  float* k_s = q_s + group * hd;
-  float* v_s = k_s + kTile * stride;
-  float* p_s = v_s + kTile * stride;
-  float* alpha_s = p_s + group * kTile;
-  float* m_s = alpha_s + group;
-  float* d_s = m_s + group;
-  float* o_s = d_s + group;
+  const int head0 = kvh * (a.n_heads / kv.n_kv_heads) + blockIdx.z * G;
 
   const int len = a.step->start_pos + 1;  // the new row's own K/V is already in the cache
   const int first = a.sliding_window > 0 && len > a.sliding_window ? len - a.sliding_window : 0;
@@ -40,90 +41,164 @@ __global__ void __launch_bounds__(kThreads) attn_decode_kernel(AttnDecodeArgs a)
   const int my_lo = tile_lo + split * per_split;
   const int my_hi = min(tile_hi, my_lo + per_split);
 
-  const float inv_sqrt = 1.0f / sqrtf(float(hd));
-  for (int idx = threadIdx.x; idx < group * hd; idx += kThreads) {
-    q_s[idx] = a.q[size_t(kvh) * group * hd + idx] * inv_sqrt;  // heads kvh*group.. are adjacent
-    o_s[idx] = 0.0f;
+  const float inv_sqrt = 1.0f / sqrtf(float(HD));
+  for (int i = threadIdx.x; i < G * HD; i += kThreads) q_s[i / HD][i % HD] = a.q[size_t(head0) * HD + i] * inv_sqrt;
+  __syncthreads();
+
+  const int key = lane / 2, half = lane % 2;
+  const int vcol = lane % kValCols, vrow = lane / kValCols;
+  float m[G], d[G], o[G][kValDims];  // m is the same in every lane; d and o are lane partials
+#pragma unroll
+  for (int g = 0; g < G; ++g) {
+    m[g] = -INFINITY;
+    d[g] = 0.0f;
+#pragma unroll
+    for (int k = 0; k < kValDims; ++k) o[g][k] = 0.0f;
   }
-  for (int g = threadIdx.x; g < group; g += kThreads) {
-    m_s[g] = -INFINITY;
-    d_s[g] = 0.0f;
+
+  for (int tile = my_lo + warp; tile < my_hi; tile += kWarps) {
+    const uint8_t* block = kv.blocks[tile];
+    const int base = tile * kTile;
+    // Every load of the tile first, so they are in flight together.
+    float k_val[kKeyDims];
+    load_kv_vec<kKeyDims, T>(block + kv.k_offset(a.layer, key, kvh) + half * kKeyDims * kEb, k_val);
+    float v_val[kKeysPerLane][kValDims];
+#pragma unroll
+    for (int i = 0; i < kKeysPerLane; ++i) {
+      const int j = vrow + i * kValRows;
+      load_kv_vec<kValDims, T>(block + kv.v_offset(a.layer, j, kvh) + vcol * kValDims * kEb, v_val[i]);
+      if (base + j >= len) {  // slots past the end hold stale bytes: 0 * NaN would be NaN
+#pragma unroll
+        for (int k = 0; k < kValDims; ++k) v_val[i][k] = 0.0f;
+      }
+    }
+    float k_scale = 1.0f, v_scale = 1.0f;
+    if constexpr (T == kKvInt8) {
+      k_scale = __ldg(reinterpret_cast<const float*>(block + kv.k_scale_offset(a.layer, key, kvh)));
+      v_scale = __ldg(reinterpret_cast<const float*>(block + kv.v_scale_offset(a.layer, key, kvh)));
+    }
+    const bool visible = base + key >= first && base + key < len;
+
+#pragma unroll
+    for (int g = 0; g < G; ++g) {
+      float dot = 0.0f;
+#pragma unroll
+      for (int i = 0; i < kKeyDims; ++i) dot += q_s[g][half * kKeyDims + i] * k_val[i];
+      dot += __shfl_xor_sync(0xffffffffu, dot, 1);
+      const float s = visible ? dot * k_scale : -INFINITY;
+      float m_tile = s;
+#pragma unroll
+      for (int off = 2; off < 32; off *= 2) m_tile = fmaxf(m_tile, __shfl_xor_sync(0xffffffffu, m_tile, off));
+      float p = 0.0f;
+      if (m_tile != -INFINITY) {  // the same in every lane
+        const float m_new = fmaxf(m[g], m_tile);
+        const float alpha = softmax_rescale(m[g], m_new);
+        p = visible ? expf(s - m_new) : 0.0f;
+        d[g] = d[g] * alpha + (half == 0 ? p : 0.0f);
+#pragma unroll
+        for (int k = 0; k < kValDims; ++k) o[g][k] *= alpha;
+        m[g] = m_new;
+      }
+      if (half == 0) p_s[warp][g][key] = visible ? p * v_scale : 0.0f;
+    }
+    __syncwarp();
+#pragma unroll
+    for (int g = 0; g < G; ++g) {
+#pragma unroll
+      for (int i = 0; i < kKeysPerLane; ++i) {
+        const float p = p_s[warp][g][vrow + i * kValRows];
+#pragma unroll
+        for (int k = 0; k < kValDims; ++k) o[g][k] += p * v_val[i][k];
+      }
+    }
+    __syncwarp();  // p_s is rewritten by the next tile
+  }
+
+  // The warp's state: d over all lanes, o over the lanes that took other keys of a dim.
+#pragma unroll
+  for (int g = 0; g < G; ++g) {
+#pragma unroll
+    for (int off = 1; off < 32; off *= 2) d[g] += __shfl_xor_sync(0xffffffffu, d[g], off);
+#pragma unroll
+    for (int off = kValCols; off < 32; off *= 2) {
+#pragma unroll
+      for (int k = 0; k < kValDims; ++k) o[g][k] += __shfl_xor_sync(0xffffffffu, o[g][k], off);
+    }
+    if (lane == 0) {
+      md_s[warp][g][0] = m[g];
+      md_s[warp][g][1] = d[g];
+    }
+    if (vrow == 0) {
+#pragma unroll
+      for (int k = 0; k < kValDims; ++k) o_s[warp][g][vcol * kValDims + k] = o[g][k];
+    }
   }
   __syncthreads();
 
-  for (int tile = my_lo; tile < my_hi; ++tile) {
-    const int base = tile * kTile;
-    for (int idx = threadIdx.x; idx < kTile * hd; idx += kThreads) {
-      const int j = idx / hd, dd = idx % hd;
-      const bool stored = base + j < len;  // later slots hold stale bytes
-      k_s[j * stride + dd] = stored ? load_kv(kv, false, a.layer, base + j, kvh, dd) : 0.0f;
-      v_s[j * stride + dd] = stored ? load_kv(kv, true, a.layer, base + j, kvh, dd) : 0.0f;
+  // The block's state per query head: the warps' states merged.
+  for (int i = threadIdx.x; i < G * HD; i += kThreads) {
+    const int g = i / HD, dd = i % HD;
+    float m_all = -INFINITY;
+#pragma unroll
+    for (int w = 0; w < kWarps; ++w) m_all = fmaxf(m_all, md_s[w][g][0]);
+    float o_all = 0.0f, d_all = 0.0f;
+#pragma unroll
+    for (int w = 0; w < kWarps; ++w) {
+      const float f = softmax_rescale(md_s[w][g][0], m_all);
+      o_all += o_s[w][g][dd] * f;
+      d_all += md_s[w][g][1] * f;
     }
-    __syncthreads();
-    for (int idx = threadIdx.x; idx < group * kTile; idx += kThreads) {
-      const int g = idx / kTile, j = idx % kTile;
-      const int key = base + j;
-      float dot = 0.0f;
-      for (int dd = 0; dd < hd; ++dd) dot += q_s[g * hd + dd] * k_s[j * stride + dd];
-      p_s[idx] = key >= first && key < len ? dot : -INFINITY;
+    const size_t head = size_t(split) * a.n_heads + head0 + g;
+    a.part_o[head * HD + dd] = o_all;
+    if (dd == 0) {
+      a.part_md[head * 2] = m_all;
+      a.part_md[head * 2 + 1] = d_all;
     }
-    __syncthreads();
-    for (int g = threadIdx.x; g < group; g += kThreads) {
-      float m_tile = -INFINITY;
-      for (int j = 0; j < kTile; ++j) m_tile = fmaxf(m_tile, p_s[g * kTile + j]);
-      const float m_new = fmaxf(m_s[g], m_tile);
-      float alpha = 1.0f, sum = 0.0f;
-      if (m_tile != -INFINITY) alpha = softmax_rescale(m_s[g], m_new);
-      for (int j = 0; j < kTile; ++j) {
-        const float s = p_s[g * kTile + j];
-        const float p = s == -INFINITY ? 0.0f : expf(s - m_new);
-        p_s[g * kTile + j] = p;
-        sum += p;
-      }
-      if (m_tile != -INFINITY) {
-        d_s[g] = d_s[g] * alpha + sum;
-        m_s[g] = m_new;
-      }
-      alpha_s[g] = alpha;
-    }
-    __syncthreads();
-    for (int idx = threadIdx.x; idx < group * hd; idx += kThreads) {
-      const int g = idx / hd, dd = idx % hd;
-      float acc = o_s[idx] * alpha_s[g];
-      for (int j = 0; j < kTile; ++j) acc += p_s[g * kTile + j] * v_s[j * stride + dd];
-      o_s[idx] = acc;
-    }
-    __syncthreads();  // before the next tile overwrites k_s, v_s and p_s
   }
+}
 
-  const size_t head0 = size_t(split) * a.n_heads + size_t(kvh) * group;
-  for (int idx = threadIdx.x; idx < group * hd; idx += kThreads) a.part_o[head0 * hd + idx] = o_s[idx];
-  for (int g = threadIdx.x; g < group; g += kThreads) {
-    a.part_md[(head0 + g) * 2] = m_s[g];
-    a.part_md[(head0 + g) * 2 + 1] = d_s[g];
+template <int HD, int T>
+cudaError_t launch_typed(const AttnDecodeArgs& a, int group, cudaStream_t stream) {
+  // The widest chunk of query heads (a power of two up to 8) that divides the group.
+  const int g = group % 8 == 0 ? 8 : group % 4 == 0 ? 4 : group % 2 == 0 ? 2 : 1;
+  const dim3 grid(unsigned(a.n_splits), unsigned(a.kv.n_kv_heads), unsigned(group / g));
+  switch (g) {
+    case 8: attn_decode_kernel<HD, T, 8><<<grid, kThreads, 0, stream>>>(a); break;
+    case 4: attn_decode_kernel<HD, T, 4><<<grid, kThreads, 0, stream>>>(a); break;
+    case 2: attn_decode_kernel<HD, T, 2><<<grid, kThreads, 0, stream>>>(a); break;
+    default: attn_decode_kernel<HD, T, 1><<<grid, kThreads, 0, stream>>>(a); break;
+  }
+  return cudaGetLastError();
+}
+
+template <int HD>
+cudaError_t launch_hd(const AttnDecodeArgs& a, int group, cudaStream_t stream) {
+  switch (a.kv.kv_type) {
+    case kKvInt8: return launch_typed<HD, kKvInt8>(a, group, stream);
+    case kKvF16: return launch_typed<HD, kKvF16>(a, group, stream);
+    case kKvF32: return launch_typed<HD, kKvF32>(a, group, stream);
+    default: return cudaErrorInvalidValue;
   }
 }
 
 }  // namespace
 
-cudaError_t prepare_attn_decode(int32_t group, int32_t head_dim) {
-  if (group <= 0 || head_dim <= 0) return cudaErrorInvalidValue;
-  const size_t bytes = decode_smem_floats(group, head_dim) * sizeof(float);
-  if (bytes <= 48 * 1024) return cudaSuccess;  // the default limit
-  return cudaFuncSetAttribute(attn_decode_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                              int(bytes));
-}
-
 cudaError_t launch_attn_decode(const AttnDecodeArgs& args, cudaStream_t stream) {
   const PagedKv& kv = args.kv;
-  if (args.n_splits <= 0 || kv.n_kv_heads <= 0 || kv.head_dim <= 0 ||
+  if (args.n_splits <= 0 || args.n_splits > kMaxSplits || kv.n_kv_heads <= 0 ||
       args.n_heads % kv.n_kv_heads != 0) {
     return cudaErrorInvalidValue;
   }
-  const size_t bytes = decode_smem_floats(args.n_heads / kv.n_kv_heads, kv.head_dim) * sizeof(float);
-  const dim3 grid(unsigned(args.n_splits), unsigned(kv.n_kv_heads));
-  attn_decode_kernel<<<grid, kThreads, bytes, stream>>>(args);
-  return cudaGetLastError();
+  const int group = args.n_heads / kv.n_kv_heads;
+  switch (kv.head_dim) {
+    case 8: return launch_hd<8>(args, group, stream);
+    case 16: return launch_hd<16>(args, group, stream);
+    case 32: return launch_hd<32>(args, group, stream);
+    case 64: return launch_hd<64>(args, group, stream);
+    case 128: return launch_hd<128>(args, group, stream);
+    case 256: return launch_hd<256>(args, group, stream);
+    default: return cudaErrorInvalidValue;  // the host checks supported head sizes at load
+  }
 }
 
 }  // namespace parley::kernels

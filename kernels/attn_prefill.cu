@@ -1,7 +1,9 @@
-// Causal GQA attention of a batch of new rows over the paged cache, FlashAttention-2 style:
-// a block holds 32 query rows of one head (4 threads per row, each a quarter of head_dim in
-// registers), walks the visible positions one paged block (16 keys) at a time with K and V
-// dequantized into shared memory, and keeps an online softmax per row.
+// Causal GQA attention of a batch of new rows over the paged cache, FlashAttention-2 style.
+// INT8 and F16 caches go to the tensor-core kernel (attn_prefill_mma.cu). F32 caches, the
+// exact reference path, stay in F32 here: a block holds 32 query rows of one head (4 threads
+// per row, each a quarter of head_dim in registers), walks the visible positions one paged
+// block (16 keys) at a time with K and V in shared memory, and keeps an online softmax per row.
+#include "kernels/attn_prefill_mma.h"
 #include "kernels/common/elem.cuh"
 #include "kernels/common/kv_load.cuh"
 #include "kernels/common/softmax_state.cuh"
@@ -110,6 +112,7 @@ cudaError_t launch_attn_prefill(const AttnPrefillArgs& args, cudaStream_t stream
   if (args.n_tokens <= 0 || kv.n_kv_heads <= 0 || args.n_heads % kv.n_kv_heads != 0) {
     return cudaErrorInvalidValue;
   }
+  if (kv.kv_type != kKvF32) return launch_attn_prefill_mma(args, stream);
   switch (kv.head_dim) {
     case 8: return launch_hd<8>(args, stream);
     case 16: return launch_hd<16>(args, stream);

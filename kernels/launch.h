@@ -69,7 +69,9 @@ struct RopeKvAppendArgs {
 cudaError_t launch_rope_kv_append(const RopeKvAppendArgs& args, cudaStream_t stream);
 
 // Causal GQA attention of n new rows over the paged cache (FlashAttention-2 tiling: query
-// rows of one head per block, K/V tiles of one paged block in shared memory, online softmax).
+// rows of one head per block, K/V tiles in shared memory, online softmax). INT8 and F16
+// caches run on the tensor cores (Q, K, V and the probabilities rounded to F16, F32 sums);
+// F32 caches stay exact in F32.
 struct AttnPrefillArgs {
   const float* q;   // row t at q + t * q_stride: [n_heads][head_dim], RoPE applied
   int32_t q_stride;
@@ -84,9 +86,10 @@ struct AttnPrefillArgs {
 };
 cudaError_t launch_attn_prefill(const AttnPrefillArgs& args, cudaStream_t stream);
 
-// One new row (position start_pos) over the cache, split into n_splits ranges of whole
-// blocks; each block of threads serves all query heads of one KV head over one range and
-// writes an unnormalized partial state {o, m, d}. Empty ranges write d = 0.
+// One new row (position start_pos) over the cache, split into n_splits (1..64) ranges of
+// whole blocks; each block of threads serves the query heads of one KV head (up to 8 at a
+// time) over one range and writes an unnormalized partial state {o, m, d}. Empty ranges
+// write d = 0.
 struct AttnDecodeArgs {
   const float* q;   // [n_heads][head_dim], RoPE applied
   float* part_o;    // [n_splits][n_heads][head_dim]
@@ -99,9 +102,6 @@ struct AttnDecodeArgs {
   PagedKv kv;
 };
 cudaError_t launch_attn_decode(const AttnDecodeArgs& args, cudaStream_t stream);
-// Allows the shared memory decode attention needs for this group size (query heads per KV
-// head) and head_dim; call once before launching (and before any graph capture).
-cudaError_t prepare_attn_decode(int32_t group, int32_t head_dim);
 
 // Merges the partial states of the splits: out[h] = sum_s o_s e^(m_s - m) / sum_s d_s e^(m_s - m).
 struct AttnMergeArgs {
@@ -124,6 +124,20 @@ struct SwigluArgs {
   int32_t hidden;
 };
 cudaError_t launch_swiglu(const SwigluArgs& args, cudaStream_t stream);
+
+// One-row product y[rows] = W[rows, cols] x[cols] (F32 sums) for F16 or BF16 W and x, cols a
+// multiple of 8 and W and x 16-byte aligned (gemv_supports says whether the arguments fit).
+struct GemvArgs {
+  const void* w;
+  const void* x;
+  float* y;
+  int32_t type;       // kF16 or kBF16, of w and x
+  int64_t rows;
+  int64_t cols;
+  int32_t min_warps;  // warps to run, in blocks of 8 (2 blocks per multiprocessor fill the device)
+};
+bool gemv_supports(int32_t type, int64_t cols, const void* w, const void* x);
+cudaError_t launch_gemv(const GemvArgs& args, cudaStream_t stream);
 
 // Copy-on-write of whole blocks: dst[i] = src[i], block_bytes each.
 struct KvBlockCopyArgs {

@@ -9,8 +9,11 @@
 #   scripts/gpu-check.sh run    (there) runs the gpu tests, then the GPU benchmark scenarios
 #                                       and the device ceilings, logging to $OUT
 #                                       (default ./gpu-check-out).
+#   scripts/gpu-check.sh profile (there) time per kernel of decode and prefill steps (ncu).
 # Environment: BUILD_DIR (build-gpu), CARRY_DIR (build-gpu-carry), SHARED (../shared),
-# ARCH (90), SKIP_CONFIGURE=1 (pack: reuse BUILD_DIR as configured), QUICK=1 (run: the tests and one short bench line only).
+# ARCH (90), SKIP_CONFIGURE=1 (pack: reuse BUILD_DIR as configured), QUICK=1 (run: the tests and one short bench line only),
+# TEST_TIMEOUT_S (240), SANITIZER_TIMEOUT_S (120) and BENCH_TIMEOUT_S (180, per model shape): device time is scarce, so a
+# hang in one step must not eat the time of the others.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -51,7 +54,7 @@ pack() {
 # cuBLAS of the machine: the toolkit's, else the one Python's nvidia-cublas package brings.
 cublas_dirs() {
   local d
-  for d in /usr/local/cuda/lib64 /usr/local/cuda/targets/x86_64-linux/lib; do
+  for d in /usr/local/cuda/lib64 /usr/local/cuda/lib /usr/local/cuda/targets/x86_64-linux/lib; do
     [[ -e $d/libcublas.so.13 ]] && echo "$d"
   done
   python3 - <<'PY' 2>/dev/null || true
@@ -63,15 +66,20 @@ for root in site.getsitepackages():
 PY
 }
 
-run() {
-  local out=${OUT:-./gpu-check-out}
-  mkdir -p "$out"
-  local root=$PWD/$carry
+# The carried binaries' environment on the GPU machine.
+use_carried() {
+  root=$PWD/$carry
   local libs
   libs=$(cublas_dirs | paste -sd: -)
   export LD_LIBRARY_PATH="$root/lib${libs:+:$libs}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
   export PARLEY_CUDA_MODULE=$root/lib/libparley_cuda.so
   export PARLEY_SHARED_DIR=$root/shared
+}
+
+run() {
+  local out=${OUT:-./gpu-check-out} root
+  mkdir -p "$out"
+  use_carried
   {
     echo "== $(date -u +%FT%TZ) $(uname -m)"
     nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm,clocks.max.mem --format=csv || true
@@ -81,9 +89,18 @@ run() {
 
   local status=0
   # The gpu tests (the ctest label gpu runs this binary); --duration shows where time goes.
-  "$root/bin/parley-tests-gpu" --duration=true 2>&1 | tee "$out/gpu-tests.log" || status=1
+  timeout "${TEST_TIMEOUT_S:-240}" "$root/bin/parley-tests-gpu" --duration=true 2>&1 |
+    tee "$out/gpu-tests.log" || status=1
+  # A faulting kernel: the memory checker names it, within a bounded time.
+  local sanitizer=${CUDA_HOME:-/usr/local/cuda}/bin/compute-sanitizer
+  if ((status)) && [[ -x $sanitizer ]] &&
+    grep -qiE 'illegal|misaligned|launch failure|out of bounds|segmentation' "$out/gpu-tests.log"; then
+    timeout "${SANITIZER_TIMEOUT_S:-120}" "$sanitizer" --print-limit 20 "$root/bin/parley-tests-gpu" \
+      >"$out/sanitizer.log" 2>&1 || true
+  fi
 
-  local bench=("$root/bin/parley-bench" --device cuda --out "$out/bench.jsonl")
+  local bench=(timeout "${BENCH_TIMEOUT_S:-180}" "$root/bin/parley-bench" --device cuda
+    --out "$out/bench.jsonl")
   if [[ ${QUICK:-0} == 1 ]]; then
     "${bench[@]}" --synthetic tinyllama-1.1b --scenario decode --kv int8 --context 128 \
       --tokens 32 --repeat 1 --copy-mib 1024 2>&1 | tee "$out/bench.log" || status=1
@@ -120,11 +137,36 @@ PY
   return $status
 }
 
+# Time per kernel (Nsight Compute, one duration metric, clocks left alone) for a 7B decode
+# step at 2048 tokens of context, 7B prefill chunks, and a TinyLlama decode step at 128.
+profile() {
+  local out=${OUT:-./gpu-check-out} root
+  mkdir -p "$out"
+  use_carried
+  local ncu
+  ncu=$(command -v ncu || ls /usr/local/cuda/bin/ncu /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1 || true)
+  [[ -n $ncu ]] || { echo "gpu-check profile: no ncu on this machine" >&2; return 1; }
+  local prof=(timeout "${PROFILE_TIMEOUT_S:-150}" "$ncu" --clock-control none
+    --metrics gpu__time_duration.sum --print-summary per-kernel)
+  local bench=("$root/bin/parley-bench" --device cuda --kv int8 --repeat 1 --copy-mib 64)
+  local status=0
+  "${prof[@]}" "${bench[@]}" --synthetic llama2-7b --scenario decode --context 2048 --tokens 8 \
+    >"$out/profile-decode-7b.log" 2>&1 || status=1
+  "${prof[@]}" "${bench[@]}" --synthetic llama2-7b --scenario prefill --prompt-tokens 2048 \
+    >"$out/profile-prefill-7b.log" 2>&1 || status=1
+  "${prof[@]}" "${bench[@]}" --synthetic tinyllama-1.1b --scenario decode --context 128 --tokens 8 \
+    >"$out/profile-decode-tinyllama.log" 2>&1 || status=1
+  tail -n 3 "$out"/profile-*.log
+  echo "gpu-check profile: logs in $out (status $status)"
+  return $status
+}
+
 case "$mode" in
   pack) pack ;;
   run) run ;;
+  profile) profile ;;
   *)
-    echo "usage: scripts/gpu-check.sh pack|run   (see the comment at the top)" >&2
+    echo "usage: scripts/gpu-check.sh pack|run|profile   (see the comment at the top)" >&2
     exit 2
     ;;
 esac

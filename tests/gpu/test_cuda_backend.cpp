@@ -100,7 +100,9 @@ TEST_CASE("synthetic models: CUDA (F32 weights) == CPU within float noise, every
         const auto want = run(*cpu, model->config, ids, type, prefill);
         const auto got = run(*gpu, model->config, ids, type, prefill);
         const Agreement a = compare(got, want, size_t(spec.n_vocab));
-        CHECK(nmse(got, want) < (type == kv::KvType::f32 ? 1e-9 : 1e-6));
+        // INT8 and F16 caches: prefill attention runs on the tensor cores, with Q, K, V and
+        // the probabilities rounded to F16; F32 caches stay exact.
+        CHECK(nmse(got, want) < (type == kv::KvType::f32 ? 1e-9 : 2e-5));
         if (type == kv::KvType::f32) CHECK(a.top1 == a.rows);
       }
     }

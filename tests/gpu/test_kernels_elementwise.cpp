@@ -106,7 +106,8 @@ TEST_CASE("embed: rows of an F32 or F16 table, exactly") {
 TEST_CASE("rmsnorm (with and without the residual add) matches the CPU op") {
   PARLEY_GPU_OR_SKIP();
   for (int32_t rows : {1, 3, 17}) {
-    for (int32_t dim : {7, 64, 1000, 4097}) {
+    // 64 to 8192 in 16-byte pieces; 7, 4097 and 8196 (past the vector kernel) one by one.
+    for (int32_t dim : {7, 64, 1000, 4096, 4097, 8192, 8196}) {
       CAPTURE(rows);
       CAPTURE(dim);
       const size_t n = size_t(rows) * dim;

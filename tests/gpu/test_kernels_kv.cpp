@@ -205,9 +205,11 @@ std::vector<float> cpu_attention(const kv::KvCache& cache, const std::vector<flo
 
 TEST_CASE("prefill attention matches the CPU over the paged cache (causal, GQA, windows)") {
   PARLEY_GPU_OR_SKIP();
-  for (Heads h : {Heads{6, 2, 8}, Heads{4, 4, 64}, Heads{8, 1, 128}, Heads{4, 2, 128}}) {
-    for (kv::KvType type : {kv::KvType::int8, kv::KvType::f32}) {
-      for (auto [start, n] : {std::pair{0, 2}, std::pair{0, 45}, std::pair{29, 70}, std::pair{97, 33}}) {
+  for (Heads h : {Heads{6, 2, 8}, Heads{4, 4, 64}, Heads{8, 1, 128}, Heads{4, 2, 128}, Heads{16, 1, 64},
+                  Heads{4, 2, 256}, Heads{4, 4, 16}, Heads{2, 1, 32}}) {
+    for (kv::KvType type : {kv::KvType::int8, kv::KvType::f16, kv::KvType::f32}) {
+      for (auto [start, n] : {std::pair{0, 2}, std::pair{0, 45}, std::pair{29, 70}, std::pair{97, 33},
+                              std::pair{0, 200}, std::pair{50, 130}}) {
         for (int32_t window : {0, 7}) {
           CAPTURE(h.head_dim);
           CAPTURE(h.n_heads);
@@ -235,7 +237,10 @@ TEST_CASE("prefill attention matches the CPU over the paged cache (causal, GQA, 
           kernels::AttnPrefillArgs a{dq.as<float>(), stride, out.get(), kernels::kF32, n, h.n_heads,
                                      layer, window, step->as<kernels::StepParams>(), dev.paged()};
           check_cuda_ok(kernels::launch_attn_prefill(a, 0));
-          CHECK(nmse(out.read<float>(q.size()), want) < 1e-10);
+          // F32 caches: exact F32 arithmetic. INT8 and F16: tensor cores, with Q, K, V and
+          // the probabilities rounded to F16 (about 2^-11 relative each).
+          const double bound = type == kv::KvType::f32 ? 1e-10 : 2e-5;
+          CHECK(nmse(out.read<float>(q.size()), want) < bound);
           CHECK(out.guards_intact());
         }
       }
@@ -245,7 +250,9 @@ TEST_CASE("prefill attention matches the CPU over the paged cache (causal, GQA, 
 
 TEST_CASE("split-KV decode + merge matches the CPU, and every split count agrees") {
   PARLEY_GPU_OR_SKIP();
-  for (Heads h : {Heads{6, 2, 8}, Heads{4, 4, 64}, Heads{8, 1, 128}, Heads{32, 8, 128}}) {
+  // Groups of 3 (one head per block), 1, 8, 4 and 16 (two blocks of 8 per KV head).
+  for (Heads h : {Heads{6, 2, 8}, Heads{4, 4, 64}, Heads{8, 1, 128}, Heads{32, 8, 128}, Heads{16, 1, 64},
+                  Heads{4, 2, 256}, Heads{4, 4, 16}, Heads{2, 1, 32}}) {
     for (kv::KvType type : {kv::KvType::int8, kv::KvType::f16, kv::KvType::f32}) {
       for (uint32_t pos : {0u, 15u, 16u, 100u, 1000u}) {
         for (int32_t window : {0, 40}) {
@@ -262,7 +269,6 @@ TEST_CASE("split-KV decode + merge matches the CPU, and every split count agrees
           const auto want = cpu_attention(cache, q, 1, pos, layer, h.n_heads, window);
           DeviceCache dev(cache, pos + 1);
           dev.upload();
-          check_cuda_ok(kernels::prepare_attn_decode(h.n_heads / h.n_kv_heads, h.head_dim));
           GuardedBuffer dq(qd * 4);
           const auto step = step_buffer(int32_t(pos), 1);
           dq.upload(q.data(), qd * 4);

@@ -1,6 +1,9 @@
 #include "backend/cuda/cublas_gemm.h"
 
+#include <algorithm>
+
 #include "backend/cuda/cuda_check.h"
+#include "kernels/launch.h"
 
 namespace parley::backend::cuda {
 namespace {
@@ -17,7 +20,11 @@ cudaDataType_t data_type(int32_t type) {
 
 }  // namespace
 
-Gemm::Gemm(cudaStream_t stream) : workspace_(kWorkspaceBytes) {
+Gemm::Gemm(cudaStream_t stream) : stream_(stream), workspace_(kWorkspaceBytes) {
+  int device = 0, sms = 0;
+  PARLEY_CUDA(cudaGetDevice(&device));
+  PARLEY_CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+  gemv_min_warps_ = 16 * std::max(1, sms);  // two resident blocks of 8 warps per multiprocessor
   PARLEY_CUBLAS(cublasCreate(&handle_));
   PARLEY_CUBLAS(cublasSetStream(handle_, stream));
   PARLEY_CUBLAS(cublasSetWorkspace(handle_, workspace_.get(), workspace_.bytes()));
@@ -32,6 +39,11 @@ Gemm::~Gemm() {
 void Gemm::linear(const DeviceMatrix& w, int32_t type, const void* x, int n, float* y) const {
   // Row-major y[n, rows] is column-major y^T[rows, n] = W[rows, cols] x^T[cols, n], where
   // the row-major W reads as column-major W^T (hence OP_T) and x as x^T.
+  if (n == 1 && kernels::gemv_supports(type, w.cols, w.data, x)) {
+    const kernels::GemvArgs a{w.data, x, y, type, w.rows, w.cols, gemv_min_warps_};
+    check_cuda(kernels::launch_gemv(a, stream_), "launch_gemv");
+    return;
+  }
   const float alpha = 1.0f, beta = 0.0f;
   const cudaDataType_t t = data_type(type);
   PARLEY_CUBLAS(cublasGemmEx(handle_, CUBLAS_OP_T, CUBLAS_OP_N, int(w.rows), n, int(w.cols), &alpha,

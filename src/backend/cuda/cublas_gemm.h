@@ -1,6 +1,7 @@
-// Dense products through cuBLAS with F32 accumulation: y[n, w.rows] = x[n, w.cols] w^T,
-// weights and x in the resident type, y in F32. A fixed workspace keeps cuBLAS from
-// allocating while a CUDA graph is being captured.
+// Dense products with F32 accumulation: y[n, w.rows] = x[n, w.cols] w^T, weights and x in
+// the resident type, y in F32. Through cuBLAS, except single rows of F16 or BF16 weights,
+// which take the streaming gemv kernel (cuBLAS reaches less of the memory bandwidth there).
+// A fixed workspace keeps cuBLAS from allocating while a CUDA graph is being captured.
 #pragma once
 
 #include <cublas_v2.h>
@@ -25,6 +26,8 @@ class Gemm {
   void raw(int m, int n, int k, const void* a, const void* b, float* c, int32_t type) const;
 
  private:
+  cudaStream_t stream_;
+  int32_t gemv_min_warps_ = 1;
   cublasHandle_t handle_ = nullptr;
   DeviceBuffer workspace_;
 };

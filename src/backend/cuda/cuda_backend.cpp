@@ -1,7 +1,11 @@
 #include "backend/cuda/cuda_backend.h"
 
+#include <algorithm>
 #include <cstring>
 #include <string>
+#include <system_error>
+#include <thread>
+#include <vector>
 
 #include "backend/cuda/cuda_check.h"
 #include "kernels/launch.h"
@@ -28,7 +32,8 @@ CudaBackend::CudaBackend(const parley_cuda_model& m, int32_t device)
          m.sliding_window, m.rms_eps, m.rope_theta},
       device_(device),
       use_graphs_(m.use_graphs != 0),
-      on_device_(device) {
+      on_device_(device),
+      layer_copied_(std::make_unique<Event[]>(size_t(std::max(m.n_layers, 1)))) {
   require(m.n_vocab > 0 && m.dim > 0 && m.hidden_dim > 0 && m.n_layers > 0 && m.n_heads > 0 &&
               m.n_kv_heads > 0 && m.n_heads % m.n_kv_heads == 0 && m.sliding_window >= 0,
           Status::bad_model, "model hyperparameters do not fit the CUDA backend");
@@ -43,8 +48,6 @@ CudaBackend::CudaBackend(const parley_cuda_model& m, int32_t device)
   int sms = 0;
   PARLEY_CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
   plan_ = make_decode_plan(sms, m.n_kv_heads);
-  check_launch(kernels::prepare_attn_decode(m.n_heads / m.n_kv_heads, m.head_dim),
-               "prepare_attn_decode");
 
   const size_t B = kMaxBatch, wt = act_bytes(w_.type);
   x_.reserve(B * s_.dim * 4);
@@ -125,7 +128,8 @@ void CudaBackend::forward(const parley_cuda_batch& b, const parley_cuda_kv& kv, 
   kernels::PagedKv dkv = geo;
   dkv.blocks = reinterpret_cast<uint8_t* const*>(step_dev_.as<uint8_t>() + table_offset_);
   const std::pair<int32_t, uint64_t> key{kv.kv_type, buffers_version_};
-  if (use_graphs_ && n == 1 && warmed_key_ == key) {
+  const bool graph_used = use_graphs_ && n == 1 && warmed_key_ == key;
+  if (graph_used) {
     if (!graph_.ready() || graph_key_ != key) {
       graph_.capture(stream_.get(), [&] { enqueue(1, 1, dkv, true); });
       graph_key_ = key;
@@ -135,9 +139,14 @@ void CudaBackend::forward(const parley_cuda_batch& b, const parley_cuda_kv& kv, 
     enqueue(n, rows, dkv, false);
     if (n == 1) warmed_key_ = key;
   }
-  PARLEY_CUDA(cudaStreamSynchronize(stream_.get()));
+  if (graph_used) {
+    PARLEY_CUDA(cudaStreamSynchronize(stream_.get()));
+    for (int32_t l = 0; l < s_.n_layers; ++l) scatter_layer(b, kv, l, 0, 1);
+  } else {
+    scatter_as_copied(b, kv);
+    PARLEY_CUDA(cudaStreamSynchronize(stream_.get()));
+  }
   std::memcpy(logits, logits_host_.get(), size_t(rows) * size_t(s_.n_vocab) * sizeof(float));
-  scatter_staging(b, kv);
 }
 
 void CudaBackend::enqueue(int32_t n, int32_t rows, const kernels::PagedKv& kv, bool graph) {
@@ -191,6 +200,7 @@ void CudaBackend::enqueue_layer(int32_t l, int32_t n, const kernels::PagedKv& kv
     PARLEY_CUDA(cudaMemcpyAsync(staging_host_.as<uint8_t>() + size_t(l) * lb,
                                 staging_dev_.as<uint8_t>() + size_t(l) * lb, lb,
                                 cudaMemcpyDeviceToHost, copy_stream_.get()));
+    PARLEY_CUDA(cudaEventRecord(layer_copied_[size_t(l)].get(), copy_stream_.get()));
   }
 
   if (n == 1) {
@@ -216,22 +226,61 @@ void CudaBackend::enqueue_layer(int32_t l, int32_t n, const kernels::PagedKv& kv
   gemm_->linear(L.w_down, w_.type, act_.get(), n, proj);
 }
 
-void CudaBackend::scatter_staging(const parley_cuda_batch& b, const parley_cuda_kv& kv) const {
+void CudaBackend::scatter_as_copied(const parley_cuda_batch& b, const parley_cuda_kv& kv) const {
+  // Each layer's rows reach the host while later layers compute, so copying them into the
+  // blocks hides behind the device's work. Several threads: blocks the host has not touched
+  // yet cost a page fault per page, and faults on different pages proceed in parallel.
+  constexpr int32_t kMaxThreads = 8;
+  const uint32_t first_block = b.start_pos / kernels::kKvBlockTokens;
+  const uint32_t last_block = (b.start_pos + b.n_tokens - 1) / kernels::kKvBlockTokens;
+  const auto cores = int32_t(std::max(1u, std::thread::hardware_concurrency()));
+  const int32_t parts = std::clamp(std::min(cores / 2, int32_t(last_block - first_block + 1)), 1, kMaxThreads);
+  std::vector<cudaError_t> errors(size_t(parts), cudaSuccess);
+  auto work = [&](int32_t part) {
+    for (int32_t l = 0; l < s_.n_layers; ++l) {
+      errors[size_t(part)] = cudaEventSynchronize(layer_copied_[size_t(l)].get());
+      if (errors[size_t(part)] != cudaSuccess) return;
+      scatter_layer(b, kv, l, part, parts);
+    }
+  };
+  std::vector<std::thread> helpers;
+  std::vector<int32_t> own_parts{0};  // this thread's, and those of helpers that did not start
+  helpers.reserve(size_t(parts));
+  for (int32_t part = 1; part < parts; ++part) {
+    try {
+      helpers.emplace_back(work, part);
+    } catch (const std::system_error&) {
+      own_parts.push_back(part);
+    }
+  }
+  for (int32_t part : own_parts) work(part);
+  for (auto& t : helpers) t.join();
+  for (cudaError_t e : errors) check_cuda(e, "cudaEventSynchronize (KV rows copied to the host)");
+}
+
+void CudaBackend::scatter_layer(const parley_cuda_batch& b, const parley_cuda_kv& kv, int32_t l,
+                                int32_t part, int32_t parts) const {
   const kernels::PagedKv geo{nullptr, kv.kv_type, kv.n_layers, kv.n_kv_heads, kv.head_dim};
   const kernels::KvStaging st{staging_host_.as<uint8_t>(), int32_t(b.n_tokens)};
   const size_t row = kernels::KvStaging::row_bytes(geo), sc = kernels::KvStaging::scale_bytes(geo);
-  for (int32_t t = 0; t < int32_t(b.n_tokens); ++t) {
+  // Consecutive positions in one block are consecutive rows both there and in staging: one
+  // copy per block and plane rather than one per token.
+  for (int32_t t = 0, i = 0; t < int32_t(b.n_tokens); ++i) {
     const uint32_t pos = b.start_pos + uint32_t(t);
     uint8_t* block = kv.host_blocks[pos / kernels::kKvBlockTokens];
     const int slot = int(pos % kernels::kKvBlockTokens);
-    for (int32_t l = 0; l < s_.n_layers; ++l) {
-      std::memcpy(block + geo.k_offset(l, slot, 0), st.base + st.k_row(geo, l, t), row);
-      std::memcpy(block + geo.v_offset(l, slot, 0), st.base + st.v_row(geo, l, t), row);
-      if (sc) {
-        std::memcpy(block + geo.k_scale_offset(l, slot, 0), st.base + st.k_scales(geo, l, t), sc);
-        std::memcpy(block + geo.v_scale_offset(l, slot, 0), st.base + st.v_scales(geo, l, t), sc);
-      }
+    const int32_t run = std::min(kernels::kKvBlockTokens - slot, int32_t(b.n_tokens) - t);
+    if (i % parts != part) {
+      t += run;
+      continue;
     }
+    std::memcpy(block + geo.k_offset(l, slot, 0), st.base + st.k_row(geo, l, t), size_t(run) * row);
+    std::memcpy(block + geo.v_offset(l, slot, 0), st.base + st.v_row(geo, l, t), size_t(run) * row);
+    if (sc) {
+      std::memcpy(block + geo.k_scale_offset(l, slot, 0), st.base + st.k_scales(geo, l, t), size_t(run) * sc);
+      std::memcpy(block + geo.v_scale_offset(l, slot, 0), st.base + st.v_scales(geo, l, t), size_t(run) * sc);
+    }
+    t += run;
   }
 }
 

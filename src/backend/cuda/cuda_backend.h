@@ -44,7 +44,12 @@ class CudaBackend {
   // Every device operation of one call, on stream_ (captured when `graph`).
   void enqueue(int32_t n, int32_t rows, const kernels::PagedKv& kv, bool graph);
   void enqueue_layer(int32_t l, int32_t n, const kernels::PagedKv& kv, bool graph);
-  void scatter_staging(const parley_cuda_batch& batch, const parley_cuda_kv& kv) const;
+  // The new rows of one layer from the host staging buffer into the host's blocks: the runs
+  // of consecutive positions in one block numbered part, part + parts, ...
+  void scatter_layer(const parley_cuda_batch& batch, const parley_cuda_kv& kv, int32_t layer,
+                     int32_t part, int32_t parts) const;
+  // scatter_layer for every layer as soon as its rows reach the host, by a few threads.
+  void scatter_as_copied(const parley_cuda_batch& batch, const parley_cuda_kv& kv) const;
 
   // Makes `device` current before the members below create their streams and buffers.
   struct OnDevice {
@@ -57,6 +62,7 @@ class CudaBackend {
   OnDevice on_device_;
   Stream stream_, copy_stream_;
   Event appended_, copied_;
+  std::unique_ptr<Event[]> layer_copied_;  // [n_layers]: a layer's staging rows reached the host
   ResidentWeights w_;
   std::unique_ptr<Gemm> gemm_;
   DecodePlan plan_;

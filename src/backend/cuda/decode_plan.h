@@ -11,7 +11,8 @@ struct DecodePlan {
   int32_t n_splits = 1;
 };
 
-// Enough (split, KV head) blocks to fill the device about twice over, at most 64 splits.
+// Enough (split, KV head) blocks for about four per multiprocessor (each block's warps walk
+// their own cache blocks, so more blocks mean more loads in flight), at most 64 splits.
 DecodePlan make_decode_plan(int32_t n_sms, int32_t n_kv_heads);
 
 }  // namespace parley::backend::cuda

@@ -1,0 +1,276 @@
+// Causal GQA prefill attention on the tensor cores (FlashAttention-2): a block holds 64 query
+// rows of one head, 16 per warp, with Q as F16 fragments in registers. It walks the visible
+// keys in tiles of 64 (32 for head_dim 256): the threads dequantize the tile's K and V rows
+// into shared memory as F16, then each warp forms its scores S = Q K^T and the update
+// O += P V with mma.sync m16n8k16 (F32 accumulators; V's fragments through ldmatrix.trans),
+// keeping an online softmax per row in registers. Serves INT8 and F16 caches; F32 caches
+// take the exact kernel.
+#include <cuda_fp16.h>
+
+#include "kernels/attn_prefill_mma.h"
+#include "kernels/common/elem.cuh"
+#include "kernels/common/kv_vec.cuh"
+#include "kernels/common/softmax_state.cuh"
+
+namespace parley::kernels {
+namespace {
+
+constexpr int kWarps = 4;
+constexpr int kThreads = 32 * kWarps;
+constexpr int kRowsPerWarp = 16;
+constexpr int kRows = kWarps * kRowsPerWarp;
+constexpr float kLog2e = 1.4426950408889634f;
+
+__device__ __forceinline__ uint32_t pack_half2(float lo, float hi) {
+  const __half2 h = __floats2half2_rn(lo, hi);  // lo in the low 16 bits: the smaller index
+  return *reinterpret_cast<const uint32_t*>(&h);
+}
+
+// d += a b: a 16x16 F16 (row), b 16x8 F16 (col), d 16x8 F32.
+__device__ __forceinline__ void mma_16816(float (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+      "{%0,%1,%2,%3};\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+// The two B fragments (keys 0-7 and 8-15 of a 16-key step, dims n8..n8+7) of a [key][dim]
+// tile: lanes 0-15 name the 16 rows.
+__device__ __forceinline__ void ldmatrix_x2_trans(const __half* row, uint32_t& b0, uint32_t& b1) {
+  const uint32_t addr = static_cast<uint32_t>(__cvta_generic_to_shared(row));
+  asm volatile("ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16 {%0, %1}, [%2];\n"
+               : "=r"(b0), "=r"(b1)
+               : "r"(addr));
+}
+
+template <int N>
+__device__ __forceinline__ void store_halves(__half* dst, const float (&x)[N]) {
+  if constexpr (N % 8 == 0) {
+#pragma unroll
+    for (int c = 0; c < N / 8; ++c) {
+      const uint4 u{pack_half2(x[8 * c], x[8 * c + 1]), pack_half2(x[8 * c + 2], x[8 * c + 3]),
+                    pack_half2(x[8 * c + 4], x[8 * c + 5]), pack_half2(x[8 * c + 6], x[8 * c + 7])};
+      reinterpret_cast<uint4*>(dst)[c] = u;
+    }
+  } else {
+#pragma unroll
+    for (int e = 0; e < N; ++e) dst[e] = __float2half_rn(x[e]);
+  }
+}
+
+template <int HD, int T>
+__global__ void __launch_bounds__(kThreads) attn_prefill_mma_kernel(AttnPrefillArgs a) {
+  constexpr int kDims = HD < 16 ? 16 : HD;      // the mma's k is 16: head_dim 8 is zero-padded
+  constexpr int kKeys = HD >= 256 ? 32 : 64;    // keys per tile (shared memory under 48 KiB)
+  constexpr int kStride = kDims + 8;            // halves: rows 16 bytes apart in banks
+  constexpr int kVec = 8;                       // elements per load while filling a tile
+  constexpr int kVecsPerRow = HD / kVec > 0 ? HD / kVec : 1;
+  constexpr int kVecLen = HD < kVec ? HD : kVec;
+  __shared__ __align__(16) __half k_s[kKeys][kStride];  // [key][dim]
+  __shared__ __align__(16) __half v_s[kKeys][kStride];
+
+  const PagedKv& kv = a.kv;
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int grp = lane / 4, tig = lane % 4;  // the mma fragments' row group and column pair
+  const int h = blockIdx.y;
+  const int kvh = h / (a.n_heads / kv.n_kv_heads);
+  const int start = a.step->start_pos;
+  const int kv_len = start + a.n_tokens;  // the cache already holds every row's own K/V
+  const int win = a.sliding_window;
+
+  if constexpr (HD < 16) {  // padding dims of K stay zero (Q's are zero too)
+    for (int i = threadIdx.x; i < kKeys * (kDims - HD); i += kThreads)
+      k_s[i / (kDims - HD)][HD + i % (kDims - HD)] = __float2half(0.0f);
+  }
+
+  // This thread's two rows (fragment rows grp and grp + 8 of the warp's 16).
+  int pos[2], first[2];
+  bool active[2];
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    const int t = blockIdx.x * kRows + warp * kRowsPerWarp + grp + 8 * r;
+    active[r] = t < a.n_tokens;
+    pos[r] = start + t;
+    first[r] = win > 0 && pos[r] + 1 > win ? pos[r] + 1 - win : 0;
+  }
+
+  // Q fragments, scaled so the softmax can use exp2.
+  const float q_scale = kLog2e / sqrtf(float(HD));
+  uint32_t qf[kDims / 16][4];
+#pragma unroll
+  for (int kk = 0; kk < kDims / 16; ++kk) {
+    float v[2][4];
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      const int t = blockIdx.x * kRows + warp * kRowsPerWarp + grp + 8 * r;
+      const float* row = a.q + size_t(t) * a.q_stride + size_t(h) * HD;
+#pragma unroll
+      for (int c = 0; c < 4; ++c) {
+        const int dim = kk * 16 + (c / 2) * 8 + tig * 2 + c % 2;
+        v[r][c] = active[r] && dim < HD ? row[dim] * q_scale : 0.0f;
+      }
+    }
+    qf[kk][0] = pack_half2(v[0][0], v[0][1]);
+    qf[kk][1] = pack_half2(v[1][0], v[1][1]);
+    qf[kk][2] = pack_half2(v[0][2], v[0][3]);
+    qf[kk][3] = pack_half2(v[1][2], v[1][3]);
+  }
+
+  float o[HD / 8 > 0 ? HD / 8 : 1][4];
+#pragma unroll
+  for (int n = 0; n < (HD / 8 > 0 ? HD / 8 : 1); ++n) o[n][0] = o[n][1] = o[n][2] = o[n][3] = 0.0f;
+  float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.0f, 0.0f};
+
+  // Keys any row of the block may see: from the first row's window start to the last row.
+  const int row0_pos = start + blockIdx.x * kRows;
+  const int last_row = min(a.n_tokens, int(blockIdx.x + 1) * kRows) - 1;
+  const int key_hi = start + last_row;
+  const int key_lo = win > 0 && row0_pos + 1 > win ? row0_pos + 1 - win : 0;
+  const int warp_last_pos = start + min(a.n_tokens - 1, int(blockIdx.x) * kRows + (warp + 1) * kRowsPerWarp - 1);
+  const int warp_first_pos = start + blockIdx.x * kRows + warp * kRowsPerWarp;
+  const int warp_key_lo = win > 0 && warp_first_pos + 1 > win ? warp_first_pos + 1 - win : 0;
+
+  for (int tile = key_lo / kKvBlockTokens * kKvBlockTokens; tile <= key_hi; tile += kKeys) {
+    __syncthreads();  // the previous tile is no longer read
+    for (int i = threadIdx.x; i < kKeys * kVecsPerRow; i += kThreads) {
+      const int j = i / kVecsPerRow, c = i % kVecsPerRow;
+      const int key = tile + j;
+      float kx[kVecLen], vx[kVecLen];
+      if (key < kv_len) {  // slots past the cache's end hold stale bytes: zeros instead
+        const uint8_t* block = kv.blocks[key / kKvBlockTokens];
+        const int slot = key % kKvBlockTokens;
+        load_kv_vec<kVecLen, T>(block + kv.k_offset(a.layer, slot, kvh) + c * kVecLen * kKvElemBytes<T>, kx);
+        load_kv_vec<kVecLen, T>(block + kv.v_offset(a.layer, slot, kvh) + c * kVecLen * kKvElemBytes<T>, vx);
+        if constexpr (T == kKvInt8) {
+          const float ks = *reinterpret_cast<const float*>(block + kv.k_scale_offset(a.layer, slot, kvh));
+          const float vs = *reinterpret_cast<const float*>(block + kv.v_scale_offset(a.layer, slot, kvh));
+#pragma unroll
+          for (int e = 0; e < kVecLen; ++e) {
+            kx[e] *= ks;
+            vx[e] *= vs;
+          }
+        }
+      } else {
+#pragma unroll
+        for (int e = 0; e < kVecLen; ++e) kx[e] = vx[e] = 0.0f;
+      }
+      store_halves(&k_s[j][c * kVecLen], kx);
+      store_halves(&v_s[j][c * kVecLen], vx);
+    }
+    __syncthreads();
+    // Warps whose rows see none of this tile skip it (the barriers above stay shared).
+    if (tile > warp_last_pos || tile + kKeys <= warp_key_lo) continue;
+
+    float s[kKeys / 8][4];
+#pragma unroll
+    for (int n = 0; n < kKeys / 8; ++n) {
+      s[n][0] = s[n][1] = s[n][2] = s[n][3] = 0.0f;
+#pragma unroll
+      for (int kk = 0; kk < kDims / 16; ++kk) {
+        const __half* krow = &k_s[n * 8 + grp][kk * 16 + tig * 2];
+        mma_16816(s[n], qf[kk], *reinterpret_cast<const uint32_t*>(krow),
+                  *reinterpret_cast<const uint32_t*>(krow + 8));
+      }
+    }
+    // Mask, then the online softmax per row (a row's values live in the 4 lanes of a group).
+    float m_tile[2] = {-INFINITY, -INFINITY};
+#pragma unroll
+    for (int n = 0; n < kKeys / 8; ++n) {
+#pragma unroll
+      for (int c = 0; c < 4; ++c) {
+        const int r = c / 2;
+        const int key = tile + n * 8 + tig * 2 + c % 2;
+        const bool visible = active[r] && key <= pos[r] && key >= first[r];
+        s[n][c] = visible ? s[n][c] : -INFINITY;
+        m_tile[r] = fmaxf(m_tile[r], s[n][c]);
+      }
+    }
+    float alpha[2];
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      m_tile[r] = fmaxf(m_tile[r], __shfl_xor_sync(0xffffffffu, m_tile[r], 1));
+      m_tile[r] = fmaxf(m_tile[r], __shfl_xor_sync(0xffffffffu, m_tile[r], 2));
+      const float m_new = fmaxf(m[r], m_tile[r]);
+      alpha[r] = m[r] == -INFINITY ? 0.0f : exp2f(m[r] - m_new);
+      m[r] = m_new;
+      l[r] *= alpha[r];
+    }
+#pragma unroll
+    for (int n = 0; n < kKeys / 8; ++n) {
+#pragma unroll
+      for (int c = 0; c < 4; ++c) {
+        const int r = c / 2;
+        const float p = s[n][c] == -INFINITY ? 0.0f : exp2f(s[n][c] - m[r]);
+        s[n][c] = p;
+        l[r] += p;
+      }
+    }
+#pragma unroll
+    for (int n = 0; n < (HD / 8 > 0 ? HD / 8 : 1); ++n) {
+      o[n][0] *= alpha[0];
+      o[n][1] *= alpha[0];
+      o[n][2] *= alpha[1];
+      o[n][3] *= alpha[1];
+    }
+    // O += P V, P's accumulator layout reused as the A fragments of 16 keys at a time.
+#pragma unroll
+    for (int kk = 0; kk < kKeys / 16; ++kk) {
+      const uint32_t pf[4] = {pack_half2(s[2 * kk][0], s[2 * kk][1]), pack_half2(s[2 * kk][2], s[2 * kk][3]),
+                              pack_half2(s[2 * kk + 1][0], s[2 * kk + 1][1]),
+                              pack_half2(s[2 * kk + 1][2], s[2 * kk + 1][3])};
+#pragma unroll
+      for (int n = 0; n < (HD / 8 > 0 ? HD / 8 : 1); ++n) {
+        uint32_t b0, b1;
+        ldmatrix_x2_trans(&v_s[kk * 16 + lane % 16][n * 8], b0, b1);
+        mma_16816(o[n], pf, b0, b1);
+      }
+    }
+  }
+
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    l[r] += __shfl_xor_sync(0xffffffffu, l[r], 1);
+    l[r] += __shfl_xor_sync(0xffffffffu, l[r], 2);
+  }
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    if (!active[r]) continue;
+    const int t = blockIdx.x * kRows + warp * kRowsPerWarp + grp + 8 * r;
+    const float inv = l[r] > 0.0f ? 1.0f / l[r] : 0.0f;
+    const size_t out_row = size_t(t) * size_t(a.n_heads) * HD + size_t(h) * HD;
+#pragma unroll
+    for (int n = 0; n < (HD / 8 > 0 ? HD / 8 : 1); ++n) {
+      store_elem(a.out, a.out_type, out_row + n * 8 + tig * 2, o[n][2 * r] * inv);
+      store_elem(a.out, a.out_type, out_row + n * 8 + tig * 2 + 1, o[n][2 * r + 1] * inv);
+    }
+  }
+}
+
+template <int HD>
+cudaError_t launch_hd(const AttnPrefillArgs& a, cudaStream_t stream) {
+  const dim3 grid(unsigned((a.n_tokens + kRows - 1) / kRows), unsigned(a.n_heads));
+  if (a.kv.kv_type == kKvInt8) {
+    attn_prefill_mma_kernel<HD, kKvInt8><<<grid, kThreads, 0, stream>>>(a);
+  } else {
+    attn_prefill_mma_kernel<HD, kKvF16><<<grid, kThreads, 0, stream>>>(a);
+  }
+  return cudaGetLastError();
+}
+
+}  // namespace
+
+cudaError_t launch_attn_prefill_mma(const AttnPrefillArgs& args, cudaStream_t stream) {
+  if (args.kv.kv_type != kKvInt8 && args.kv.kv_type != kKvF16) return cudaErrorInvalidValue;
+  switch (args.kv.head_dim) {
+    case 8: return launch_hd<8>(args, stream);
+    case 16: return launch_hd<16>(args, stream);
+    case 32: return launch_hd<32>(args, stream);
+    case 64: return launch_hd<64>(args, stream);
+    case 128: return launch_hd<128>(args, stream);
+    case 256: return launch_hd<256>(args, stream);
+    default: return cudaErrorInvalidValue;
+  }
+}
+
+}  // namespace parley::kernels
