@@ -4,6 +4,7 @@
 // lane pair holds one key's row, for the values each lane holds a few dims of every key it
 // sums. Warps keep private online-softmax states, merged through shared memory at the end
 // into one unnormalized partial state {o, m, d} per query head for attn_merge.
+#include "kernels/common/attention_window.cuh"
 #include "kernels/common/kv_vec.cuh"
 #include "kernels/common/softmax_state.cuh"
 #include "kernels/launch.h"
@@ -35,7 +36,7 @@ __global__ void __launch_bounds__(kThreads) attn_decode_kernel(AttnDecodeArgs a)
   const int head0 = kvh * (a.n_heads / kv.n_kv_heads) + blockIdx.z * G;
 
   const int len = a.step->start_pos + 1;  // the new row's own K/V is already in the cache
-  const int first = a.sliding_window > 0 && len > a.sliding_window ? len - a.sliding_window : 0;
+  const int first = window_first_key(len - 1, a.sliding_window);
   const int tile_lo = first / kTile, tile_hi = (len + kTile - 1) / kTile;  // [lo, hi)
   const int per_split = (tile_hi - tile_lo + a.n_splits - 1) / a.n_splits;
   const int my_lo = tile_lo + split * per_split;

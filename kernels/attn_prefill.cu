@@ -4,6 +4,7 @@
 // per row, each a quarter of head_dim in registers), walks the visible positions one paged
 // block (16 keys) at a time with K and V in shared memory, and keeps an online softmax per row.
 #include "kernels/attn_prefill_mma.h"
+#include "kernels/common/attention_window.cuh"
 #include "kernels/common/elem.cuh"
 #include "kernels/common/kv_load.cuh"
 #include "kernels/common/softmax_state.cuh"
@@ -33,7 +34,7 @@ __global__ void __launch_bounds__(kThreads) attn_prefill_kernel(AttnPrefillArgs 
   const int kv_len = start + a.n_tokens;  // the cache already holds every row's own K/V
   const int pos = start + t;
   const int win = a.sliding_window;
-  const int first = win > 0 && pos + 1 > win ? pos + 1 - win : 0;
+  const int first = window_first_key(pos, win);
 
   float q[kDims], o[kDims];
   const float inv_sqrt = 1.0f / sqrtf(float(HD));
@@ -48,7 +49,7 @@ __global__ void __launch_bounds__(kThreads) attn_prefill_kernel(AttnPrefillArgs 
   const int row0_pos = start + blockIdx.x * kRows;
   const int last_row = min(a.n_tokens, int(blockIdx.x + 1) * kRows) - 1;
   const int key_hi = start + last_row;
-  const int key_lo = win > 0 && row0_pos + 1 > win ? row0_pos + 1 - win : 0;
+  const int key_lo = window_first_key(row0_pos, win);
   for (int tile = key_lo / kTile * kTile; tile <= key_hi; tile += kTile) {
     __syncthreads();  // the previous tile is no longer read
     for (int idx = threadIdx.x; idx < kTile * HD; idx += kThreads) {

@@ -8,6 +8,7 @@
 #include <cuda_fp16.h>
 
 #include "kernels/attn_prefill_mma.h"
+#include "kernels/common/attention_window.cuh"
 #include "kernels/common/elem.cuh"
 #include "kernels/common/kv_vec.cuh"
 #include "kernels/common/softmax_state.cuh"
@@ -92,7 +93,7 @@ __global__ void __launch_bounds__(kThreads) attn_prefill_mma_kernel(AttnPrefillA
     const int t = blockIdx.x * kRows + warp * kRowsPerWarp + grp + 8 * r;
     active[r] = t < a.n_tokens;
     pos[r] = start + t;
-    first[r] = win > 0 && pos[r] + 1 > win ? pos[r] + 1 - win : 0;
+    first[r] = window_first_key(pos[r], win);
   }
 
   // Q fragments, scaled so the softmax can use exp2.
@@ -126,10 +127,10 @@ __global__ void __launch_bounds__(kThreads) attn_prefill_mma_kernel(AttnPrefillA
   const int row0_pos = start + blockIdx.x * kRows;
   const int last_row = min(a.n_tokens, int(blockIdx.x + 1) * kRows) - 1;
   const int key_hi = start + last_row;
-  const int key_lo = win > 0 && row0_pos + 1 > win ? row0_pos + 1 - win : 0;
+  const int key_lo = window_first_key(row0_pos, win);
   const int warp_last_pos = start + min(a.n_tokens - 1, int(blockIdx.x) * kRows + (warp + 1) * kRowsPerWarp - 1);
   const int warp_first_pos = start + blockIdx.x * kRows + warp * kRowsPerWarp;
-  const int warp_key_lo = win > 0 && warp_first_pos + 1 > win ? warp_first_pos + 1 - win : 0;
+  const int warp_key_lo = window_first_key(warp_first_pos, win);
 
   for (int tile = key_lo / kKvBlockTokens * kKvBlockTokens; tile <= key_hi; tile += kKeys) {
     __syncthreads();  // the previous tile is no longer read

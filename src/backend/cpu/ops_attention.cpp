@@ -4,6 +4,7 @@
 
 #include "backend/cpu/attention_kernels.h"
 #include "backend/cpu/thread_pool.h"
+#include "kernels/common/attention_window.cuh"
 
 namespace parley::backend::cpu {
 
@@ -18,14 +19,13 @@ void attention(const AttentionArgs& args, const kv::KvView& kv, ThreadPool& pool
       const size_t r = task / size_t(n_kv_heads);
       const int32_t kvh = int32_t(task % size_t(n_kv_heads));
       const uint32_t pos = args.start_pos + uint32_t(r);
-      const uint32_t window = uint32_t(args.sliding_window);
       // Query heads kvh * group .. kvh * group + group - 1 sit side by side in the row.
       const size_t offset = r * q_row + size_t(kvh) * size_t(group) * size_t(head_dim);
       GroupJob job;
       job.q = args.q + offset;
       job.out = args.out + offset;
       job.group = group;
-      job.first = window > 0 && pos + 1 > window ? pos + 1 - window : 0;
+      job.first = uint32_t(kernels::window_first_key(int32_t(pos), args.sliding_window));
       job.last = pos;
       job.layer = args.layer;
       job.kv_head = kvh;

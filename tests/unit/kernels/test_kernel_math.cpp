@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "kernels/common/activation.cuh"
+#include "kernels/common/attention_window.cuh"
 #include "kernels/common/int8.cuh"
 #include "kernels/common/rope.cuh"
 #include "kernels/common/softmax_state.cuh"
@@ -153,4 +154,14 @@ TEST_CASE("online softmax merge with an empty partial (a split with no keys) cha
   CHECK(merged.m == a.m);
   CHECK(merged.d == a.d);
   for (int i = 0; i < 3; ++i) CHECK(merged.o[i] == a.o[i]);
+}
+
+TEST_CASE("window_first_key: the last `window` positions, the query's own included") {
+  using parley::kernels::window_first_key;
+  CHECK(window_first_key(0, 0) == 0);     // no window: everything from position 0
+  CHECK(window_first_key(900, 0) == 0);
+  CHECK(window_first_key(10, 4) == 7);    // 7, 8, 9, 10
+  CHECK(window_first_key(3, 4) == 0);     // 0..3: the window is not full yet
+  CHECK(window_first_key(4, 4) == 1);
+  CHECK(window_first_key(5, 1) == 5);     // itself only
 }
