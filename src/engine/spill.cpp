@@ -2,6 +2,8 @@
 // content-addressed prefix blocks (stored once for every session that has them), the partially
 // filled last block as the session's own blob. The blocks are released only after the store's
 // transaction has committed.
+#include <algorithm>
+
 #include "common/error.h"
 #include "engine/engine.h"
 #include "engine/session.h"
@@ -18,11 +20,15 @@ bool Session::spill() {
 
   blocks_.publish_full(tokens_, n_cached_);  // every full block gets its chained hash
   const auto hashes = blocks_.full_block_hashes();
-  const uint32_t n_full = n_cached_ / kv::kBlockTokens;
+  // The conversation's last token is recomputed by the next turn anyway (its logits start
+  // the reply), so its K/V is not stored: a reply stopped by interrupt() has it in the cache,
+  // and a stored row that resume cannot use would make it recompute the whole tail block.
+  const uint32_t n_stored = std::min<uint32_t>(n_cached_, uint32_t(tokens_.size()) - 1);
+  const uint32_t n_full = n_stored / kv::kBlockTokens;
   store::StoredKv kv;
   kv.model_fingerprint = fingerprint;
   kv.kv_type = int32_t(layout.type());
-  kv.n_tokens = n_cached_;
+  kv.n_tokens = n_stored;
   std::vector<store::PrefixBlob> new_blobs;
   for (uint32_t b = 0; b < n_full; ++b) {
     kv.full_block_hashes.push_back(hashes[b]);
@@ -32,7 +38,7 @@ bool Session::spill() {
                                                               kv::kBlockTokens)});
     }
   }
-  if (const uint32_t tail = n_cached_ % kv::kBlockTokens) {
+  if (const uint32_t tail = n_stored % kv::kBlockTokens) {
     kv.tail_blob = store::encode_kv_block(layout, fingerprint, pool.data(blocks_.ids()[n_full]), tail);
   }
   store->save_kv(id_, kv, new_blobs);

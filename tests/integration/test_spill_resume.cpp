@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <thread>
 
+#include "common/error.h"
 #include "engine/clock.h"
 #include "session_fixture.h"
 #include "support/shared_assets.h"
@@ -53,6 +54,51 @@ TEST_CASE("spilled and restored equals never spilled, bit for bit") {
     CHECK(a.reused_tokens == b.reused_tokens);  // the whole history came back
     CHECK(spilled.tokens() == resident.tokens());
     CHECK(same_logits(spilled.last_logits(), resident.last_logits()));
+  }
+}
+
+// A reply stopped by interrupt() ends after its last token was fed back, so every token of
+// the conversation has its K/V. The store keeps all but the last (which the next turn always
+// recomputes for its logits): the session comes back RESTORED, whatever the stop's position
+// within a block of 16, and continues as a copy that never left memory.
+TEST_CASE("a reply stopped by interrupt() is spilled and restored, not rebuilt") {
+  for (auto type : {kv::KvType::int8, kv::KvType::f32}) {
+    for (int stop_after = 1; stop_after <= 17; ++stop_after) {
+      CAPTURE(std::string(kv::kv_type_name(type)));
+      CAPTURE(stop_after);
+      TempDir dir;
+      auto engine = open_engine_with_store(small_synthetic_model(), type, {(dir / "s.db").string()});
+      engine::Session spilled(engine, session_options("sys", "raw"));
+      engine::Session resident(engine, session_options("sys", "raw"));
+      for (engine::Session* s : {&spilled, &resident}) {
+        greedy_turn(*s, "a b c d", 20);
+        engine::GenerateParams p;
+        p.sampler.temperature = 0;
+        p.max_tokens = 40;
+        p.ignore_eos = true;
+        int pieces = 0;
+        const engine::TextSink stop = [&](std::string_view) {
+          if (++pieces == stop_after) s->interrupt();  // seen before the next token is sampled
+          return true;
+        };
+        engine::TurnStats stats;
+        const auto use = s->try_use();
+        try {
+          s->send("e f", p, stop, stats);
+          FAIL("the reply was not stopped");
+        } catch (const Error& e) {
+          CHECK(e.status() == Status::cancelled);
+        }
+      }
+      REQUIRE(spilled.tokens() == resident.tokens());
+      REQUIRE(spilled.spill());
+
+      const auto a = greedy_turn(spilled, "g h", 12);
+      const auto b = greedy_turn(resident, "g h", 12);
+      CHECK(a.kv_source == engine::KvSource::restored);
+      CHECK(a.reused_tokens + 1 == b.reused_tokens);  // all but the recomputed last token
+      CHECK(spilled.tokens() == resident.tokens());
+    }
   }
 }
 
