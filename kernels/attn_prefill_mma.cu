@@ -11,7 +11,6 @@
 #include "kernels/common/attention_window.cuh"
 #include "kernels/common/elem.cuh"
 #include "kernels/common/kv_vec.cuh"
-#include "kernels/common/softmax_state.cuh"
 
 namespace parley::kernels {
 namespace {
