@@ -7,6 +7,7 @@
 #include "kernels/common/attention_window.cuh"
 #include "kernels/common/kv_vec.cuh"
 #include "kernels/common/softmax_state.cuh"
+#include "kernels/dependent_launch.cuh"
 #include "kernels/launch.h"
 
 namespace parley::kernels {
@@ -29,6 +30,8 @@ __global__ void __launch_bounds__(kThreads) attn_decode_kernel(AttnDecodeArgs a)
   __shared__ float p_s[kWarps][G][kTile];
   __shared__ float md_s[kWarps][G][2];
   __shared__ float o_s[kWarps][G][HD];
+  allow_dependents();  // small: the next kernel may start launching now
+  wait_for_producers();
 
   const PagedKv& kv = a.kv;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
@@ -164,12 +167,11 @@ cudaError_t launch_typed(const AttnDecodeArgs& a, int group, cudaStream_t stream
   const int g = group % 8 == 0 ? 8 : group % 4 == 0 ? 4 : group % 2 == 0 ? 2 : 1;
   const dim3 grid(unsigned(a.n_splits), unsigned(a.kv.n_kv_heads), unsigned(group / g));
   switch (g) {
-    case 8: attn_decode_kernel<HD, T, 8><<<grid, kThreads, 0, stream>>>(a); break;
-    case 4: attn_decode_kernel<HD, T, 4><<<grid, kThreads, 0, stream>>>(a); break;
-    case 2: attn_decode_kernel<HD, T, 2><<<grid, kThreads, 0, stream>>>(a); break;
-    default: attn_decode_kernel<HD, T, 1><<<grid, kThreads, 0, stream>>>(a); break;
+    case 8: return launch_dependent(attn_decode_kernel<HD, T, 8>, grid, dim3(kThreads), 0, stream, a);
+    case 4: return launch_dependent(attn_decode_kernel<HD, T, 4>, grid, dim3(kThreads), 0, stream, a);
+    case 2: return launch_dependent(attn_decode_kernel<HD, T, 2>, grid, dim3(kThreads), 0, stream, a);
+    default: return launch_dependent(attn_decode_kernel<HD, T, 1>, grid, dim3(kThreads), 0, stream, a);
   }
-  return cudaGetLastError();
 }
 
 template <int HD>

@@ -3,6 +3,7 @@
 // sums its dims over the splits with those weights.
 #include "kernels/common/elem.cuh"
 #include "kernels/common/softmax_state.cuh"
+#include "kernels/dependent_launch.cuh"
 #include "kernels/launch.h"
 
 namespace parley::kernels {
@@ -12,6 +13,8 @@ constexpr int kMaxSplits = 64;
 constexpr int kThreads = 128;
 
 __global__ void __launch_bounds__(kThreads) attn_merge_kernel(AttnMergeArgs a) {
+  allow_dependents();  // small: the next kernel may start launching now
+  wait_for_producers();
   __shared__ float weight_s[kMaxSplits];
   __shared__ float inv_s;
   const int h = blockIdx.x;
@@ -58,8 +61,7 @@ cudaError_t launch_attn_merge(const AttnMergeArgs& args, cudaStream_t stream) {
   if (args.n_splits <= 0 || args.n_splits > kMaxSplits || args.n_heads <= 0 || args.head_dim <= 0) {
     return cudaErrorInvalidValue;
   }
-  attn_merge_kernel<<<args.n_heads, kThreads, 0, stream>>>(args);
-  return cudaGetLastError();
+  return launch_dependent(attn_merge_kernel, dim3(unsigned(args.n_heads)), dim3(kThreads), 0, stream, args);
 }
 
 }  // namespace parley::kernels

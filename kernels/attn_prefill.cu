@@ -8,6 +8,7 @@
 #include "kernels/common/elem.cuh"
 #include "kernels/common/kv_load.cuh"
 #include "kernels/common/softmax_state.cuh"
+#include "kernels/dependent_launch.cuh"
 #include "kernels/launch.h"
 
 namespace parley::kernels {
@@ -23,6 +24,7 @@ __global__ void __launch_bounds__(kThreads) attn_prefill_kernel(AttnPrefillArgs 
   constexpr int kDims = HD / kLanesPerRow;  // dims of a thread: d = kLanesPerRow * i + sub
   __shared__ float k_tile[kTile][HD];
   __shared__ float v_tile[kTile][HD];
+  wait_for_producers();
 
   const PagedKv& kv = a.kv;
   const int sub = threadIdx.x % kLanesPerRow;
@@ -102,8 +104,7 @@ __global__ void __launch_bounds__(kThreads) attn_prefill_kernel(AttnPrefillArgs 
 template <int HD>
 cudaError_t launch_hd(const AttnPrefillArgs& a, cudaStream_t stream) {
   const dim3 grid(unsigned((a.n_tokens + kRows - 1) / kRows), unsigned(a.n_heads));
-  attn_prefill_kernel<HD><<<grid, kThreads, 0, stream>>>(a);
-  return cudaGetLastError();
+  return launch_dependent(attn_prefill_kernel<HD>, grid, dim3(kThreads), 0, stream, a);
 }
 
 }  // namespace

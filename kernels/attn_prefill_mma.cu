@@ -11,6 +11,7 @@
 #include "kernels/common/attention_window.cuh"
 #include "kernels/common/elem.cuh"
 #include "kernels/common/kv_vec.cuh"
+#include "kernels/dependent_launch.cuh"
 
 namespace parley::kernels {
 namespace {
@@ -69,6 +70,7 @@ __global__ void __launch_bounds__(kThreads) attn_prefill_mma_kernel(AttnPrefillA
   constexpr int kVecLen = HD < kVec ? HD : kVec;
   __shared__ __align__(16) __half k_s[kKeys][kStride];  // [key][dim]
   __shared__ __align__(16) __half v_s[kKeys][kStride];
+  wait_for_producers();
 
   const PagedKv& kv = a.kv;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
@@ -250,12 +252,9 @@ __global__ void __launch_bounds__(kThreads) attn_prefill_mma_kernel(AttnPrefillA
 template <int HD>
 cudaError_t launch_hd(const AttnPrefillArgs& a, cudaStream_t stream) {
   const dim3 grid(unsigned((a.n_tokens + kRows - 1) / kRows), unsigned(a.n_heads));
-  if (a.kv.kv_type == kKvInt8) {
-    attn_prefill_mma_kernel<HD, kKvInt8><<<grid, kThreads, 0, stream>>>(a);
-  } else {
-    attn_prefill_mma_kernel<HD, kKvF16><<<grid, kThreads, 0, stream>>>(a);
-  }
-  return cudaGetLastError();
+  return a.kv.kv_type == kKvInt8
+             ? launch_dependent(attn_prefill_mma_kernel<HD, kKvInt8>, grid, dim3(kThreads), 0, stream, a)
+             : launch_dependent(attn_prefill_mma_kernel<HD, kKvF16>, grid, dim3(kThreads), 0, stream, a);
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 
+#include "kernels/dependent_launch.cuh"
 #include "kernels/launch.h"
 
 namespace parley::kernels {
@@ -46,7 +47,18 @@ __global__ void __launch_bounds__(kWarps * 32, kBlocksPerSm) gemv_kernel(GemvArg
   const auto* w = static_cast<const uint4*>(a.w);
   const auto* x = static_cast<const uint4*>(a.x);
   const int64_t row_vecs = a.cols / kVec;
-  for (int64_t row = int64_t(blockIdx.x) * kWarps + threadIdx.x / 32; row < a.rows; row += total_warps) {
+  const int64_t first_row = int64_t(blockIdx.x) * kWarps + threadIdx.x / 32;
+  // The weights need nothing from the kernel before: their first bytes head for L2 while
+  // it finishes (with dependent launch), or at once.
+  if (first_row < a.rows) {
+#pragma unroll
+    for (int s = 0; s < kLoadsInFlight; ++s) {
+      const int64_t v = lane + int64_t(s) * 32;
+      if (v < row_vecs) asm volatile("prefetch.global.L2 [%0];" ::"l"(w + first_row * row_vecs + v));
+    }
+  }
+  wait_for_producers();
+  for (int64_t row = first_row; row < a.rows; row += total_warps) {
     const uint4* wrow = w + row * row_vecs;
     float acc = 0.0f;
     for (int64_t v0 = lane; v0 < row_vecs; v0 += int64_t(kLoadsInFlight) * 32) {
@@ -75,8 +87,7 @@ __global__ void __launch_bounds__(kWarps * 32, kBlocksPerSm) gemv_kernel(GemvArg
 template <int TYPE>
 cudaError_t launch_typed(const GemvArgs& a, cudaStream_t stream) {
   const int64_t blocks = std::min<int64_t>((a.rows + kWarps - 1) / kWarps, (a.min_warps + kWarps - 1) / kWarps);
-  gemv_kernel<TYPE><<<unsigned(blocks), kWarps * 32, 0, stream>>>(a);
-  return cudaGetLastError();
+  return launch_dependent(gemv_kernel<TYPE>, dim3(unsigned(blocks)), dim3(kWarps * 32), 0, stream, a);
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 // RMSNorm, optionally after adding the residual branch into x: one block per row.
 #include "kernels/common/elem.cuh"
 #include "kernels/common/reduce.cuh"
+#include "kernels/dependent_launch.cuh"
 #include "kernels/launch.h"
 
 namespace parley::kernels {
@@ -10,6 +11,8 @@ constexpr int kBlock = 256;
 
 __global__ void rmsnorm_kernel(RmsNormArgs a) {
   __shared__ float scratch[32];
+  allow_dependents();  // small: the next kernel may start launching now
+  wait_for_producers();
   const size_t base = size_t(blockIdx.x) * size_t(a.dim);
   float* x = a.x + base;
   float sum = 0.0f;
@@ -33,6 +36,8 @@ constexpr int kMaxVecs = 8;
 
 __global__ void rmsnorm_vec_kernel(RmsNormArgs a) {
   __shared__ float scratch[32];
+  allow_dependents();  // small: the next kernel may start launching now
+  wait_for_producers();
   const size_t base = size_t(blockIdx.x) * size_t(a.dim);
   auto* x = reinterpret_cast<float4*>(a.x + base);
   const auto* res = reinterpret_cast<const float4*>(a.residual + (a.residual ? base : 0));
@@ -77,12 +82,8 @@ cudaError_t launch_rmsnorm(const RmsNormArgs& args, cudaStream_t stream) {
   if (args.rows <= 0 || args.dim <= 0) return cudaErrorInvalidValue;
   const bool vec = args.dim % 4 == 0 && args.dim <= 4 * kBlock * kMaxVecs && aligned16(args.x) &&
                    aligned16(args.residual) && aligned16(args.weight);
-  if (vec) {
-    rmsnorm_vec_kernel<<<args.rows, kBlock, 0, stream>>>(args);
-  } else {
-    rmsnorm_kernel<<<args.rows, kBlock, 0, stream>>>(args);
-  }
-  return cudaGetLastError();
+  return launch_dependent(vec ? rmsnorm_vec_kernel : rmsnorm_kernel, dim3(unsigned(args.rows)), dim3(kBlock),
+                          0, stream, args);
 }
 
 }  // namespace parley::kernels

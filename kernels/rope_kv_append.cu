@@ -4,6 +4,7 @@
 #include "kernels/common/int8.cuh"
 #include "kernels/common/reduce.cuh"
 #include "kernels/common/rope.cuh"
+#include "kernels/dependent_launch.cuh"
 #include "kernels/launch.h"
 
 namespace parley::kernels {
@@ -21,6 +22,8 @@ __device__ void store_kv_elem(uint8_t* dst, int32_t kv_type, int i, float v, flo
 }
 
 __global__ void __launch_bounds__(kWarps * 32) rope_kv_append_kernel(RopeKvAppendArgs a) {
+  allow_dependents();  // small: the next kernel may start launching now
+  wait_for_producers();
   const PagedKv& kv = a.kv;
   const int lane = threadIdx.x % 32;
   const int item = blockIdx.y * kWarps + threadIdx.x / 32;  // q heads, then k heads, then v heads
@@ -96,8 +99,7 @@ cudaError_t launch_rope_kv_append(const RopeKvAppendArgs& args, cudaStream_t str
   }
   const int items = args.n_heads + 2 * kv.n_kv_heads;
   const dim3 grid(unsigned(args.n_tokens), unsigned((items + kWarps - 1) / kWarps));
-  rope_kv_append_kernel<<<grid, kWarps * 32, 0, stream>>>(args);
-  return cudaGetLastError();
+  return launch_dependent(rope_kv_append_kernel, grid, dim3(kWarps * 32), 0, stream, args);
 }
 
 }  // namespace parley::kernels

@@ -1,12 +1,15 @@
 // SwiGLU of the fused gate/up product, written in the type the down product reads.
 #include "kernels/common/activation.cuh"
 #include "kernels/common/elem.cuh"
+#include "kernels/dependent_launch.cuh"
 #include "kernels/launch.h"
 
 namespace parley::kernels {
 namespace {
 
 __global__ void swiglu_kernel(SwigluArgs a) {
+  allow_dependents();  // small: the next kernel may start launching now
+  wait_for_producers();
   const int64_t total = int64_t(a.n) * a.hidden;
   for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < total;
        i += int64_t(gridDim.x) * blockDim.x) {
@@ -21,8 +24,8 @@ __global__ void swiglu_kernel(SwigluArgs a) {
 cudaError_t launch_swiglu(const SwigluArgs& args, cudaStream_t stream) {
   if (args.n <= 0 || args.hidden <= 0) return cudaErrorInvalidValue;
   const int64_t blocks = (int64_t(args.n) * args.hidden + 255) / 256;
-  swiglu_kernel<<<unsigned(blocks < 65536 ? blocks : 65536), 256, 0, stream>>>(args);
-  return cudaGetLastError();
+  return launch_dependent(swiglu_kernel, dim3(unsigned(blocks < 65536 ? blocks : 65536)), dim3(256), 0,
+                          stream, args);
 }
 
 }  // namespace parley::kernels

@@ -8,7 +8,8 @@
 #                                       and a copy of the reference models and goldens.
 #   scripts/gpu-check.sh run    (there) runs the gpu tests, then the GPU benchmark scenarios
 #                                       and the device ceilings, logging to $OUT
-#                                       (default ./gpu-check-out).
+#                                       (default ./gpu-check-out); then both again with
+#                                       dependent launch (PARLEY_CUDA_PDL=1) for comparison.
 #   scripts/gpu-check.sh profile (there) time per kernel of decode and prefill steps (ncu).
 # Environment: BUILD_DIR (build-gpu), CARRY_DIR (build-gpu-carry), SHARED (../shared),
 # ARCH (90), SKIP_CONFIGURE=1 (pack: reuse BUILD_DIR as configured), QUICK=1 (run: the tests and one short bench line only),
@@ -110,12 +111,30 @@ run() {
         --prompt-tokens 512,2048 --context 128,2048 --tokens 64 --repeat 3 --copy-mib 2048 \
         2>&1 | tee -a "$out/bench.log" || status=1
     done
+    # Dependent launch (PARLEY_CUDA_PDL=1, off by default until measured): the tests again,
+    # then the same figures into bench-pdl.jsonl. Its outcome does not change the status.
+    if PARLEY_CUDA_PDL=1 timeout "${TEST_TIMEOUT_S:-240}" "$root/bin/parley-tests-gpu" \
+      >"$out/gpu-tests-pdl.log" 2>&1; then
+      echo "dependent launch: the gpu tests pass"
+    else
+      echo "dependent launch: the gpu tests FAIL (gpu-tests-pdl.log)"
+    fi
+    for shape in tinyllama-1.1b llama2-7b; do
+      PARLEY_CUDA_PDL=1 timeout "${BENCH_TIMEOUT_S:-180}" "$root/bin/parley-bench" --device cuda \
+        --out "$out/bench-pdl.jsonl" --synthetic "$shape" --weights f16 --scenario prefill,decode \
+        --kv int8 --prompt-tokens 512,2048 --context 128,2048 --tokens 64 --repeat 3 \
+        --copy-mib 2048 >>"$out/bench.log" 2>&1 || true
+    done
   fi
-  python3 - "$out/bench.jsonl" <<'PY' 2>&1 | tee "$out/summary.txt" || true
+  python3 - "$out/bench.jsonl" "$out/bench-pdl.jsonl" <<'PY' 2>&1 | tee "$out/summary.txt" || true
 # Prefill against the bf16 matrix rate (2 FLOP per parameter per token), decode against
 # the device copy bandwidth (the bench's own decode_bandwidth_utilisation).
-import json, sys
-lines = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
+import json, os, sys
+def read(path, label):
+    if not os.path.exists(path):
+        return []
+    return [dict(json.loads(l), label=label) for l in open(path) if l.strip()]
+lines = read(sys.argv[1], "") + read(sys.argv[2], " (dependent launch)")
 ceil = next((l for l in lines if l.get("scenario") == "device-ceilings"), {})
 tflops = ceil.get("bf16_gemm_tflops")
 print("device:", ceil.get("device_name"), "copy GB/s:", ceil.get("bandwidth_gbs"), "bf16 TFLOP/s:", tflops)
@@ -127,10 +146,11 @@ for l in lines:
     if s == "prefill":
         p, tok_s = params.get(l.get("model")), l.get("prefill_tok_s") or 0
         extra = " = %.2f of the bf16 rate" % (2 * p * tok_s / (tflops * 1e12)) if p and tflops else ""
-        print("prefill %s prompt %s: %.0f tok/s%s" % (l.get("model"), l.get("prompt_tokens"), tok_s, extra))
+        print("prefill%s %s prompt %s: %.0f tok/s%s" % (l["label"], l.get("model"), l.get("prompt_tokens"),
+                                                        tok_s, extra))
     elif s == "decode":
-        print("decode %s context %s: %.1f tok/s, bandwidth utilisation %s" % (
-            l.get("model"), l.get("context_tokens"), l.get("decode_tok_s") or 0,
+        print("decode%s %s context %s: %.1f tok/s, bandwidth utilisation %s" % (
+            l["label"], l.get("model"), l.get("context_tokens"), l.get("decode_tok_s") or 0,
             l.get("decode_bandwidth_utilisation")))
 PY
   echo "gpu-check run: logs in $out (status $status)"
