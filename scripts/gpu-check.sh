@@ -8,8 +8,9 @@
 #                                       and a copy of the reference models and goldens.
 #   scripts/gpu-check.sh run    (there) runs the gpu tests, then the GPU benchmark scenarios
 #                                       and the device ceilings, logging to $OUT
-#                                       (default ./gpu-check-out); then both again with
-#                                       dependent launch (PARLEY_CUDA_PDL=1) for comparison.
+#                                       (default ./gpu-check-out); then both again with each
+#                                       setting that is off by default until measured
+#                                       (PARLEY_CUDA_PDL=1, PARLEY_CUDA_KV_WRITEBACK=1).
 #   scripts/gpu-check.sh profile (there) time per kernel of decode and prefill steps (ncu).
 # Environment: BUILD_DIR (build-gpu), CARRY_DIR (build-gpu-carry), SHARED (../shared),
 # ARCH (90), SKIP_CONFIGURE=1 (pack: reuse BUILD_DIR as configured), QUICK=1 (run: the tests and one short bench line only),
@@ -86,7 +87,7 @@ run() {
     nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm,clocks.max.mem --format=csv || true
     echo "LD_LIBRARY_PATH=$LD_LIBRARY_PATH"
     ldd "$root/lib/libparley_cuda.so" "$root/bin/parley-bench" | grep -E "not found|cublas" || true
-  } 2>&1 | tee "$out/env.log"
+  } 2>&1 | tee "$out/bench.log"
 
   local status=0
   # The gpu tests (the ctest label gpu runs this binary); --duration shows where time goes.
@@ -111,22 +112,28 @@ run() {
         --prompt-tokens 512,2048 --context 128,2048 --tokens 64 --repeat 3 --copy-mib 2048 \
         2>&1 | tee -a "$out/bench.log" || status=1
     done
-    # Dependent launch (PARLEY_CUDA_PDL=1, off by default until measured): the tests again,
-    # then the same figures into bench-pdl.jsonl. Its outcome does not change the status.
-    if PARLEY_CUDA_PDL=1 timeout "${TEST_TIMEOUT_S:-240}" "$root/bin/parley-tests-gpu" \
-      >"$out/gpu-tests-pdl.log" 2>&1; then
-      echo "dependent launch: the gpu tests pass"
-    else
-      echo "dependent launch: the gpu tests FAIL (gpu-tests-pdl.log)"
-    fi
-    for shape in tinyllama-1.1b llama2-7b; do
-      PARLEY_CUDA_PDL=1 timeout "${BENCH_TIMEOUT_S:-180}" "$root/bin/parley-bench" --device cuda \
-        --out "$out/bench-pdl.jsonl" --synthetic "$shape" --weights f16 --scenario prefill,decode \
-        --kv int8 --prompt-tokens 512,2048 --context 128,2048 --tokens 64 --repeat 3 \
-        --copy-mib 2048 >>"$out/bench.log" 2>&1 || true
+    # Settings off by default until measured, one at a time: the tests again, then the same
+    # figures into bench-VARIANT.jsonl. Their outcome does not change the status.
+    local variant
+    for variant in pdl:PARLEY_CUDA_PDL writeback:PARLEY_CUDA_KV_WRITEBACK; do
+      local name=${variant%%:*} var=${variant#*:}
+      echo "== $var=1" >>"$out/gpu-tests-variants.log"
+      if env "$var=1" timeout "${TEST_TIMEOUT_S:-240}" "$root/bin/parley-tests-gpu" \
+        >>"$out/gpu-tests-variants.log" 2>&1; then
+        echo "$var=1: the gpu tests pass"
+      else
+        echo "$var=1: the gpu tests FAIL (gpu-tests-variants.log)"
+      fi
+      for shape in tinyllama-1.1b llama2-7b; do
+        env "$var=1" timeout "${BENCH_TIMEOUT_S:-180}" "$root/bin/parley-bench" --device cuda \
+          --out "$out/bench-$name.jsonl" --synthetic "$shape" --weights f16 \
+          --scenario prefill,decode --kv int8 --prompt-tokens 512,2048 --context 128,2048 \
+          --tokens 64 --repeat 3 --copy-mib 2048 >>"$out/bench.log" 2>&1 || true
+      done
     done
   fi
-  python3 - "$out/bench.jsonl" "$out/bench-pdl.jsonl" <<'PY' 2>&1 | tee "$out/summary.txt" || true
+  local runs=("$out/bench.jsonl" "$out/bench-pdl.jsonl" "$out/bench-writeback.jsonl")
+  python3 - "${runs[@]}" <<'PY' 2>&1 | tee "$out/summary.txt" || true
 # Prefill against the bf16 matrix rate (2 FLOP per parameter per token), decode against
 # the device copy bandwidth (the bench's own decode_bandwidth_utilisation).
 import json, os, sys
@@ -134,7 +141,8 @@ def read(path, label):
     if not os.path.exists(path):
         return []
     return [dict(json.loads(l), label=label) for l in open(path) if l.strip()]
-lines = read(sys.argv[1], "") + read(sys.argv[2], " (dependent launch)")
+lines = (read(sys.argv[1], "") + read(sys.argv[2], " (PARLEY_CUDA_PDL=1)") +
+         read(sys.argv[3], " (PARLEY_CUDA_KV_WRITEBACK=1)"))
 ceil = next((l for l in lines if l.get("scenario") == "device-ceilings"), {})
 tflops = ceil.get("bf16_gemm_tflops")
 print("device:", ceil.get("device_name"), "copy GB/s:", ceil.get("bandwidth_gbs"), "bf16 TFLOP/s:", tflops)

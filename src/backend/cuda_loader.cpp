@@ -98,12 +98,25 @@ int32_t weight_type_from_env() {
   return PARLEY_CUDA_WEIGHTS_AUTO;
 }
 
+// PARLEY_CUDA_KV_WRITEBACK=1: new K/V rows stay on the device until the host reads their
+// block (spill, copy-on-write), instead of being copied into the host's blocks by every
+// forward. Off by default until measured on a device.
+bool kv_write_back_from_env() {
+  const char* env = std::getenv("PARLEY_CUDA_KV_WRITEBACK");
+  return env && std::string(env) == "1";
+}
+
 class CudaModuleBackend final : public Backend {
  public:
   CudaModuleBackend(const parley_cuda_api* api, parley_cuda_backend* b, int32_t device,
-                    int32_t n_vocab)
-      : api_(api), b_(b), device_(device), n_vocab_(n_vocab) {}
-  ~CudaModuleBackend() override { api_->destroy(b_); }
+                    int32_t n_vocab, bool write_back)
+      : api_(api), b_(b), device_(device), n_vocab_(n_vocab), write_back_(write_back) {
+    if (write_back_) host_sync_ = std::make_shared<HostSyncForward>(this);
+  }
+  ~CudaModuleBackend() override {
+    if (host_sync_) host_sync_->owner = nullptr;  // a pool still holding it gets an error
+    api_->destroy(b_);
+  }
 
   std::string name() const override { return "cuda:" + std::to_string(device_); }
   uint32_t max_batch() const override { return api_->max_batch(b_); }
@@ -119,6 +132,7 @@ class CudaModuleBackend final : public Backend {
                   std::to_string(n_vocab_) + ")");
     }
     std::lock_guard lock(mutex_);  // one device stream: calls take turns
+    if (write_back_) kv.pool().set_host_sync(host_sync_);
     const uint32_t end = batch.start_pos + uint32_t(n);
     const uint32_t n_blocks = (end + kv::kBlockTokens - 1) / kv::kBlockTokens;
     require(n_blocks <= kv.block_ids().size(), Status::internal,
@@ -141,6 +155,7 @@ class CudaModuleBackend final : public Backend {
     ckv.capacity = kv.capacity();
     ckv.host_blocks = host_blocks_.data();
     ckv.stamps = stamps_.data();
+    ckv.write_host = write_back_ ? 0 : 1;
     parley_cuda_batch cb{};
     cb.tokens = batch.tokens.data();
     cb.n_tokens = uint32_t(n);
@@ -149,9 +164,34 @@ class CudaModuleBackend final : public Backend {
     char err[512] = "";
     const int32_t st = api_->forward(b_, &cb, &ckv, logits.data(), logits.size(), err, sizeof err);
     if (st != 0) fail(Status(st), err);
+    if (write_back_) {
+      for (uint32_t i = batch.start_pos / kv::kBlockTokens; i < n_blocks; ++i) {
+        kv.pool().mark_device_newer(kv.block_ids()[i]);
+      }
+    }
   }
 
  private:
+  // The pool's way back to this backend; outlives it when the pool does.
+  struct HostSyncForward final : kv::HostSync {
+    explicit HostSyncForward(CudaModuleBackend* o) : owner(o) {}
+    void bring_to_host(kv::BlockId id, uint64_t stamp, const kv::BlockLayout& layout,
+                       std::byte* bytes) override {
+      require(owner != nullptr, Status::internal,
+              "KV block " + std::to_string(id) + " is newer on a device whose backend is gone");
+      owner->download(bytes, stamp, layout);
+    }
+    CudaModuleBackend* owner;
+  };
+
+  void download(std::byte* bytes, uint64_t stamp, const kv::BlockLayout& layout) {
+    std::lock_guard lock(mutex_);
+    char err[512] = "";
+    const int32_t st = api_->download(b_, reinterpret_cast<uint8_t*>(bytes), stamp, int32_t(layout.type()),
+                                      layout.block_bytes(), err, sizeof err);
+    if (st != 0) fail(Status(st), err);
+  }
+
   const parley_cuda_api* api_;
   parley_cuda_backend* b_;
   int32_t device_;
@@ -159,6 +199,8 @@ class CudaModuleBackend final : public Backend {
   std::mutex mutex_;
   std::vector<uint8_t*> host_blocks_;  // per call, kept to avoid reallocating
   std::vector<uint64_t> stamps_;
+  bool write_back_;
+  std::shared_ptr<HostSyncForward> host_sync_;  // write-back only
 };
 
 }  // namespace
@@ -202,7 +244,7 @@ std::unique_ptr<Backend> make_cuda_backend(const model::LoadedModel& model, int3
   char err[512] = "";
   const int32_t st = m.api->create(&cm, device, &b, err, sizeof err);
   if (st != 0 || !b) fail(st ? Status(st) : Status::backend, err);
-  return std::make_unique<CudaModuleBackend>(m.api, b, device, c.n_vocab);
+  return std::make_unique<CudaModuleBackend>(m.api, b, device, c.n_vocab, kv_write_back_from_env());
 }
 
 CudaCeilings measure_cuda_ceilings(int32_t device, uint64_t copy_bytes, int32_t gemm_size) {

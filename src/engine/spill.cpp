@@ -34,12 +34,12 @@ bool Session::spill() {
     kv.full_block_hashes.push_back(hashes[b]);
     if (!store->has_prefix_block(hashes[b])) {
       new_blobs.push_back({hashes[b], store::encode_kv_block(layout, fingerprint,
-                                                              pool.data(blocks_.ids()[b]),
+                                                              pool.read(blocks_.ids()[b]),
                                                               kv::kBlockTokens)});
     }
   }
   if (const uint32_t tail = n_stored % kv::kBlockTokens) {
-    kv.tail_blob = store::encode_kv_block(layout, fingerprint, pool.data(blocks_.ids()[n_full]), tail);
+    kv.tail_blob = store::encode_kv_block(layout, fingerprint, pool.read(blocks_.ids()[n_full]), tail);
   }
   store->save_kv(id_, kv, new_blobs);
 

@@ -74,6 +74,7 @@ BlockId BlockPool::allocate() {
   const BlockId id = take_block_locked();
   state_[size_t(id)].refs = 1;
   state_[size_t(id)].stamp = next_stamp.fetch_add(1, std::memory_order_relaxed);
+  state_[size_t(id)].device_newer = false;  // a new allocation: nothing newer anywhere
   return id;
 }
 
@@ -111,6 +112,43 @@ uint32_t BlockPool::ref_count(BlockId id) const {
   std::lock_guard lock(mutex_);
   check_id_locked(id);
   return state_[size_t(id)].refs;
+}
+
+const std::byte* BlockPool::read(BlockId id) {
+  std::shared_ptr<HostSync> sync;
+  uint64_t stamp = 0;
+  {
+    std::lock_guard lock(mutex_);
+    check_id_locked(id);
+    const BlockState& s = state_[size_t(id)];
+    if (!s.device_newer) return data(id);
+    sync = host_sync_.lock();
+    require(sync != nullptr, Status::internal,
+            "KV block " + std::to_string(id) + " is newer on a device whose backend is gone");
+    stamp = s.stamp;
+  }
+  // Not under the lock: the backend takes its own, and its forward() calls in here.
+  sync->bring_to_host(id, stamp, layout_, data(id));
+  std::lock_guard lock(mutex_);
+  if (state_[size_t(id)].stamp == stamp) state_[size_t(id)].device_newer = false;
+  return data(id);
+}
+
+void BlockPool::set_host_sync(std::weak_ptr<HostSync> sync) {
+  std::lock_guard lock(mutex_);
+  host_sync_ = std::move(sync);
+}
+
+void BlockPool::mark_device_newer(BlockId id) {
+  std::lock_guard lock(mutex_);
+  check_id_locked(id);
+  state_[size_t(id)].device_newer = true;
+}
+
+bool BlockPool::device_newer(BlockId id) const {
+  std::lock_guard lock(mutex_);
+  check_id_locked(id);
+  return state_[size_t(id)].device_newer;
 }
 
 uint64_t BlockPool::stamp(BlockId id) const {

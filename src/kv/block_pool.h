@@ -17,6 +17,16 @@
 
 namespace parley::kv {
 
+// Brings a block's bytes back from a device whose copy is newer (a backend that keeps the
+// rows it writes on the device until the host needs them).
+class HostSync {
+ public:
+  virtual ~HostSync() = default;
+  // Writes the device's copy of block `id` (allocation `stamp`, a block of `layout`) into
+  // `bytes`. Throws Error.
+  virtual void bring_to_host(BlockId id, uint64_t stamp, const BlockLayout& layout, std::byte* bytes) = 0;
+};
+
 struct PoolStats {
   uint64_t total = 0;      // blocks the budget allows
   uint64_t allocated = 0;  // blocks that have memory now
@@ -36,8 +46,20 @@ class BlockPool {
   const BlockLayout& layout() const { return layout_; }
   uint64_t budget_bytes() const { return budget_bytes_; }
 
+  // The block's memory, as it is: writers, and backends that keep it current themselves.
   std::byte* data(BlockId id) { return blocks_[size_t(id)].get(); }
   const std::byte* data(BlockId id) const { return blocks_[size_t(id)].get(); }
+  // The block's current bytes, for anyone who reads them on the host (spill, copy-on-write):
+  // brought back first when a device holds a newer copy. Throws what HostSync throws.
+  const std::byte* read(BlockId id);
+
+  // The backend whose device may hold newer copies. Held weakly: once it is gone, read() of a
+  // block still marked device-newer fails with Error(internal) instead of reaching it.
+  void set_host_sync(std::weak_ptr<HostSync> sync);
+  // The device's copy of `id` is newer than the host's until read() brings it back or the
+  // block is allocated anew.
+  void mark_device_newer(BlockId id);
+  bool device_newer(BlockId id) const;
 
   // A block with one reference. Reuses a free block, then grows, then evicts the least
   // recently used cached block. Throws Error(out_of_memory) when every block the budget
@@ -68,6 +90,7 @@ class BlockPool {
     uint32_t refs = 0;
     uint64_t stamp = 0;
     bool in_lru = false;
+    bool device_newer = false;
     std::list<BlockId>::iterator lru_pos;  // this block's node, in lru_ or in spare_
   };
   struct AlignedDelete {
@@ -90,6 +113,7 @@ class BlockPool {
   // fail when memory runs out (it runs in destructors).
   std::list<BlockId> spare_;
   PrefixIndex index_;
+  std::weak_ptr<HostSync> host_sync_;
   uint64_t hits_ = 0, misses_ = 0;
 };
 

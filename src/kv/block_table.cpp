@@ -31,7 +31,7 @@ BlockTable BlockTable::fork(uint32_t n_filled) const {
   require(used <= ids_.size(), Status::internal, "fork past the table's blocks");
   if (used > full) {  // the partial block is copied first: it is the only allocation
     const BlockId partial = pool_->allocate();
-    std::memcpy(pool_->data(partial), pool_->data(ids_[full]), pool_->layout().block_bytes());
+    std::memcpy(pool_->data(partial), pool_->read(ids_[full]), pool_->layout().block_bytes());
     for (uint32_t b = 0; b < full; ++b) {
       pool_->retain(ids_[b]);
       copy.ids_.push_back(ids_[b]);
@@ -70,7 +70,7 @@ void BlockTable::prepare_write(uint32_t from, uint32_t to) {
     const BlockId id = ids_[first];
     if (pool_->ref_count(id) > 1 || pool_->is_published(id)) {
       const BlockId copy = pool_->allocate();
-      std::memcpy(pool_->data(copy), pool_->data(id), pool_->layout().block_bytes());
+      std::memcpy(pool_->data(copy), pool_->read(id), pool_->layout().block_bytes());
       pool_->release(id);
       ids_[first] = copy;
       hashes_.resize(std::min(hashes_.size(), first));

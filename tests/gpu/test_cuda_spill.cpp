@@ -1,7 +1,8 @@
 // A conversation spilled from the GPU resumes on the CPU and back, through the C API and a
 // store file: with F32 weights on the device and F32 KV both backends take the same greedy
 // path, so every reply equals the one of a CPU conversation that was never spilled; with
-// INT8 KV on the GPU alone, spilled + restored == never spilled.
+// INT8 KV on the GPU alone, spilled + restored == never spilled. The same holds when the
+// device keeps new K/V rows until the host reads them (PARLEY_CUDA_KV_WRITEBACK=1).
 #include <doctest/doctest.h>
 
 #include <cstdlib>
@@ -108,4 +109,62 @@ TEST_CASE("INT8 KV on the GPU: spilled and restored == never spilled") {
   parley_session_close(kept);
   parley_session_close(spilled);
   parley_engine_close(e);
+}
+
+// With PARLEY_CUDA_KV_WRITEBACK=1 new K/V rows stay on the device and the host gets a block's
+// bytes back only when it reads them: to spill (suspend, close), to fork (the partial block is
+// copied) and to copy on write (a rewind into blocks the fork shares). With F32 weights and
+// F32 KV the GPU follows the CPU's greedy path, so each reply equals a CPU conversation's that
+// went through the same steps in memory.
+TEST_CASE("rows kept on the device until the host reads them: suspend, fork, rewind, resume on the CPU") {
+  PARLEY_GPU_OR_SKIP();
+  PARLEY_SHARED_OR_SKIP(model, "models/stories260k/hf");
+  setenv("PARLEY_CUDA_WEIGHTS", "f32", 1);
+  setenv("PARLEY_CUDA_KV_WRITEBACK", "1", 1);
+  TempDir dir;
+  const std::string store = (dir / "s.db").string();
+
+  // Both runs: turn 1, (suspend), turn 2, fork and a turn on the fork, rewind the original
+  // by one exchange and a different turn, then one more turn.
+  auto conversation = [&](parley_engine* e, bool gpu, std::vector<std::string>& texts) {
+    parley_session* s = create_raw_session(e, "conv");
+    texts.push_back(send(s, kTurns[0]).text);
+    if (gpu) REQUIRE(parley_session_suspend(s) == PARLEY_OK);
+    const Turn second = send(s, kTurns[1]);
+    if (gpu) CHECK(second.kv_source == PARLEY_KV_SOURCE_RESTORED);
+    texts.push_back(second.text);
+    parley_session* f = nullptr;
+    REQUIRE(parley_session_fork(s, "conv-fork", &f) == PARLEY_OK);
+    texts.push_back(send(f, kTurns[2]).text);
+    REQUIRE(parley_session_rewind(s, 2) == PARLEY_OK);
+    texts.push_back(send(s, " A bird").text);
+    parley_session_close(f);
+    return s;
+  };
+
+  std::vector<std::string> want, got;
+  {
+    parley_engine* e = open_engine(model.string(), "cpu", PARLEY_KV_F32, "");
+    parley_session* s = conversation(e, false, want);
+    want.push_back(send(s, " The end").text);
+    parley_session_close(s);
+    parley_engine_close(e);
+  }
+  {
+    parley_engine* e = open_engine(model.string(), "cuda", PARLEY_KV_F32, store);
+    parley_session_close(conversation(e, true, got));  // closing spills: the last reads
+    parley_engine_close(e);
+  }
+  {
+    parley_engine* e = open_engine(model.string(), "cpu", PARLEY_KV_F32, store);
+    parley_session* s = reopen(e, "conv");
+    const Turn last = send(s, " The end");
+    CHECK(last.kv_source == PARLEY_KV_SOURCE_RESTORED);
+    got.push_back(last.text);
+    parley_session_close(s);
+    parley_engine_close(e);
+  }
+  CHECK(got == want);
+  unsetenv("PARLEY_CUDA_KV_WRITEBACK");
+  unsetenv("PARLEY_CUDA_WEIGHTS");
 }

@@ -102,7 +102,7 @@ void CudaBackend::reserve_step(uint32_t max_blocks, size_t staging_bytes, size_t
     moved |= step_dev_.reserve(step_bytes_);
   }
   moved |= staging_dev_.reserve(staging_bytes);
-  moved |= staging_host_.reserve(staging_bytes);
+  moved |= staging_host_.reserve(write_host_ ? staging_bytes : 0);  // written back: not needed
   moved |= logits_host_.reserve(logit_rows * size_t(s_.n_vocab) * 4);
   if (moved) ++buffers_version_;
 }
@@ -111,6 +111,7 @@ void CudaBackend::forward(const parley_cuda_batch& b, const parley_cuda_kv& kv, 
                           uint64_t n_logits) {
   validate(b, kv, n_logits);
   PARLEY_CUDA(cudaSetDevice(device_));
+  write_host_ = kv.write_host != 0;
   const int32_t n = int32_t(b.n_tokens);
   const int32_t rows = b.all_logits ? n : 1;
   const kernels::PagedKv geo{nullptr, kv.kv_type, kv.n_layers, kv.n_kv_heads, kv.head_dim};
@@ -127,7 +128,7 @@ void CudaBackend::forward(const parley_cuda_batch& b, const parley_cuda_kv& kv, 
 
   kernels::PagedKv dkv = geo;
   dkv.blocks = reinterpret_cast<uint8_t* const*>(step_dev_.as<uint8_t>() + table_offset_);
-  const std::pair<int32_t, uint64_t> key{kv.kv_type, buffers_version_};
+  const StepKey key{kv.kv_type, write_host_, buffers_version_};
   const bool graph_used = use_graphs_ && n == 1 && warmed_key_ == key;
   if (graph_used) {
     if (!graph_.ready() || graph_key_ != key) {
@@ -139,7 +140,9 @@ void CudaBackend::forward(const parley_cuda_batch& b, const parley_cuda_kv& kv, 
     enqueue(n, rows, dkv, false);
     if (n == 1) warmed_key_ = key;
   }
-  if (graph_used) {
+  if (!write_host_) {
+    PARLEY_CUDA(cudaStreamSynchronize(stream_.get()));  // the rows stay on the device
+  } else if (graph_used) {
     PARLEY_CUDA(cudaStreamSynchronize(stream_.get()));
     for (int32_t l = 0; l < s_.n_layers; ++l) scatter_layer(b, kv, l, 0, 1);
   } else {
@@ -147,6 +150,13 @@ void CudaBackend::forward(const parley_cuda_batch& b, const parley_cuda_kv& kv, 
     PARLEY_CUDA(cudaStreamSynchronize(stream_.get()));
   }
   std::memcpy(logits, logits_host_.get(), size_t(rows) * size_t(s_.n_vocab) * sizeof(float));
+}
+
+void CudaBackend::download(uint8_t* host_block, uint64_t stamp, int32_t kv_type, uint64_t block_bytes) {
+  PARLEY_CUDA(cudaSetDevice(device_));
+  const auto it = mirrors_.find({kv_type, block_bytes});
+  require(it != mirrors_.end(), Status::internal, "no KV block of this layout is on the device");
+  it->second->download(host_block, stamp, stream_.get());
 }
 
 void CudaBackend::enqueue(int32_t n, int32_t rows, const kernels::PagedKv& kv, bool graph) {
@@ -166,11 +176,11 @@ void CudaBackend::enqueue(int32_t n, int32_t rows, const kernels::PagedKv& kv, b
   gemm_->linear(w_.output, w_.type, xn_.get(), rows, logits_.as<float>());
   PARLEY_CUDA(cudaMemcpyAsync(logits_host_.get(), logits_.get(),
                               size_t(rows) * s_.n_vocab * sizeof(float), cudaMemcpyDeviceToHost, st));
-  if (graph) {
+  if (graph && write_host_) {
     const size_t bytes = kernels::KvStaging{nullptr, n}.layer_bytes(kv) * size_t(s_.n_layers);
     PARLEY_CUDA(cudaMemcpyAsync(staging_host_.get(), staging_dev_.get(), bytes,
                                 cudaMemcpyDeviceToHost, st));
-  } else {
+  } else if (!graph) {
     PARLEY_CUDA(cudaEventRecord(copied_.get(), copy_stream_.get()));
     PARLEY_CUDA(cudaStreamWaitEvent(st, copied_.get(), 0));
   }
@@ -192,7 +202,7 @@ void CudaBackend::enqueue_layer(int32_t l, int32_t n, const kernels::PagedKv& kv
   const kernels::KvStaging staging{staging_dev_.as<uint8_t>(), n};
   kernels::RopeKvAppendArgs app{qkv, n, s_.n_heads, l, s_.theta, step, kv, staging};
   check_launch(kernels::launch_rope_kv_append(app, st), "launch_rope_kv_append");
-  if (!graph) {
+  if (!graph && write_host_) {
     // This layer's new rows go back to the host while the next layers compute.
     const size_t lb = staging.layer_bytes(kv);
     PARLEY_CUDA(cudaEventRecord(appended_.get(), st));

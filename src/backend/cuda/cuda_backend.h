@@ -30,6 +30,8 @@ class CudaBackend {
   uint32_t max_batch() const { return kMaxBatch; }
   void forward(const parley_cuda_batch& batch, const parley_cuda_kv& kv, float* logits,
                uint64_t n_logits);
+  // The device's bytes of a host block that forwards left on the device (write_host 0).
+  void download(uint8_t* host_block, uint64_t stamp, int32_t kv_type, uint64_t block_bytes);
 
  private:
   struct Shape {
@@ -79,8 +81,16 @@ class CudaBackend {
   std::map<std::pair<int32_t, uint64_t>, std::unique_ptr<KvMirror>> mirrors_;  // (type, bytes)
 
   CudaGraph graph_;
-  std::pair<int32_t, uint64_t> graph_key_{0, 0};   // (kv type, buffers version) it was made for
-  std::pair<int32_t, uint64_t> warmed_key_{0, 0};  // ran once eagerly: cuBLAS set up its kernels
+  // What a captured step depends on besides its inputs.
+  struct StepKey {
+    int32_t kv_type = 0;
+    bool write_host = true;        // the step copies its new rows to the host
+    uint64_t buffers_version = 0;
+    bool operator==(const StepKey&) const = default;
+  };
+  StepKey graph_key_;   // what the captured graph was made for
+  StepKey warmed_key_;  // ran once eagerly: cuBLAS set up its kernels
+  bool write_host_ = true;  // of the call being enqueued
 };
 
 }  // namespace parley::backend::cuda

@@ -16,7 +16,7 @@ constexpr size_t kSlotAlign = 256;
 bool KvMirror::evict_unused() {
   bool any = false;
   for (auto it = entries_.begin(); it != entries_.end();) {
-    if (it->second.last_use != clock_) {
+    if (it->second.last_use != clock_ && !it->second.host_behind) {
       free_.push_back(it->second.device);
       it = entries_.erase(it);
       any = true;
@@ -61,9 +61,20 @@ void KvMirror::prepare(const parley_cuda_kv& kv, uint32_t start_pos, uint8_t** t
                                     cudaMemcpyHostToDevice, stream));
       }
       e.stamp = kv.stamps[i];
+      e.host_behind = false;
     }
+    if (!kv.write_host && (uint64_t(i) + 1) * kernels::kKvBlockTokens > start_pos) e.host_behind = true;
     table[i] = e.device;
   }
+}
+
+void KvMirror::download(uint8_t* host, uint64_t stamp, cudaStream_t stream) {
+  const auto it = entries_.find(host);
+  require(it != entries_.end() && it->second.device && it->second.stamp == stamp, Status::internal,
+          "a KV block the host asked back is not on the device");
+  PARLEY_CUDA(cudaMemcpyAsync(host, it->second.device, block_bytes_, cudaMemcpyDeviceToHost, stream));
+  PARLEY_CUDA(cudaStreamSynchronize(stream));
+  it->second.host_behind = false;
 }
 
 }  // namespace parley::backend::cuda

@@ -1,7 +1,8 @@
 // The KV block pool in device memory: a mirror of the host's blocks (same byte layout), kept
-// by host block address. The host's bytes stay the record the engine spills, copies and
-// shares; every forward writes its new rows to both. A block whose BlockPool stamp changed
-// (restored from the store, copied on write, reallocated) is uploaded before it is read.
+// by host block address. A forward writes its new rows to both, or (write-back) to the device
+// only, and download() brings a block's bytes to the host when the host needs them. A block
+// whose BlockPool stamp changed (restored from the store, copied on write, reallocated) is
+// uploaded before it is read.
 #pragma once
 
 #include <cstdint>
@@ -18,9 +19,13 @@ class KvMirror {
   explicit KvMirror(size_t block_bytes) : block_bytes_(block_bytes) {}
 
   // Device pointers of kv's blocks into table[0, kv.n_blocks). Blocks holding positions
-  // before start_pos are uploaded when stale; later ones are about to be written. Throws
+  // before start_pos are uploaded when stale; later ones are about to be written, and when
+  // kv.write_host is 0 their host bytes fall behind until download(). Throws
   // Error(out_of_memory) when the device cannot hold this sequence's blocks.
   void prepare(const parley_cuda_kv& kv, uint32_t start_pos, uint8_t** table, cudaStream_t stream);
+  // The device's bytes of the block at `host` (allocation `stamp`) into `host`. Throws
+  // Error(internal) when this mirror holds no such copy.
+  void download(uint8_t* host, uint64_t stamp, cudaStream_t stream);
 
   size_t block_bytes() const { return block_bytes_; }
   size_t resident_blocks() const { return entries_.size(); }
@@ -30,6 +35,7 @@ class KvMirror {
     uint64_t stamp = 0;  // 0: holds nothing yet
     uint8_t* device = nullptr;
     uint64_t last_use = 0;
+    bool host_behind = false;  // written on the device only: never evicted before download
   };
   uint8_t* take_slot();
   bool evict_unused();

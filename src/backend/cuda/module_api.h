@@ -12,7 +12,7 @@ extern "C" {
 #endif
 
 /* Raised whenever a struct or the table below changes shape. */
-#define PARLEY_CUDA_MODULE_ABI 1
+#define PARLEY_CUDA_MODULE_ABI 2
 
 /* Weight element types: as in the file (F32, F16, BF16, Q8_0). */
 enum { PARLEY_CUDA_F32 = 0, PARLEY_CUDA_F16 = 1, PARLEY_CUDA_BF16 = 2, PARLEY_CUDA_Q8_0 = 3 };
@@ -47,8 +47,11 @@ typedef struct parley_cuda_kv {
   uint64_t block_bytes;
   uint32_t n_blocks;
   uint32_t capacity;          /* positions the sequence may use */
-  uint8_t *const *host_blocks; /* [n_blocks]: the host's block bytes, kept current by forward */
+  uint8_t *const *host_blocks; /* [n_blocks]: the host's block bytes */
   const uint64_t *stamps;     /* [n_blocks]: BlockPool stamps; a changed stamp = new bytes */
+  int32_t write_host; /* 1: forward also writes the new rows into host_blocks; 0: they stay
+                         on the device until download() brings a block back */
+  int32_t reserved;
 } parley_cuda_kv;
 
 typedef struct parley_cuda_batch {
@@ -84,6 +87,11 @@ typedef struct parley_cuda_api {
   int32_t (*forward)(parley_cuda_backend *b, const parley_cuda_batch *batch,
                      const parley_cuda_kv *kv, float *logits, uint64_t n_logits, char *err,
                      size_t err_cap);
+  /* Copies the device's copy of the host block at host_block (allocation `stamp`, of a cache
+     of kv_type and block_bytes) into host_block. Fails (PARLEY_E_INTERNAL) when the device
+     holds no such copy. One call at a time per backend, as forward. */
+  int32_t (*download)(parley_cuda_backend *b, uint8_t *host_block, uint64_t stamp, int32_t kv_type,
+                      uint64_t block_bytes, char *err, size_t err_cap);
   /* Ceilings for benchmarks: copy bandwidth over copy_bytes and a bf16 GEMM rate. */
   int32_t (*measure)(int32_t device, uint64_t copy_bytes, int32_t gemm_size,
                      parley_cuda_measurements *out, char *err, size_t err_cap);

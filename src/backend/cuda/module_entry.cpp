@@ -71,6 +71,11 @@ int32_t forward(parley_cuda_backend* b, const parley_cuda_batch* batch, const pa
   return guarded(err, cap, [&] { b->impl.forward(*batch, *kv, logits, n_logits); });
 }
 
+int32_t download(parley_cuda_backend* b, uint8_t* host_block, uint64_t stamp, int32_t kv_type,
+                 uint64_t block_bytes, char* err, size_t cap) {
+  return guarded(err, cap, [&] { b->impl.download(host_block, stamp, kv_type, block_bytes); });
+}
+
 int32_t measure(int32_t device, uint64_t copy_bytes, int32_t gemm_size,
                 parley_cuda_measurements* out, char* err, size_t cap) {
   return guarded(err, cap, [&] {
@@ -79,7 +84,7 @@ int32_t measure(int32_t device, uint64_t copy_bytes, int32_t gemm_size,
 }
 
 const parley_cuda_api kApi = {PARLEY_CUDA_MODULE_ABI, 0, device_count, create, destroy,
-                              max_batch, forward, measure};
+                              max_batch, forward, download, measure};
 
 }  // namespace
 

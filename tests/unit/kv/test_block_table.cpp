@@ -1,11 +1,15 @@
 // Block tables: positions map to blocks; forks share full blocks and copy the partial one;
 // writes never touch a shared or published block (copy-on-write); published prefixes are
-// found again; truncation releases what it drops.
+// found again; truncation releases what it drops; copies read a block's device-newer bytes.
 #include <doctest/doctest.h>
 
+#include <algorithm>
+#include <memory>
 #include <numeric>
+#include <utility>
 #include <vector>
 
+#include "common/error.h"
 #include "kv/block_table.h"
 
 using namespace parley::kv;
@@ -124,4 +128,86 @@ TEST_CASE("truncate and destruction release every block") {
   }
   CHECK(pool.stats().used == 0);
   CHECK(pool.can_allocate(8));
+}
+
+namespace {
+
+// A device whose copy of every block holds `value` at every position.
+struct FakeDevice final : HostSync {
+  float value = 0.0f;
+  std::vector<std::pair<BlockId, uint64_t>> calls;  // (block, stamp) asked for
+  void bring_to_host(BlockId id, uint64_t stamp, const BlockLayout& layout, std::byte* bytes) override {
+    calls.emplace_back(id, stamp);
+    auto* f = reinterpret_cast<float*>(bytes);
+    std::fill(f, f + layout.block_bytes() / sizeof(float), value);
+  }
+};
+
+}  // namespace
+
+TEST_CASE("read(): a block newer on the device comes back once; a new allocation is not newer") {
+  BlockPool pool(kLayout, 4 * kLayout.block_bytes());
+  auto device = std::make_shared<FakeDevice>();
+  device->value = 7.0f;
+  pool.set_host_sync(device);
+  const BlockId id = pool.allocate();
+  std::fill_n(reinterpret_cast<float*>(pool.data(id)), kLayout.block_bytes() / 4, 1.0f);
+
+  CHECK(*reinterpret_cast<const float*>(pool.read(id)) == 1.0f);  // not marked: as it is
+  CHECK(device->calls.empty());
+  pool.mark_device_newer(id);
+  CHECK(pool.device_newer(id));
+  CHECK(*reinterpret_cast<const float*>(pool.read(id)) == 7.0f);
+  REQUIRE(device->calls.size() == 1);
+  CHECK(device->calls[0] == std::pair{id, pool.stamp(id)});
+  CHECK_FALSE(pool.device_newer(id));
+  pool.read(id);
+  CHECK(device->calls.size() == 1);  // current now: not asked again
+
+  pool.mark_device_newer(id);
+  pool.release(id);
+  const BlockId again = pool.allocate();  // the freed block, allocated anew
+  CHECK(again == id);
+  CHECK_FALSE(pool.device_newer(again));
+  pool.read(again);
+  CHECK(device->calls.size() == 1);
+  pool.release(again);
+}
+
+TEST_CASE("copy-on-write and fork copy the device's bytes of a block, not stale host bytes") {
+  BlockPool pool(kLayout, 16 * kLayout.block_bytes());
+  auto device = std::make_shared<FakeDevice>();
+  device->value = 99.0f;
+  pool.set_host_sync(device);
+  BlockTable a(pool, 1);
+  fill(a, 0, 24);  // block 0 full, block 1 holds 8 positions
+  for (BlockId id : a.ids()) pool.mark_device_newer(id);
+
+  BlockTable b = a.fork(24);  // copies the partial block 1
+  CHECK(read(b, 20) == 99.0f);
+  CHECK(device->calls.size() == 1);
+
+  fill(b, 8, 12);  // block 0 is shared: b writes into its own copy of it
+  CHECK(device->calls.size() == 2);
+  CHECK(read(b, 3) == 99.0f);   // the copy holds what the device had
+  CHECK(read(b, 9) == 9.0f);    // and b's own writes
+  CHECK(read(a, 3) == 99.0f);   // a's block was brought back, not changed
+}
+
+TEST_CASE("read() of a block newer on a device whose backend is gone fails, it does not crash") {
+  BlockPool pool(kLayout, 2 * kLayout.block_bytes());
+  const BlockId id = pool.allocate();
+  pool.mark_device_newer(id);
+  CHECK_THROWS_AS(pool.read(id), parley::Error);  // never given a backend
+  {
+    auto device = std::make_shared<FakeDevice>();
+    pool.set_host_sync(device);
+  }  // the backend is gone
+  try {
+    pool.read(id);
+    FAIL("read() of a block only a gone device holds returned");
+  } catch (const parley::Error& e) {
+    CHECK(e.status() == parley::Status::internal);
+  }
+  pool.release(id);
 }
