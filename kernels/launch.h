@@ -55,7 +55,8 @@ cudaError_t launch_rmsnorm(const RmsNormArgs& args, cudaStream_t stream);
 
 // RoPE on the q and k heads of each row (in place), then K and V quantized (INT8, with their
 // scales) or converted (F16) or copied (F32) into the paged blocks of positions
-// start_pos + t, and the same bytes into staging for the host's copy of the blocks.
+// start_pos + t, and the same bytes into staging for the host's copy of the blocks (none when
+// staging.base is null).
 struct RopeKvAppendArgs {
   float* qkv;  // [n, (n_heads + 2 n_kv_heads) head_dim]: q heads, k heads, v heads
   int32_t n_tokens;

@@ -71,21 +71,23 @@ __global__ void __launch_bounds__(kWarps * 32) rope_kv_append_kernel(RopeKvAppen
   uint8_t* block = kv.blocks[pos / kKvBlockTokens];
   uint8_t* dst = block + (is_v ? kv.v_offset(a.layer, slot, kvh) : kv.k_offset(a.layer, slot, kvh));
   const size_t staged_row = is_v ? a.staging.v_row(kv, a.layer, t) : a.staging.k_row(kv, a.layer, t);
-  uint8_t* staged = a.staging.base + staged_row + size_t(kvh) * hd * kv.elem_bytes();
+  uint8_t* staged = a.staging.base ? a.staging.base + staged_row + size_t(kvh) * hd * kv.elem_bytes() : nullptr;
 #pragma unroll
   for (int i = 0; i < kMaxPairsPerLane; ++i) {
     const int j = lane + 32 * i;
     if (j >= half) continue;
     store_kv_elem(dst, kv.kv_type, 2 * j, x0[i], inv);
     store_kv_elem(dst, kv.kv_type, 2 * j + 1, x1[i], inv);
-    store_kv_elem(staged, kv.kv_type, 2 * j, x0[i], inv);
-    store_kv_elem(staged, kv.kv_type, 2 * j + 1, x1[i], inv);
+    if (a.staging.base) {
+      store_kv_elem(staged, kv.kv_type, 2 * j, x0[i], inv);
+      store_kv_elem(staged, kv.kv_type, 2 * j + 1, x1[i], inv);
+    }
   }
   if (kv.kv_type == kKvInt8 && lane == 0) {
     const size_t s_off = is_v ? kv.v_scale_offset(a.layer, slot, kvh) : kv.k_scale_offset(a.layer, slot, kvh);
     *reinterpret_cast<float*>(block + s_off) = scale;
     const size_t st_off = is_v ? a.staging.v_scales(kv, a.layer, t) : a.staging.k_scales(kv, a.layer, t);
-    reinterpret_cast<float*>(a.staging.base + st_off)[kvh] = scale;
+    if (a.staging.base) reinterpret_cast<float*>(a.staging.base + st_off)[kvh] = scale;
   }
 }
 

@@ -101,8 +101,9 @@ void CudaBackend::reserve_step(uint32_t max_blocks, size_t staging_bytes, size_t
     moved |= step_host_.reserve(step_bytes_);
     moved |= step_dev_.reserve(step_bytes_);
   }
-  moved |= staging_dev_.reserve(staging_bytes);
-  moved |= staging_host_.reserve(write_host_ ? staging_bytes : 0);  // written back: not needed
+  // Rows kept on the device (write-back) need no staging.
+  moved |= staging_dev_.reserve(write_host_ ? staging_bytes : 0);
+  moved |= staging_host_.reserve(write_host_ ? staging_bytes : 0);
   moved |= logits_host_.reserve(logit_rows * size_t(s_.n_vocab) * 4);
   if (moved) ++buffers_version_;
 }
@@ -199,7 +200,7 @@ void CudaBackend::enqueue_layer(int32_t l, int32_t n, const kernels::PagedKv& kv
   check_launch(kernels::launch_rmsnorm(norm, st), "launch_rmsnorm");
   gemm_->linear(L.wqkv, w_.type, xn_.get(), n, qkv);
 
-  const kernels::KvStaging staging{staging_dev_.as<uint8_t>(), n};
+  const kernels::KvStaging staging{write_host_ ? staging_dev_.as<uint8_t>() : nullptr, n};
   kernels::RopeKvAppendArgs app{qkv, n, s_.n_heads, l, s_.theta, step, kv, staging};
   check_launch(kernels::launch_rope_kv_append(app, st), "launch_rope_kv_append");
   if (!graph && write_host_) {
