@@ -127,7 +127,8 @@ const std::byte* BlockPool::read(BlockId id) {
             "KV block " + std::to_string(id) + " is newer on a device whose backend is gone");
     stamp = s.stamp;
   }
-  // Not under the lock: the backend takes its own, and its forward() calls in here.
+  // Not under the lock: the backend takes its own lock, under which its forward() marks
+  // blocks here.
   sync->bring_to_host(id, stamp, layout_, data(id));
   std::lock_guard lock(mutex_);
   if (state_[size_t(id)].stamp == stamp) state_[size_t(id)].device_newer = false;
