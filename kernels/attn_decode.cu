@@ -16,7 +16,6 @@ namespace {
 constexpr int kWarps = 4;
 constexpr int kThreads = 32 * kWarps;
 constexpr int kTile = kKvBlockTokens;  // keys of one paged block
-constexpr int kMaxSplits = 64;         // attn_merge holds one weight per split
 
 template <int HD, int T, int G>
 __global__ void __launch_bounds__(kThreads) attn_decode_kernel(AttnDecodeArgs a) {
@@ -188,7 +187,7 @@ cudaError_t launch_hd(const AttnDecodeArgs& a, int group, cudaStream_t stream) {
 
 cudaError_t launch_attn_decode(const AttnDecodeArgs& args, cudaStream_t stream) {
   const PagedKv& kv = args.kv;
-  if (args.n_splits <= 0 || args.n_splits > kMaxSplits || kv.n_kv_heads <= 0 ||
+  if (args.n_splits <= 0 || args.n_splits > kMaxDecodeSplits || kv.n_kv_heads <= 0 ||
       args.n_heads % kv.n_kv_heads != 0) {
     return cudaErrorInvalidValue;
   }

@@ -9,13 +9,12 @@
 namespace parley::kernels {
 namespace {
 
-constexpr int kMaxSplits = 64;
 constexpr int kThreads = 128;
 
 __global__ void __launch_bounds__(kThreads) attn_merge_kernel(AttnMergeArgs a) {
   allow_dependents();  // small: the next kernel may start launching now
   wait_for_producers();
-  __shared__ float weight_s[kMaxSplits];
+  __shared__ float weight_s[kMaxDecodeSplits];
   __shared__ float inv_s;
   const int h = blockIdx.x;
   if (threadIdx.x < 32) {
@@ -58,7 +57,7 @@ __global__ void __launch_bounds__(kThreads) attn_merge_kernel(AttnMergeArgs a) {
 }  // namespace
 
 cudaError_t launch_attn_merge(const AttnMergeArgs& args, cudaStream_t stream) {
-  if (args.n_splits <= 0 || args.n_splits > kMaxSplits || args.n_heads <= 0 || args.head_dim <= 0) {
+  if (args.n_splits <= 0 || args.n_splits > kMaxDecodeSplits || args.n_heads <= 0 || args.head_dim <= 0) {
     return cudaErrorInvalidValue;
   }
   return launch_dependent(attn_merge_kernel, dim3(unsigned(args.n_heads)), dim3(kThreads), 0, stream, args);

@@ -47,12 +47,9 @@ __global__ void __launch_bounds__(kThreads) attn_prefill_kernel(AttnPrefillArgs 
   }
   float m = -INFINITY, d = 0.0f;
 
-  // Keys any row of this block may see: from the first row's window start to the last row.
-  const int row0_pos = start + blockIdx.x * kRows;
-  const int last_row = min(a.n_tokens, int(blockIdx.x + 1) * kRows) - 1;
-  const int key_hi = start + last_row;
-  const int key_lo = window_first_key(row0_pos, win);
-  for (int tile = key_lo / kTile * kTile; tile <= key_hi; tile += kTile) {
+  const int row0 = blockIdx.x * kRows;
+  const KeySpan keys = visible_keys(start + row0, start + min(a.n_tokens, row0 + kRows) - 1, win);
+  for (int tile = keys.first / kTile * kTile; tile <= keys.last; tile += kTile) {
     __syncthreads();  // the previous tile is no longer read
     for (int idx = threadIdx.x; idx < kTile * HD; idx += kThreads) {
       const int j = idx / HD, dd = idx % HD;

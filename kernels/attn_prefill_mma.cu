@@ -65,9 +65,10 @@ __global__ void __launch_bounds__(kThreads) attn_prefill_mma_kernel(AttnPrefillA
   constexpr int kDims = HD < 16 ? 16 : HD;      // the mma's k is 16: head_dim 8 is zero-padded
   constexpr int kKeys = HD >= 256 ? 32 : 64;    // keys per tile (shared memory under 48 KiB)
   constexpr int kStride = kDims + 8;            // halves: rows 16 bytes apart in banks
-  constexpr int kVec = 8;                       // elements per load while filling a tile
-  constexpr int kVecsPerRow = HD / kVec > 0 ? HD / kVec : 1;
-  constexpr int kVecLen = HD < kVec ? HD : kVec;
+  constexpr int kVecLen = 8;                    // elements per load while filling a tile
+  constexpr int kVecsPerRow = HD / kVecLen;
+  constexpr int kDimTiles = HD / 8;             // n-tiles of 8 dims in O
+  static_assert(HD % kVecLen == 0, "head sizes are multiples of 8");
   __shared__ __align__(16) __half k_s[kKeys][kStride];  // [key][dim]
   __shared__ __align__(16) __half v_s[kKeys][kStride];
   wait_for_producers();
@@ -119,21 +120,18 @@ __global__ void __launch_bounds__(kThreads) attn_prefill_mma_kernel(AttnPrefillA
     qf[kk][3] = pack_half2(v[1][2], v[1][3]);
   }
 
-  float o[HD / 8 > 0 ? HD / 8 : 1][4];
+  float o[kDimTiles][4];
 #pragma unroll
-  for (int n = 0; n < (HD / 8 > 0 ? HD / 8 : 1); ++n) o[n][0] = o[n][1] = o[n][2] = o[n][3] = 0.0f;
+  for (int n = 0; n < kDimTiles; ++n) o[n][0] = o[n][1] = o[n][2] = o[n][3] = 0.0f;
   float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.0f, 0.0f};
 
-  // Keys any row of the block may see: from the first row's window start to the last row.
-  const int row0_pos = start + blockIdx.x * kRows;
-  const int last_row = min(a.n_tokens, int(blockIdx.x + 1) * kRows) - 1;
-  const int key_hi = start + last_row;
-  const int key_lo = window_first_key(row0_pos, win);
-  const int warp_last_pos = start + min(a.n_tokens - 1, int(blockIdx.x) * kRows + (warp + 1) * kRowsPerWarp - 1);
-  const int warp_first_pos = start + blockIdx.x * kRows + warp * kRowsPerWarp;
-  const int warp_key_lo = window_first_key(warp_first_pos, win);
+  // Keys the block's rows see, and this warp's.
+  const int row0 = blockIdx.x * kRows, warp_row0 = row0 + warp * kRowsPerWarp;
+  const KeySpan keys = visible_keys(start + row0, start + min(a.n_tokens, row0 + kRows) - 1, win);
+  const KeySpan warp_keys =
+      visible_keys(start + warp_row0, start + min(a.n_tokens, warp_row0 + kRowsPerWarp) - 1, win);
 
-  for (int tile = key_lo / kKvBlockTokens * kKvBlockTokens; tile <= key_hi; tile += kKeys) {
+  for (int tile = keys.first / kKvBlockTokens * kKvBlockTokens; tile <= keys.last; tile += kKeys) {
     __syncthreads();  // the previous tile is no longer read
     for (int i = threadIdx.x; i < kKeys * kVecsPerRow; i += kThreads) {
       const int j = i / kVecsPerRow, c = i % kVecsPerRow;
@@ -162,7 +160,7 @@ __global__ void __launch_bounds__(kThreads) attn_prefill_mma_kernel(AttnPrefillA
     }
     __syncthreads();
     // Warps whose rows see none of this tile skip it (the barriers above stay shared).
-    if (tile > warp_last_pos || tile + kKeys <= warp_key_lo) continue;
+    if (tile > warp_keys.last || tile + kKeys <= warp_keys.first) continue;
 
     float s[kKeys / 8][4];
 #pragma unroll
@@ -209,7 +207,7 @@ __global__ void __launch_bounds__(kThreads) attn_prefill_mma_kernel(AttnPrefillA
       }
     }
 #pragma unroll
-    for (int n = 0; n < (HD / 8 > 0 ? HD / 8 : 1); ++n) {
+    for (int n = 0; n < kDimTiles; ++n) {
       o[n][0] *= alpha[0];
       o[n][1] *= alpha[0];
       o[n][2] *= alpha[1];
@@ -222,7 +220,7 @@ __global__ void __launch_bounds__(kThreads) attn_prefill_mma_kernel(AttnPrefillA
                               pack_half2(s[2 * kk + 1][0], s[2 * kk + 1][1]),
                               pack_half2(s[2 * kk + 1][2], s[2 * kk + 1][3])};
 #pragma unroll
-      for (int n = 0; n < (HD / 8 > 0 ? HD / 8 : 1); ++n) {
+      for (int n = 0; n < kDimTiles; ++n) {
         uint32_t b0, b1;
         ldmatrix_x2_trans(&v_s[kk * 16 + lane % 16][n * 8], b0, b1);
         mma_16816(o[n], pf, b0, b1);
@@ -242,7 +240,7 @@ __global__ void __launch_bounds__(kThreads) attn_prefill_mma_kernel(AttnPrefillA
     const float inv = l[r] > 0.0f ? 1.0f / l[r] : 0.0f;
     const size_t out_row = size_t(t) * size_t(a.n_heads) * HD + size_t(h) * HD;
 #pragma unroll
-    for (int n = 0; n < (HD / 8 > 0 ? HD / 8 : 1); ++n) {
+    for (int n = 0; n < kDimTiles; ++n) {
       store_elem(a.out, a.out_type, out_row + n * 8 + tig * 2, o[n][2 * r] * inv);
       store_elem(a.out, a.out_type, out_row + n * 8 + tig * 2 + 1, o[n][2 * r + 1] * inv);
     }

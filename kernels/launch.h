@@ -87,6 +87,9 @@ struct AttnPrefillArgs {
 };
 cudaError_t launch_attn_prefill(const AttnPrefillArgs& args, cudaStream_t stream);
 
+// Most splits of decode attention: attn_merge holds one weight per split.
+inline constexpr int32_t kMaxDecodeSplits = 64;
+
 // One new row (position start_pos) over the cache, split into n_splits (1..64) ranges of
 // whole blocks; each block of threads serves the query heads of one KV head (up to 8 at a
 // time) over one range and writes an unnormalized partial state {o, m, d}. Empty ranges

@@ -78,6 +78,19 @@ use_carried() {
   export PARLEY_SHARED_DIR=$root/shared
 }
 
+# The GPU benchmark scenarios for both model shapes into the JSON-lines file $1, with the
+# environment settings that follow (NAME=VALUE) for the benchmark; fails if any run fails.
+bench_shapes() {
+  local jsonl=$1 shape status=0
+  shift
+  for shape in tinyllama-1.1b llama2-7b; do
+    env "$@" timeout "${BENCH_TIMEOUT_S:-180}" "$root/bin/parley-bench" --device cuda --out "$jsonl" \
+      --synthetic "$shape" --weights f16 --scenario prefill,decode --kv int8 \
+      --prompt-tokens 512,2048 --context 128,2048 --tokens 64 --repeat 3 --copy-mib 2048 || status=1
+  done
+  return $status
+}
+
 run() {
   local out=${OUT:-./gpu-check-out} root
   mkdir -p "$out"
@@ -101,17 +114,12 @@ run() {
       >"$out/sanitizer.log" 2>&1 || true
   fi
 
-  local bench=(timeout "${BENCH_TIMEOUT_S:-180}" "$root/bin/parley-bench" --device cuda
-    --out "$out/bench.jsonl")
   if [[ ${QUICK:-0} == 1 ]]; then
-    "${bench[@]}" --synthetic tinyllama-1.1b --scenario decode --kv int8 --context 128 \
-      --tokens 32 --repeat 1 --copy-mib 1024 2>&1 | tee "$out/bench.log" || status=1
+    timeout "${BENCH_TIMEOUT_S:-180}" "$root/bin/parley-bench" --device cuda --out "$out/bench.jsonl" \
+      --synthetic tinyllama-1.1b --scenario decode --kv int8 --context 128 --tokens 32 --repeat 1 \
+      --copy-mib 1024 2>&1 | tee -a "$out/bench.log" || status=1
   else
-    for shape in tinyllama-1.1b llama2-7b; do
-      "${bench[@]}" --synthetic "$shape" --weights f16 --scenario prefill,decode --kv int8 \
-        --prompt-tokens 512,2048 --context 128,2048 --tokens 64 --repeat 3 --copy-mib 2048 \
-        2>&1 | tee -a "$out/bench.log" || status=1
-    done
+    bench_shapes "$out/bench.jsonl" 2>&1 | tee -a "$out/bench.log" || status=1
     # Settings off by default until measured, one at a time: the tests again, then the same
     # figures into bench-VARIANT.jsonl. Their outcome does not change the status.
     local variant
@@ -124,12 +132,7 @@ run() {
       else
         echo "$var=1: the gpu tests FAIL (gpu-tests-variants.log)"
       fi
-      for shape in tinyllama-1.1b llama2-7b; do
-        env "$var=1" timeout "${BENCH_TIMEOUT_S:-180}" "$root/bin/parley-bench" --device cuda \
-          --out "$out/bench-$name.jsonl" --synthetic "$shape" --weights f16 \
-          --scenario prefill,decode --kv int8 --prompt-tokens 512,2048 --context 128,2048 \
-          --tokens 64 --repeat 3 --copy-mib 2048 >>"$out/bench.log" 2>&1 || true
-      done
+      bench_shapes "$out/bench-$name.jsonl" "$var=1" >>"$out/bench.log" 2>&1 || true
     done
   fi
   local runs=("$out/bench.jsonl" "$out/bench-pdl.jsonl" "$out/bench-writeback.jsonl")

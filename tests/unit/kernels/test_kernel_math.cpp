@@ -165,3 +165,16 @@ TEST_CASE("window_first_key: the last `window` positions, the query's own includ
   CHECK(window_first_key(4, 4) == 1);
   CHECK(window_first_key(5, 1) == 5);     // itself only
 }
+
+TEST_CASE("visible_keys: from the first row's window start to the last row") {
+  using parley::kernels::visible_keys;
+  const auto all = visible_keys(64, 127, 0);  // no window: everything up to the last row
+  CHECK(all.first == 0);
+  CHECK(all.last == 127);
+  const auto windowed = visible_keys(64, 127, 8);  // row 64 sees 57..64
+  CHECK(windowed.first == 57);
+  CHECK(windowed.last == 127);
+  const auto early = visible_keys(2, 5, 8);  // the window is not full yet
+  CHECK(early.first == 0);
+  CHECK(early.last == 5);
+}
