@@ -8,6 +8,7 @@
 #include "kernels/common/kv_vec.cuh"
 #include "kernels/common/softmax_state.cuh"
 #include "kernels/dependent_launch.cuh"
+#include "kernels/head_dim_dispatch.cuh"
 #include "kernels/launch.h"
 
 namespace parley::kernels {
@@ -192,15 +193,7 @@ cudaError_t launch_attn_decode(const AttnDecodeArgs& args, cudaStream_t stream) 
     return cudaErrorInvalidValue;
   }
   const int group = args.n_heads / kv.n_kv_heads;
-  switch (kv.head_dim) {
-    case 8: return launch_hd<8>(args, group, stream);
-    case 16: return launch_hd<16>(args, group, stream);
-    case 32: return launch_hd<32>(args, group, stream);
-    case 64: return launch_hd<64>(args, group, stream);
-    case 128: return launch_hd<128>(args, group, stream);
-    case 256: return launch_hd<256>(args, group, stream);
-    default: return cudaErrorInvalidValue;  // the host checks supported head sizes at load
-  }
+  return with_head_dim(kv.head_dim, [&](auto hd) { return launch_hd<hd()>(args, group, stream); });
 }
 
 }  // namespace parley::kernels

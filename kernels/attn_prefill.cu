@@ -9,6 +9,7 @@
 #include "kernels/common/kv_load.cuh"
 #include "kernels/common/softmax_state.cuh"
 #include "kernels/dependent_launch.cuh"
+#include "kernels/head_dim_dispatch.cuh"
 #include "kernels/launch.h"
 
 namespace parley::kernels {
@@ -112,15 +113,7 @@ cudaError_t launch_attn_prefill(const AttnPrefillArgs& args, cudaStream_t stream
     return cudaErrorInvalidValue;
   }
   if (kv.kv_type != kKvF32) return launch_attn_prefill_mma(args, stream);
-  switch (kv.head_dim) {
-    case 8: return launch_hd<8>(args, stream);
-    case 16: return launch_hd<16>(args, stream);
-    case 32: return launch_hd<32>(args, stream);
-    case 64: return launch_hd<64>(args, stream);
-    case 128: return launch_hd<128>(args, stream);
-    case 256: return launch_hd<256>(args, stream);
-    default: return cudaErrorInvalidValue;  // the host checks supported head sizes at load
-  }
+  return with_head_dim(kv.head_dim, [&](auto hd) { return launch_hd<hd()>(args, stream); });
 }
 
 }  // namespace parley::kernels

@@ -12,6 +12,7 @@
 #include "kernels/common/elem.cuh"
 #include "kernels/common/kv_vec.cuh"
 #include "kernels/dependent_launch.cuh"
+#include "kernels/head_dim_dispatch.cuh"
 
 namespace parley::kernels {
 namespace {
@@ -259,15 +260,7 @@ cudaError_t launch_hd(const AttnPrefillArgs& a, cudaStream_t stream) {
 
 cudaError_t launch_attn_prefill_mma(const AttnPrefillArgs& args, cudaStream_t stream) {
   if (args.kv.kv_type != kKvInt8 && args.kv.kv_type != kKvF16) return cudaErrorInvalidValue;
-  switch (args.kv.head_dim) {
-    case 8: return launch_hd<8>(args, stream);
-    case 16: return launch_hd<16>(args, stream);
-    case 32: return launch_hd<32>(args, stream);
-    case 64: return launch_hd<64>(args, stream);
-    case 128: return launch_hd<128>(args, stream);
-    case 256: return launch_hd<256>(args, stream);
-    default: return cudaErrorInvalidValue;
-  }
+  return with_head_dim(args.kv.head_dim, [&](auto hd) { return launch_hd<hd()>(args, stream); });
 }
 
 }  // namespace parley::kernels

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "backend/cuda/cuda_check.h"
+#include "kernels/head_dim_dispatch.cuh"
 #include "kernels/launch.h"
 
 namespace parley::backend::cuda {
@@ -18,7 +19,7 @@ size_t act_bytes(int32_t type) { return type == PARLEY_CUDA_F32 ? 4 : 2; }
 size_t align_up(size_t n, size_t a) { return (n + a - 1) / a * a; }
 
 bool supported_head_dim(int32_t hd) {
-  return hd == 8 || hd == 16 || hd == 32 || hd == 64 || hd == 128 || hd == 256;
+  return kernels::with_head_dim(hd, [](auto) { return cudaSuccess; }) == cudaSuccess;
 }
 
 void check_launch(cudaError_t e, const char* what) { check_cuda(e, what); }
