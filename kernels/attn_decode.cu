@@ -3,7 +3,9 @@
 // warp walks its own paged blocks (16 keys) straight from global memory: for the scores a
 // lane pair holds one key's row, for the values each lane holds a few dims of every key it
 // sums. Warps keep private online-softmax states, merged through shared memory at the end
-// into one unnormalized partial state {o, m, d} per query head for attn_merge.
+// into one unnormalized partial state {o, m, d} per query head for attn_merge, or for the
+// block itself when it is the last of its heads' splits to finish.
+#include "kernels/attn_split_merge.cuh"
 #include "kernels/common/attention_window.cuh"
 #include "kernels/common/kv_vec.cuh"
 #include "kernels/common/softmax_state.cuh"
@@ -159,6 +161,28 @@ __global__ void __launch_bounds__(kThreads) attn_decode_kernel(AttnDecodeArgs a)
       a.part_md[head * 2 + 1] = d_all;
     }
   }
+
+  if (a.done_counters != nullptr) {
+    // The last block of the group's splits to get here merges them (the partial states of
+    // the others are in L2 once their counts are).
+    __shared__ SplitMergeScratch merge_s;
+    __shared__ bool last;
+    __threadfence();
+    __syncthreads();
+    if (threadIdx.x == 0) {
+      last = atomicAdd(a.done_counters + head0, 1) == a.n_splits - 1;
+      if (last) atomicExch(a.done_counters + head0, 0);  // zero again for the next launch
+    }
+    __syncthreads();
+    if (last) {
+      __threadfence();
+#pragma unroll 1
+      for (int g = 0; g < G; ++g) {
+        merge_splits<kThreads>(a.part_o, a.part_md, a.n_splits, a.n_heads, HD, head0 + g, a.out, a.out_type,
+                               merge_s);
+      }
+    }
+  }
 }
 
 template <int HD, int T>
@@ -189,7 +213,7 @@ cudaError_t launch_hd(const AttnDecodeArgs& a, int group, cudaStream_t stream) {
 cudaError_t launch_attn_decode(const AttnDecodeArgs& args, cudaStream_t stream) {
   const PagedKv& kv = args.kv;
   if (args.n_splits <= 0 || args.n_splits > kMaxDecodeSplits || kv.n_kv_heads <= 0 ||
-      args.n_heads % kv.n_kv_heads != 0) {
+      args.n_heads % kv.n_kv_heads != 0 || (args.done_counters != nullptr && args.out == nullptr)) {
     return cudaErrorInvalidValue;
   }
   const int group = args.n_heads / kv.n_kv_heads;

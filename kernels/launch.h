@@ -93,7 +93,8 @@ inline constexpr int32_t kMaxDecodeSplits = 64;
 // One new row (position start_pos) over the cache, split into n_splits (1..64) ranges of
 // whole blocks; each block of threads serves the query heads of one KV head (up to 8 at a
 // time) over one range and writes an unnormalized partial state {o, m, d}. Empty ranges
-// write d = 0.
+// write d = 0. With done_counters, the last block to finish for its query heads also merges
+// their splits into out, as attn_merge would (no attn_merge launch needed).
 struct AttnDecodeArgs {
   const float* q;   // [n_heads][head_dim], RoPE applied
   float* part_o;    // [n_splits][n_heads][head_dim]
@@ -104,6 +105,11 @@ struct AttnDecodeArgs {
   int32_t sliding_window;
   const StepParams* step;
   PagedKv kv;
+  // Zero before the first launch and zero again after every launch: one counter per query
+  // head (n_heads ints). Null: partial states only.
+  int32_t* done_counters = nullptr;
+  void* out = nullptr;  // [n_heads * head_dim] in out_type, with done_counters
+  int32_t out_type = kF32;
 };
 cudaError_t launch_attn_decode(const AttnDecodeArgs& args, cudaStream_t stream);
 
@@ -129,18 +135,36 @@ struct SwigluArgs {
 };
 cudaError_t launch_swiglu(const SwigluArgs& args, cudaStream_t stream);
 
-// One-row product y[rows] = W[rows, cols] x[cols] (F32 sums) for F16 or BF16 W and x, cols a
+// One-row product y[rows] = W[rows, cols] x[cols] (F32 sums) for F16 or BF16 W, cols a
 // multiple of 8 and W and x 16-byte aligned (gemv_supports says whether the arguments fit).
+// The decode step fuses its neighbours into it through `input` and `output`.
+enum GemvInput : int32_t {
+  kGemvPlain = 0,      // x: [cols] in type
+  kGemvRmsNormed = 1,  // x: [cols] F32; the product reads x / rms(x) * norm_weight rounded to
+                       // type, exactly what launch_rmsnorm writes for a row of up to 8192
+};
+enum GemvOutput : int32_t {
+  kGemvStore = 0,   // y: F32 [rows]
+  kGemvAdd = 1,     // y: F32 [rows], y += W x (the residual add)
+  kGemvSwiglu = 2,  // y: [rows / 2] in type, y[j] = silu((W x)[j]) * (W x)[rows / 2 + j]
+};
 struct GemvArgs {
   const void* w;
   const void* x;
-  float* y;
-  int32_t type;       // kF16 or kBF16, of w and x
+  void* y;
+  int32_t type;       // kF16 or kBF16, of w (and of x when plain)
   int64_t rows;
   int64_t cols;
   int32_t min_warps;  // warps to run, in blocks of 8 (2 blocks per multiprocessor fill the device)
+  int32_t input = kGemvPlain;
+  const float* norm_weight = nullptr;  // kGemvRmsNormed: [cols], 16-byte aligned
+  float eps = 0.0f;
+  int32_t output = kGemvStore;
 };
+// Normalized inputs live in shared memory: up to this many columns.
+inline constexpr int64_t kGemvMaxNormedCols = 24576;
 bool gemv_supports(int32_t type, int64_t cols, const void* w, const void* x);
+bool gemv_supports(const GemvArgs& args);
 cudaError_t launch_gemv(const GemvArgs& args, cudaStream_t stream);
 
 // Copy-on-write of whole blocks: dst[i] = src[i], block_bytes each.

@@ -10,7 +10,8 @@
 #                                       and the device ceilings, logging to $OUT
 #                                       (default ./gpu-check-out); then both again with each
 #                                       setting that is off by default until measured
-#                                       (PARLEY_CUDA_PDL=1, PARLEY_CUDA_KV_WRITEBACK=1).
+#                                       (PARLEY_CUDA_PDL=1, PARLEY_CUDA_KV_WRITEBACK=1,
+#                                       PARLEY_CUDA_FUSED_DECODE=1), then with all of them.
 #   scripts/gpu-check.sh profile (there) time per kernel of decode and prefill steps (ncu).
 # Environment: BUILD_DIR (build-gpu), CARRY_DIR (build-gpu-carry), SHARED (../shared),
 # ARCH (90), SKIP_CONFIGURE=1 (pack: reuse BUILD_DIR as configured), QUICK=1 (run: the tests and one short bench line only),
@@ -91,6 +92,15 @@ bench_shapes() {
   return $status
 }
 
+# Settings off by default until measured on a device, by the name of their bench file.
+declare -A variants=(
+  [pdl]="PARLEY_CUDA_PDL=1"
+  [writeback]="PARLEY_CUDA_KV_WRITEBACK=1"
+  [fused]="PARLEY_CUDA_FUSED_DECODE=1"
+  [all]="PARLEY_CUDA_PDL=1 PARLEY_CUDA_KV_WRITEBACK=1 PARLEY_CUDA_FUSED_DECODE=1"
+)
+variant_order=(pdl writeback fused all)
+
 run() {
   local out=${OUT:-./gpu-check-out} root
   mkdir -p "$out"
@@ -120,22 +130,24 @@ run() {
       --copy-mib 1024 2>&1 | tee -a "$out/bench.log" || status=1
   else
     bench_shapes "$out/bench.jsonl" 2>&1 | tee -a "$out/bench.log" || status=1
-    # Settings off by default until measured, one at a time: the tests again, then the same
-    # figures into bench-VARIANT.jsonl. Their outcome does not change the status.
-    local variant
-    for variant in pdl:PARLEY_CUDA_PDL writeback:PARLEY_CUDA_KV_WRITEBACK; do
-      local name=${variant%%:*} var=${variant#*:}
-      echo "== $var=1" >>"$out/gpu-tests-variants.log"
-      if env "$var=1" timeout "${TEST_TIMEOUT_S:-240}" "$root/bin/parley-tests-gpu" \
+    # Settings off by default until measured, one at a time and then all together: the
+    # tests again, then the same figures into bench-NAME.jsonl. Their outcome does not change
+    # the status.
+    local name settings
+    for name in "${variant_order[@]}"; do
+      read -r -a settings <<<"${variants[$name]}"
+      echo "== ${settings[*]}" >>"$out/gpu-tests-variants.log"
+      if env "${settings[@]}" timeout "${TEST_TIMEOUT_S:-240}" "$root/bin/parley-tests-gpu" \
         >>"$out/gpu-tests-variants.log" 2>&1; then
-        echo "$var=1: the gpu tests pass"
+        echo "${settings[*]}: the gpu tests pass"
       else
-        echo "$var=1: the gpu tests FAIL (gpu-tests-variants.log)"
+        echo "${settings[*]}: the gpu tests FAIL (gpu-tests-variants.log)"
       fi
-      bench_shapes "$out/bench-$name.jsonl" "$var=1" >>"$out/bench.log" 2>&1 || true
+      bench_shapes "$out/bench-$name.jsonl" "${settings[@]}" >>"$out/bench.log" 2>&1 || true
     done
   fi
-  local runs=("$out/bench.jsonl" "$out/bench-pdl.jsonl" "$out/bench-writeback.jsonl")
+  local runs=("$out/bench.jsonl=")
+  for name in "${variant_order[@]}"; do runs+=("$out/bench-$name.jsonl=${variants[$name]}"); done
   python3 - "${runs[@]}" <<'PY' 2>&1 | tee "$out/summary.txt" || true
 # Prefill against the bf16 matrix rate (2 FLOP per parameter per token), decode against
 # the device copy bandwidth (the bench's own decode_bandwidth_utilisation).
@@ -144,8 +156,10 @@ def read(path, label):
     if not os.path.exists(path):
         return []
     return [dict(json.loads(l), label=label) for l in open(path) if l.strip()]
-lines = (read(sys.argv[1], "") + read(sys.argv[2], " (PARLEY_CUDA_PDL=1)") +
-         read(sys.argv[3], " (PARLEY_CUDA_KV_WRITEBACK=1)"))
+lines = []
+for arg in sys.argv[1:]:  # PATH=SETTINGS
+    path, settings = arg.split("=", 1)
+    lines += read(path, " (%s)" % settings if settings else "")
 ceil = next((l for l in lines if l.get("scenario") == "device-ceilings"), {})
 tflops = ceil.get("bf16_gemm_tflops")
 print("device:", ceil.get("device_name"), "copy GB/s:", ceil.get("bandwidth_gbs"), "bf16 TFLOP/s:", tflops)

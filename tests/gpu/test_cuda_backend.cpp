@@ -7,9 +7,11 @@
 #include <cmath>
 #include <cstdlib>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "backend/backend.h"
+#include "common/error.h"
 #include "golden.h"
 #include "gpu_test_util.h"
 #include "kv/kv_cache.h"
@@ -27,6 +29,18 @@ class WeightsEnv {
  public:
   explicit WeightsEnv(const char* type) { setenv("PARLEY_CUDA_WEIGHTS", type, 1); }
   ~WeightsEnv() { unsetenv("PARLEY_CUDA_WEIGHTS"); }
+};
+
+// An environment variable for the CUDA backends made while it lives.
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const char* value) : name_(name) { setenv(name, value, 1); }
+  ~ScopedEnv() { unsetenv(name_); }
+  ScopedEnv(const ScopedEnv&) = delete;
+  ScopedEnv& operator=(const ScopedEnv&) = delete;
+
+ private:
+  const char* name_;
 };
 
 // Logits of every position of ids: a prefill of `prefill` tokens, then one token per call
@@ -157,4 +171,70 @@ TEST_CASE("stories260K: CUDA logits and greedy goldens with F32 KV; INT8 top-1 a
   }
   MESSAGE("INT8 KV top-1 agreement CUDA vs CPU: " << int8_agree << " / " << int8_rows);
   CHECK(double(int8_agree) >= 0.99 * double(int8_rows));
+}
+
+TEST_CASE("fused decode step (PARLEY_CUDA_FUSED_DECODE): the unfused step's logits, every KV type") {
+  PARLEY_GPU_OR_SKIP();
+  const std::vector<SynthSpec> specs = {
+      {.dim = 128, .hidden_dim = 256, .n_layers = 2, .n_heads = 4, .n_kv_heads = 2, .dtype = model::DType::f16},
+      {.dim = 256, .hidden_dim = 344, .n_layers = 3, .n_heads = 2, .n_kv_heads = 1, .tied = true,
+       .dtype = model::DType::bf16},
+      {.dim = 64, .hidden_dim = 96, .n_layers = 2, .n_heads = 8, .n_kv_heads = 8, .dtype = model::DType::f16},
+  };
+  TempDir dir;
+  for (size_t i = 0; i < specs.size(); ++i) {
+    const SynthSpec& spec = specs[i];
+    CAPTURE(i);
+    const auto path = dir / ("m" + std::to_string(i) + ".gguf");
+    write_gguf(spec, make_synth_weights(spec), make_spm_vocab(spec.n_vocab), path);
+    const auto model = model::load_model(path.string());
+    WeightsEnv resident("auto");  // the file's F16 or BF16
+    const auto plain = backend::make_backend("cuda", *model, 0);
+    ScopedEnv fused_env("PARLEY_CUDA_FUSED_DECODE", "require");  // fails unless the fused kernels run
+    const auto fused = backend::make_backend("cuda", *model, 0);
+    const auto ids = random_ids(60, spec.n_vocab, uint32_t(i + 5));
+    for (kv::KvType type : {kv::KvType::f32, kv::KvType::f16, kv::KvType::int8}) {
+      CAPTURE(int(type));
+      for (size_t prefill : {size_t(1), size_t(17)}) {
+        CAPTURE(prefill);
+        const auto want = run(*plain, model->config, ids, type, prefill);
+        const auto got = run(*fused, model->config, ids, type, prefill);
+        // The same sums in the same order: only the norms' block reductions could round
+        // differently.
+        CHECK(nmse(got, want) < 1e-10);
+        const Agreement a = compare(got, want, size_t(spec.n_vocab));
+        CHECK(a.top1 == a.rows);
+      }
+    }
+  }
+}
+
+TEST_CASE("PARLEY_CUDA_FUSED_DECODE: F32 weights keep the unfused step; require refuses them; bad values refused") {
+  PARLEY_GPU_OR_SKIP();
+  SynthSpec spec{.dim = 64, .hidden_dim = 96, .n_layers = 2, .n_heads = 4, .n_kv_heads = 2};
+  TempDir dir;
+  write_gguf(spec, make_synth_weights(spec), make_spm_vocab(spec.n_vocab), dir / "m.gguf");
+  const auto model = model::load_model((dir / "m.gguf").string());
+  WeightsEnv f32("f32");
+  {
+    ScopedEnv on("PARLEY_CUDA_FUSED_DECODE", "1");
+    const auto gpu = backend::make_backend("cuda", *model, 0);
+    const auto cpu = backend::make_backend("cpu", *model, 2);
+    const auto ids = random_ids(30, spec.n_vocab, 3);
+    CHECK(nmse(run(*gpu, model->config, ids, kv::KvType::f32, 1), run(*cpu, model->config, ids, kv::KvType::f32, 1)) <
+          1e-9);
+  }
+  for (const char* value : {"require", "yes"}) {
+    CAPTURE(value);
+    ScopedEnv env("PARLEY_CUDA_FUSED_DECODE", value);
+    try {
+      backend::make_backend("cuda", *model, 0);
+      FAIL("created");
+    } catch (const Error& e) {
+      CHECK(e.status() == (std::string(value) == "require" ? Status::unsupported : Status::invalid_argument));
+      const std::string message = e.what();
+      CHECK(message.find(std::string(value) == "require" ? "fused decode" : "PARLEY_CUDA_FUSED_DECODE") !=
+            std::string::npos);
+    }
+  }
 }

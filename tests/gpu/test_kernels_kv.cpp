@@ -248,7 +248,7 @@ TEST_CASE("prefill attention matches the CPU over the paged cache (causal, GQA, 
   }
 }
 
-TEST_CASE("split-KV decode + merge matches the CPU, and every split count agrees") {
+TEST_CASE("split-KV decode + merge matches the CPU, every split count agrees, merged in the kernel too") {
   PARLEY_GPU_OR_SKIP();
   // Groups of 3 (one head per block), 1, 8, 4 and 16 (two blocks of 8 per KV head).
   for (Heads h : {Heads{6, 2, 8}, Heads{4, 4, 64}, Heads{8, 1, 128}, Heads{32, 8, 128}, Heads{16, 1, 64},
@@ -286,9 +286,25 @@ TEST_CASE("split-KV decode + merge matches the CPU, and every split count agrees
             CHECK(nmse(got, want) < 1e-10);
             if (first.empty()) first = got;
             CHECK(nmse(got, first) < 1e-11);
+            // Merged by the last block of each head group instead: the same values, and the
+            // counters zero again, so a second launch (the next layer) merges as well.
+            GuardedBuffer counters(size_t(h.n_heads) * 4), merged(qd * 4);
+            check_cuda_ok(cudaMemset(counters.get(), 0, counters.bytes()));
+            d.done_counters = counters.as<int32_t>();
+            d.out = merged.get();
+            d.out_type = kernels::kF32;
+            for (int launch = 0; launch < 2; ++launch) {
+              CAPTURE(launch);
+              check_cuda_ok(cudaMemset(merged.get(), 0xFF, qd * 4));
+              check_cuda_ok(kernels::launch_attn_decode(d, 0));
+              CHECK(merged.read<float>(qd) == got);
+              CHECK(counters.read<int32_t>(size_t(h.n_heads)) == std::vector<int32_t>(size_t(h.n_heads), 0));
+            }
             CHECK(part_o.guards_intact());
             CHECK(part_md.guards_intact());
             CHECK(out.guards_intact());
+            CHECK(merged.guards_intact());
+            CHECK(counters.guards_intact());
           }
         }
       }

@@ -51,6 +51,12 @@ void Gemm::linear(const DeviceMatrix& w, int32_t type, const void* x, int n, flo
                              int(w.rows), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
 }
 
+void Gemm::gemv(kernels::GemvArgs args) const {
+  args.min_warps = gemv_min_warps_;
+  require(kernels::gemv_supports(args), Status::internal, "single-row product arguments the gemv cannot serve");
+  check_cuda(kernels::launch_gemv(args, stream_), "launch_gemv");
+}
+
 void Gemm::raw(int m, int n, int k, const void* a, const void* b, float* c, int32_t type) const {
   const float alpha = 1.0f, beta = 0.0f;
   const cudaDataType_t t = data_type(type);

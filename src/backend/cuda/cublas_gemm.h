@@ -8,6 +8,7 @@
 
 #include "backend/cuda/device_memory.h"
 #include "backend/cuda/resident_weights.h"
+#include "kernels/launch.h"
 
 namespace parley::backend::cuda {
 
@@ -20,6 +21,10 @@ class Gemm {
 
   // type: PARLEY_CUDA_F32, _F16 or _BF16 (of w and x).
   void linear(const DeviceMatrix& w, int32_t type, const void* x, int n, float* y) const;
+
+  // A single-row product in one of the gemv kernel's fused forms (min_warps set here);
+  // Error(internal) for arguments it cannot serve (check kernels::gemv_supports first).
+  void gemv(kernels::GemvArgs args) const;
 
   // Raw column-major GemmEx for measurements: C[m, n] = A[m, k] B[k, n], all of `type`
   // except C (F32).

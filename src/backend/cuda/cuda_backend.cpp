@@ -1,6 +1,7 @@
 #include "backend/cuda/cuda_backend.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <system_error>
@@ -23,6 +24,19 @@ bool supported_head_dim(int32_t hd) {
 }
 
 void check_launch(cudaError_t e, const char* what) { check_cuda(e, what); }
+
+// PARLEY_CUDA_FUSED_DECODE=1: the decode step's fused kernels where the model's shapes allow
+// them; "require": fail where they do not. Off by default until measured on a device.
+enum class FusedDecode { off, where_fits, required };
+
+FusedDecode fused_decode_from_env() {
+  const char* env = std::getenv("PARLEY_CUDA_FUSED_DECODE");
+  if (env == nullptr || std::strcmp(env, "0") == 0 || *env == '\0') return FusedDecode::off;
+  if (std::strcmp(env, "1") == 0) return FusedDecode::where_fits;
+  require(std::strcmp(env, "require") == 0, Status::invalid_argument,
+          std::string("PARLEY_CUDA_FUSED_DECODE must be 0, 1 or require, not '") + env + "'");
+  return FusedDecode::required;
+}
 
 }  // namespace
 
@@ -61,6 +75,35 @@ CudaBackend::CudaBackend(const parley_cuda_model& m, int32_t device)
   logits_.reserve(B * size_t(s_.n_vocab) * 4);
   part_o_.reserve(size_t(plan_.n_splits) * size_t(s_.q_dim()) * 4);
   part_md_.reserve(size_t(plan_.n_splits) * s_.n_heads * 2 * 4);
+  const FusedDecode fused = fused_decode_from_env();
+  fused_decode_ = fused != FusedDecode::off && fused_decode_fits();
+  require(fused_decode_ || fused != FusedDecode::required, Status::unsupported,
+          "the fused decode kernels need F16 or BF16 weights, sizes in multiples of 8 and a model "
+          "width of at most " + std::to_string(kernels::kGemvMaxNormedCols));
+  if (fused_decode_) {
+    merge_counters_.reserve(size_t(s_.n_heads) * sizeof(int32_t));
+    PARLEY_CUDA(cudaMemsetAsync(merge_counters_.get(), 0, merge_counters_.bytes(), stream_.get()));
+  }
+}
+
+kernels::GemvArgs CudaBackend::fused_args(const DeviceMatrix& m, const void* x, const float* norm, void* y,
+                                          int32_t output) const {
+  return kernels::GemvArgs{m.data, x, y, w_.type, m.rows, m.cols, 1,
+                           norm ? kernels::kGemvRmsNormed : kernels::kGemvPlain, norm, s_.eps, output};
+}
+
+bool CudaBackend::fused_decode_fits() const {
+  const auto fits = [&](const DeviceMatrix& m, const void* x, const float* norm, int32_t output) {
+    return kernels::gemv_supports(fused_args(m, x, norm, nullptr, output));
+  };
+  bool ok = fits(w_.output, x_.get(), w_.output_norm, kernels::kGemvStore);
+  for (const ResidentLayer& L : w_.layers) {
+    ok = ok && fits(L.wqkv, x_.get(), L.attn_norm, kernels::kGemvStore) &&
+         fits(L.wo, att_.get(), nullptr, kernels::kGemvAdd) &&
+         fits(L.w_gate_up, x_.get(), L.ffn_norm, kernels::kGemvSwiglu) &&
+         fits(L.w_down, act_.get(), nullptr, kernels::kGemvAdd);
+  }
+  return ok;
 }
 
 CudaBackend::~CudaBackend() {
@@ -170,12 +213,17 @@ void CudaBackend::enqueue(int32_t n, int32_t rows, const kernels::PagedKv& kv, b
                "launch_embed");
   for (int32_t l = 0; l < s_.n_layers; ++l) enqueue_layer(l, n, kv, graph);
 
-  // Final norm (taking in the last layer's feed-forward output) and logits, for `rows` rows.
-  const size_t first = size_t(n - rows) * s_.dim;
-  kernels::RmsNormArgs norm{x_.as<float>() + first, proj_.as<float>() + first, w_.output_norm,
-                            xn_.get(), w_.type, rows, s_.dim, s_.eps};
-  check_launch(kernels::launch_rmsnorm(norm, st), "launch_rmsnorm");
-  gemm_->linear(w_.output, w_.type, xn_.get(), rows, logits_.as<float>());
+  // Final norm (taking in the last layer's feed-forward output unless the product added it
+  // into x already) and logits, for `rows` rows.
+  if (n == 1 && fused_decode_) {
+    gemm_->gemv(fused_args(w_.output, x_.get(), w_.output_norm, logits_.get(), kernels::kGemvStore));
+  } else {
+    const size_t first = size_t(n - rows) * s_.dim;
+    kernels::RmsNormArgs norm{x_.as<float>() + first, proj_.as<float>() + first, w_.output_norm,
+                              xn_.get(), w_.type, rows, s_.dim, s_.eps};
+    check_launch(kernels::launch_rmsnorm(norm, st), "launch_rmsnorm");
+    gemm_->linear(w_.output, w_.type, xn_.get(), rows, logits_.as<float>());
+  }
   PARLEY_CUDA(cudaMemcpyAsync(logits_host_.get(), logits_.get(),
                               size_t(rows) * s_.n_vocab * sizeof(float), cudaMemcpyDeviceToHost, st));
   if (graph && write_host_) {
@@ -196,10 +244,18 @@ void CudaBackend::enqueue_layer(int32_t l, int32_t n, const kernels::PagedKv& kv
   float* proj = proj_.as<float>();
   float* qkv = qkv_.as<float>();
 
+  // Fused single-token steps add each block's output into x inside its last product and
+  // normalize x inside the product that reads it.
+  const bool fused = n == 1 && fused_decode_;
+
   // Attention block. From layer 1 on, the norm first adds the previous feed-forward output.
-  kernels::RmsNormArgs norm{x, l == 0 ? nullptr : proj, L.attn_norm, xn_.get(), w_.type, n, s_.dim, s_.eps};
-  check_launch(kernels::launch_rmsnorm(norm, st), "launch_rmsnorm");
-  gemm_->linear(L.wqkv, w_.type, xn_.get(), n, qkv);
+  if (fused) {
+    gemm_->gemv(fused_args(L.wqkv, x, L.attn_norm, qkv, kernels::kGemvStore));
+  } else {
+    kernels::RmsNormArgs norm{x, l == 0 ? nullptr : proj, L.attn_norm, xn_.get(), w_.type, n, s_.dim, s_.eps};
+    check_launch(kernels::launch_rmsnorm(norm, st), "launch_rmsnorm");
+    gemm_->linear(L.wqkv, w_.type, xn_.get(), n, qkv);
+  }
 
   const kernels::KvStaging staging{write_host_ ? staging_dev_.as<uint8_t>() : nullptr, n};
   kernels::RopeKvAppendArgs app{qkv, n, s_.n_heads, l, s_.theta, step, kv, staging};
@@ -218,14 +274,27 @@ void CudaBackend::enqueue_layer(int32_t l, int32_t n, const kernels::PagedKv& kv
   if (n == 1) {
     kernels::AttnDecodeArgs dec{qkv, part_o_.as<float>(), part_md_.as<float>(), plan_.n_splits,
                                 s_.n_heads, l, s_.window, step, kv};
+    if (fused) {
+      dec.done_counters = merge_counters_.as<int32_t>();
+      dec.out = att_.get();
+      dec.out_type = w_.type;
+    }
     check_launch(kernels::launch_attn_decode(dec, st), "launch_attn_decode");
-    kernels::AttnMergeArgs merge{part_o_.as<float>(), part_md_.as<float>(), att_.get(), w_.type,
-                                 plan_.n_splits, s_.n_heads, s_.head_dim};
-    check_launch(kernels::launch_attn_merge(merge, st), "launch_attn_merge");
+    if (!fused) {
+      kernels::AttnMergeArgs merge{part_o_.as<float>(), part_md_.as<float>(), att_.get(), w_.type,
+                                   plan_.n_splits, s_.n_heads, s_.head_dim};
+      check_launch(kernels::launch_attn_merge(merge, st), "launch_attn_merge");
+    }
   } else {
     kernels::AttnPrefillArgs pre{qkv, int32_t(s_.qkv_width()), att_.get(), w_.type, n, s_.n_heads,
                                  l, s_.window, step, kv};
     check_launch(kernels::launch_attn_prefill(pre, st), "launch_attn_prefill");
+  }
+  if (fused) {
+    gemm_->gemv(fused_args(L.wo, att_.get(), nullptr, x, kernels::kGemvAdd));
+    gemm_->gemv(fused_args(L.w_gate_up, x, L.ffn_norm, act_.get(), kernels::kGemvSwiglu));
+    gemm_->gemv(fused_args(L.w_down, act_.get(), nullptr, x, kernels::kGemvAdd));
+    return;
   }
   gemm_->linear(L.wo, w_.type, att_.get(), n, proj);
 

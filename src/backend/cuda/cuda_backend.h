@@ -16,6 +16,7 @@
 #include "backend/cuda/module_api.h"
 #include "backend/cuda/resident_weights.h"
 #include "kernels/common/paged_kv.cuh"
+#include "kernels/launch.h"
 
 namespace parley::backend::cuda {
 
@@ -46,6 +47,14 @@ class CudaBackend {
   // Every device operation of one call, on stream_ (captured when `graph`).
   void enqueue(int32_t n, int32_t rows, const kernels::PagedKv& kv, bool graph);
   void enqueue_layer(int32_t l, int32_t n, const kernels::PagedKv& kv, bool graph);
+  // Whether single-token steps run the fused forms: the norms inside the products that
+  // follow them, the residual adds and SwiGLU inside the products before them, and the
+  // split merge inside decode attention.
+  bool fused_decode_fits() const;
+  // A fused single-row product: x normalized with `norm` first unless null, into y as
+  // `output` (kernels::GemvOutput) says.
+  kernels::GemvArgs fused_args(const DeviceMatrix& m, const void* x, const float* norm, void* y,
+                               int32_t output) const;
   // The new rows of one layer from the host staging buffer into the host's blocks: the runs
   // of consecutive positions in one block numbered part, part + parts, ...
   void scatter_layer(const parley_cuda_batch& batch, const parley_cuda_kv& kv, int32_t layer,
@@ -68,9 +77,11 @@ class CudaBackend {
   ResidentWeights w_;
   std::unique_ptr<Gemm> gemm_;
   DecodePlan plan_;
+  bool fused_decode_ = false;  // PARLEY_CUDA_FUSED_DECODE=1 and fused_decode_fits()
 
   // Activations for up to kMaxBatch rows.
   DeviceBuffer x_, xn_, qkv_, att_, proj_, gate_up_, act_, logits_, part_o_, part_md_;
+  DeviceBuffer merge_counters_;  // [n_heads] ints, zero between launches of fused decode attention
   // What a step uploads (StepParams, tokens, block table) and what it brings back.
   PinnedBuffer step_host_, staging_host_, logits_host_;
   DeviceBuffer step_dev_, staging_dev_;
