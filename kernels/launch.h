@@ -161,8 +161,9 @@ struct GemvArgs {
   float eps = 0.0f;
   int32_t output = kGemvStore;
 };
-// Normalized inputs live in shared memory: up to this many columns.
-inline constexpr int64_t kGemvMaxNormedCols = 24576;
+// Normalized inputs live in shared memory (2 bytes a column, under the 48 KiB a launch may
+// take without opting in): up to this many columns.
+inline constexpr int64_t kGemvMaxNormedCols = 16384;
 bool gemv_supports(int32_t type, int64_t cols, const void* w, const void* x);
 bool gemv_supports(const GemvArgs& args);
 cudaError_t launch_gemv(const GemvArgs& args, cudaStream_t stream);

@@ -101,7 +101,7 @@ TEST_CASE("gemv fused forms: RMSNorm before, residual add or SwiGLU after == the
   const float eps = 1e-5f;
   for (int32_t type : {kernels::kF16, kernels::kBF16}) {
     for (int64_t rows : {2, 66, 2600}) {
-      for (int64_t cols : {8, 264, 2048, 4104}) {
+      for (int64_t cols : {int64_t(8), int64_t(264), int64_t(2048), int64_t(4104), kernels::kGemvMaxNormedCols}) {
         CAPTURE(type);
         CAPTURE(rows);
         CAPTURE(cols);
@@ -122,13 +122,14 @@ TEST_CASE("gemv fused forms: RMSNorm before, residual add or SwiGLU after == the
         check_cuda_ok(kernels::launch_gemv({w.get(), xn.get(), plain.get(), type, rows, cols, 600}, 0));
         const auto want = plain.read<float>(size_t(rows));
 
-        // Normalized input: the same sums as the two kernels, and the CPU's within rounding.
+        // Normalized input: the same sums as the two kernels (rmsnorm sums rows over 8192 in
+        // another order), and the CPU's within rounding.
         kernels::GemvArgs a{w.get(), dx.get(), fused.get(), type, rows, cols, 600, kernels::kGemvRmsNormed,
                             dnorm.as<float>(), eps, kernels::kGemvStore};
         REQUIRE(kernels::gemv_supports(a));
         check_cuda_ok(kernels::launch_gemv(a, 0));
         const auto got = fused.read<float>(size_t(rows));
-        CHECK(nmse(got, want) < 1e-12);
+        CHECK(nmse(got, want) < (cols <= 8192 ? 1e-12 : 1e-6));
         std::vector<float> cpu_norm(x.size());
         backend::cpu::rmsnorm(x.data(), norm_w.data(), size_t(cols), eps, cpu_norm.data());
         const auto cpu = product(wb, to_bits(cpu_norm, type), rows, type);
