@@ -4,7 +4,9 @@
 // into shared memory as F16, then each warp forms its scores S = Q K^T and the update
 // O += P V with mma.sync m16n8k16 (F32 accumulators; V's fragments through ldmatrix.trans),
 // keeping an online softmax per row in registers. Serves INT8 and F16 caches; F32 caches
-// take the exact kernel.
+// take the exact kernel. Variants (AttnPrefillArgs::variant) run 8 warps (128 rows) per block,
+// and/or load the next tile's bytes into registers while the warps compute on the current
+// one; the arithmetic is the same in every variant.
 #include <cuda_fp16.h>
 
 #include "kernels/attn_prefill_mma.h"
@@ -17,11 +19,9 @@
 namespace parley::kernels {
 namespace {
 
-constexpr int kWarps = 4;
-constexpr int kThreads = 32 * kWarps;
 constexpr int kRowsPerWarp = 16;
-constexpr int kRows = kWarps * kRowsPerWarp;
 constexpr float kLog2e = 1.4426950408889634f;
+constexpr int kVecLen = 8;  // elements per load while filling a tile
 
 __device__ __forceinline__ uint32_t pack_half2(float lo, float hi) {
   const __half2 h = __floats2half2_rn(lo, hi);  // lo in the low 16 bits: the smaller index
@@ -61,13 +61,93 @@ __device__ __forceinline__ void store_halves(__half* dst, const float (&x)[N]) {
   }
 }
 
-template <int HD, int T>
-__global__ void __launch_bounds__(kThreads) attn_prefill_mma_kernel(AttnPrefillArgs a) {
+// One thread's share of a K/V tile as stored (kVecLen elements of K and of V per piece, and
+// for INT8 their rows' scales), between the loads from the cache and the F16 stores into
+// shared memory.
+template <int HD, int T, int kThreads, int kKeys>
+struct TileBytes {
+  static constexpr int kVecsPerRow = HD / kVecLen;
+  static constexpr int kPieces = (kKeys * kVecsPerRow + kThreads - 1) / kThreads;
+  static constexpr int kWords = kVecLen * kKvElemBytes<T> / 4;
+  uint32_t k[kPieces][kWords], v[kPieces][kWords];
+  float k_scale[kPieces], v_scale[kPieces];
+
+  // Piece p of this thread: key row j of the tile, columns c * kVecLen...
+  __device__ static bool piece(int p, int& j, int& c) {
+    const int i = int(threadIdx.x) + p * kThreads;
+    j = i / kVecsPerRow;
+    c = i % kVecsPerRow;
+    return i < kKeys * kVecsPerRow;
+  }
+
+  // Keys at or past kv_len are stale slots: zeros instead.
+  __device__ void load(const PagedKv& kv, int layer, int kvh, int tile, int kv_len) {
+#pragma unroll
+    for (int p = 0; p < kPieces; ++p) {
+      int j, c;
+      const bool mine = piece(p, j, c);
+      const int key = tile + j;
+#pragma unroll
+      for (int w = 0; w < kWords; ++w) k[p][w] = v[p][w] = 0u;
+      k_scale[p] = v_scale[p] = 0.0f;
+      if (!mine || key >= kv_len) continue;
+      const uint8_t* block = kv.blocks[key / kKvBlockTokens];
+      const int slot = key % kKvBlockTokens;
+      const uint8_t* kp = block + kv.k_offset(layer, slot, kvh) + c * kVecLen * kKvElemBytes<T>;
+      const uint8_t* vp = block + kv.v_offset(layer, slot, kvh) + c * kVecLen * kKvElemBytes<T>;
+      if constexpr (kWords == 4) {
+        const uint4 ku = __ldg(reinterpret_cast<const uint4*>(kp));
+        const uint4 vu = __ldg(reinterpret_cast<const uint4*>(vp));
+        k[p][0] = ku.x, k[p][1] = ku.y, k[p][2] = ku.z, k[p][3] = ku.w;
+        v[p][0] = vu.x, v[p][1] = vu.y, v[p][2] = vu.z, v[p][3] = vu.w;
+      } else {
+        static_assert(kWords == 2, "8 INT8 or F16 elements per piece");
+        const uint2 ku = __ldg(reinterpret_cast<const uint2*>(kp));
+        const uint2 vu = __ldg(reinterpret_cast<const uint2*>(vp));
+        k[p][0] = ku.x, k[p][1] = ku.y;
+        v[p][0] = vu.x, v[p][1] = vu.y;
+      }
+      if constexpr (T == kKvInt8) {
+        k_scale[p] = *reinterpret_cast<const float*>(block + kv.k_scale_offset(layer, slot, kvh));
+        v_scale[p] = *reinterpret_cast<const float*>(block + kv.v_scale_offset(layer, slot, kvh));
+      }
+    }
+  }
+
+  // The loaded pieces as F16 rows of k_s and v_s (INT8 values times their row's scale).
+  template <int kStride>
+  __device__ void store(__half (*k_s)[kStride], __half (*v_s)[kStride]) const {
+    constexpr int kPerWord = 4 / kKvElemBytes<T>;
+#pragma unroll
+    for (int p = 0; p < kPieces; ++p) {
+      int j, c;
+      if (!piece(p, j, c)) continue;
+      float kx[kVecLen], vx[kVecLen];
+#pragma unroll
+      for (int w = 0; w < kWords; ++w) {
+        unpack_kv_word<T>(k[p][w], kx + w * kPerWord);
+        unpack_kv_word<T>(v[p][w], vx + w * kPerWord);
+      }
+      if constexpr (T == kKvInt8) {
+#pragma unroll
+        for (int e = 0; e < kVecLen; ++e) {
+          kx[e] *= k_scale[p];
+          vx[e] *= v_scale[p];
+        }
+      }
+      store_halves(&k_s[j][c * kVecLen], kx);
+      store_halves(&v_s[j][c * kVecLen], vx);
+    }
+  }
+};
+
+template <int HD, int T, int kWarps, bool kPipelined>
+__global__ void __launch_bounds__(32 * kWarps) attn_prefill_mma_kernel(AttnPrefillArgs a) {
+  constexpr int kThreads = 32 * kWarps;
+  constexpr int kRows = kWarps * kRowsPerWarp;
   constexpr int kDims = HD < 16 ? 16 : HD;      // the mma's k is 16: head_dim 8 is zero-padded
   constexpr int kKeys = HD >= 256 ? 32 : 64;    // keys per tile (shared memory under 48 KiB)
   constexpr int kStride = kDims + 8;            // halves: rows 16 bytes apart in banks
-  constexpr int kVecLen = 8;                    // elements per load while filling a tile
-  constexpr int kVecsPerRow = HD / kVecLen;
   constexpr int kDimTiles = HD / 8;             // n-tiles of 8 dims in O
   static_assert(HD % kVecLen == 0, "head sizes are multiples of 8");
   __shared__ __align__(16) __half k_s[kKeys][kStride];  // [key][dim]
@@ -132,34 +212,16 @@ __global__ void __launch_bounds__(kThreads) attn_prefill_mma_kernel(AttnPrefillA
   const KeySpan warp_keys =
       visible_keys(start + warp_row0, start + min(a.n_tokens, warp_row0 + kRowsPerWarp) - 1, win);
 
-  for (int tile = keys.first / kKvBlockTokens * kKvBlockTokens; tile <= keys.last; tile += kKeys) {
+  const int first_tile = keys.first / kKvBlockTokens * kKvBlockTokens;
+  TileBytes<HD, T, kThreads, kKeys> bytes;
+  if (kPipelined && first_tile <= keys.last) bytes.load(kv, a.layer, kvh, first_tile, kv_len);
+  for (int tile = first_tile; tile <= keys.last; tile += kKeys) {
+    if (!kPipelined) bytes.load(kv, a.layer, kvh, tile, kv_len);
     __syncthreads();  // the previous tile is no longer read
-    for (int i = threadIdx.x; i < kKeys * kVecsPerRow; i += kThreads) {
-      const int j = i / kVecsPerRow, c = i % kVecsPerRow;
-      const int key = tile + j;
-      float kx[kVecLen], vx[kVecLen];
-      if (key < kv_len) {  // slots past the cache's end hold stale bytes: zeros instead
-        const uint8_t* block = kv.blocks[key / kKvBlockTokens];
-        const int slot = key % kKvBlockTokens;
-        load_kv_vec<kVecLen, T>(block + kv.k_offset(a.layer, slot, kvh) + c * kVecLen * kKvElemBytes<T>, kx);
-        load_kv_vec<kVecLen, T>(block + kv.v_offset(a.layer, slot, kvh) + c * kVecLen * kKvElemBytes<T>, vx);
-        if constexpr (T == kKvInt8) {
-          const float ks = *reinterpret_cast<const float*>(block + kv.k_scale_offset(a.layer, slot, kvh));
-          const float vs = *reinterpret_cast<const float*>(block + kv.v_scale_offset(a.layer, slot, kvh));
-#pragma unroll
-          for (int e = 0; e < kVecLen; ++e) {
-            kx[e] *= ks;
-            vx[e] *= vs;
-          }
-        }
-      } else {
-#pragma unroll
-        for (int e = 0; e < kVecLen; ++e) kx[e] = vx[e] = 0.0f;
-      }
-      store_halves(&k_s[j][c * kVecLen], kx);
-      store_halves(&v_s[j][c * kVecLen], vx);
-    }
+    bytes.template store<kStride>(k_s, v_s);
     __syncthreads();
+    // The next tile's loads are in flight while the warps work on this one.
+    if (kPipelined && tile + kKeys <= keys.last) bytes.load(kv, a.layer, kvh, tile + kKeys, kv_len);
     // Warps whose rows see none of this tile skip it (the barriers above stay shared).
     if (tile > warp_keys.last || tile + kKeys <= warp_keys.first) continue;
 
@@ -248,12 +310,24 @@ __global__ void __launch_bounds__(kThreads) attn_prefill_mma_kernel(AttnPrefillA
   }
 }
 
+template <int HD, int kWarps, bool kPipelined>
+cudaError_t launch_layout(const AttnPrefillArgs& a, cudaStream_t stream) {
+  constexpr int kRows = kWarps * kRowsPerWarp;
+  const dim3 grid(unsigned((a.n_tokens + kRows - 1) / kRows), unsigned(a.n_heads)), block(32 * kWarps);
+  return a.kv.kv_type == kKvInt8
+             ? launch_dependent(attn_prefill_mma_kernel<HD, kKvInt8, kWarps, kPipelined>, grid, block, 0, stream, a)
+             : launch_dependent(attn_prefill_mma_kernel<HD, kKvF16, kWarps, kPipelined>, grid, block, 0, stream, a);
+}
+
 template <int HD>
 cudaError_t launch_hd(const AttnPrefillArgs& a, cudaStream_t stream) {
-  const dim3 grid(unsigned((a.n_tokens + kRows - 1) / kRows), unsigned(a.n_heads));
-  return a.kv.kv_type == kKvInt8
-             ? launch_dependent(attn_prefill_mma_kernel<HD, kKvInt8>, grid, dim3(kThreads), 0, stream, a)
-             : launch_dependent(attn_prefill_mma_kernel<HD, kKvF16>, grid, dim3(kThreads), 0, stream, a);
+  switch (a.variant) {
+    case kPrefillFourWarps: return launch_layout<HD, 4, false>(a, stream);
+    case kPrefillEightWarps: return launch_layout<HD, 8, false>(a, stream);
+    case kPrefillFourWarpsPipelined: return launch_layout<HD, 4, true>(a, stream);
+    case kPrefillEightWarpsPipelined: return launch_layout<HD, 8, true>(a, stream);
+    default: return cudaErrorInvalidValue;
+  }
 }
 
 }  // namespace

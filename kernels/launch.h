@@ -69,6 +69,17 @@ struct RopeKvAppendArgs {
 };
 cudaError_t launch_rope_kv_append(const RopeKvAppendArgs& args, cudaStream_t stream);
 
+// Layouts of the tensor-core prefill attention, the same sums in each: blocks of 4 warps
+// (64 query rows) or 8 (128 rows, each K/V tile serving twice the rows), and whether a block
+// loads the next K/V tile while it computes on the current one ("pipelined").
+enum PrefillVariant : int32_t {
+  kPrefillFourWarps = 0,
+  kPrefillEightWarps = 1,
+  kPrefillFourWarpsPipelined = 2,
+  kPrefillEightWarpsPipelined = 3,
+};
+inline constexpr int32_t kPrefillVariants = 4;
+
 // Causal GQA attention of n new rows over the paged cache (FlashAttention-2 tiling: query
 // rows of one head per block, K/V tiles in shared memory, online softmax). INT8 and F16
 // caches run on the tensor cores (Q, K, V and the probabilities rounded to F16, F32 sums);
@@ -84,6 +95,7 @@ struct AttnPrefillArgs {
   int32_t sliding_window;  // > 0: only the last sliding_window positions, itself included
   const StepParams* step;
   PagedKv kv;
+  int32_t variant = kPrefillFourWarps;  // PrefillVariant: how the tensor-core kernel is laid out
 };
 cudaError_t launch_attn_prefill(const AttnPrefillArgs& args, cudaStream_t stream);
 

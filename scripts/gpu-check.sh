@@ -11,7 +11,8 @@
 #                                       (default ./gpu-check-out); then both again with each
 #                                       setting that is off by default until measured
 #                                       (PARLEY_CUDA_PDL=1, PARLEY_CUDA_KV_WRITEBACK=1,
-#                                       PARLEY_CUDA_FUSED_DECODE=1), then with all of them.
+#                                       PARLEY_CUDA_FUSED_DECODE=1, PARLEY_CUDA_PREFILL_ATTN=
+#                                       w4p or w8p), then with all of them.
 #   scripts/gpu-check.sh profile (there) time per kernel of decode and prefill steps (ncu).
 # Environment: BUILD_DIR (build-gpu), CARRY_DIR (build-gpu-carry), SHARED (../shared),
 # ARCH (90), SKIP_CONFIGURE=1 (pack: reuse BUILD_DIR as configured), QUICK=1 (run: the tests and one short bench line only),
@@ -79,27 +80,31 @@ use_carried() {
   export PARLEY_SHARED_DIR=$root/shared
 }
 
-# The GPU benchmark scenarios for both model shapes into the JSON-lines file $1, with the
-# environment settings that follow (NAME=VALUE) for the benchmark; fails if any run fails.
+# The GPU benchmark scenarios $2 (prefill,decode) for both model shapes into the JSON-lines
+# file $1, with the environment settings that follow (NAME=VALUE) for the benchmark; fails if
+# any run fails.
 bench_shapes() {
-  local jsonl=$1 shape status=0
-  shift
+  local jsonl=$1 scenarios=$2 shape status=0
+  shift 2
   for shape in tinyllama-1.1b llama2-7b; do
     env "$@" timeout "${BENCH_TIMEOUT_S:-180}" "$root/bin/parley-bench" --device cuda --out "$jsonl" \
-      --synthetic "$shape" --weights f16 --scenario prefill,decode --kv int8 \
+      --synthetic "$shape" --weights f16 --scenario "$scenarios" --kv int8 \
       --prompt-tokens 512,2048 --context 128,2048 --tokens 64 --repeat 3 --copy-mib 2048 || status=1
   done
   return $status
 }
 
-# Settings off by default until measured on a device, by the name of their bench file.
+# Settings off by default until measured on a device, by the name of their bench file: the
+# scenarios they can change, then the settings.
 declare -A variants=(
-  [pdl]="PARLEY_CUDA_PDL=1"
-  [writeback]="PARLEY_CUDA_KV_WRITEBACK=1"
-  [fused]="PARLEY_CUDA_FUSED_DECODE=1"
-  [all]="PARLEY_CUDA_PDL=1 PARLEY_CUDA_KV_WRITEBACK=1 PARLEY_CUDA_FUSED_DECODE=1"
+  [pdl]="prefill,decode PARLEY_CUDA_PDL=1"
+  [writeback]="prefill,decode PARLEY_CUDA_KV_WRITEBACK=1"
+  [fused]="decode PARLEY_CUDA_FUSED_DECODE=1"
+  [prefill-w4p]="prefill PARLEY_CUDA_PREFILL_ATTN=w4p"
+  [prefill-w8p]="prefill PARLEY_CUDA_PREFILL_ATTN=w8p"
+  [all]="prefill,decode PARLEY_CUDA_PDL=1 PARLEY_CUDA_KV_WRITEBACK=1 PARLEY_CUDA_FUSED_DECODE=1 PARLEY_CUDA_PREFILL_ATTN=w8p"
 )
-variant_order=(pdl writeback fused all)
+variant_order=(pdl writeback fused prefill-w4p prefill-w8p all)
 
 run() {
   local out=${OUT:-./gpu-check-out} root
@@ -129,13 +134,14 @@ run() {
       --synthetic tinyllama-1.1b --scenario decode --kv int8 --context 128 --tokens 32 --repeat 1 \
       --copy-mib 1024 2>&1 | tee -a "$out/bench.log" || status=1
   else
-    bench_shapes "$out/bench.jsonl" 2>&1 | tee -a "$out/bench.log" || status=1
+    bench_shapes "$out/bench.jsonl" prefill,decode 2>&1 | tee -a "$out/bench.log" || status=1
     # Settings off by default until measured, one at a time and then all together: the
     # tests again, then the same figures into bench-NAME.jsonl. Their outcome does not change
     # the status.
-    local name settings
+    local name settings scenarios rest
     for name in "${variant_order[@]}"; do
-      read -r -a settings <<<"${variants[$name]}"
+      read -r scenarios rest <<<"${variants[$name]}"
+      read -r -a settings <<<"$rest"
       echo "== ${settings[*]}" >>"$out/gpu-tests-variants.log"
       if env "${settings[@]}" timeout "${TEST_TIMEOUT_S:-240}" "$root/bin/parley-tests-gpu" \
         >>"$out/gpu-tests-variants.log" 2>&1; then
@@ -143,11 +149,11 @@ run() {
       else
         echo "${settings[*]}: the gpu tests FAIL (gpu-tests-variants.log)"
       fi
-      bench_shapes "$out/bench-$name.jsonl" "${settings[@]}" >>"$out/bench.log" 2>&1 || true
+      bench_shapes "$out/bench-$name.jsonl" "$scenarios" "${settings[@]}" >>"$out/bench.log" 2>&1 || true
     done
   fi
   local runs=("$out/bench.jsonl=")
-  for name in "${variant_order[@]}"; do runs+=("$out/bench-$name.jsonl=${variants[$name]}"); done
+  for name in "${variant_order[@]}"; do runs+=("$out/bench-$name.jsonl=${variants[$name]#* }"); done
   python3 - "${runs[@]}" <<'PY' 2>&1 | tee "$out/summary.txt" || true
 # Prefill against the bf16 matrix rate (2 FLOP per parameter per token), decode against
 # the device copy bandwidth (the bench's own decode_bandwidth_utilisation).

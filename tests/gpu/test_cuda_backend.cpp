@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
@@ -31,16 +32,27 @@ class WeightsEnv {
   ~WeightsEnv() { unsetenv("PARLEY_CUDA_WEIGHTS"); }
 };
 
-// An environment variable for the CUDA backends made while it lives.
+// An environment variable for the CUDA backends made while it lives; the value it had before
+// (gpu-check runs the tests under some settings) comes back after.
 class ScopedEnv {
  public:
-  ScopedEnv(const char* name, const char* value) : name_(name) { setenv(name, value, 1); }
-  ~ScopedEnv() { unsetenv(name_); }
+  ScopedEnv(const char* name, const char* value) : name_(name) {
+    if (const char* old = std::getenv(name)) old_ = old;
+    setenv(name, value, 1);
+  }
+  ~ScopedEnv() {
+    if (old_) {
+      setenv(name_, old_->c_str(), 1);
+    } else {
+      unsetenv(name_);
+    }
+  }
   ScopedEnv(const ScopedEnv&) = delete;
   ScopedEnv& operator=(const ScopedEnv&) = delete;
 
  private:
   const char* name_;
+  std::optional<std::string> old_;
 };
 
 // Logits of every position of ids: a prefill of `prefill` tokens, then one token per call
@@ -236,5 +248,35 @@ TEST_CASE("PARLEY_CUDA_FUSED_DECODE: F32 weights keep the unfused step; require 
       CHECK(message.find(std::string(value) == "require" ? "fused decode" : "PARLEY_CUDA_FUSED_DECODE") !=
             std::string::npos);
     }
+  }
+}
+
+TEST_CASE("PARLEY_CUDA_PREFILL_ATTN: every layout gives the default layout's logits; bad names refused") {
+  PARLEY_GPU_OR_SKIP();
+  SynthSpec spec{.dim = 256, .hidden_dim = 344, .n_layers = 2, .n_heads = 4, .n_kv_heads = 2,
+                 .dtype = model::DType::f16};
+  TempDir dir;
+  write_gguf(spec, make_synth_weights(spec), make_spm_vocab(spec.n_vocab), dir / "m.gguf");
+  const auto model = model::load_model((dir / "m.gguf").string());
+  WeightsEnv resident("auto");
+  const auto ids = random_ids(200, spec.n_vocab, 11);
+  const auto plain = backend::make_backend("cuda", *model, 0);
+  for (kv::KvType type : {kv::KvType::int8, kv::KvType::f16}) {
+    CAPTURE(int(type));
+    const auto want = run(*plain, model->config, ids, type, 200);
+    for (const char* name : {"w4", "w8", "w4p", "w8p"}) {
+      CAPTURE(name);
+      ScopedEnv layout("PARLEY_CUDA_PREFILL_ATTN", name);
+      const auto gpu = backend::make_backend("cuda", *model, 0);
+      CHECK(run(*gpu, model->config, ids, type, 200) == want);
+    }
+  }
+  ScopedEnv bad("PARLEY_CUDA_PREFILL_ATTN", "w16");
+  try {
+    backend::make_backend("cuda", *model, 0);
+    FAIL("created");
+  } catch (const Error& e) {
+    CHECK(e.status() == Status::invalid_argument);
+    CHECK(std::string(e.what()).find("PARLEY_CUDA_PREFILL_ATTN") != std::string::npos);
   }
 }

@@ -203,7 +203,7 @@ std::vector<float> cpu_attention(const kv::KvCache& cache, const std::vector<flo
 
 }  // namespace
 
-TEST_CASE("prefill attention matches the CPU over the paged cache (causal, GQA, windows)") {
+TEST_CASE("prefill attention matches the CPU over the paged cache (causal, GQA, windows), in every layout") {
   PARLEY_GPU_OR_SKIP();
   for (Heads h : {Heads{6, 2, 8}, Heads{4, 4, 64}, Heads{8, 1, 128}, Heads{4, 2, 128}, Heads{16, 1, 64},
                   Heads{4, 2, 256}, Heads{4, 4, 16}, Heads{2, 1, 32}}) {
@@ -240,8 +240,22 @@ TEST_CASE("prefill attention matches the CPU over the paged cache (causal, GQA, 
           // F32 caches: exact F32 arithmetic. INT8 and F16: tensor cores, with Q, K, V and
           // the probabilities rounded to F16 (about 2^-11 relative each).
           const double bound = type == kv::KvType::f32 ? 1e-10 : 2e-5;
-          CHECK(nmse(out.read<float>(q.size()), want) < bound);
+          const auto got = out.read<float>(q.size());
+          CHECK(nmse(got, want) < bound);
           CHECK(out.guards_intact());
+          // The tensor-core kernel's other layouts: the same sums, so the same bits.
+          if (type != kv::KvType::f32) {
+            for (int32_t variant = 1; variant < kernels::kPrefillVariants; ++variant) {
+              CAPTURE(variant);
+              a.variant = variant;
+              check_cuda_ok(cudaMemset(out.get(), 0xFF, q.size() * 4));
+              check_cuda_ok(kernels::launch_attn_prefill(a, 0));
+              CHECK(out.read<float>(q.size()) == got);
+              CHECK(out.guards_intact());
+            }
+            a.variant = kernels::kPrefillVariants;
+            CHECK(kernels::launch_attn_prefill(a, 0) == cudaErrorInvalidValue);
+          }
         }
       }
     }

@@ -38,6 +38,19 @@ FusedDecode fused_decode_from_env() {
   return FusedDecode::required;
 }
 
+// PARLEY_CUDA_PREFILL_ATTN: the layout of the tensor-core prefill attention (the same sums in
+// each): 4 or 8 warps a block, loading the next K/V tile while computing or not. Four warps
+// unpipelined by default until the others are measured on a device.
+int32_t prefill_variant_from_env() {
+  const char* env = std::getenv("PARLEY_CUDA_PREFILL_ATTN");
+  const std::string v = env ? env : "";
+  if (v.empty() || v == "w4") return kernels::kPrefillFourWarps;
+  if (v == "w8") return kernels::kPrefillEightWarps;
+  if (v == "w4p") return kernels::kPrefillFourWarpsPipelined;
+  if (v == "w8p") return kernels::kPrefillEightWarpsPipelined;
+  fail(Status::invalid_argument, "PARLEY_CUDA_PREFILL_ATTN must be w4, w8, w4p or w8p, not '" + v + "'");
+}
+
 }  // namespace
 
 CudaBackend::OnDevice::OnDevice(int32_t device) { PARLEY_CUDA(cudaSetDevice(device)); }
@@ -75,6 +88,7 @@ CudaBackend::CudaBackend(const parley_cuda_model& m, int32_t device)
   logits_.reserve(B * size_t(s_.n_vocab) * 4);
   part_o_.reserve(size_t(plan_.n_splits) * size_t(s_.q_dim()) * 4);
   part_md_.reserve(size_t(plan_.n_splits) * s_.n_heads * 2 * 4);
+  prefill_variant_ = prefill_variant_from_env();
   const FusedDecode fused = fused_decode_from_env();
   fused_decode_ = fused != FusedDecode::off && fused_decode_fits();
   require(fused_decode_ || fused != FusedDecode::required, Status::unsupported,
@@ -287,7 +301,7 @@ void CudaBackend::enqueue_layer(int32_t l, int32_t n, const kernels::PagedKv& kv
     }
   } else {
     kernels::AttnPrefillArgs pre{qkv, int32_t(s_.qkv_width()), att_.get(), w_.type, n, s_.n_heads,
-                                 l, s_.window, step, kv};
+                                 l, s_.window, step, kv, prefill_variant_};
     check_launch(kernels::launch_attn_prefill(pre, st), "launch_attn_prefill");
   }
   if (fused) {

@@ -78,6 +78,7 @@ class CudaBackend {
   std::unique_ptr<Gemm> gemm_;
   DecodePlan plan_;
   bool fused_decode_ = false;  // PARLEY_CUDA_FUSED_DECODE=1 and fused_decode_fits()
+  int32_t prefill_variant_ = kernels::kPrefillFourWarps;  // PARLEY_CUDA_PREFILL_ATTN
 
   // Activations for up to kMaxBatch rows.
   DeviceBuffer x_, xn_, qkv_, att_, proj_, gate_up_, act_, logits_, part_o_, part_md_;
