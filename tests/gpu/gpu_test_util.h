@@ -1,11 +1,15 @@
 // Helpers of the GPU tests: the skip rule, device buffers fenced by guard bytes, the
-// normalized error the comparisons use, and their random inputs.
+// normalized error the comparisons use, their random inputs, and settings from the
+// environment.
 #pragma once
 
 #include <cuda_runtime.h>
 
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
+#include <optional>
+#include <string>
 #include <vector>
 
 namespace parley::test {
@@ -53,6 +57,29 @@ double nmse(const float* a, const float* b, size_t n);
 inline double nmse(const std::vector<float>& a, const std::vector<float>& b) {
   return nmse(a.data(), b.data(), a.size() < b.size() ? a.size() : b.size());
 }
+
+// An environment variable set for the CUDA backends made while it lives; the value it had
+// before (gpu-check runs the tests under some settings) comes back after.
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const char* value) : name_(name) {
+    if (const char* old = std::getenv(name)) old_ = old;
+    setenv(name, value, 1);
+  }
+  ~ScopedEnv() {
+    if (old_) {
+      setenv(name_, old_->c_str(), 1);
+    } else {
+      unsetenv(name_);
+    }
+  }
+  ScopedEnv(const ScopedEnv&) = delete;
+  ScopedEnv& operator=(const ScopedEnv&) = delete;
+
+ private:
+  const char* name_;
+  std::optional<std::string> old_;
+};
 
 void check_cuda_ok(cudaError_t e);  // fails the current test with the error's name
 

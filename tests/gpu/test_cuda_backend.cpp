@@ -6,7 +6,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
-#include <optional>
 #include <random>
 #include <string>
 #include <vector>
@@ -25,35 +24,6 @@ using namespace parley::test;
 
 namespace {
 
-// Resident weight type for the CUDA backends made while it lives.
-class WeightsEnv {
- public:
-  explicit WeightsEnv(const char* type) { setenv("PARLEY_CUDA_WEIGHTS", type, 1); }
-  ~WeightsEnv() { unsetenv("PARLEY_CUDA_WEIGHTS"); }
-};
-
-// An environment variable for the CUDA backends made while it lives; the value it had before
-// (gpu-check runs the tests under some settings) comes back after.
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, const char* value) : name_(name) {
-    if (const char* old = std::getenv(name)) old_ = old;
-    setenv(name, value, 1);
-  }
-  ~ScopedEnv() {
-    if (old_) {
-      setenv(name_, old_->c_str(), 1);
-    } else {
-      unsetenv(name_);
-    }
-  }
-  ScopedEnv(const ScopedEnv&) = delete;
-  ScopedEnv& operator=(const ScopedEnv&) = delete;
-
- private:
-  const char* name_;
-  std::optional<std::string> old_;
-};
 
 // Logits of every position of ids: a prefill of `prefill` tokens, then one token per call
 // (the captured decode step), into a fresh cache.
@@ -72,6 +42,13 @@ std::vector<float> run(backend::Backend& b, const model::ModelConfig& c, const s
     pos += n;
   }
   return out;
+}
+
+// The synthetic model of spec, written as dir/name.gguf and loaded from there.
+auto synth_model(const SynthSpec& spec, const TempDir& dir, const std::string& name) {
+  const auto path = dir / (name + ".gguf");
+  write_gguf(spec, make_synth_weights(spec), make_spm_vocab(spec.n_vocab), path);
+  return model::load_model(path.string());
 }
 
 size_t argmax(const float* x, size_t n) { return size_t(std::max_element(x, x + n) - x); }
@@ -111,11 +88,9 @@ TEST_CASE("synthetic models: CUDA (F32 weights) == CPU within float noise, every
   for (size_t i = 0; i < specs.size(); ++i) {
     const SynthSpec& spec = specs[i];
     CAPTURE(spec.hd());
-    const auto path = dir / ("m" + std::to_string(i) + ".gguf");
-    write_gguf(spec, make_synth_weights(spec), make_spm_vocab(spec.n_vocab), path);
-    const auto model = model::load_model(path.string());
+    const auto model = synth_model(spec, dir, "m" + std::to_string(i));
     const auto cpu = backend::make_backend("cpu", *model, 2);
-    WeightsEnv f32("f32");
+    ScopedEnv f32("PARLEY_CUDA_WEIGHTS", "f32");
     const auto gpu = backend::make_backend("cuda", *model, 0);
     CHECK(gpu->name() == "cuda:0");
     const auto ids = random_ids(70, spec.n_vocab, uint32_t(i + 1));
@@ -140,10 +115,9 @@ TEST_CASE("synthetic model with F16 weights on the device: logits close to the C
   SynthSpec spec{.dim = 128, .hidden_dim = 256, .n_layers = 2, .n_heads = 4, .n_kv_heads = 2,
                  .dtype = model::DType::f16};
   TempDir dir;
-  write_gguf(spec, make_synth_weights(spec), make_spm_vocab(spec.n_vocab), dir / "m.gguf");
-  const auto model = model::load_model((dir / "m.gguf").string());
+  const auto model = synth_model(spec, dir, "m");
   const auto cpu = backend::make_backend("cpu", *model, 2);
-  WeightsEnv f16("auto");  // F16 file -> F16 resident
+  ScopedEnv f16("PARLEY_CUDA_WEIGHTS", "auto");  // F16 file -> F16 resident
   const auto gpu = backend::make_backend("cuda", *model, 0);
   const auto ids = random_ids(50, spec.n_vocab, 9);
   const auto want = run(*cpu, model->config, ids, kv::KvType::f32, 17);
@@ -158,7 +132,7 @@ TEST_CASE("stories260K: CUDA logits and greedy goldens with F32 KV; INT8 top-1 a
   PARLEY_SHARED_OR_SKIP(goldens_path, "golden/stories260k_greedy.jsonl");
   const auto model = model::load_model(model_path.string());
   const auto cpu = backend::make_backend("cpu", *model, 2);
-  WeightsEnv f32("f32");
+  ScopedEnv f32("PARLEY_CUDA_WEIGHTS", "f32");
   const auto gpu = backend::make_backend("cuda", *model, 0);
   const size_t vocab = size_t(model->config.n_vocab);
   size_t int8_rows = 0, int8_agree = 0;
@@ -197,10 +171,8 @@ TEST_CASE("fused decode step (PARLEY_CUDA_FUSED_DECODE): the unfused step's logi
   for (size_t i = 0; i < specs.size(); ++i) {
     const SynthSpec& spec = specs[i];
     CAPTURE(i);
-    const auto path = dir / ("m" + std::to_string(i) + ".gguf");
-    write_gguf(spec, make_synth_weights(spec), make_spm_vocab(spec.n_vocab), path);
-    const auto model = model::load_model(path.string());
-    WeightsEnv resident("auto");  // the file's F16 or BF16
+    const auto model = synth_model(spec, dir, "m" + std::to_string(i));
+    ScopedEnv resident("PARLEY_CUDA_WEIGHTS", "auto");  // the file's F16 or BF16
     const auto plain = backend::make_backend("cuda", *model, 0);
     ScopedEnv fused_env("PARLEY_CUDA_FUSED_DECODE", "require");  // fails unless the fused kernels run
     const auto fused = backend::make_backend("cuda", *model, 0);
@@ -225,9 +197,8 @@ TEST_CASE("PARLEY_CUDA_FUSED_DECODE: F32 weights keep the unfused step; require 
   PARLEY_GPU_OR_SKIP();
   SynthSpec spec{.dim = 64, .hidden_dim = 96, .n_layers = 2, .n_heads = 4, .n_kv_heads = 2};
   TempDir dir;
-  write_gguf(spec, make_synth_weights(spec), make_spm_vocab(spec.n_vocab), dir / "m.gguf");
-  const auto model = model::load_model((dir / "m.gguf").string());
-  WeightsEnv f32("f32");
+  const auto model = synth_model(spec, dir, "m");
+  ScopedEnv f32("PARLEY_CUDA_WEIGHTS", "f32");
   {
     ScopedEnv on("PARLEY_CUDA_FUSED_DECODE", "1");
     const auto gpu = backend::make_backend("cuda", *model, 0);
@@ -256,9 +227,8 @@ TEST_CASE("PARLEY_CUDA_PREFILL_ATTN: every layout gives the default layout's log
   SynthSpec spec{.dim = 256, .hidden_dim = 344, .n_layers = 2, .n_heads = 4, .n_kv_heads = 2,
                  .dtype = model::DType::f16};
   TempDir dir;
-  write_gguf(spec, make_synth_weights(spec), make_spm_vocab(spec.n_vocab), dir / "m.gguf");
-  const auto model = model::load_model((dir / "m.gguf").string());
-  WeightsEnv resident("auto");
+  const auto model = synth_model(spec, dir, "m");
+  ScopedEnv resident("PARLEY_CUDA_WEIGHTS", "auto");
   const auto ids = random_ids(200, spec.n_vocab, 11);
   const auto plain = backend::make_backend("cuda", *model, 0);
   for (kv::KvType type : {kv::KvType::int8, kv::KvType::f16}) {

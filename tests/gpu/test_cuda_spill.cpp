@@ -65,7 +65,7 @@ const char* kTurns[] = {"Once upon a time", " The cat", " Then the dog"};
 TEST_CASE("spilled on the GPU, resumed on the CPU, and back: the replies of an unspilled run") {
   PARLEY_GPU_OR_SKIP();
   PARLEY_SHARED_OR_SKIP(model, "models/stories260k/hf");
-  setenv("PARLEY_CUDA_WEIGHTS", "f32", 1);
+  ScopedEnv f32("PARLEY_CUDA_WEIGHTS", "f32");
   TempDir dir;
   const std::string store = (dir / "s.db").string();
 
@@ -89,7 +89,6 @@ TEST_CASE("spilled on the GPU, resumed on the CPU, and back: the replies of an u
     parley_session_close(s);
     parley_engine_close(e);
   }
-  unsetenv("PARLEY_CUDA_WEIGHTS");
 }
 
 TEST_CASE("INT8 KV on the GPU: spilled and restored == never spilled") {
@@ -119,8 +118,8 @@ TEST_CASE("INT8 KV on the GPU: spilled and restored == never spilled") {
 TEST_CASE("rows kept on the device until the host reads them: suspend, fork, rewind, resume on the CPU") {
   PARLEY_GPU_OR_SKIP();
   PARLEY_SHARED_OR_SKIP(model, "models/stories260k/hf");
-  setenv("PARLEY_CUDA_WEIGHTS", "f32", 1);
-  setenv("PARLEY_CUDA_KV_WRITEBACK", "1", 1);
+  ScopedEnv f32("PARLEY_CUDA_WEIGHTS", "f32");
+  ScopedEnv write_back("PARLEY_CUDA_KV_WRITEBACK", "1");
   TempDir dir;
   const std::string store = (dir / "s.db").string();
 
@@ -165,6 +164,4 @@ TEST_CASE("rows kept on the device until the host reads them: suspend, fork, rew
     parley_engine_close(e);
   }
   CHECK(got == want);
-  unsetenv("PARLEY_CUDA_KV_WRITEBACK");
-  unsetenv("PARLEY_CUDA_WEIGHTS");
 }
