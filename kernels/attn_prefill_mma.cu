@@ -212,7 +212,9 @@ __global__ void __launch_bounds__(32 * kWarps) attn_prefill_mma_kernel(AttnPrefi
   const KeySpan warp_keys =
       visible_keys(start + warp_row0, start + min(a.n_tokens, warp_row0 + kRowsPerWarp) - 1, win);
 
-  const int first_tile = keys.first / kKvBlockTokens * kKvBlockTokens;
+  // Tiles sit at multiples of kKeys whatever the block's rows: every layout then takes each
+  // row's keys in the same groups, so its online softmax rounds the same way.
+  const int first_tile = keys.first / kKeys * kKeys;
   TileBytes<HD, T, kThreads, kKeys> bytes;
   if (kPipelined && first_tile <= keys.last) bytes.load(kv, a.layer, kvh, first_tile, kv_len);
   for (int tile = first_tile; tile <= keys.last; tile += kKeys) {
