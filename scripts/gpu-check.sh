@@ -183,6 +183,16 @@ for l in lines:
         print("decode%s %s context %s: %.1f tok/s, bandwidth utilisation %s" % (
             l["label"], l.get("model"), l.get("context_tokens"), l.get("decode_tok_s") or 0,
             l.get("decode_bandwidth_utilisation")))
+# Each setting against the defaults, figure by figure (above 1: faster).
+base = {}
+for l in lines:
+    key = (l.get("scenario"), l.get("model"), l.get("prompt_tokens"), l.get("context_tokens"))
+    rate = l.get("prefill_tok_s") if l.get("scenario") == "prefill" else l.get("decode_tok_s")
+    if rate and not l["label"]:
+        base[key] = rate
+    elif rate and key in base:
+        print("vs defaults%s %s %s %s: %.3f" % (l["label"], key[0], key[1], key[2] or key[3],
+                                                 rate / base[key]))
 PY
   echo "gpu-check run: logs in $out (status $status)"
   return $status
