@@ -141,6 +141,45 @@ HWY_INLINE void visit_positions(const GroupJob& job, const kv::KvView& kv,
   }
 }
 
+// The heads of a job: head h is query head h % group of row h / group.
+struct JobHeads {
+  const GroupJob& job;
+  size_t hd;
+  size_t n;  // positions of the last row
+
+  size_t count() const { return size_t(job.rows) * size_t(job.group); }
+  size_t offset(size_t h) const {
+    return h / size_t(job.group) * job.row_stride + h % size_t(job.group) * hd;
+  }
+  const float* q(size_t h) const { return job.q + offset(h); }
+  float* out(size_t h) const { return job.out + offset(h); }
+
+  // fn(h, offset of head h's q and out) for every head in order, without a division per head
+  // (the loops that run once per position use this).
+  template <class Fn>
+  HWY_INLINE void each(const Fn& fn) const {
+    size_t h = 0;
+    for (size_t r = 0, row = 0; r < size_t(job.rows); ++r, row += job.row_stride) {
+      for (size_t g = 0; g < size_t(job.group); ++g, ++h) fn(h, row + g * hd);
+    }
+  }
+  // Positions head h attends: earlier rows see fewer.
+  size_t length(size_t h) const { return n - (size_t(job.rows) - 1 - h / size_t(job.group)); }
+};
+
+// exp(s - max) over each head's own positions, as attending its row alone would take them;
+// the positions past them get weight 0, so the weighted sums over all positions add exact
+// zeros for them. inv_sum[h] = 1 / the head's sum.
+template <class D>
+HWY_INLINE void softmax_heads(D d, const JobHeads& heads, float* scores, float* inv_sum) {
+  for (size_t h = 0; h < heads.count(); ++h) {
+    float* sh = scores + h * heads.n;
+    const size_t len = heads.length(h);
+    inv_sum[h] = 1.0f / exp_and_sum(d, sh, len, max_of(d, sh, len));
+    std::fill(sh + len, sh + heads.n, 0.0f);
+  }
+}
+
 // Lane i of the result = the sum of the lanes of vector i, for Lanes(d) vectors stored one
 // after another at p (a power-of-two count): each level adds neighbouring lanes of two
 // vectors into one, halving the vectors and doubling how many lanes each lane has summed.
@@ -165,13 +204,15 @@ HWY_INLINE hn::Vec<D> lane_totals(D d, const float* p) {
 // registers, narrower targets 16 (the V row and the weight need some of the rest).
 constexpr size_t kAccumulatorVectors = HWY_TARGET <= HWY_AVX3 ? 16 : 8;
 
-// out_g += sum_t p_g(t) v_t for query heads g0 .. g0 + G of the group, head_dim = NV vectors:
+// out_h += sum_t p_h(t) v_t for heads g0 .. g0 + G of the job, head_dim = NV vectors:
 // the accumulators stay in registers over every position and each V row is converted once
 // per G heads.
 template <size_t NV, size_t G, class Row, class D>
-HWY_INLINE void weighted_values(D d, const GroupJob& job, const kv::KvView& kv,
+HWY_INLINE void weighted_values(D d, const JobHeads& heads, const kv::KvView& kv,
                                 const HeadPlacement& at, size_t row_bytes, const float* scores,
-                                size_t n, size_t g0, const float* inv_sum) {
+                                size_t g0, const float* inv_sum) {
+  const GroupJob& job = heads.job;
+  const size_t n = heads.n;
   using V = hn::Vec<D>;
   const size_t lanes = hn::Lanes(d);
   const bool scaled = kv.type() == kv::KvType::int8;
@@ -199,7 +240,7 @@ HWY_INLINE void weighted_values(D d, const GroupJob& job, const kv::KvView& kv,
   HWY_UNROLL(16)
   for (size_t g = 0; g < G; ++g) {
     const V inv = hn::Set(d, inv_sum[g0 + g]);
-    float* og = job.out + (g0 + g) * NV * lanes;
+    float* og = heads.out(g0 + g);
     HWY_UNROLL(8)
     for (size_t j = 0; j < NV; ++j) hn::StoreU(hn::Mul(inv, acc[g][j]), d, og + j * lanes);
   }
@@ -212,14 +253,15 @@ void attend_fixed(D d, const GroupJob& job, const kv::KvView& kv, std::vector<fl
   using V = hn::Vec<D>;
   const size_t lanes = hn::Lanes(d);
   const size_t hd = NV * lanes;
-  const size_t n = job.last - job.first + 1;
-  const size_t group = size_t(job.group);
+  const JobHeads heads{job, hd, size_t(job.last - job.first + 1)};
+  const size_t n = heads.n;
+  const size_t group = heads.count();  // every head of every row
   scratch.resize(group * n + group + group * lanes * lanes + lanes);
-  float* scores = scratch.data();           // [group][n]
-  float* inv_sum = scores + group * n;      // [group]
+  float* scores = scratch.data();           // [head][n]
+  float* inv_sum = scores + group * n;      // [head]
   // Each position leaves one vector of partial products per head; every `lanes` positions
   // they are summed across lanes together (lane_totals), one score per lane.
-  float* partials = inv_sum + group;        // [group][lanes positions][lanes]
+  float* partials = inv_sum + group;        // [head][lanes positions][lanes]
   float* k_scales = partials + group * lanes * lanes;  // [lanes positions]
   const HeadPlacement at(kv.layout(), job.layer, job.kv_head);
   const float inv_sqrt = 1.0f / std::sqrt(float(hd));
@@ -246,31 +288,27 @@ void attend_fixed(D d, const GroupJob& job, const kv::KvView& kv, std::vector<fl
                     for (size_t j = 0; j < NV; ++j) row[j] = Row::load(d, k, j * lanes);
                     k_scales[filled] =
                         Row::scale(block + at.k_scale + slot * at.scale_stride) * inv_sqrt;
-                    for (size_t g = 0; g < group; ++g) {
-                      const float* qg = job.q + g * hd;
+                    heads.each([&](size_t g, size_t offset) HWY_ATTR {
+                      const float* qg = job.q + offset;
                       V acc = hn::Mul(hn::LoadU(d, qg), row[0]);
                       HWY_UNROLL(8)
                       for (size_t j = 1; j < NV; ++j) {
                         acc = hn::MulAdd(hn::LoadU(d, qg + j * lanes), row[j], acc);
                       }
                       hn::StoreU(acc, d, partials + (g * lanes + filled) * lanes);
-                    }
+                    });
                     if (++filled == lanes) flush();
                   });
   if (filled > 0) flush();
-
-  for (size_t g = 0; g < group; ++g) {
-    float* sg = scores + g * n;
-    inv_sum[g] = 1.0f / exp_and_sum(d, sg, n, max_of(d, sg, n));
-  }
+  softmax_heads(d, heads, scores, inv_sum);
 
   constexpr size_t kHeads = kAccumulatorVectors / NV > 0 ? kAccumulatorVectors / NV : 1;
   size_t g0 = 0;
   for (; g0 + kHeads <= group; g0 += kHeads) {
-    weighted_values<NV, kHeads, Row>(d, job, kv, at, row_bytes, scores, n, g0, inv_sum);
+    weighted_values<NV, kHeads, Row>(d, heads, kv, at, row_bytes, scores, g0, inv_sum);
   }
   for (; g0 < group; ++g0) {
-    weighted_values<NV, 1, Row>(d, job, kv, at, row_bytes, scores, n, g0, inv_sum);
+    weighted_values<NV, 1, Row>(d, heads, kv, at, row_bytes, scores, g0, inv_sum);
   }
 }
 
@@ -280,12 +318,13 @@ template <class Row, class D>
 void attend(D d, const GroupJob& job, const kv::KvView& kv, std::vector<float>& scratch) {
   const size_t hd = size_t(kv.shape().head_dim);
   const size_t lanes = hn::Lanes(d);
-  const size_t n = job.last - job.first + 1;
-  const size_t group = size_t(job.group);
+  const JobHeads heads{job, hd, size_t(job.last - job.first + 1)};
+  const size_t n = heads.n;
+  const size_t group = heads.count();  // every head of every row
   scratch.resize(group * n + hd + group);
-  float* scores = scratch.data();   // [group][n]
+  float* scores = scratch.data();   // [head][n]
   float* row = scores + group * n;  // one K or V row as floats
-  float* inv_sum = row + hd;        // [group]
+  float* inv_sum = row + hd;        // [head]
   const HeadPlacement at(kv.layout(), job.layer, job.kv_head);
   const float inv_sqrt = 1.0f / std::sqrt(float(hd));
   const size_t row_bytes = hd * kv.layout().element_bytes();
@@ -299,21 +338,20 @@ void attend(D d, const GroupJob& job, const kv::KvView& kv, std::vector<float>& 
                     }
                     const float scale =
                         Row::scale(block + at.k_scale + slot * at.scale_stride) * inv_sqrt;
-                    for (size_t g = 0; g < group; ++g) {
-                      const float* qg = job.q + g * hd;
+                    heads.each([&](size_t g, size_t offset) HWY_ATTR {
+                      const float* qg = job.q + offset;
                       auto acc = hn::Zero(d);
                       for (size_t i = 0; i < hd; i += lanes) {
                         acc = hn::MulAdd(hn::LoadU(d, qg + i), hn::LoadU(d, row + i), acc);
                       }
                       scores[g * n + (t - job.first)] =
                           hn::GetLane(hn::SumOfLanes(d, acc)) * scale;
-                    }
+                    });
                   });
 
+  softmax_heads(d, heads, scores, inv_sum);
   for (size_t g = 0; g < group; ++g) {
-    float* sg = scores + g * n;
-    inv_sum[g] = 1.0f / exp_and_sum(d, sg, n, max_of(d, sg, n));
-    float* og = job.out + g * hd;
+    float* og = heads.out(g);
     for (size_t i = 0; i < hd; i += lanes) hn::StoreU(hn::Zero(d), d, og + i);
   }
 
@@ -324,19 +362,19 @@ void attend(D d, const GroupJob& job, const kv::KvView& kv, std::vector<float>& 
                       hn::StoreU(Row::load(d, v, i), d, row + i);
                     }
                     const float scale = Row::scale(block + at.v_scale + slot * at.scale_stride);
-                    for (size_t g = 0; g < group; ++g) {
+                    heads.each([&](size_t g, size_t offset) HWY_ATTR {
                       const auto p = hn::Set(d, scores[g * n + (t - job.first)] * scale);
-                      float* og = job.out + g * hd;
+                      float* og = job.out + offset;
                       for (size_t i = 0; i < hd; i += lanes) {
                         hn::StoreU(hn::MulAdd(p, hn::LoadU(d, row + i), hn::LoadU(d, og + i)), d,
                                    og + i);
                       }
-                    }
+                    });
                   });
 
   for (size_t g = 0; g < group; ++g) {
     const auto inv = hn::Set(d, inv_sum[g]);
-    float* og = job.out + g * hd;
+    float* og = heads.out(g);
     for (size_t i = 0; i < hd; i += lanes) hn::StoreU(hn::Mul(inv, hn::LoadU(d, og + i)), d, og + i);
   }
 }

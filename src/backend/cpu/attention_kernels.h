@@ -12,18 +12,21 @@
 namespace parley::backend::cpu {
 
 struct GroupJob {
-  const float* q = nullptr;  // [group][head_dim], RoPE applied
-  float* out = nullptr;      // [group][head_dim]
+  const float* q = nullptr;  // row 0: [group][head_dim], RoPE applied
+  float* out = nullptr;      // row 0: [group][head_dim]
   int32_t group = 1;         // query heads sharing kv_head
-  uint32_t first = 0;        // positions first..last (inclusive) are attended
+  int32_t rows = 1;          // consecutive query rows; row r attends first..last - (rows - 1 - r)
+  size_t row_stride = 0;     // floats from one row's q (and out) to the next row's
+  uint32_t first = 0;        // positions first..last (inclusive) are attended by the last row
   uint32_t last = 0;
   int32_t layer = 0;
   int32_t kv_head = 0;
 };
 
-// out_g = sum_t softmax_t(q_g . k_t / sqrt(head_dim)) v_t for every head g of the group. Each
-// K and V row is read once for the whole group; INT8 rows enter the dot products as integers
-// converted to float, their scale applied once per row. scratch is reused between calls.
+// out_g = sum_t softmax_t(q_g . k_t / sqrt(head_dim)) v_t for every head g of the group, in
+// every row. Each K and V row is read once for all of them; INT8 rows enter the dot products
+// as integers converted to float, their scale applied once per row. Each row's result has the
+// bits it has when attended alone (rows = 1). scratch is reused between calls.
 void attend_group(const GroupJob& job, const kv::KvView& kv, std::vector<float>& scratch);
 
 }  // namespace parley::backend::cpu

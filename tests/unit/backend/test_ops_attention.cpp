@@ -106,6 +106,10 @@ TEST_CASE("attention matches a naive softmax for MHA, GQA, MQA, windows and ever
     check_attention({2, 2, 16, 1, 6, 5}, type);    // window 1: each row sees only itself
     check_attention({12, 2, 64, 0, 297, 3}, type); // 6 heads per KV head, 300 positions
     check_attention({6, 2, 32, 0, 40, 2}, type);   // 3 heads per KV head
+    check_attention({4, 2, 64, 0, 0, 37}, type);   // jobs of 4 rows and a last one of 1
+    check_attention({8, 1, 48, 0, 17, 23}, type);  // head size 48: the any-width kernel
+    check_attention({4, 4, 64, 50, 30, 40}, type); // a window reached within the call: one row a job
+    check_attention({4, 2, 16, 90, 10, 30}, type); // a window not reached: rows share jobs
   }
 }
 
