@@ -17,6 +17,7 @@ constexpr size_t kRowsPerJob = 4;
 }  // namespace
 
 void attention(const AttentionArgs& args, const kv::KvView& kv, ThreadPool& pool) {
+  if (args.n_rows == 0) return;
   const int32_t head_dim = kv.shape().head_dim;
   const int32_t n_kv_heads = kv.shape().n_kv_heads;
   const int32_t group = args.n_heads / n_kv_heads;  // query heads per KV head
