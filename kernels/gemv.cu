@@ -68,8 +68,7 @@ __device__ void rms_normalize_into(const GemvArgs& a, uint2* xs) {
   const int n4 = int(a.cols / 4);
   float sum = 0.0f;
   for (int i = threadIdx.x; i < n4; i += kThreads) {
-    const float4 v = x4[i];
-    sum += v.x * v.x + v.y * v.y + v.z * v.z + v.w * v.w;
+    sum += sum_of_squares(x4[i]);
   }
   const float inv = rsqrtf(block_sum<kThreads>(sum, scratch) / float(a.cols) + a.eps);
   for (int i = threadIdx.x; i < n4; i += kThreads) {

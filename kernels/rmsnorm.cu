@@ -58,7 +58,7 @@ __global__ void rmsnorm_vec_kernel(RmsNormArgs a) {
       v[k] = float4{v[k].x + r[k].x, v[k].y + r[k].y, v[k].z + r[k].z, v[k].w + r[k].w};
       if (i < n4) x[i] = v[k];
     }
-    sum += v[k].x * v[k].x + v[k].y * v[k].y + v[k].z * v[k].z + v[k].w * v[k].w;
+    sum += sum_of_squares(v[k]);
   }
   const float inv = rsqrtf(block_sum<kBlock>(sum, scratch) / float(a.dim) + a.eps);
 #pragma unroll

@@ -5,6 +5,13 @@
 
 namespace parley::kernels {
 
+// x^2 + y^2 + z^2 + w^2 as explicit fused multiply-adds, so every kernel that sums squares
+// of a row in float4 pieces (RMSNorm, the gemv's normalized input) rounds alike whatever
+// the compiler would contract.
+__device__ __forceinline__ float sum_of_squares(float4 v) {
+  return fmaf(v.w, v.w, fmaf(v.z, v.z, fmaf(v.y, v.y, v.x * v.x)));
+}
+
 __device__ __forceinline__ float warp_sum(float v) {
   for (int offset = 16; offset > 0; offset >>= 1) v += __shfl_xor_sync(0xffffffffu, v, offset);
   return v;
