@@ -24,7 +24,6 @@ using namespace parley::test;
 
 namespace {
 
-
 // Logits of every position of ids: a prefill of `prefill` tokens, then one token per call
 // (the captured decode step), into a fresh cache.
 std::vector<float> run(backend::Backend& b, const model::ModelConfig& c, const std::vector<int32_t>& ids,
