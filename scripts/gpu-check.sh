@@ -94,20 +94,19 @@ bench_shapes() {
   return $status
 }
 
-# Settings off by default until measured on a device, by the name of their bench file: the
-# scenarios they can change, then the settings.
-declare -A variants=(
-  [pdl]="prefill,decode PARLEY_CUDA_PDL=1"
-  [writeback]="prefill,decode PARLEY_CUDA_KV_WRITEBACK=1"
-  [fused]="decode PARLEY_CUDA_FUSED_DECODE=1"
-  [prefill-w4p]="prefill PARLEY_CUDA_PREFILL_ATTN=w4p"
-  [prefill-w8p]="prefill PARLEY_CUDA_PREFILL_ATTN=w8p"
-  [all]="prefill,decode PARLEY_CUDA_PDL=1 PARLEY_CUDA_KV_WRITEBACK=1 PARLEY_CUDA_FUSED_DECODE=1 PARLEY_CUDA_PREFILL_ATTN=w8p"
+# Settings off by default until measured on a device, in the order they run: the name of
+# their bench file, the scenarios they can change, then the settings.
+variants=(
+  "pdl prefill,decode PARLEY_CUDA_PDL=1"
+  "writeback prefill,decode PARLEY_CUDA_KV_WRITEBACK=1"
+  "fused decode PARLEY_CUDA_FUSED_DECODE=1"
+  "prefill-w4p prefill PARLEY_CUDA_PREFILL_ATTN=w4p"
+  "prefill-w8p prefill PARLEY_CUDA_PREFILL_ATTN=w8p"
+  "all prefill,decode PARLEY_CUDA_PDL=1 PARLEY_CUDA_KV_WRITEBACK=1 PARLEY_CUDA_FUSED_DECODE=1 PARLEY_CUDA_PREFILL_ATTN=w8p"
 )
-variant_order=(pdl writeback fused prefill-w4p prefill-w8p all)
 
 run() {
-  local out=${OUT:-./gpu-check-out} root
+  local out=${OUT:-./gpu-check-out} root variant name scenarios rest settings
   mkdir -p "$out"
   use_carried
   {
@@ -138,9 +137,8 @@ run() {
     # Settings off by default until measured, one at a time and then all together: the
     # tests again, then the same figures into bench-NAME.jsonl. Their outcome does not change
     # the status.
-    local name settings scenarios rest
-    for name in "${variant_order[@]}"; do
-      read -r scenarios rest <<<"${variants[$name]}"
+    for variant in "${variants[@]}"; do
+      read -r name scenarios rest <<<"$variant"
       read -r -a settings <<<"$rest"
       echo "== ${settings[*]}" >>"$out/gpu-tests-variants.log"
       if env "${settings[@]}" timeout "${TEST_TIMEOUT_S:-240}" "$root/bin/parley-tests-gpu" \
@@ -153,7 +151,10 @@ run() {
     done
   fi
   local runs=("$out/bench.jsonl=")
-  for name in "${variant_order[@]}"; do runs+=("$out/bench-$name.jsonl=${variants[$name]#* }"); done
+  for variant in "${variants[@]}"; do
+    read -r name scenarios rest <<<"$variant"
+    runs+=("$out/bench-$name.jsonl=$rest")
+  done
   python3 - "${runs[@]}" <<'PY' 2>&1 | tee "$out/summary.txt" || true
 # Prefill against the bf16 matrix rate (2 FLOP per parameter per token), decode against
 # the device copy bandwidth (the bench's own decode_bandwidth_utilisation).

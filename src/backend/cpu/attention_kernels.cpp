@@ -151,7 +151,6 @@ struct JobHeads {
   size_t offset(size_t h) const {
     return h / size_t(job.group) * job.row_stride + h % size_t(job.group) * hd;
   }
-  const float* q(size_t h) const { return job.q + offset(h); }
   float* out(size_t h) const { return job.out + offset(h); }
 
   // fn(h, offset of head h's q and out) for every head in order, without a division per head

@@ -229,7 +229,7 @@ void CudaBackend::enqueue(int32_t n, int32_t rows, const kernels::PagedKv& kv, b
 
   // Final norm (taking in the last layer's feed-forward output unless the product added it
   // into x already) and logits, for `rows` rows.
-  if (n == 1 && fused_decode_) {
+  if (fused_step(n)) {
     gemm_->gemv(fused_args(w_.output, x_.get(), w_.output_norm, logits_.get(), kernels::kGemvStore));
   } else {
     const size_t first = size_t(n - rows) * s_.dim;
@@ -260,7 +260,7 @@ void CudaBackend::enqueue_layer(int32_t l, int32_t n, const kernels::PagedKv& kv
 
   // Fused single-token steps add each block's output into x inside its last product and
   // normalize x inside the product that reads it.
-  const bool fused = n == 1 && fused_decode_;
+  const bool fused = fused_step(n);
 
   // Attention block. From layer 1 on, the norm first adds the previous feed-forward output.
   if (fused) {

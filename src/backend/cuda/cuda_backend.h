@@ -51,6 +51,7 @@ class CudaBackend {
   // follow them, the residual adds and SwiGLU inside the products before them, and the
   // split merge inside decode attention.
   bool fused_decode_fits() const;
+  bool fused_step(int32_t n_tokens) const { return n_tokens == 1 && fused_decode_; }
   // A fused single-row product: x normalized with `norm` first unless null, into y as
   // `output` (kernels::GemvOutput) says.
   kernels::GemvArgs fused_args(const DeviceMatrix& m, const void* x, const float* norm, void* y,
