@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "backend/cpu/cpu_matrix.h"
 #include "backend/cpu/ops_attention.h"
 #include "backend/cpu/ops_matmul.h"
 #include "backend/cpu/ops_norm_rope.h"
@@ -49,10 +50,20 @@ struct Workspace {
   std::vector<float> x, xn, q, k, v, att, proj, gate, up;
 };
 
+// A layer's matrices as the products read them.
+struct LayerMatrices {
+  CpuMatrix wq, wk, wv, wo, w_gate, w_up, w_down;
+
+  explicit LayerMatrices(const model::LayerWeights& w)
+      : wq(w.wq), wk(w.wk), wv(w.wv), wo(w.wo), w_gate(w.w_gate), w_up(w.w_up), w_down(w.w_down) {}
+};
+
 struct CpuBackend::Impl {
   model::ModelConfig config;
   const model::Weights& weights;
-  const model::TensorView& output;  // the untied matrix, or the embedding when tied
+  const model::TensorView& output_weights;  // the untied matrix, or the embedding when tied
+  std::vector<LayerMatrices> layers;
+  std::unique_ptr<CpuMatrix> output;
   std::vector<std::vector<float>> attn_norm, ffn_norm;  // [n_layers][dim]
   std::vector<float> output_norm;                       // [dim]
   ThreadPool pool;
@@ -61,12 +72,17 @@ struct CpuBackend::Impl {
   std::vector<std::unique_ptr<Workspace>> idle_workspaces;
 
   Impl(const model::ModelConfig& c, const model::Weights& w, int32_t n_threads)
-      : config(c), weights(w), output(w.output.empty() ? w.tok_embd : w.output), pool(n_threads) {}
+      : config(c),
+        weights(w),
+        output_weights(w.output.empty() ? w.tok_embd : w.output),
+        pool(n_threads) {}
 
   size_t q_dim() const { return size_t(config.n_heads) * size_t(config.head_dim); }
   size_t kv_dim() const { return size_t(config.n_kv_heads) * size_t(config.head_dim); }
 
   void validate_model();
+  void pack_matrices();
+  void embed(int32_t token, float* out) const;
   void validate_batch(const Batch& batch, const kv::KvView& kv, size_t n_logits) const;
   std::unique_ptr<Workspace> take_workspace(size_t n);
   void return_workspace(std::unique_ptr<Workspace> ws);
@@ -103,7 +119,37 @@ void CpuBackend::Impl::validate_model() {
     ffn_norm.push_back(norm_as_floats(lw.ffn_norm, p + "ffn_norm", c.dim));
   }
   output_norm = norm_as_floats(weights.output_norm, "output_norm", c.dim);
-  check_shape(output, "output", c.n_vocab, c.dim);
+  check_shape(output_weights, "output", c.n_vocab, c.dim);
+}
+
+// Packs the Q8_0 matrices one at a time, each source released as soon as it is copied, so
+// that the process holds the model about once.
+void CpuBackend::Impl::pack_matrices() {
+  const auto release = [](const CpuMatrix& m, const model::TensorView& source) {
+    if (m.packed()) release_source_pages(source);
+  };
+  layers.reserve(weights.layers.size());
+  for (const model::LayerWeights& lw : weights.layers) {
+    const LayerMatrices& L = layers.emplace_back(lw);
+    release(L.wq, lw.wq);
+    release(L.wk, lw.wk);
+    release(L.wv, lw.wv);
+    release(L.wo, lw.wo);
+    release(L.w_gate, lw.w_gate);
+    release(L.w_up, lw.w_up);
+    release(L.w_down, lw.w_down);
+  }
+  output = std::make_unique<CpuMatrix>(output_weights);
+  // A tied embedding is looked up in the packed copy from now on (embed()).
+  release(*output, output_weights);
+}
+
+void CpuBackend::Impl::embed(int32_t token, float* out) const {
+  if (output->packed() && output_weights.data == weights.tok_embd.data) {
+    output->dequantize_row(token, out);
+  } else {
+    dequantize_row(weights.tok_embd, token, out);
+  }
 }
 
 void CpuBackend::Impl::validate_batch(const Batch& batch, const kv::KvView& kv,
@@ -161,7 +207,7 @@ void CpuBackend::Impl::return_workspace(std::unique_ptr<Workspace> ws) {
 // One transformer block over the batch's rows, x updated in place.
 void CpuBackend::Impl::run_layer(int32_t l, const Batch& batch, kv::KvView& kv, Workspace& ws) {
   auto& [x, xn, q, k, v, att, proj, gate, up] = ws;
-  const model::LayerWeights& lw = weights.layers[size_t(l)];
+  const LayerMatrices& lw = layers[size_t(l)];
   const size_t n = batch.tokens.size();
   const size_t dim = size_t(config.dim);
 
@@ -203,6 +249,7 @@ CpuBackend::CpuBackend(const model::ModelConfig& config, const model::Weights& w
                        int32_t n_threads)
     : impl_(std::make_unique<Impl>(config, weights, n_threads)) {
   impl_->validate_model();
+  impl_->pack_matrices();
 }
 
 CpuBackend::~CpuBackend() = default;
@@ -216,14 +263,14 @@ void CpuBackend::forward(const Batch& batch, kv::KvView& kv, std::span<float> lo
   const size_t dim = size_t(m.config.dim);
   auto ws = m.take_workspace(n);
 
-  for (size_t i = 0; i < n; ++i) dequantize_row(m.weights.tok_embd, batch.tokens[i], &ws->x[i * dim]);
+  for (size_t i = 0; i < n; ++i) m.embed(batch.tokens[i], &ws->x[i * dim]);
   for (int32_t l = 0; l < m.config.n_layers; ++l) m.run_layer(l, batch, kv, *ws);
 
   const size_t first = batch.all_logits ? 0 : n - 1;
   for (size_t i = first; i < n; ++i) {
     rmsnorm(&ws->x[i * dim], m.output_norm.data(), dim, m.config.rms_eps, &ws->xn[(i - first) * dim]);
   }
-  matmul(m.output, ws->xn.data(), n - first, logits.data(), m.pool);
+  matmul(*m.output, ws->xn.data(), n - first, logits.data(), m.pool);
   m.return_workspace(std::move(ws));
 }
 

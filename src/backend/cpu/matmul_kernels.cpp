@@ -56,7 +56,7 @@ struct F32Rows {
   size_t stride;  // bytes per row
   HWY_INLINE VF load(DF df, size_t r, size_t k) const { return hn::LoadU(df, ptr(r) + k); }
   HWY_INLINE float at(size_t r, size_t k) const { return ptr(r)[k]; }
-  HWY_INLINE void prefetch(size_t r, size_t k) const { hwy::Prefetch(ptr(r) + k); }
+  HWY_INLINE void prefetch(size_t r, size_t k) const { prefetch_stream(ptr(r) + k); }
   HWY_INLINE const float* ptr(size_t r) const {
     return reinterpret_cast<const float*>(base + r * stride);
   }
@@ -71,7 +71,7 @@ struct F16Rows {
     return hn::PromoteTo(df, hn::LoadU(dh, reinterpret_cast<const hwy::float16_t*>(ptr(r) + k)));
   }
   HWY_INLINE float at(size_t r, size_t k) const { return model::f16_to_f32(ptr(r)[k]); }
-  HWY_INLINE void prefetch(size_t r, size_t k) const { hwy::Prefetch(ptr(r) + k); }
+  HWY_INLINE void prefetch(size_t r, size_t k) const { prefetch_stream(ptr(r) + k); }
   HWY_INLINE const uint16_t* ptr(size_t r) const {
     return reinterpret_cast<const uint16_t*>(base + r * stride);
   }
@@ -87,7 +87,7 @@ struct BF16Rows {
                          hn::LoadU(dh, reinterpret_cast<const hwy::bfloat16_t*>(ptr(r) + k)));
   }
   HWY_INLINE float at(size_t r, size_t k) const { return model::bf16_to_f32(ptr(r)[k]); }
-  HWY_INLINE void prefetch(size_t r, size_t k) const { hwy::Prefetch(ptr(r) + k); }
+  HWY_INLINE void prefetch(size_t r, size_t k) const { prefetch_stream(ptr(r) + k); }
   HWY_INLINE const uint16_t* ptr(size_t r) const {
     return reinterpret_cast<const uint16_t*>(base + r * stride);
   }

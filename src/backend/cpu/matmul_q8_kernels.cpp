@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <cstdint>
 
+#include "backend/cpu/cpu_matrix.h"
 #include "model/dtype.h"
 
 HWY_BEFORE_NAMESPACE();
@@ -36,7 +37,7 @@ using VF = hn::Vec<DF>;
 constexpr size_t kTileRows = 4;
 constexpr size_t kTileCols = HWY_TARGET <= HWY_AVX3 ? 4 : 2;
 
-// Weight hints run at least this far ahead of the loads. One tile of short rows (4 x 816
+// Weight hints run at least this far ahead of the loads. One tile of short rows (4 x 832
 // bytes for 768 values) is too near to hide the memory latency at full bandwidth: on a
 // 2-core AVX-512 machine the 32000 x 768 logits matrix streams 12-20 % faster with hints
 // 8-16 KiB ahead than one tile ahead.
@@ -46,23 +47,17 @@ constexpr size_t kPrefetchMinBytes = 8192;
 // of a 1B model) stay in L2 while every weight row of the range passes over them.
 constexpr size_t kActivationBlock = 32;
 
-// A block's F16 scale in every lane: broadcast, then the target's vector conversion (F16C
-// where present), without a trip through a general-purpose register.
-HWY_INLINE VF f16_scale(const uint16_t& bits) {
-  const DF df;
-  const hn::Rebind<uint16_t, DF> du16;
-  const hn::Rebind<hwy::float16_t, DF> dh;
-  return hn::PromoteTo(df, hn::BitCast(dh, hn::Set(du16, bits)));
-}
+// Blocks whose weight scales are converted together, ahead of their dot products.
+constexpr size_t kScaleGroup = 16;
 
 struct Problem {
-  const model::TensorView& w;
+  const CpuMatrix& w;
   const ActivationBlocks& x;
   float* y;
   size_t y_stride;
-  size_t w_stride;     // bytes per weight row
   size_t blocks;       // per row
   size_t ahead_bytes;  // how far ahead the weight hints run (prefetch_hints.h)
+  size_t scales_line;  // offset in a row of the line where its scales start
 };
 
 // The exact integer dot product of one weight block with one activation block, as float
@@ -82,23 +77,34 @@ HWY_INLINE VF block_dot(const int8_t* wq, const int16_t* xq) {
   return hn::ConvertTo(df, hn::RearrangeToOddPlusEven(sum0, sum1));
 }
 
+// Weight scales of blocks [b0, b0 + count) of R rows as floats, converted a vector at a time
+// (the packed rows keep them side by side).
+template <size_t R>
+HWY_INLINE void weight_scales(const Problem& p, size_t r, size_t b0, size_t count,
+                              float (&out)[R][kScaleGroup]) {
+  const DF df;
+  const hn::Rebind<hwy::float16_t, DF> dh;
+  const hn::CappedTag<float, 1> d1;
+  const hn::Rebind<hwy::float16_t, decltype(d1)> dh1;
+  const size_t lanes = hn::Lanes(df);
+  for (size_t rr = 0; rr < R; ++rr) {
+    const auto* scales = reinterpret_cast<const hwy::float16_t*>(p.w.q8_scales(r + rr)) + b0;
+    size_t b = 0;
+    for (; b + lanes <= count; b += lanes) {
+      hn::StoreU(hn::PromoteTo(df, hn::LoadU(dh, scales + b)), df, out[rr] + b);
+    }
+    for (; b < count; ++b) out[rr][b] = hn::GetLane(hn::PromoteTo(d1, hn::LoadU(dh1, scales + b)));
+  }
+}
+
 // Weight rows [r, r + R) x activation rows [i, i + C), over whole rows. The loops over the
 // tile are unrolled so that its accumulators live in registers (GCC -O2 would keep them in
 // memory).
 template <size_t R, size_t C>
 HWY_INLINE void tile(const Problem& p, size_t r, size_t i) {
   const DF df;
-  const model::Q8Block* w[R];
-  for (size_t rr = 0; rr < R; ++rr) {
-    w[rr] = reinterpret_cast<const model::Q8Block*>(p.w.data + (r + rr) * p.w_stride);
-  }
-  // The same block of a later tile's rows is prefetched. A hint only: past the matrix end it
-  // does nothing.
-  const model::Q8Block* ahead[R];
-  for (size_t rr = 0; rr < R; ++rr) {
-    ahead[rr] = reinterpret_cast<const model::Q8Block*>(
-        reinterpret_cast<uintptr_t>(w[rr]) + p.ahead_bytes);
-  }
+  const int8_t* w[R];
+  for (size_t rr = 0; rr < R; ++rr) w[rr] = p.w.q8_values(r + rr);
   const int16_t* xq[C];
   const float* xs[C];
   for (size_t c = 0; c < C; ++c) {
@@ -111,23 +117,34 @@ HWY_INLINE void tile(const Problem& p, size_t r, size_t i) {
     HWY_UNROLL(8)
     for (size_t c = 0; c < C; ++c) acc[rr][c] = hn::Zero(df);
   }
-  for (size_t b = 0; b < p.blocks; ++b) {
-    VF x_scale[C];
-    HWY_UNROLL(8)
-    for (size_t c = 0; c < C; ++c) x_scale[c] = hn::Set(df, xs[c][b]);
-    HWY_UNROLL(8)
-    for (size_t rr = 0; rr < R; ++rr) {
-      hwy::Prefetch(ahead[rr] + b);
-      const VF w_scale = f16_scale(w[rr][b].d);
+  HWY_ALIGN float w_scales[R][kScaleGroup];
+  for (size_t b0 = 0; b0 < p.blocks; b0 += kScaleGroup) {
+    const size_t count = std::min(kScaleGroup, p.blocks - b0);
+    weight_scales<R>(p, r, b0, count, w_scales);
+    for (size_t g = 0; g < count; ++g) {
+      const size_t b = b0 + g;
+      VF x_scale[C];
       HWY_UNROLL(8)
-      for (size_t c = 0; c < C; ++c) {
-        const VF dot = block_dot(w[rr][b].q, xq[c] + b * kBlock);
-        acc[rr][c] = hn::MulAdd(hn::Mul(dot, x_scale[c]), w_scale, acc[rr][c]);
+      for (size_t c = 0; c < C; ++c) x_scale[c] = hn::Set(df, xs[c][b]);
+      HWY_UNROLL(8)
+      for (size_t rr = 0; rr < R; ++rr) {
+        // The same line of a later tile's rows, once per line (two blocks' values). A hint
+        // only: past the matrix end it does nothing.
+        if (b % 2 == 0) prefetch_stream(w[rr] + b * kBlock + p.ahead_bytes);
+        const VF w_scale = hn::Set(df, w_scales[rr][g]);
+        HWY_UNROLL(8)
+        for (size_t c = 0; c < C; ++c) {
+          const VF dot = block_dot(w[rr] + b * kBlock, xq[c] + b * kBlock);
+          acc[rr][c] = hn::MulAdd(hn::Mul(dot, x_scale[c]), w_scale, acc[rr][c]);
+        }
       }
     }
   }
   HWY_UNROLL(8)
   for (size_t rr = 0; rr < R; ++rr) {
+    // The lines of the later row's scales, which the loop's hints do not reach.
+    const auto* row = reinterpret_cast<const std::byte*>(w[rr]) + p.ahead_bytes;
+    for (size_t at = p.scales_line; at < p.w.q8_stride(); at += 64) prefetch_stream(row + at);
     HWY_UNROLL(8)
     for (size_t c = 0; c < C; ++c) {
       p.y[(i + c) * p.y_stride + r + rr] = hn::GetLane(hn::SumOfLanes(df, acc[rr][c]));
@@ -142,12 +159,13 @@ HWY_INLINE void rows_times_block(const Problem& p, size_t r, size_t i0, size_t i
   for (; i < i1; ++i) tile<R, 1>(p, r, i);
 }
 
-void MatmulRowsQ8(const model::TensorView& w, const ActivationBlocks& x, float* y,
-                  size_t y_stride, size_t r0, size_t r1) {
-  const size_t w_stride = model::row_bytes(w.dtype, x.cols);
-  const Problem p{w, x, y, y_stride, w_stride, x.cols / kBlock,
-                  prefetch_rows_ahead(kTileRows, w_stride, kPrefetchMinBytes) * w_stride};
-  prefetch_bytes(w.data + r0 * w_stride, std::min((r1 - r0) * w_stride, p.ahead_bytes));
+void MatmulRowsQ8(const CpuMatrix& w, const ActivationBlocks& x, float* y, size_t y_stride,
+                  size_t r0, size_t r1) {
+  const size_t stride = w.q8_stride();
+  const Problem p{w, x, y, y_stride, x.cols / kBlock,
+                  prefetch_rows_ahead(kTileRows, stride, kPrefetchMinBytes) * stride,
+                  x.cols / 64 * 64};
+  prefetch_bytes(w.view().data + r0 * stride, std::min((r1 - r0) * stride, p.ahead_bytes));
   for (size_t i0 = 0; i0 < x.n; i0 += kActivationBlock) {
     const size_t i1 = std::min(x.n, i0 + kActivationBlock);
     size_t r = r0;
@@ -165,8 +183,8 @@ namespace parley::backend::cpu {
 
 HWY_EXPORT(MatmulRowsQ8);
 
-void matmul_rows_q8(const model::TensorView& w, const ActivationBlocks& x, float* y,
-                    size_t y_stride, size_t r0, size_t r1) {
+void matmul_rows_q8(const CpuMatrix& w, const ActivationBlocks& x, float* y, size_t y_stride,
+                    size_t r0, size_t r1) {
   HWY_DYNAMIC_DISPATCH(MatmulRowsQ8)(w, x, y, y_stride, r0, r1);
 }
 

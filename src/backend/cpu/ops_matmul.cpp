@@ -19,20 +19,10 @@ namespace {
 // splitting a matrix between threads costs nothing measurable.
 constexpr size_t kRowsPerUnit = 16;
 
-size_t units_of(const model::TensorView& w) {
-  return (size_t(w.rows) + kRowsPerUnit - 1) / kRowsPerUnit;
-}
-
-void check_q8_rows(const model::TensorView& w) {
-  if (w.dtype == model::DType::q8_0 && w.cols % model::kQ8BlockValues != 0) {
-    fail(Status::internal, "Q8_0 matrix " + w.name + " has a row length not a multiple of 32");
-  }
-}
+size_t units_of(const CpuMatrix& w) { return (size_t(w.rows()) + kRowsPerUnit - 1) / kRowsPerUnit; }
 
 // Rows of w in units [u0, u1), clamped to the matrix.
-size_t unit_row(const model::TensorView& w, size_t u) {
-  return std::min(size_t(w.rows), u * kRowsPerUnit);
-}
+size_t unit_row(const CpuMatrix& w, size_t u) { return std::min(size_t(w.rows()), u * kRowsPerUnit); }
 
 // The activations in the forms the matrices need: floats, plus 16-bit blocks when a Q8_0
 // matrix is among them, quantized once by the calling thread before the parallel region.
@@ -49,18 +39,18 @@ Activations prepare(const float* x, size_t n, size_t cols, bool any_q8) {
   return {x, n, &blocks};
 }
 
-void product_rows(const model::TensorView& w, const Activations& a, float* y, size_t y_stride,
-                  size_t r0, size_t r1) {
-  if (w.dtype == model::DType::q8_0) {
+void product_rows(const CpuMatrix& w, const Activations& a, float* y, size_t y_stride, size_t r0,
+                  size_t r1) {
+  if (w.dtype() == model::DType::q8_0) {
     matmul_rows_q8(w, *a.blocks, y, y_stride, r0, r1);
   } else {
-    matmul_rows(w, a.x, a.n, y, y_stride, r0, r1);
+    matmul_rows(w.view(), a.x, a.n, y, y_stride, r0, r1);
   }
 }
 
 }  // namespace
 
-void matmul(const model::TensorView& w, const float* x, size_t n, float* y, ThreadPool& pool) {
+void matmul(const CpuMatrix& w, const float* x, size_t n, float* y, ThreadPool& pool) {
   matmul_many({MatmulOutput{&w, y}}, x, n, pool);
 }
 
@@ -69,15 +59,14 @@ void matmul_many(std::initializer_list<MatmulOutput> outputs, const float* x, si
   size_t total = 0;
   bool any_q8 = false;
   for (const MatmulOutput& o : outputs) {
-    check_q8_rows(*o.w);
-    if (o.w->cols != outputs.begin()->w->cols) {
-      fail(Status::internal, "fused products of " + o.w->name + " differ in row length");
+    if (o.w->cols() != outputs.begin()->w->cols()) {
+      fail(Status::internal, "fused products of " + o.w->name() + " differ in row length");
     }
     total += units_of(*o.w);
-    any_q8 = any_q8 || o.w->dtype == model::DType::q8_0;
+    any_q8 = any_q8 || o.w->dtype() == model::DType::q8_0;
   }
   if (total == 0) return;
-  const Activations a = prepare(x, n, size_t(outputs.begin()->w->cols), any_q8);
+  const Activations a = prepare(x, n, size_t(outputs.begin()->w->cols()), any_q8);
   // Units of the matrices laid end to end; a task's range may span two of them.
   pool.parallel_for(total, [&](size_t u0, size_t u1) {
     size_t base = 0;
@@ -85,7 +74,7 @@ void matmul_many(std::initializer_list<MatmulOutput> outputs, const float* x, si
       const size_t units = units_of(*o.w);
       const size_t lo = std::max(u0, base), hi = std::min(u1, base + units);
       if (lo < hi) {
-        product_rows(*o.w, a, o.y, size_t(o.w->rows), unit_row(*o.w, lo - base),
+        product_rows(*o.w, a, o.y, size_t(o.w->rows()), unit_row(*o.w, lo - base),
                      unit_row(*o.w, hi - base));
       }
       base += units;
@@ -93,16 +82,14 @@ void matmul_many(std::initializer_list<MatmulOutput> outputs, const float* x, si
   });
 }
 
-void matmul_swiglu(const model::TensorView& gate, const model::TensorView& up, const float* x,
-                   size_t n, float* out, float* up_scratch, ThreadPool& pool) {
-  if (gate.rows != up.rows || gate.cols != up.cols) {  // no string built on the hot path
-    fail(Status::internal, "gate " + gate.name + " and up " + up.name + " differ in shape");
+void matmul_swiglu(const CpuMatrix& gate, const CpuMatrix& up, const float* x, size_t n,
+                   float* out, float* up_scratch, ThreadPool& pool) {
+  if (gate.rows() != up.rows() || gate.cols() != up.cols()) {  // no string built on the hot path
+    fail(Status::internal, "gate " + gate.name() + " and up " + up.name() + " differ in shape");
   }
-  check_q8_rows(gate);
-  check_q8_rows(up);
-  const size_t rows = size_t(gate.rows);
-  const bool any_q8 = gate.dtype == model::DType::q8_0 || up.dtype == model::DType::q8_0;
-  const Activations a = prepare(x, n, size_t(gate.cols), any_q8);
+  const size_t rows = size_t(gate.rows());
+  const bool any_q8 = gate.dtype() == model::DType::q8_0 || up.dtype() == model::DType::q8_0;
+  const Activations a = prepare(x, n, size_t(gate.cols()), any_q8);
   pool.parallel_for(units_of(gate), [&](size_t u0, size_t u1) {
     const size_t r0 = unit_row(gate, u0), r1 = unit_row(gate, u1);
     product_rows(gate, a, out, rows, r0, r1);

@@ -1,14 +1,17 @@
 // matmul and dequantize_row for every weight type, against a naive double product over the
 // same stored (dequantized) weights and, for Q8_0, the same 16-bit activation blocks (whose
 // rounding test_activation_blocks.cpp checks), on sizes that are not multiples of any SIMD
-// width.
+// width; and the packed Q8_0 rows the products read.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <random>
 #include <string>
 
 #include "backend/cpu/activation_blocks.h"
+#include "backend/cpu/cpu_matrix.h"
 #include "backend/cpu/ops_matmul.h"
 #include "backend/cpu/thread_pool.h"
 #include "common/error.h"
@@ -28,7 +31,7 @@ double matmul_error(DType dtype, int64_t rows, int64_t cols, size_t n, int32_t t
   const std::vector<float> x = random_values(n * size_t(cols), 1.0f, rng);
   std::vector<float> y(n * size_t(rows), NAN);
   backend::cpu::ThreadPool pool(threads);
-  backend::cpu::matmul(w, x.data(), n, y.data(), pool);
+  backend::cpu::matmul(backend::cpu::CpuMatrix(w), x.data(), n, y.data(), pool);
 
   const std::vector<double> wd = decode_tensor(w);
   std::vector<double> xd(x.begin(), x.end());
@@ -83,28 +86,65 @@ TEST_CASE("matmul gives the same bits for any thread count and any batch split")
       const model::TensorView w = make_tensor(owner, "w", t, rows, cols,
                                               random_values(size_t(rows * cols), 1.0f, rng));
       const std::vector<float> x = random_values(n * size_t(cols), 1.0f, rng);
+      const backend::cpu::CpuMatrix m(w);
       backend::cpu::ThreadPool one(1), four(4);
       std::vector<float> a(n * size_t(rows)), b(a.size());
-      backend::cpu::matmul(w, x.data(), n, a.data(), one);
-      backend::cpu::matmul(w, x.data(), n, b.data(), four);
+      backend::cpu::matmul(m, x.data(), n, a.data(), one);
+      backend::cpu::matmul(m, x.data(), n, b.data(), four);
       INFO(model::dtype_name(t) << " n " << n);
       CHECK(a == b);
       for (size_t i = 0; i < n; ++i) {  // row i alone
         std::vector<float> single(static_cast<size_t>(rows));
-        backend::cpu::matmul(w, &x[i * size_t(cols)], 1, single.data(), four);
+        backend::cpu::matmul(m, &x[i * size_t(cols)], 1, single.data(), four);
         CHECK(std::equal(single.begin(), single.end(), a.begin() + int64_t(i) * rows));
       }
     }
   }
 }
 
-TEST_CASE("matmul rejects a Q8_0 matrix whose rows are not whole blocks") {
+TEST_CASE("packing rejects a Q8_0 matrix whose rows are not whole blocks") {
   model::Weights owner;
   model::TensorView w = make_tensor(owner, "w", DType::q8_0, 2, 64, std::vector<float>(128, 1.0f));
   w.cols = 48;  // a shape a reader would never accept
-  std::vector<float> x(48), y(2);
-  backend::cpu::ThreadPool pool(1);
-  CHECK_THROWS_AS(backend::cpu::matmul(w, x.data(), 1, y.data(), pool), Error);
+  CHECK_THROWS_AS(backend::cpu::CpuMatrix{w}, Error);
+}
+
+TEST_CASE("a packed matrix holds the file's rows: values, scales, 64-byte rows") {
+  std::mt19937 rng(13);
+  for (int64_t cols : {int64_t(32), int64_t(96), int64_t(768), int64_t(5632)}) {
+    model::Weights owner;
+    const int64_t rows = 5;
+    const model::TensorView w = make_tensor(owner, "w", DType::q8_0, rows, cols,
+                                            random_values(size_t(rows * cols), 3.0f, rng));
+    const backend::cpu::CpuMatrix m(w);
+    INFO("cols " << cols);
+    REQUIRE(m.packed());
+    CHECK(m.q8_stride() % 64 == 0);
+    CHECK(m.q8_stride() >= size_t(cols) + size_t(cols) / 32 * 2);
+    CHECK(m.q8_stride() < size_t(cols) + size_t(cols) / 32 * 2 + 64);
+    const std::vector<double> all = decode_tensor(w);
+    std::vector<float> row(static_cast<size_t>(cols));
+    for (int64_t r = 0; r < rows; ++r) {
+      CHECK(reinterpret_cast<uintptr_t>(m.q8_values(size_t(r))) % 64 == 0);
+      const auto* blocks = reinterpret_cast<const model::Q8Block*>(w.row(r));
+      for (int64_t b = 0; b < cols / 32; ++b) {
+        CHECK(m.q8_scales(size_t(r))[b] == blocks[b].d);
+        CHECK(std::equal(blocks[b].q, blocks[b].q + 32, m.q8_values(size_t(r)) + b * 32));
+      }
+      m.dequantize_row(r, row.data());
+      for (int64_t k = 0; k < cols; ++k) CHECK(double(row[size_t(k)]) == all[size_t(r * cols + k)]);
+    }
+  }
+  // Other types are the model's bytes, not copied.
+  model::Weights owner;
+  const model::TensorView f = make_tensor(owner, "f", DType::f16, 3, 40, random_values(120, 1.0f, rng));
+  const backend::cpu::CpuMatrix m(f);
+  CHECK_FALSE(m.packed());
+  CHECK(m.view().data == f.data);
+  std::vector<float> row(40);
+  m.dequantize_row(2, row.data());
+  const std::vector<double> all = decode_tensor(f);
+  for (size_t k = 0; k < row.size(); ++k) CHECK(double(row[k]) == all[80 + k]);
 }
 
 TEST_CASE("dequantize_row decodes one row of each type exactly") {

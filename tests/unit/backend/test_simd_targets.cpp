@@ -122,6 +122,7 @@ TEST_CASE("matmul agrees with the scalar target on every target, every weight ty
       const model::TensorView w = make_tensor(owner, "w", t, s.rows, s.cols,
                                               random_values(size_t(s.rows * s.cols), 1.0f, rng));
       const std::vector<float> x = random_values(s.n * size_t(s.cols), 1.0f, rng);
+      const backend::cpu::CpuMatrix m(w);
       backend::cpu::ThreadPool pool(2);
       const std::string what = std::string(model::dtype_name(t)) + " rows " +
                                std::to_string(s.rows) + " cols " + std::to_string(s.cols) +
@@ -129,11 +130,11 @@ TEST_CASE("matmul agrees with the scalar target on every target, every weight ty
       // Float sums over up to 4100 terms in another order: a few float ulps of the largest.
       check_against_scalar(what, 1e-5, [&] {
         std::vector<float> y(s.n * size_t(s.rows), NAN);
-        backend::cpu::matmul(w, x.data(), s.n, y.data(), pool);
+        backend::cpu::matmul(m, x.data(), s.n, y.data(), pool);
         // On every target, each row alone gives the bits it gets in the batch.
         for (size_t i = 0; i < s.n; ++i) {
           std::vector<float> one(static_cast<size_t>(s.rows), NAN);
-          backend::cpu::matmul(w, &x[i * size_t(s.cols)], 1, one.data(), pool);
+          backend::cpu::matmul(m, &x[i * size_t(s.cols)], 1, one.data(), pool);
           INFO(what << " row " << i << " on " << backend::cpu::matmul_target_name());
           CHECK(std::equal(one.begin(), one.end(), y.begin() + int64_t(i) * s.rows));
         }
@@ -158,7 +159,8 @@ TEST_CASE("fused gate/up with SwiGLU agrees with the scalar target on every targ
     check_against_scalar(std::string("matmul_swiglu ") + std::string(model::dtype_name(t)), 1e-5,
                          [&] {
                            std::vector<float> out(n * size_t(rows)), scratch(out.size());
-                           backend::cpu::matmul_swiglu(gate, up, x.data(), n, out.data(),
+                           backend::cpu::matmul_swiglu(backend::cpu::CpuMatrix(gate),
+                                                       backend::cpu::CpuMatrix(up), x.data(), n, out.data(),
                                                        scratch.data(), pool);
                            return out;
                          });

@@ -1,0 +1,79 @@
+#include "backend/cpu/cpu_matrix.h"
+
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <new>
+
+#include "backend/cpu/ops_matmul.h"
+#include "common/error.h"
+#include "model/dtype.h"
+
+namespace parley::backend::cpu {
+namespace {
+
+constexpr size_t kLine = 64;
+
+size_t packed_stride(size_t cols) {
+  const size_t bytes = cols + cols / model::kQ8BlockValues * sizeof(uint16_t);
+  return (bytes + kLine - 1) / kLine * kLine;
+}
+
+}  // namespace
+
+void CpuMatrix::FreeBytes::operator()(std::byte* p) const { std::free(p); }
+
+CpuMatrix::CpuMatrix(const model::TensorView& w) : view_(w) {
+  if (w.dtype != model::DType::q8_0) return;
+  const size_t rows = size_t(w.rows), cols = size_t(w.cols);
+  require(cols % model::kQ8BlockValues == 0, Status::internal,
+          "Q8_0 matrix " + w.name + " has a row length not a multiple of 32");
+  stride_ = packed_stride(cols);
+  const size_t bytes = std::max(rows * stride_, kLine);
+  packed_.reset(static_cast<std::byte*>(std::aligned_alloc(kLine, bytes)));
+  if (!packed_) throw std::bad_alloc();
+  const size_t blocks = cols / model::kQ8BlockValues;
+  for (size_t r = 0; r < rows; ++r) {
+    const auto* src = reinterpret_cast<const model::Q8Block*>(w.row(int64_t(r)));
+    std::byte* row = packed_.get() + r * stride_;
+    auto* values = reinterpret_cast<int8_t*>(row);
+    auto* scales = reinterpret_cast<uint16_t*>(row + cols);
+    for (size_t b = 0; b < blocks; ++b) {
+      std::memcpy(values + b * model::kQ8BlockValues, src[b].q, model::kQ8BlockValues);
+      scales[b] = src[b].d;
+    }
+    // Every byte of the buffer defined, the padding too.
+    const size_t used = cols + blocks * sizeof(uint16_t);
+    std::memset(row + used, 0, stride_ - used);
+  }
+  view_.data = packed_.get();
+  view_.n_bytes = rows * stride_;
+}
+
+void CpuMatrix::dequantize_row(int64_t r, float* out) const {
+  if (!packed()) {
+    cpu::dequantize_row(view_, r, out);
+    return;
+  }
+  const int8_t* q = q8_values(size_t(r));
+  const uint16_t* d = q8_scales(size_t(r));
+  for (size_t k = 0; k < size_t(cols()); ++k) {
+    out[k] = model::f16_to_f32(d[k / model::kQ8BlockValues]) * float(q[k]);
+  }
+}
+
+void release_source_pages(const model::TensorView& source) {
+#ifdef MADV_PAGEOUT
+  const auto page = uintptr_t(sysconf(_SC_PAGESIZE));
+  const auto begin = (uintptr_t(source.data) + page - 1) / page * page;
+  const auto end = (uintptr_t(source.data) + source.n_bytes) / page * page;
+  if (end > begin) madvise(reinterpret_cast<void*>(begin), end - begin, MADV_PAGEOUT);
+#else
+  (void)source;
+#endif
+}
+
+}  // namespace parley::backend::cpu

@@ -1,0 +1,65 @@
+// A weight matrix as the CPU products read it. F32, F16 and BF16 matrices are the model's own
+// bytes. Q8_0 matrices are repacked once, when the backend is built: each row holds its
+// blocks' 8-bit values side by side, then the blocks' F16 scales, and starts on a 64-byte
+// line. In the file's layout (34-byte blocks) every other 32-byte load straddles two cache
+// lines and each block's scale is a load of its own; packed, two blocks' values fill one line
+// and a row's scales take one or two lines. Decode over such matrices streams 15-25 % faster
+// on the machines measured (bench/RESULTS.md).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "model/weights.h"
+
+namespace parley::backend::cpu {
+
+class CpuMatrix {
+ public:
+  // F32/F16/BF16: a view of w's bytes, nothing copied. Q8_0: w's rows repacked into memory
+  // this object owns; Error(internal) when a row is not whole blocks of 32 values.
+  explicit CpuMatrix(const model::TensorView& w);
+
+  model::DType dtype() const { return view_.dtype; }
+  int64_t rows() const { return view_.rows; }
+  int64_t cols() const { return view_.cols; }
+  const std::string& name() const { return view_.name; }
+  bool packed() const { return packed_ != nullptr; }
+
+  // The matrix as stored in the model; for a packed matrix its data is the packed bytes
+  // (read them through the q8 accessors below).
+  const model::TensorView& view() const { return view_; }
+
+  // Packed Q8_0 rows: `cols` int8 values, then cols / 32 F16 scales, `q8_stride()` bytes from
+  // one row's start to the next's (a multiple of 64).
+  const int8_t* q8_values(size_t r) const {
+    return reinterpret_cast<const int8_t*>(view_.data + r * stride_);
+  }
+  const uint16_t* q8_scales(size_t r) const {
+    return reinterpret_cast<const uint16_t*>(view_.data + r * stride_ + size_t(view_.cols));
+  }
+  size_t q8_stride() const { return stride_; }
+
+  // out[cols] = row r as floats, from the bytes the products read (the token embedding of a
+  // model whose output matrix is tied to it reads the packed copy, so that the file's pages
+  // are not needed again).
+  void dequantize_row(int64_t r, float* out) const;
+
+ private:
+  struct FreeBytes {
+    void operator()(std::byte* p) const;
+  };
+  model::TensorView view_;
+  std::unique_ptr<std::byte, FreeBytes> packed_;
+  size_t stride_ = 0;
+};
+
+// Tells the kernel that the source bytes of a packed matrix will not be read again: pages of
+// a mapped file leave this process's resident set (the file is read again should anything
+// touch them), so a Q8_0 model is not held twice. Whole pages inside [data, data + n_bytes)
+// only; a hint, its failure ignored. Anonymous memory stays where it is unless there is swap.
+void release_source_pages(const model::TensorView& source);
+
+}  // namespace parley::backend::cpu
