@@ -17,9 +17,11 @@ namespace {
 
 constexpr size_t kLine = 64;
 
+size_t round_up(size_t n, size_t to) { return (n + to - 1) / to * to; }
+
+// The scales padded to 32 bytes, so that the kernels read them in whole vectors.
 size_t packed_stride(size_t cols) {
-  const size_t bytes = cols + cols / model::kQ8BlockValues * sizeof(uint16_t);
-  return (bytes + kLine - 1) / kLine * kLine;
+  return round_up(cols + round_up(cols / model::kQ8BlockValues * sizeof(uint16_t), 32), kLine);
 }
 
 }  // namespace

@@ -32,8 +32,9 @@ class CpuMatrix {
   // (read them through the q8 accessors below).
   const model::TensorView& view() const { return view_; }
 
-  // Packed Q8_0 rows: `cols` int8 values, then cols / 32 F16 scales, `q8_stride()` bytes from
-  // one row's start to the next's (a multiple of 64).
+  // Packed Q8_0 rows: `cols` int8 values, then cols / 32 F16 scales, then zeros to at least
+  // the next multiple of 32 bytes; `q8_stride()` bytes from one row's start to the next's (a
+  // multiple of 64).
   const int8_t* q8_values(size_t r) const {
     return reinterpret_cast<const int8_t*>(view_.data + r * stride_);
   }

@@ -77,23 +77,20 @@ HWY_INLINE VF block_dot(const int8_t* wq, const int16_t* xq) {
   return hn::ConvertTo(df, hn::RearrangeToOddPlusEven(sum0, sum1));
 }
 
-// Weight scales of blocks [b0, b0 + count) of R rows as floats, converted a vector at a time
-// (the packed rows keep them side by side).
+// Weight scales of blocks [b0, b0 + count) of R rows as floats, a whole vector at a time: a
+// packed row's scales are followed by padding to a multiple of 32 bytes (cpu_matrix.h), so
+// the last vector stays inside the row.
 template <size_t R>
 HWY_INLINE void weight_scales(const Problem& p, size_t r, size_t b0, size_t count,
                               float (&out)[R][kScaleGroup]) {
   const DF df;
   const hn::Rebind<hwy::float16_t, DF> dh;
-  const hn::CappedTag<float, 1> d1;
-  const hn::Rebind<hwy::float16_t, decltype(d1)> dh1;
-  const size_t lanes = hn::Lanes(df);
+  static_assert(kScaleGroup % hn::MaxLanes(DF()) == 0);
   for (size_t rr = 0; rr < R; ++rr) {
     const auto* scales = reinterpret_cast<const hwy::float16_t*>(p.w.q8_scales(r + rr)) + b0;
-    size_t b = 0;
-    for (; b + lanes <= count; b += lanes) {
-      hn::StoreU(hn::PromoteTo(df, hn::LoadU(dh, scales + b)), df, out[rr] + b);
+    for (size_t b = 0; b < count; b += hn::Lanes(df)) {
+      hn::Store(hn::PromoteTo(df, hn::LoadU(dh, scales + b)), df, out[rr] + b);
     }
-    for (; b < count; ++b) out[rr][b] = hn::GetLane(hn::PromoteTo(d1, hn::LoadU(dh1, scales + b)));
   }
 }
 

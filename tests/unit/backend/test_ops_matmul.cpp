@@ -119,9 +119,11 @@ TEST_CASE("a packed matrix holds the file's rows: values, scales, 64-byte rows")
     const backend::cpu::CpuMatrix m(w);
     INFO("cols " << cols);
     REQUIRE(m.packed());
+    // Scales padded to 32 bytes (the kernels read them in whole vectors), rows to 64.
+    const size_t scale_bytes = size_t(cols) / 32 * 2, padded = (scale_bytes + 31) / 32 * 32;
     CHECK(m.q8_stride() % 64 == 0);
-    CHECK(m.q8_stride() >= size_t(cols) + size_t(cols) / 32 * 2);
-    CHECK(m.q8_stride() < size_t(cols) + size_t(cols) / 32 * 2 + 64);
+    CHECK(m.q8_stride() >= size_t(cols) + padded);
+    CHECK(m.q8_stride() < size_t(cols) + padded + 64);
     const std::vector<double> all = decode_tensor(w);
     std::vector<float> row(static_cast<size_t>(cols));
     for (int64_t r = 0; r < rows; ++r) {
@@ -131,6 +133,9 @@ TEST_CASE("a packed matrix holds the file's rows: values, scales, 64-byte rows")
         CHECK(m.q8_scales(size_t(r))[b] == blocks[b].d);
         CHECK(std::equal(blocks[b].q, blocks[b].q + 32, m.q8_values(size_t(r)) + b * 32));
       }
+      const auto* tail = reinterpret_cast<const std::byte*>(m.q8_scales(size_t(r))) + scale_bytes;
+      const auto* next = reinterpret_cast<const std::byte*>(m.q8_values(size_t(r))) + m.q8_stride();
+      CHECK(std::all_of(tail, next, [](std::byte b) { return b == std::byte{0}; }));
       m.dequantize_row(r, row.data());
       for (int64_t k = 0; k < cols; ++k) CHECK(double(row[size_t(k)]) == all[size_t(r * cols + k)]);
     }
