@@ -54,8 +54,14 @@ struct Workspace {
 struct LayerMatrices {
   CpuMatrix wq, wk, wv, wo, w_gate, w_up, w_down;
 
-  explicit LayerMatrices(const model::LayerWeights& w)
-      : wq(w.wq), wk(w.wk), wv(w.wv), wo(w.wo), w_gate(w.w_gate), w_up(w.w_up), w_down(w.w_down) {}
+  LayerMatrices(const model::LayerWeights& w, ThreadPool& pool)
+      : wq(w.wq, &pool),
+        wk(w.wk, &pool),
+        wv(w.wv, &pool),
+        wo(w.wo, &pool),
+        w_gate(w.w_gate, &pool),
+        w_up(w.w_up, &pool),
+        w_down(w.w_down, &pool) {}
 };
 
 struct CpuBackend::Impl {
@@ -130,7 +136,7 @@ void CpuBackend::Impl::pack_matrices() {
   };
   layers.reserve(weights.layers.size());
   for (const model::LayerWeights& lw : weights.layers) {
-    const LayerMatrices& L = layers.emplace_back(lw);
+    const LayerMatrices& L = layers.emplace_back(lw, pool);
     release(L.wq, lw.wq);
     release(L.wk, lw.wk);
     release(L.wv, lw.wv);
@@ -139,7 +145,7 @@ void CpuBackend::Impl::pack_matrices() {
     release(L.w_up, lw.w_up);
     release(L.w_down, lw.w_down);
   }
-  output = std::make_unique<CpuMatrix>(output_weights);
+  output = std::make_unique<CpuMatrix>(output_weights, &pool);
   // A tied embedding is looked up in the packed copy from now on (embed()).
   release(*output, output_weights);
 }

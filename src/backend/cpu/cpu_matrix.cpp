@@ -9,6 +9,7 @@
 #include <new>
 
 #include "backend/cpu/ops_matmul.h"
+#include "backend/cpu/thread_pool.h"
 #include "common/error.h"
 #include "model/dtype.h"
 
@@ -28,7 +29,7 @@ size_t packed_stride(size_t cols) {
 
 void CpuMatrix::FreeBytes::operator()(std::byte* p) const { std::free(p); }
 
-CpuMatrix::CpuMatrix(const model::TensorView& w) : view_(w) {
+CpuMatrix::CpuMatrix(const model::TensorView& w, ThreadPool* pool) : view_(w) {
   if (w.dtype != model::DType::q8_0) return;
   const size_t rows = size_t(w.rows), cols = size_t(w.cols);
   require(cols % model::kQ8BlockValues == 0, Status::internal,
@@ -38,18 +39,24 @@ CpuMatrix::CpuMatrix(const model::TensorView& w) : view_(w) {
   packed_.reset(static_cast<std::byte*>(std::aligned_alloc(kLine, bytes)));
   if (!packed_) throw std::bad_alloc();
   const size_t blocks = cols / model::kQ8BlockValues;
-  for (size_t r = 0; r < rows; ++r) {
-    const auto* src = reinterpret_cast<const model::Q8Block*>(w.row(int64_t(r)));
-    std::byte* row = packed_.get() + r * stride_;
-    auto* values = reinterpret_cast<int8_t*>(row);
-    auto* scales = reinterpret_cast<uint16_t*>(row + cols);
-    for (size_t b = 0; b < blocks; ++b) {
-      std::memcpy(values + b * model::kQ8BlockValues, src[b].q, model::kQ8BlockValues);
-      scales[b] = src[b].d;
+  const auto pack_rows = [&](size_t r0, size_t r1) {
+    for (size_t r = r0; r < r1; ++r) {
+      const auto* src = reinterpret_cast<const model::Q8Block*>(w.row(int64_t(r)));
+      std::byte* row = packed_.get() + r * stride_;
+      auto* values = reinterpret_cast<int8_t*>(row);
+      auto* scales = reinterpret_cast<uint16_t*>(row + cols);
+      for (size_t b = 0; b < blocks; ++b) {
+        std::memcpy(values + b * model::kQ8BlockValues, src[b].q, model::kQ8BlockValues);
+        scales[b] = src[b].d;
+      }
+      const size_t used = cols + blocks * sizeof(uint16_t);
+      std::memset(row + used, 0, stride_ - used);  // every byte defined, the padding too
     }
-    // Every byte of the buffer defined, the padding too.
-    const size_t used = cols + blocks * sizeof(uint16_t);
-    std::memset(row + used, 0, stride_ - used);
+  };
+  if (pool) {
+    pool->parallel_for(rows, pack_rows);
+  } else {
+    pack_rows(0, rows);
   }
   view_.data = packed_.get();
   view_.n_bytes = rows * stride_;

@@ -16,11 +16,14 @@
 
 namespace parley::backend::cpu {
 
+class ThreadPool;
+
 class CpuMatrix {
  public:
   // F32/F16/BF16: a view of w's bytes, nothing copied. Q8_0: w's rows repacked into memory
-  // this object owns; Error(internal) when a row is not whole blocks of 32 values.
-  explicit CpuMatrix(const model::TensorView& w);
+  // this object owns, on the pool's threads when one is given (first touches of fresh memory
+  // run faster side by side); Error(internal) when a row is not whole blocks of 32 values.
+  explicit CpuMatrix(const model::TensorView& w, ThreadPool* pool = nullptr);
 
   model::DType dtype() const { return view_.dtype; }
   int64_t rows() const { return view_.rows; }
