@@ -58,6 +58,18 @@ struct Problem {
   size_t blocks;       // per row
   size_t ahead_bytes;  // how far ahead the weight hints run (prefetch_hints.h)
   size_t scales_line;  // offset in a row of the line where its scales start
+  // Each weight byte is read once (one block of activation rows, as in decode): hints that
+  // keep it out of the caches' longer-lived levels. Prefill re-reads the rows for every
+  // activation block, so there they stay.
+  bool read_once;
+
+  HWY_INLINE void prefetch(const void* at) const {
+    if (read_once) {
+      prefetch_stream(at);
+    } else {
+      hwy::Prefetch(at);
+    }
+  }
 };
 
 // The exact integer dot product of one weight block with one activation block, as float
@@ -127,7 +139,7 @@ HWY_INLINE void tile(const Problem& p, size_t r, size_t i) {
       for (size_t rr = 0; rr < R; ++rr) {
         // The same line of a later tile's rows, once per line (two blocks' values). A hint
         // only: past the matrix end it does nothing.
-        if (b % 2 == 0) prefetch_stream(w[rr] + b * kBlock + p.ahead_bytes);
+        if (b % 2 == 0) p.prefetch(w[rr] + b * kBlock + p.ahead_bytes);
         const VF w_scale = hn::Set(df, w_scales[rr][g]);
         HWY_UNROLL(8)
         for (size_t c = 0; c < C; ++c) {
@@ -141,7 +153,7 @@ HWY_INLINE void tile(const Problem& p, size_t r, size_t i) {
   for (size_t rr = 0; rr < R; ++rr) {
     // The lines of the later row's scales, which the loop's hints do not reach.
     const auto* row = reinterpret_cast<const std::byte*>(w[rr]) + p.ahead_bytes;
-    for (size_t at = p.scales_line; at < p.w.q8_stride(); at += 64) prefetch_stream(row + at);
+    for (size_t at = p.scales_line; at < p.w.q8_stride(); at += 64) p.prefetch(row + at);
     HWY_UNROLL(8)
     for (size_t c = 0; c < C; ++c) {
       p.y[(i + c) * p.y_stride + r + rr] = hn::GetLane(hn::SumOfLanes(df, acc[rr][c]));
@@ -161,7 +173,7 @@ void MatmulRowsQ8(const CpuMatrix& w, const ActivationBlocks& x, float* y, size_
   const size_t stride = w.q8_stride();
   const Problem p{w, x, y, y_stride, x.cols / kBlock,
                   prefetch_rows_ahead(kTileRows, stride, kPrefetchMinBytes) * stride,
-                  x.cols / 64 * 64};
+                  x.cols / 64 * 64, x.n <= kActivationBlock};
   prefetch_bytes(w.view().data + r0 * stride, std::min((r1 - r0) * stride, p.ahead_bytes));
   for (size_t i0 = 0; i0 < x.n; i0 += kActivationBlock) {
     const size_t i1 = std::min(x.n, i0 + kActivationBlock);
