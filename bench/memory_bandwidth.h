@@ -9,7 +9,8 @@ namespace parley::bench {
 
 struct CopyBandwidth {
   double gb_per_s = 0;     // best of the runs; bytes read + bytes written, as STREAM counts
-  double read_gb_per_s = 0;  // best of the runs of a read-only pass (0 where not measured)
+  double read_gb_per_s = 0;  // best of the runs of a read-only pass, plain or with software
+                             // prefetch hints (0 where not measured)
   size_t array_bytes = 0;  // each of the two arrays
   int threads = 0;
 };
