@@ -64,7 +64,9 @@ std::unique_ptr<model::LoadedModel> ModelSource::view() const {
   v->tokenizer = model_->tokenizer;
   v->fingerprint = model_->fingerprint;
   v->n_params = model_->n_params;
-  // TensorViews are plain pointers; `owned` and `files` stay with the source.
+  // TensorViews are plain pointers; `owned` stays with the source, the mappings are shared
+  // (the CPU backend drops the pages of the matrices it packs from them).
+  v->files = model_->files;
   const model::Weights& w = model_->weights;
   v->weights.tok_embd = w.tok_embd;
   v->weights.layers = w.layers;

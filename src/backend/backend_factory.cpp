@@ -1,5 +1,7 @@
 #include <cctype>
+#include <span>
 #include <string>
+#include <vector>
 
 #include "backend/backend.h"
 #include "backend/cpu/cpu_backend.h"
@@ -42,7 +44,10 @@ std::unique_ptr<Backend> make_backend(std::string_view device, const model::Load
     }
   }
   if (device.empty() || device == "auto" || device == "cpu") {
-    return std::make_unique<cpu::CpuBackend>(model.config, model.weights, n_threads);
+    std::vector<std::span<const std::byte>> mapped;
+    for (const auto& file : model.files) mapped.push_back(file->bytes());
+    return std::make_unique<cpu::CpuBackend>(model.config, model.weights, n_threads,
+                                             std::move(mapped));
   }
   if (is_cuda_device(device)) {
     const int32_t index = device == "cuda" ? 0 : std::stoi(std::string(device.substr(5)));

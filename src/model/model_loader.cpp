@@ -83,7 +83,7 @@ std::unique_ptr<LoadedModel> load_model(const std::string& path) {
   if (fs::is_directory(st)) {
     load_hf(path, *m);
   } else {
-    m->files.push_back(std::make_unique<MappedFile>(path));
+    m->files.push_back(std::make_shared<MappedFile>(path));
     const auto bytes = m->files.back()->bytes();
     if (bytes.size() < 4 || std::memcmp(bytes.data(), "GGUF", 4) != 0) {
       fail(Status::bad_model, "'" + path + "' is not a GGUF file or a Hugging Face directory");

@@ -19,7 +19,7 @@ struct LoadedModel {
   TokenizerSource tokenizer;
   uint64_t fingerprint = 0;   // hyperparameters + vocabulary + a sparse sample of every tensor
   uint64_t n_params = 0;
-  std::vector<std::unique_ptr<MappedFile>> files;  // keep the mappings alive
+  std::vector<std::shared_ptr<MappedFile>> files;  // keep the mappings alive (shared by views)
 };
 
 // Throws Error: not_found (no such path), io, bad_model (names the field), unsupported.

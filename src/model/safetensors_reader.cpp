@@ -220,15 +220,15 @@ std::map<std::string, std::string> parse_safetensors_index(std::string_view text
 namespace {
 
 std::span<const std::byte> map_file(const std::filesystem::path& path,
-                                    std::vector<std::unique_ptr<MappedFile>>& files) {
-  files.push_back(std::make_unique<MappedFile>(path.string()));
+                                    std::vector<std::shared_ptr<MappedFile>>& files) {
+  files.push_back(std::make_shared<MappedFile>(path.string()));
   return files.back()->bytes();
 }
 
 }  // namespace
 
 std::vector<SafetensorsTensor> read_safetensors_dir(
-    const std::filesystem::path& dir, std::vector<std::unique_ptr<MappedFile>>& files) {
+    const std::filesystem::path& dir, std::vector<std::shared_ptr<MappedFile>>& files) {
   std::error_code ec;
   const auto single = dir / "model.safetensors";
   const auto index_path = dir / "model.safetensors.index.json";

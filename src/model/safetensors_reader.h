@@ -45,6 +45,6 @@ std::map<std::string, std::string> parse_safetensors_index(std::string_view json
 // model.safetensors.index.json (each tensor in exactly the shard the index names). The
 // mappings are appended to `files`, which must outlive the returned views.
 std::vector<SafetensorsTensor> read_safetensors_dir(
-    const std::filesystem::path& dir, std::vector<std::unique_ptr<MappedFile>>& files);
+    const std::filesystem::path& dir, std::vector<std::shared_ptr<MappedFile>>& files);
 
 }  // namespace parley::model

@@ -73,6 +73,7 @@ struct CpuBackend::Impl {
   std::vector<std::vector<float>> attn_norm, ffn_norm;  // [n_layers][dim]
   std::vector<float> output_norm;                       // [dim]
   ThreadPool pool;
+  std::vector<std::span<const std::byte>> mapped_files;  // where the weights' sources may lie
 
   std::mutex workspaces_mutex;
   std::vector<std::unique_ptr<Workspace>> idle_workspaces;
@@ -129,10 +130,10 @@ void CpuBackend::Impl::validate_model() {
 }
 
 // Packs the Q8_0 matrices one at a time, each source released as soon as it is copied, so
-// that the process holds the model about once.
+// that the process holds a model file's matrices about once.
 void CpuBackend::Impl::pack_matrices() {
-  const auto release = [](const CpuMatrix& m, const model::TensorView& source) {
-    if (m.packed()) release_source_pages(source);
+  const auto release = [&](const CpuMatrix& m, const model::TensorView& source) {
+    if (m.packed()) release_source_pages(source, mapped_files);
   };
   layers.reserve(weights.layers.size());
   for (const model::LayerWeights& lw : weights.layers) {
@@ -252,8 +253,9 @@ void CpuBackend::Impl::run_layer(int32_t l, const Batch& batch, kv::KvView& kv, 
 }
 
 CpuBackend::CpuBackend(const model::ModelConfig& config, const model::Weights& weights,
-                       int32_t n_threads)
+                       int32_t n_threads, std::vector<std::span<const std::byte>> mapped_files)
     : impl_(std::make_unique<Impl>(config, weights, n_threads)) {
+  impl_->mapped_files = std::move(mapped_files);
   impl_->validate_model();
   impl_->pack_matrices();
 }

@@ -2,6 +2,8 @@
 #pragma once
 
 #include <memory>
+#include <span>
+#include <vector>
 
 #include "backend/backend.h"
 #include "model/model_config.h"
@@ -11,10 +13,14 @@ namespace parley::backend::cpu {
 
 class CpuBackend final : public Backend {
  public:
-  // The weights (and what their views point into) must outlive the backend.
-  // n_threads: 0 = one per core. Throws Error(internal) when a weight's shape does not match
-  // the config, Error(invalid_argument) for a negative thread count.
-  CpuBackend(const model::ModelConfig& config, const model::Weights& weights, int32_t n_threads);
+  // The weights (and what their views point into) must outlive the backend. Q8_0 matrices
+  // are copied into the layout the products read (cpu_matrix.h); where their bytes lie in
+  // one of `mapped_files` (the model's read-only file mappings), those pages are then
+  // dropped from the process. n_threads: 0 = one per core. Throws Error(internal) when a
+  // weight's shape does not match the config, Error(invalid_argument) for a negative thread
+  // count.
+  CpuBackend(const model::ModelConfig& config, const model::Weights& weights, int32_t n_threads,
+             std::vector<std::span<const std::byte>> mapped_files = {});
   ~CpuBackend() override;
 
   std::string name() const override { return "cpu"; }

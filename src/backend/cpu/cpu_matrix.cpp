@@ -74,15 +74,17 @@ void CpuMatrix::dequantize_row(int64_t r, float* out) const {
   }
 }
 
-void release_source_pages(const model::TensorView& source) {
-#ifdef MADV_PAGEOUT
+void release_source_pages(const model::TensorView& source,
+                          std::span<const std::span<const std::byte>> mapped_files) {
+  const auto inside = [&](std::span<const std::byte> file) {
+    return source.data >= file.data() && source.data + source.n_bytes <= file.data() + file.size();
+  };
+  if (std::none_of(mapped_files.begin(), mapped_files.end(), inside)) return;
   const auto page = uintptr_t(sysconf(_SC_PAGESIZE));
   const auto begin = (uintptr_t(source.data) + page - 1) / page * page;
   const auto end = (uintptr_t(source.data) + source.n_bytes) / page * page;
-  if (end > begin) madvise(reinterpret_cast<void*>(begin), end - begin, MADV_PAGEOUT);
-#else
-  (void)source;
-#endif
+  // A private mapping never written: dropped pages come back from the file, never as zeros.
+  if (end > begin) madvise(reinterpret_cast<void*>(begin), end - begin, MADV_DONTNEED);
 }
 
 }  // namespace parley::backend::cpu

@@ -2,14 +2,15 @@
 // bytes. Q8_0 matrices are repacked once, when the backend is built: each row holds its
 // blocks' 8-bit values side by side, then the blocks' F16 scales, and starts on a 64-byte
 // line. In the file's layout (34-byte blocks) every other 32-byte load straddles two cache
-// lines and each block's scale is a load of its own; packed, two blocks' values fill one line
-// and a row's scales take one or two lines. Decode over such matrices streams 15-25 % faster
-// on the machines measured (bench/RESULTS.md).
+// lines and each block's scale is a load and a conversion of its own; packed, two blocks'
+// values fill one line and up to 16 scales convert in one vector. Q8_0 decode ran 1.1-1.4x
+// faster so on a 2-core AVX-512 machine (bench/RESULTS.md).
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 
 #include "model/weights.h"
@@ -60,10 +61,12 @@ class CpuMatrix {
   size_t stride_ = 0;
 };
 
-// Tells the kernel that the source bytes of a packed matrix will not be read again: pages of
-// a mapped file leave this process's resident set (the file is read again should anything
-// touch them), so a Q8_0 model is not held twice. Whole pages inside [data, data + n_bytes)
-// only; a hint, its failure ignored. Anonymous memory stays where it is unless there is swap.
-void release_source_pages(const model::TensorView& source);
+// Tells the kernel that this process will not read the source bytes of a packed matrix
+// again, when they lie in one of `mapped_files` (read-only file mappings): their pages leave
+// the resident set (the page cache keeps them; a later touch maps them again), so a Q8_0
+// model is not held twice. Whole pages inside the source only; a hint, its failure ignored.
+// Sources elsewhere (memory the weights own) are left alone.
+void release_source_pages(const model::TensorView& source,
+                          std::span<const std::span<const std::byte>> mapped_files);
 
 }  // namespace parley::backend::cpu

@@ -1,12 +1,10 @@
 // matmul and dequantize_row for every weight type, against a naive double product over the
 // same stored (dequantized) weights and, for Q8_0, the same 16-bit activation blocks (whose
 // rounding test_activation_blocks.cpp checks), on sizes that are not multiples of any SIMD
-// width; and the packed Q8_0 rows the products read.
+// width.
 #include <doctest/doctest.h>
 
-#include <algorithm>
 #include <cmath>
-#include <cstdint>
 #include <random>
 #include <string>
 
@@ -107,49 +105,6 @@ TEST_CASE("packing rejects a Q8_0 matrix whose rows are not whole blocks") {
   model::TensorView w = make_tensor(owner, "w", DType::q8_0, 2, 64, std::vector<float>(128, 1.0f));
   w.cols = 48;  // a shape a reader would never accept
   CHECK_THROWS_AS(backend::cpu::CpuMatrix{w}, Error);
-}
-
-TEST_CASE("a packed matrix holds the file's rows: values, scales, 64-byte rows") {
-  std::mt19937 rng(13);
-  for (int64_t cols : {int64_t(32), int64_t(96), int64_t(768), int64_t(5632)}) {
-    model::Weights owner;
-    const int64_t rows = 5;
-    const model::TensorView w = make_tensor(owner, "w", DType::q8_0, rows, cols,
-                                            random_values(size_t(rows * cols), 3.0f, rng));
-    const backend::cpu::CpuMatrix m(w);
-    INFO("cols " << cols);
-    REQUIRE(m.packed());
-    // Scales padded to 32 bytes (the kernels read them in whole vectors), rows to 64.
-    const size_t scale_bytes = size_t(cols) / 32 * 2, padded = (scale_bytes + 31) / 32 * 32;
-    CHECK(m.q8_stride() % 64 == 0);
-    CHECK(m.q8_stride() >= size_t(cols) + padded);
-    CHECK(m.q8_stride() < size_t(cols) + padded + 64);
-    const std::vector<double> all = decode_tensor(w);
-    std::vector<float> row(static_cast<size_t>(cols));
-    for (int64_t r = 0; r < rows; ++r) {
-      CHECK(reinterpret_cast<uintptr_t>(m.q8_values(size_t(r))) % 64 == 0);
-      const auto* blocks = reinterpret_cast<const model::Q8Block*>(w.row(r));
-      for (int64_t b = 0; b < cols / 32; ++b) {
-        CHECK(m.q8_scales(size_t(r))[b] == blocks[b].d);
-        CHECK(std::equal(blocks[b].q, blocks[b].q + 32, m.q8_values(size_t(r)) + b * 32));
-      }
-      const auto* tail = reinterpret_cast<const std::byte*>(m.q8_scales(size_t(r))) + scale_bytes;
-      const auto* next = reinterpret_cast<const std::byte*>(m.q8_values(size_t(r))) + m.q8_stride();
-      CHECK(std::all_of(tail, next, [](std::byte b) { return b == std::byte{0}; }));
-      m.dequantize_row(r, row.data());
-      for (int64_t k = 0; k < cols; ++k) CHECK(double(row[size_t(k)]) == all[size_t(r * cols + k)]);
-    }
-  }
-  // Other types are the model's bytes, not copied.
-  model::Weights owner;
-  const model::TensorView f = make_tensor(owner, "f", DType::f16, 3, 40, random_values(120, 1.0f, rng));
-  const backend::cpu::CpuMatrix m(f);
-  CHECK_FALSE(m.packed());
-  CHECK(m.view().data == f.data);
-  std::vector<float> row(40);
-  m.dequantize_row(2, row.data());
-  const std::vector<double> all = decode_tensor(f);
-  for (size_t k = 0; k < row.size(); ++k) CHECK(double(row[k]) == all[80 + k]);
 }
 
 TEST_CASE("dequantize_row decodes one row of each type exactly") {

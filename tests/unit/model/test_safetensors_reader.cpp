@@ -219,7 +219,7 @@ void write_sharded(const std::filesystem::path& dir, const std::string& index_js
 }  // namespace
 
 TEST_CASE("safetensors directory: single file and shards") {
-  std::vector<std::unique_ptr<parley::model::MappedFile>> files;
+  std::vector<std::shared_ptr<parley::model::MappedFile>> files;
   {
     parley::test::TempDir dir;
     write_bytes(dir / "model.safetensors", two_tensor_file());
@@ -235,7 +235,7 @@ TEST_CASE("safetensors directory: single file and shards") {
 }
 
 TEST_CASE("safetensors directory: the index and the shards must agree") {
-  std::vector<std::unique_ptr<parley::model::MappedFile>> files;
+  std::vector<std::shared_ptr<parley::model::MappedFile>> files;
   SUBCASE("tensor missing from its shard") {
     parley::test::TempDir dir;
     write_sharded(
