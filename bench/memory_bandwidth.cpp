@@ -50,7 +50,9 @@ uint64_t read_words(const double* p, size_t n, bool hinted) {
   Words s0 = {}, s1 = {}, s2 = {}, s3 = {};
   for (size_t i = 0; i + 32 <= n; i += 32) {
     if (hinted) {
-      for (size_t line = 0; line < 32; line += 8) __builtin_prefetch(p + i + kReadAhead + line, 0, 0);
+      for (size_t line = 0; line < 32; line += 8) {
+        __builtin_prefetch(p + i + kReadAhead + line, 0, 0);
+      }
     }
     const Words* w = reinterpret_cast<const Words*>(p + i);
     s0 += w[0];

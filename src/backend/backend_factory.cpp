@@ -46,8 +46,7 @@ std::unique_ptr<Backend> make_backend(std::string_view device, const model::Load
   if (device.empty() || device == "auto" || device == "cpu") {
     std::vector<std::span<const std::byte>> mapped;
     for (const auto& file : model.files) mapped.push_back(file->bytes());
-    return std::make_unique<cpu::CpuBackend>(model.config, model.weights, n_threads,
-                                             std::move(mapped));
+    return std::make_unique<cpu::CpuBackend>(model.config, model.weights, n_threads, mapped);
   }
   if (is_cuda_device(device)) {
     const int32_t index = device == "cuda" ? 0 : std::stoi(std::string(device.substr(5)));

@@ -2,6 +2,7 @@
 
 #include <memory>
 #include <mutex>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -73,7 +74,6 @@ struct CpuBackend::Impl {
   std::vector<std::vector<float>> attn_norm, ffn_norm;  // [n_layers][dim]
   std::vector<float> output_norm;                       // [dim]
   ThreadPool pool;
-  std::vector<std::span<const std::byte>> mapped_files;  // where the weights' sources may lie
 
   std::mutex workspaces_mutex;
   std::vector<std::unique_ptr<Workspace>> idle_workspaces;
@@ -88,7 +88,7 @@ struct CpuBackend::Impl {
   size_t kv_dim() const { return size_t(config.n_kv_heads) * size_t(config.head_dim); }
 
   void validate_model();
-  void pack_matrices();
+  void pack_matrices(std::span<const std::span<const std::byte>> mapped_files);
   void embed(int32_t token, float* out) const;
   void validate_batch(const Batch& batch, const kv::KvView& kv, size_t n_logits) const;
   std::unique_ptr<Workspace> take_workspace(size_t n);
@@ -131,7 +131,7 @@ void CpuBackend::Impl::validate_model() {
 
 // Packs the Q8_0 matrices one at a time, each source released as soon as it is copied, so
 // that the process holds a model file's matrices about once.
-void CpuBackend::Impl::pack_matrices() {
+void CpuBackend::Impl::pack_matrices(std::span<const std::span<const std::byte>> mapped_files) {
   const auto release = [&](const CpuMatrix& m, const model::TensorView& source) {
     if (m.packed()) release_source_pages(source, mapped_files);
   };
@@ -253,11 +253,10 @@ void CpuBackend::Impl::run_layer(int32_t l, const Batch& batch, kv::KvView& kv, 
 }
 
 CpuBackend::CpuBackend(const model::ModelConfig& config, const model::Weights& weights,
-                       int32_t n_threads, std::vector<std::span<const std::byte>> mapped_files)
+                       int32_t n_threads, std::span<const std::span<const std::byte>> mapped_files)
     : impl_(std::make_unique<Impl>(config, weights, n_threads)) {
-  impl_->mapped_files = std::move(mapped_files);
   impl_->validate_model();
-  impl_->pack_matrices();
+  impl_->pack_matrices(mapped_files);
 }
 
 CpuBackend::~CpuBackend() = default;

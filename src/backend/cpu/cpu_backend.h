@@ -3,7 +3,6 @@
 
 #include <memory>
 #include <span>
-#include <vector>
 
 #include "backend/backend.h"
 #include "model/model_config.h"
@@ -20,7 +19,7 @@ class CpuBackend final : public Backend {
   // weight's shape does not match the config, Error(invalid_argument) for a negative thread
   // count.
   CpuBackend(const model::ModelConfig& config, const model::Weights& weights, int32_t n_threads,
-             std::vector<std::span<const std::byte>> mapped_files = {});
+             std::span<const std::span<const std::byte>> mapped_files = {});
   ~CpuBackend() override;
 
   std::string name() const override { return "cpu"; }

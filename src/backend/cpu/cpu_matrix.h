@@ -32,8 +32,8 @@ class CpuMatrix {
   const std::string& name() const { return view_.name; }
   bool packed() const { return packed_ != nullptr; }
 
-  // The matrix as stored in the model; for a packed matrix its data is the packed bytes
-  // (read them through the q8 accessors below).
+  // The matrix's shape, type and bytes; for a packed matrix the bytes are the packed rows,
+  // read through the q8 accessors below (TensorView::row() does not apply to them).
   const model::TensorView& view() const { return view_; }
 
   // Packed Q8_0 rows: `cols` int8 values, then cols / 32 F16 scales, then zeros to at least

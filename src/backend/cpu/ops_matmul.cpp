@@ -19,10 +19,14 @@ namespace {
 // splitting a matrix between threads costs nothing measurable.
 constexpr size_t kRowsPerUnit = 16;
 
-size_t units_of(const CpuMatrix& w) { return (size_t(w.rows()) + kRowsPerUnit - 1) / kRowsPerUnit; }
+size_t units_of(const CpuMatrix& w) {
+  return (size_t(w.rows()) + kRowsPerUnit - 1) / kRowsPerUnit;
+}
 
 // Rows of w in units [u0, u1), clamped to the matrix.
-size_t unit_row(const CpuMatrix& w, size_t u) { return std::min(size_t(w.rows()), u * kRowsPerUnit); }
+size_t unit_row(const CpuMatrix& w, size_t u) {
+  return std::min(size_t(w.rows()), u * kRowsPerUnit);
+}
 
 // The activations in the forms the matrices need: floats, plus 16-bit blocks when a Q8_0
 // matrix is among them, quantized once by the calling thread before the parallel region.

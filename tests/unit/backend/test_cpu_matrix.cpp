@@ -69,7 +69,8 @@ TEST_CASE("a packed matrix holds the file's rows: values, scales, 64-byte rows")
   }
   // Other types are the model's bytes, not copied.
   model::Weights owner;
-  const model::TensorView f = make_tensor(owner, "f", DType::f16, 3, 40, random_values(120, 1.0f, rng));
+  const model::TensorView f =
+      make_tensor(owner, "f", DType::f16, 3, 40, random_values(120, 1.0f, rng));
   const backend::cpu::CpuMatrix m(f);
   CHECK_FALSE(m.packed());
   CHECK(m.view().data == f.data);

@@ -159,8 +159,8 @@ TEST_CASE("fused gate/up with SwiGLU agrees with the scalar target on every targ
     check_against_scalar(std::string("matmul_swiglu ") + std::string(model::dtype_name(t)), 1e-5,
                          [&] {
                            std::vector<float> out(n * size_t(rows)), scratch(out.size());
-                           backend::cpu::matmul_swiglu(backend::cpu::CpuMatrix(gate),
-                                                       backend::cpu::CpuMatrix(up), x.data(), n, out.data(),
+                           const backend::cpu::CpuMatrix g(gate), u(up);
+                           backend::cpu::matmul_swiglu(g, u, x.data(), n, out.data(),
                                                        scratch.data(), pool);
                            return out;
                          });
