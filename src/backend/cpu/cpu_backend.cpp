@@ -55,14 +55,15 @@ struct Workspace {
 struct LayerMatrices {
   CpuMatrix wq, wk, wv, wo, w_gate, w_up, w_down;
 
-  LayerMatrices(const model::LayerWeights& w, ThreadPool& pool)
-      : wq(w.wq, &pool),
-        wk(w.wk, &pool),
-        wv(w.wv, &pool),
-        wo(w.wo, &pool),
-        w_gate(w.w_gate, &pool),
-        w_up(w.w_up, &pool),
-        w_down(w.w_down, &pool) {}
+  LayerMatrices(const model::LayerWeights& w, ThreadPool& pool,
+                std::span<const std::span<const std::byte>> mapped_files)
+      : wq(w.wq, &pool, mapped_files),
+        wk(w.wk, &pool, mapped_files),
+        wv(w.wv, &pool, mapped_files),
+        wo(w.wo, &pool, mapped_files),
+        w_gate(w.w_gate, &pool, mapped_files),
+        w_up(w.w_up, &pool, mapped_files),
+        w_down(w.w_down, &pool, mapped_files) {}
 };
 
 struct CpuBackend::Impl {
@@ -132,23 +133,10 @@ void CpuBackend::Impl::validate_model() {
 // Packs the Q8_0 matrices one at a time, each source released as soon as it is copied, so
 // that the process holds a model file's matrices about once.
 void CpuBackend::Impl::pack_matrices(std::span<const std::span<const std::byte>> mapped_files) {
-  const auto release = [&](const CpuMatrix& m, const model::TensorView& source) {
-    if (m.packed()) release_source_pages(source, mapped_files);
-  };
   layers.reserve(weights.layers.size());
-  for (const model::LayerWeights& lw : weights.layers) {
-    const LayerMatrices& L = layers.emplace_back(lw, pool);
-    release(L.wq, lw.wq);
-    release(L.wk, lw.wk);
-    release(L.wv, lw.wv);
-    release(L.wo, lw.wo);
-    release(L.w_gate, lw.w_gate);
-    release(L.w_up, lw.w_up);
-    release(L.w_down, lw.w_down);
-  }
-  output = std::make_unique<CpuMatrix>(output_weights, &pool);
+  for (const model::LayerWeights& lw : weights.layers) layers.emplace_back(lw, pool, mapped_files);
   // A tied embedding is looked up in the packed copy from now on (embed()).
-  release(*output, output_weights);
+  output = std::make_unique<CpuMatrix>(output_weights, &pool, mapped_files);
 }
 
 void CpuBackend::Impl::embed(int32_t token, float* out) const {

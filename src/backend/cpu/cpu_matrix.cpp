@@ -29,7 +29,9 @@ size_t packed_stride(size_t cols) {
 
 void CpuMatrix::FreeBytes::operator()(std::byte* p) const { std::free(p); }
 
-CpuMatrix::CpuMatrix(const model::TensorView& w, ThreadPool* pool) : view_(w) {
+CpuMatrix::CpuMatrix(const model::TensorView& w, ThreadPool* pool,
+                     std::span<const std::span<const std::byte>> mapped_files)
+    : view_(w) {
   if (w.dtype != model::DType::q8_0) return;
   const size_t rows = size_t(w.rows), cols = size_t(w.cols);
   require(cols % model::kQ8BlockValues == 0, Status::internal,
@@ -60,6 +62,7 @@ CpuMatrix::CpuMatrix(const model::TensorView& w, ThreadPool* pool) : view_(w) {
   }
   view_.data = packed_.get();
   view_.n_bytes = rows * stride_;
+  release_source_pages(w, mapped_files);
 }
 
 void CpuMatrix::dequantize_row(int64_t r, float* out) const {

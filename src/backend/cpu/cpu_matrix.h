@@ -23,8 +23,11 @@ class CpuMatrix {
  public:
   // F32/F16/BF16: a view of w's bytes, nothing copied. Q8_0: w's rows repacked into memory
   // this object owns, on the pool's threads when one is given (first touches of fresh memory
-  // run faster side by side); Error(internal) when a row is not whole blocks of 32 values.
-  explicit CpuMatrix(const model::TensorView& w, ThreadPool* pool = nullptr);
+  // run faster side by side), then w's pages released where they lie in one of
+  // `mapped_files` (release_source_pages); Error(internal) when a row is not whole blocks of
+  // 32 values.
+  explicit CpuMatrix(const model::TensorView& w, ThreadPool* pool = nullptr,
+                     std::span<const std::span<const std::byte>> mapped_files = {});
 
   model::DType dtype() const { return view_.dtype; }
   int64_t rows() const { return view_.rows; }

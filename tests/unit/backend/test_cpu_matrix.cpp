@@ -115,4 +115,34 @@ TEST_CASE("a packed matrix's source pages leave the process when they are a mapp
   CHECK(sum() == expected);  // read again from the file, not zeros
 }
 
+TEST_CASE("packing a Q8_0 matrix that lies in a mapped file releases the file's pages") {
+  std::mt19937 rng(5);
+  model::Weights owner;
+  const int64_t rows = 8192, cols = 1024;  // 8.5 MiB of Q8_0
+  const model::TensorView w = make_tensor(owner, "w", DType::q8_0, rows, cols,
+                                          random_values(size_t(rows * cols), 1.0f, rng));
+  TempDir dir;
+  {
+    std::ofstream out(dir / "w.bin", std::ios::binary);
+    out.write(reinterpret_cast<const char*>(w.data), std::streamsize(w.n_bytes));
+  }
+  const model::MappedFile file((dir / "w.bin").string());
+  model::TensorView source = w;
+  source.data = file.bytes().data();
+  const std::vector<std::span<const std::byte>> mapped{file.bytes()};
+  const std::vector<double> all = decode_tensor(source);  // touches every page
+  const size_t touched = resident_file_bytes();
+
+  const backend::cpu::CpuMatrix m(source, nullptr, mapped);
+  const size_t released = resident_file_bytes();
+  INFO("RssFile " << touched << " -> " << released);
+  CHECK(released + (6u << 20) <= touched);
+  std::vector<float> row(static_cast<size_t>(cols));
+  for (int64_t r : {int64_t(0), rows - 1}) {
+    m.dequantize_row(r, row.data());
+    for (int64_t k = 0; k < cols; ++k) CHECK(double(row[size_t(k)]) == all[size_t(r * cols + k)]);
+  }
+  CHECK(decode_tensor(source) == all);  // the file's bytes come back, not zeros
+}
+
 }  // namespace parley::test
