@@ -119,14 +119,33 @@ HWY_INLINE void prefetch_position(const kv::KvView& kv, const HeadPlacement& at,
   if (scaled) hwy::Prefetch(block + at.v_scale + slot * at.scale_stride);
 }
 
+// Asks for the K (when k_too) and V rows of position t into L2 (prefetch_hints.h), twice as
+// far ahead as prefetch_position: stories110m Q8_0 decode at 900 tokens of context 5.3 -> 4.9
+// ms per token on 2 threads (4x as far: no faster).
+HWY_INLINE void prefetch_position_far(const kv::KvView& kv, const HeadPlacement& at, uint32_t t,
+                                      size_t row_bytes, bool k_too) {
+  const std::byte* block = kv.block_data(t);
+  const size_t slot = t % kv::kBlockTokens;
+  for (size_t line = 0; line < row_bytes; line += 64) {
+    if (k_too) prefetch_to_l2(block + at.k + slot * at.slot_stride + line);
+    prefetch_to_l2(block + at.v + slot * at.slot_stride + line);
+  }
+}
+
 // Calls fn(t, block, slot) for positions first..last in order, looking up each block once,
-// with the rows kPrefetchPositions ahead asked for (K and V, or V only).
+// with the rows kPrefetchPositions ahead asked for (K and V, or V only), and those twice as
+// far into L2.
 template <class Fn>
 HWY_INLINE void visit_positions(const GroupJob& job, const kv::KvView& kv,
                                 const HeadPlacement& at, size_t row_bytes, bool scaled,
                                 bool k_too, const Fn& fn) {
-  for (uint32_t t = job.first; t <= job.last && t - job.first < kPrefetchPositions; ++t) {
-    prefetch_position(kv, at, t, row_bytes, scaled, k_too);
+  constexpr uint32_t kFar = 2 * kPrefetchPositions;
+  for (uint32_t t = job.first; t <= job.last && t - job.first < kFar; ++t) {
+    if (t - job.first < kPrefetchPositions) {
+      prefetch_position(kv, at, t, row_bytes, scaled, k_too);
+    } else {
+      prefetch_position_far(kv, at, t, row_bytes, k_too);
+    }
   }
   uint32_t t = job.first;
   while (t <= job.last) {
@@ -136,6 +155,7 @@ HWY_INLINE void visit_positions(const GroupJob& job, const kv::KvView& kv,
       if (job.last - t >= kPrefetchPositions) {
         prefetch_position(kv, at, t + kPrefetchPositions, row_bytes, scaled, k_too);
       }
+      if (job.last - t >= kFar) prefetch_position_far(kv, at, t + kFar, row_bytes, k_too);
       fn(t, block, t % kv::kBlockTokens);
     }
   }

@@ -57,6 +57,7 @@ struct F32Rows {
   HWY_INLINE VF load(DF df, size_t r, size_t k) const { return hn::LoadU(df, ptr(r) + k); }
   HWY_INLINE float at(size_t r, size_t k) const { return ptr(r)[k]; }
   HWY_INLINE void prefetch(size_t r, size_t k) const { prefetch_stream(ptr(r) + k); }
+  HWY_INLINE void prefetch_far(size_t r, size_t k) const { prefetch_to_l2(ptr(r) + k); }
   HWY_INLINE const float* ptr(size_t r) const {
     return reinterpret_cast<const float*>(base + r * stride);
   }
@@ -72,6 +73,7 @@ struct F16Rows {
   }
   HWY_INLINE float at(size_t r, size_t k) const { return model::f16_to_f32(ptr(r)[k]); }
   HWY_INLINE void prefetch(size_t r, size_t k) const { prefetch_stream(ptr(r) + k); }
+  HWY_INLINE void prefetch_far(size_t r, size_t k) const { prefetch_to_l2(ptr(r) + k); }
   HWY_INLINE const uint16_t* ptr(size_t r) const {
     return reinterpret_cast<const uint16_t*>(base + r * stride);
   }
@@ -88,6 +90,7 @@ struct BF16Rows {
   }
   HWY_INLINE float at(size_t r, size_t k) const { return model::bf16_to_f32(ptr(r)[k]); }
   HWY_INLINE void prefetch(size_t r, size_t k) const { prefetch_stream(ptr(r) + k); }
+  HWY_INLINE void prefetch_far(size_t r, size_t k) const { prefetch_to_l2(ptr(r) + k); }
   HWY_INLINE const uint16_t* ptr(size_t r) const {
     return reinterpret_cast<const uint16_t*>(base + r * stride);
   }
@@ -106,7 +109,8 @@ struct PanelRows {
 // accumulator per pair reduced at the end. x points at activation row 0 (full rows). The
 // loops over the tile are unrolled so that its accumulators live in registers (GCC -O2 would
 // keep them in memory, a store and reload per product). kPrefetch (decode) also asks for the
-// same columns of the rows ahead_rows further on (prefetch_hints.h).
+// same columns of the rows ahead_rows further on, and into L2 of those twice as far
+// (prefetch_hints.h).
 template <size_t R, size_t C, bool kPrefetch = false, class W>
 HWY_INLINE void tile_sums(const W& w, const float* x, size_t x_stride, size_t k0, size_t k1,
                           float* sums, size_t ahead_rows = 0) {
@@ -122,7 +126,10 @@ HWY_INLINE void tile_sums(const W& w, const float* x, size_t x_stride, size_t k0
     if constexpr (kPrefetch) {
       if ((k - k0) * W::kValueBytes % 64 == 0) {  // once per cache line (a step is <= 64 bytes)
         HWY_UNROLL(8)
-        for (size_t r = 0; r < R; ++r) w.prefetch(ahead_rows + r, k);
+        for (size_t r = 0; r < R; ++r) {
+          w.prefetch(ahead_rows + r, k);
+          w.prefetch_far(2 * ahead_rows + r, k);  // into L2 (prefetch_hints.h)
+        }
       }
     }
     VF wv[R];

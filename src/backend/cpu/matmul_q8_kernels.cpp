@@ -70,6 +70,10 @@ struct Problem {
       hwy::Prefetch(at);
     }
   }
+  // The same line twice as far ahead, into L2 (prefetch_hints.h); a stream read once only.
+  HWY_INLINE void prefetch_far(const std::byte* near) const {
+    if (read_once) prefetch_to_l2(near + ahead_bytes);
+  }
 };
 
 // The exact integer dot product of one weight block with one activation block, as float
@@ -139,7 +143,11 @@ HWY_INLINE void tile(const Problem& p, size_t r, size_t i) {
       for (size_t rr = 0; rr < R; ++rr) {
         // The same line of a later tile's rows, once per line (two blocks' values). A hint
         // only: past the matrix end it does nothing.
-        if (b % 2 == 0) p.prefetch(w[rr] + b * kBlock + p.ahead_bytes);
+        if (b % 2 == 0) {
+          const auto* near = reinterpret_cast<const std::byte*>(w[rr] + b * kBlock) + p.ahead_bytes;
+          p.prefetch(near);
+          p.prefetch_far(near);
+        }
         const VF w_scale = hn::Set(df, w_scales[rr][g]);
         HWY_UNROLL(8)
         for (size_t c = 0; c < C; ++c) {
@@ -153,7 +161,10 @@ HWY_INLINE void tile(const Problem& p, size_t r, size_t i) {
   for (size_t rr = 0; rr < R; ++rr) {
     // The lines of the later row's scales, which the loop's hints do not reach.
     const auto* row = reinterpret_cast<const std::byte*>(w[rr]) + p.ahead_bytes;
-    for (size_t at = p.scales_line; at < p.w.q8_stride(); at += 64) p.prefetch(row + at);
+    for (size_t at = p.scales_line; at < p.w.q8_stride(); at += 64) {
+      p.prefetch(row + at);
+      p.prefetch_far(row + at);
+    }
     HWY_UNROLL(8)
     for (size_t c = 0; c < C; ++c) {
       p.y[(i + c) * p.y_stride + r + rr] = hn::GetLane(hn::SumOfLanes(df, acc[rr][c]));

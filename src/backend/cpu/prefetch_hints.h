@@ -23,6 +23,14 @@ HWY_INLINE void prefetch_bytes(const std::byte* p, size_t bytes) {
 // over packed rows 0-12 % (alternated runs).
 HWY_INLINE void prefetch_stream(const void* p) { __builtin_prefetch(p, 0, 0); }
 
+// Asks for the line at p into L2 (prefetcht1 on x86). The weight and K/V streams also ask this
+// way, twice as far ahead as their near hints: a core keeps only a few lines in flight towards
+// L1, and a near hint alone left too few bytes in flight on a 2-core AMD EPYC (Zen 4) VM. Decode
+// tokens alternated with and without the far hints in one process, 2 threads: stories110m
+// Q8_0 6.0-6.9 -> 3.7-4.0 ms per token, F16 11.1-12.6 -> 8.3-9.0; TinyLlama Q8_0 45-47 -> 23-36,
+// F16 71-76 -> 50-59 (bench/RESULTS.md).
+HWY_INLINE void prefetch_to_l2(const void* p) { __builtin_prefetch(p, 0, 2); }
+
 // How far ahead of its loads a product asks for weight rows: whole tiles (a hint into the
 // current tile asks for what its own loads fetch at the same moment), together at least
 // min_bytes. How far is enough depends on how fast the kernel consumes a byte; each kernel
