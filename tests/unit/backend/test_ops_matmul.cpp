@@ -14,6 +14,7 @@
 #include "backend/cpu/thread_pool.h"
 #include "common/error.h"
 #include "tiny_model.h"
+#include "unit/model/error_check.h"
 
 namespace parley::test {
 namespace {
@@ -104,17 +105,8 @@ TEST_CASE("packing rejects a Q8_0 matrix whose rows are not whole blocks") {
   model::Weights owner;
   model::TensorView w = make_tensor(owner, "w", DType::q8_0, 2, 64, std::vector<float>(128, 1.0f));
   w.cols = 48;  // a shape a reader would never accept
-  bool thrown = false;
-  try {
-    backend::cpu::CpuMatrix packed{w};
-  } catch (const Error& e) {
-    thrown = true;
-    CHECK(e.status() == Status::internal);
-    const std::string message = e.what();
-    CHECK(message.find("Q8_0 matrix w") != std::string::npos);
-    CHECK(message.find("not a multiple of 32") != std::string::npos);
-  }
-  CHECK(thrown);
+  CHECK_PARLEY_ERROR(backend::cpu::CpuMatrix{w}, Status::internal, "Q8_0 matrix w",
+                     "not a multiple of 32");
 }
 
 TEST_CASE("dequantize_row decodes one row of each type exactly") {
