@@ -104,47 +104,64 @@ HWY_INLINE float max_of(D d, const float* s, size_t n) {
   return best;
 }
 
-// Asks for the K (when k_too) and V rows of position t, and their scales. Always inlined, and
-// not a lambda: GCC sees a function that only prefetches as free of side effects and deletes
-// a call to it that it left out of line (tests/unit/backend/check_prefetch_hints.cmake).
+// The job's KV heads first .. first + count - 1 (counted from job.kv_head): rows and scales of
+// neighbouring heads sit side by side in a slot.
+struct HeadSpan {
+  size_t first = 0;
+  size_t count = 1;
+};
+
+// Asks for every cache line that [p, p + bytes) touches, wherever in a line p starts.
+HWY_INLINE void prefetch_span(const std::byte* p, size_t bytes) {
+  const auto line =
+      reinterpret_cast<const std::byte*>(reinterpret_cast<uintptr_t>(p) & ~uintptr_t(63));
+  prefetch_bytes(line, size_t(p + bytes - line));
+}
+
+// Asks for the K (when k_too) and V rows of position t of the span's heads, and their scales.
+// Always inlined, and not a lambda: GCC sees a function that only prefetches as free of side
+// effects and deletes a call to it that it left out of line
+// (tests/unit/backend/check_prefetch_hints.cmake).
 HWY_INLINE void prefetch_position(const kv::KvView& kv, const HeadPlacement& at, uint32_t t,
-                                  size_t row_bytes, bool scaled, bool k_too) {
+                                  size_t row_bytes, HeadSpan span, bool scaled, bool k_too) {
   const std::byte* block = kv.block_data(t);
   const size_t slot = t % kv::kBlockTokens;
+  const size_t rows = span.first * row_bytes + slot * at.slot_stride;
+  const size_t scales = span.first * sizeof(float) + slot * at.scale_stride;
   if (k_too) {
-    prefetch_bytes(block + at.k + slot * at.slot_stride, row_bytes);
-    if (scaled) hwy::Prefetch(block + at.k_scale + slot * at.scale_stride);
+    prefetch_span(block + at.k + rows, span.count * row_bytes);
+    if (scaled) prefetch_span(block + at.k_scale + scales, span.count * sizeof(float));
   }
-  prefetch_bytes(block + at.v + slot * at.slot_stride, row_bytes);
-  if (scaled) hwy::Prefetch(block + at.v_scale + slot * at.scale_stride);
+  prefetch_span(block + at.v + rows, span.count * row_bytes);
+  if (scaled) prefetch_span(block + at.v_scale + scales, span.count * sizeof(float));
 }
 
 // Asks for the K (when k_too) and V rows of position t into L2 (prefetch_hints.h), twice as
 // far ahead as prefetch_position: stories110m Q8_0 decode at 900 tokens of context 5.3 -> 4.9
 // ms per token on 2 threads (4x as far: no faster).
 HWY_INLINE void prefetch_position_far(const kv::KvView& kv, const HeadPlacement& at, uint32_t t,
-                                      size_t row_bytes, bool k_too) {
+                                      size_t row_bytes, HeadSpan span, bool k_too) {
   const std::byte* block = kv.block_data(t);
-  const size_t slot = t % kv::kBlockTokens;
-  for (size_t line = 0; line < row_bytes; line += 64) {
-    if (k_too) prefetch_to_l2(block + at.k + slot * at.slot_stride + line);
-    prefetch_to_l2(block + at.v + slot * at.slot_stride + line);
+  const size_t rows = span.first * row_bytes + t % kv::kBlockTokens * at.slot_stride;
+  for (size_t line = 0; line < span.count * row_bytes; line += 64) {
+    if (k_too) prefetch_to_l2(block + at.k + rows + line);
+    prefetch_to_l2(block + at.v + rows + line);
   }
 }
 
 // Calls fn(t, block, slot) for positions first..last in order, looking up each block once,
-// with the rows kPrefetchPositions ahead asked for (K and V, or V only), and those twice as
-// far into L2.
+// with the span's rows kPrefetchPositions ahead asked for (K and V, or V only), and those
+// twice as far into L2.
 template <class Fn>
 HWY_INLINE void visit_positions(const GroupJob& job, const kv::KvView& kv,
-                                const HeadPlacement& at, size_t row_bytes, bool scaled,
-                                bool k_too, const Fn& fn) {
+                                const HeadPlacement& at, size_t row_bytes, HeadSpan span,
+                                bool scaled, bool k_too, const Fn& fn) {
   constexpr uint32_t kFar = 2 * kPrefetchPositions;
   for (uint32_t t = job.first; t <= job.last && t - job.first < kFar; ++t) {
     if (t - job.first < kPrefetchPositions) {
-      prefetch_position(kv, at, t, row_bytes, scaled, k_too);
+      prefetch_position(kv, at, t, row_bytes, span, scaled, k_too);
     } else {
-      prefetch_position_far(kv, at, t, row_bytes, k_too);
+      prefetch_position_far(kv, at, t, row_bytes, span, k_too);
     }
   }
   uint32_t t = job.first;
@@ -153,37 +170,47 @@ HWY_INLINE void visit_positions(const GroupJob& job, const kv::KvView& kv,
     const uint32_t block_last = std::min(job.last, t - t % kv::kBlockTokens + kv::kBlockTokens - 1);
     for (; t <= block_last; ++t) {
       if (job.last - t >= kPrefetchPositions) {
-        prefetch_position(kv, at, t + kPrefetchPositions, row_bytes, scaled, k_too);
+        prefetch_position(kv, at, t + kPrefetchPositions, row_bytes, span, scaled, k_too);
       }
-      if (job.last - t >= kFar) prefetch_position_far(kv, at, t + kFar, row_bytes, k_too);
+      if (job.last - t >= kFar) prefetch_position_far(kv, at, t + kFar, row_bytes, span, k_too);
       fn(t, block, t % kv::kBlockTokens);
     }
   }
 }
 
-// The heads of a job: head h is query head h % group of row h / group.
+// The heads of a job, row by row and within a row by KV head: head h is query head
+// h % group of KV head h % per_row() / group (counted from job.kv_head) in row h / per_row().
 struct JobHeads {
   const GroupJob& job;
   size_t hd;
   size_t n;  // positions of the last row
 
-  size_t count() const { return size_t(job.rows) * size_t(job.group); }
-  size_t offset(size_t h) const {
-    return h / size_t(job.group) * job.row_stride + h % size_t(job.group) * hd;
-  }
+  size_t per_row() const { return size_t(job.kv_heads) * size_t(job.group); }
+  size_t count() const { return size_t(job.rows) * per_row(); }
+  size_t kv_head(size_t h) const { return h % per_row() / size_t(job.group); }
+  size_t offset(size_t h) const { return h / per_row() * job.row_stride + h % per_row() * hd; }
   float* out(size_t h) const { return job.out + offset(h); }
+  HeadSpan all_kv_heads() const { return {0, size_t(job.kv_heads)}; }
 
-  // fn(h, offset of head h's q and out) for every head in order, without a division per head
-  // (the loops that run once per position use this).
+  // fn(h, offset of head h's q and out) for every head of KV head c in order, without a
+  // division per head (the loops that run once per position use this).
   template <class Fn>
-  HWY_INLINE void each(const Fn& fn) const {
-    size_t h = 0;
+  HWY_INLINE void each_of(size_t c, const Fn& fn) const {
+    const size_t g_count = size_t(job.group);
     for (size_t r = 0, row = 0; r < size_t(job.rows); ++r, row += job.row_stride) {
-      for (size_t g = 0; g < size_t(job.group); ++g, ++h) fn(h, row + g * hd);
+      size_t h = r * per_row() + c * g_count;
+      for (size_t g = 0; g < g_count; ++g, ++h) fn(h, row + (c * g_count + g) * hd);
     }
   }
+  // Whether heads g0 .. g0 + g_count - 1 all read one KV head.
+  bool share_kv_head(size_t g0, size_t g_count) const {
+    for (size_t h = g0 + 1; h < g0 + g_count; ++h) {
+      if (kv_head(h) != kv_head(g0)) return false;
+    }
+    return true;
+  }
   // Positions head h attends: earlier rows see fewer.
-  size_t length(size_t h) const { return n - (size_t(job.rows) - 1 - h / size_t(job.group)); }
+  size_t length(size_t h) const { return n - (size_t(job.rows) - 1 - h / per_row()); }
 };
 
 // exp(s - max) over each head's own positions, as attending its row alone would take them;
@@ -199,22 +226,21 @@ HWY_INLINE void softmax_heads(D d, const JobHeads& heads, float* scores, float* 
   }
 }
 
-// Lane i of the result = the sum of the lanes of vector i, for Lanes(d) vectors stored one
-// after another at p (a power-of-two count): each level adds neighbouring lanes of two
-// vectors into one, halving the vectors and doubling how many lanes each lane has summed.
-// About three operations per vector instead of a full horizontal sum for each.
+// Lane i of the result = the sum of the lanes of v[i], for Lanes(d) vectors (a power-of-two
+// count), which it overwrites: each level adds neighbouring lanes of two vectors into one,
+// halving the vectors and doubling how many lanes each lane has summed. About three
+// operations per vector instead of a full horizontal sum for each.
 template <class D>
-HWY_INLINE hn::Vec<D> lane_totals(D d, const float* p) {
-  const size_t lanes = hn::Lanes(d);
-  hn::Vec<D> v[hn::MaxLanes(D())];
-  for (size_t i = 0; i < lanes; ++i) v[i] = hn::LoadU(d, p + i * lanes);
+HWY_INLINE hn::Vec<D> lane_totals(D d, hn::Vec<D>* v) {
 #if HWY_TARGET != HWY_SCALAR  // one lane: nothing to add (and no Concat ops)
-  for (size_t width = lanes; width > 1; width /= 2) {
+  for (size_t width = hn::Lanes(d); width > 1; width /= 2) {
     for (size_t i = 0; i < width / 2; ++i) {
       v[i] = hn::Add(hn::ConcatEven(d, v[2 * i + 1], v[2 * i]),
                      hn::ConcatOdd(d, v[2 * i + 1], v[2 * i]));
     }
   }
+#else
+  (void)d;
 #endif
   return v[0];
 }
@@ -223,10 +249,10 @@ HWY_INLINE hn::Vec<D> lane_totals(D d, const float* p) {
 // registers, narrower targets 16 (the V row and the weight need some of the rest).
 constexpr size_t kAccumulatorVectors = HWY_TARGET <= HWY_AVX3 ? 16 : 8;
 
-// out_h += sum_t p_h(t) v_t for heads g0 .. g0 + G of the job, head_dim = NV vectors:
-// the accumulators stay in registers over every position and each V row is converted once
-// per G heads.
-template <size_t NV, size_t G, class Row, class D>
+// out_h = sum_t p_h(t) v_t * inv_sum[h] for heads g0 .. g0 + G of the job, head_dim = NV
+// vectors: the accumulators stay in registers over every position. Shared: the G heads use one
+// KV head, whose V row is converted once per position for all of them.
+template <size_t NV, size_t G, bool Shared, class Row, class D>
 HWY_INLINE void weighted_values(D d, const JobHeads& heads, const kv::KvView& kv,
                                 const HeadPlacement& at, size_t row_bytes, const float* scores,
                                 size_t g0, const float* inv_sum) {
@@ -235,22 +261,38 @@ HWY_INLINE void weighted_values(D d, const JobHeads& heads, const kv::KvView& kv
   using V = hn::Vec<D>;
   const size_t lanes = hn::Lanes(d);
   const bool scaled = kv.type() == kv::KvType::int8;
+  size_t rows[G], scales[G];  // where each head's V row and scale sit, past the slot's
+  size_t lowest = heads.kv_head(g0), highest = lowest;
+  for (size_t g = 0; g < G; ++g) {
+    const size_t c = heads.kv_head(g0 + g);
+    rows[g] = at.v + c * row_bytes;
+    scales[g] = at.v_scale + c * sizeof(float);
+    lowest = std::min(lowest, c);
+    highest = std::max(highest, c);
+  }
   V acc[G][NV];
   HWY_UNROLL(16)
   for (size_t g = 0; g < G; ++g) {
     HWY_UNROLL(8)
     for (size_t j = 0; j < NV; ++j) acc[g][j] = hn::Zero(d);
   }
-  visit_positions(job, kv, at, row_bytes, scaled, false,
+  const HeadSpan span{lowest, highest - lowest + 1};
+  visit_positions(job, kv, at, row_bytes, span, scaled, false,
                   [&](uint32_t t, const std::byte* block, size_t slot) HWY_ATTR {
-                    const std::byte* v = block + at.v + slot * at.slot_stride;
-                    V row[NV];
-                    HWY_UNROLL(8)
-                    for (size_t j = 0; j < NV; ++j) row[j] = Row::load(d, v, j * lanes);
-                    const float scale = Row::scale(block + at.v_scale + slot * at.scale_stride);
+                    const std::byte* slot_rows = block + slot * at.slot_stride;
+                    const std::byte* slot_scales = block + slot * at.scale_stride;
                     const size_t i = t - job.first;
+                    V row[NV];
+                    float scale = 0.0f;
                     HWY_UNROLL(16)
                     for (size_t g = 0; g < G; ++g) {
+                      if (!Shared || g == 0) {
+                        HWY_UNROLL(8)
+                        for (size_t j = 0; j < NV; ++j) {
+                          row[j] = Row::load(d, slot_rows + rows[g], j * lanes);
+                        }
+                        scale = Row::scale(slot_scales + scales[g]);
+                      }
                       const V p = hn::Set(d, scores[(g0 + g) * n + i] * scale);
                       HWY_UNROLL(8)
                       for (size_t j = 0; j < NV; ++j) acc[g][j] = hn::MulAdd(p, row[j], acc[g][j]);
@@ -265,70 +307,109 @@ HWY_INLINE void weighted_values(D d, const JobHeads& heads, const kv::KvView& kv
   }
 }
 
-// head_dim = NV vectors of D, known at compile time: K and V rows are converted into
-// registers once per position (or per G heads for V) and never stored back.
+// weighted_values for heads g0 .. count - 1 of the job: passes of G heads while that many are
+// left, then of G / 2, G / 4, ... (G a power of two), so that few passes over the positions
+// remain however many heads a job has.
+template <size_t NV, size_t G, class Row, class D>
+HWY_INLINE void values_in_passes(D d, const JobHeads& heads, const kv::KvView& kv,
+                                 const HeadPlacement& at, size_t row_bytes, const float* scores,
+                                 size_t g0, const float* inv_sum) {
+  static_assert((G & (G - 1)) == 0, "passes halve down to one head");
+  for (; g0 + G <= heads.count(); g0 += G) {
+    if (heads.share_kv_head(g0, G)) {
+      weighted_values<NV, G, true, Row>(d, heads, kv, at, row_bytes, scores, g0, inv_sum);
+    } else {
+      weighted_values<NV, G, false, Row>(d, heads, kv, at, row_bytes, scores, g0, inv_sum);
+    }
+  }
+  if constexpr (G > 1) {
+    values_in_passes<NV, G / 2, Row>(d, heads, kv, at, row_bytes, scores, g0, inv_sum);
+  }
+}
+
+// head_dim = NV vectors of D, known at compile time. The K rows of `lanes` positions are
+// converted once into a small buffer; then each head takes their dot products with its q in
+// registers, one vector of partial products per position, and sums those across lanes
+// together (lane_totals). V rows are converted into registers once per G heads.
 template <size_t NV, class Row, class D>
 void attend_fixed(D d, const GroupJob& job, const kv::KvView& kv, std::vector<float>& scratch) {
   using V = hn::Vec<D>;
   const size_t lanes = hn::Lanes(d);
+  constexpr size_t kLanes = hn::MaxLanes(D());  // the same on x86: no scalable vectors
+  HWY_DASSERT(lanes == kLanes);
   const size_t hd = NV * lanes;
   const JobHeads heads{job, hd, size_t(job.last - job.first + 1)};
   const size_t n = heads.n;
-  const size_t group = heads.count();  // every head of every row
-  scratch.resize(group * n + group + group * lanes * lanes + lanes);
+  const size_t count = heads.count();  // every head of every row
+  const size_t kv_heads = size_t(job.kv_heads);
+  const size_t k_rows = kv_heads * lanes * hd;
+  scratch.resize(count * n + count + k_rows + kv_heads * lanes + lanes);
   float* scores = scratch.data();           // [head][n]
-  float* inv_sum = scores + group * n;      // [head]
-  // Each position leaves one vector of partial products per head; every `lanes` positions
-  // they are summed across lanes together (lane_totals), one score per lane.
-  float* partials = inv_sum + group;        // [head][lanes positions][lanes]
-  float* k_scales = partials + group * lanes * lanes;  // [lanes positions]
+  float* inv_sum = scores + count * n;      // [head]
+  float* k_block = inv_sum + count;         // [KV head][lanes positions][hd], unscaled
+  float* k_scales = k_block + k_rows;       // [KV head][lanes positions]
+  float* totals = k_scales + kv_heads * lanes;  // [lanes]
   const HeadPlacement at(kv.layout(), job.layer, job.kv_head);
   const float inv_sqrt = 1.0f / std::sqrt(float(hd));
   const size_t row_bytes = hd * kv.layout().element_bytes();
   const bool scaled = kv.type() == kv::KvType::int8;
 
+  // Scores of the `filled` positions from i0 on, for every head. Lane i of the totals sums
+  // position i's products only; in a last, partial run the rows past `filled` are zeroed so
+  // that no stale or uninitialized floats enter the products.
   size_t filled = 0, i0 = 0;
   const auto flush = [&]() HWY_ATTR {
-    HWY_ALIGN float totals[hn::MaxLanes(D())];
-    for (size_t g = 0; g < group; ++g) {
-      const V sums = hn::Mul(lane_totals(d, partials + g * lanes * lanes),
-                             hn::LoadU(d, k_scales));
-      hn::Store(sums, d, totals);
-      std::copy(totals, totals + filled, scores + g * n + i0);
+    for (size_t c = 0; c < kv_heads; ++c) {
+      float* rest = k_block + (c * lanes + filled) * hd;
+      std::fill(rest, rest + (lanes - filled) * hd, 0.0f);
+    }
+    for (size_t h = 0; h < count; ++h) {
+      const float* qh = job.q + heads.offset(h);
+      const size_t c = heads.kv_head(h);
+      const float* k = k_block + c * lanes * hd;
+      V partial[kLanes];
+      const V q0 = hn::LoadU(d, qh);
+      HWY_UNROLL(16)
+      for (size_t i = 0; i < kLanes; ++i) partial[i] = hn::Mul(q0, hn::LoadU(d, k + i * hd));
+      HWY_UNROLL(8)
+      for (size_t j = 1; j < NV; ++j) {
+        const V qj = hn::LoadU(d, qh + j * lanes);
+        HWY_UNROLL(16)
+        for (size_t i = 0; i < kLanes; ++i) {
+          partial[i] = hn::MulAdd(qj, hn::LoadU(d, k + i * hd + j * lanes), partial[i]);
+        }
+      }
+      const V sums = hn::Mul(lane_totals(d, partial), hn::LoadU(d, k_scales + c * lanes));
+      if (filled == lanes) {
+        hn::StoreU(sums, d, scores + h * n + i0);
+      } else {
+        hn::StoreU(sums, d, totals);
+        std::copy(totals, totals + filled, scores + h * n + i0);
+      }
     }
     i0 += filled;
     filled = 0;
   };
-  visit_positions(job, kv, at, row_bytes, scaled, true,
+  visit_positions(job, kv, at, row_bytes, heads.all_kv_heads(), scaled, true,
                   [&](uint32_t, const std::byte* block, size_t slot) HWY_ATTR {
                     const std::byte* k = block + at.k + slot * at.slot_stride;
-                    V row[NV];
-                    HWY_UNROLL(8)
-                    for (size_t j = 0; j < NV; ++j) row[j] = Row::load(d, k, j * lanes);
-                    k_scales[filled] =
-                        Row::scale(block + at.k_scale + slot * at.scale_stride) * inv_sqrt;
-                    heads.each([&](size_t g, size_t offset) HWY_ATTR {
-                      const float* qg = job.q + offset;
-                      V acc = hn::Mul(hn::LoadU(d, qg), row[0]);
+                    const std::byte* k_scale = block + at.k_scale + slot * at.scale_stride;
+                    for (size_t c = 0; c < kv_heads; ++c, k += row_bytes) {
+                      float* to = k_block + (c * lanes + filled) * hd;
                       HWY_UNROLL(8)
-                      for (size_t j = 1; j < NV; ++j) {
-                        acc = hn::MulAdd(hn::LoadU(d, qg + j * lanes), row[j], acc);
+                      for (size_t j = 0; j < NV; ++j) {
+                        hn::StoreU(Row::load(d, k, j * lanes), d, to + j * lanes);
                       }
-                      hn::StoreU(acc, d, partials + (g * lanes + filled) * lanes);
-                    });
+                      k_scales[c * lanes + filled] =
+                          Row::scale(k_scale + c * sizeof(float)) * inv_sqrt;
+                    }
                     if (++filled == lanes) flush();
                   });
   if (filled > 0) flush();
   softmax_heads(d, heads, scores, inv_sum);
 
   constexpr size_t kHeads = kAccumulatorVectors / NV > 0 ? kAccumulatorVectors / NV : 1;
-  size_t g0 = 0;
-  for (; g0 + kHeads <= group; g0 += kHeads) {
-    weighted_values<NV, kHeads, Row>(d, heads, kv, at, row_bytes, scores, g0, inv_sum);
-  }
-  for (; g0 < group; ++g0) {
-    weighted_values<NV, 1, Row>(d, heads, kv, at, row_bytes, scores, g0, inv_sum);
-  }
+  values_in_passes<NV, kHeads, Row>(d, heads, kv, at, row_bytes, scores, 0, inv_sum);
 }
 
 // Any head_dim that D's lane count divides: rows converted through a scratch row, in the
@@ -339,62 +420,70 @@ void attend(D d, const GroupJob& job, const kv::KvView& kv, std::vector<float>& 
   const size_t lanes = hn::Lanes(d);
   const JobHeads heads{job, hd, size_t(job.last - job.first + 1)};
   const size_t n = heads.n;
-  const size_t group = heads.count();  // every head of every row
-  scratch.resize(group * n + hd + group);
+  const size_t count = heads.count();  // every head of every row
+  const size_t kv_heads = size_t(job.kv_heads);
+  scratch.resize(count * n + hd + count);
   float* scores = scratch.data();   // [head][n]
-  float* row = scores + group * n;  // one K or V row as floats
+  float* row = scores + count * n;  // one K or V row as floats
   float* inv_sum = row + hd;        // [head]
   const HeadPlacement at(kv.layout(), job.layer, job.kv_head);
   const float inv_sqrt = 1.0f / std::sqrt(float(hd));
   const size_t row_bytes = hd * kv.layout().element_bytes();
   const bool scaled = kv.type() == kv::KvType::int8;
+  // Converts the row of KV head c of a slot (its rows and scales at slot_rows and slot_scales)
+  // into `row`; returns the row's scale.
+  const auto convert = [&](const std::byte* slot_rows, const std::byte* slot_scales,
+                           size_t c) HWY_ATTR {
+    const std::byte* src = slot_rows + c * row_bytes;
+    for (size_t i = 0; i < hd; i += lanes) hn::StoreU(Row::load(d, src, i), d, row + i);
+    return Row::scale(slot_scales + c * sizeof(float));
+  };
 
-  visit_positions(job, kv, at, row_bytes, scaled, true,
+  visit_positions(job, kv, at, row_bytes, heads.all_kv_heads(), scaled, true,
                   [&](uint32_t t, const std::byte* block, size_t slot) HWY_ATTR {
-                    const std::byte* k = block + at.k + slot * at.slot_stride;
-                    for (size_t i = 0; i < hd; i += lanes) {
-                      hn::StoreU(Row::load(d, k, i), d, row + i);
+                    for (size_t c = 0; c < kv_heads; ++c) {
+                      const float scale = convert(block + at.k + slot * at.slot_stride,
+                                                  block + at.k_scale + slot * at.scale_stride,
+                                                  c) *
+                                          inv_sqrt;
+                      heads.each_of(c, [&](size_t h, size_t offset) HWY_ATTR {
+                        const float* qh = job.q + offset;
+                        auto acc = hn::Zero(d);
+                        for (size_t i = 0; i < hd; i += lanes) {
+                          acc = hn::MulAdd(hn::LoadU(d, qh + i), hn::LoadU(d, row + i), acc);
+                        }
+                        scores[h * n + (t - job.first)] =
+                            hn::GetLane(hn::SumOfLanes(d, acc)) * scale;
+                      });
                     }
-                    const float scale =
-                        Row::scale(block + at.k_scale + slot * at.scale_stride) * inv_sqrt;
-                    heads.each([&](size_t g, size_t offset) HWY_ATTR {
-                      const float* qg = job.q + offset;
-                      auto acc = hn::Zero(d);
-                      for (size_t i = 0; i < hd; i += lanes) {
-                        acc = hn::MulAdd(hn::LoadU(d, qg + i), hn::LoadU(d, row + i), acc);
-                      }
-                      scores[g * n + (t - job.first)] =
-                          hn::GetLane(hn::SumOfLanes(d, acc)) * scale;
-                    });
                   });
 
   softmax_heads(d, heads, scores, inv_sum);
-  for (size_t g = 0; g < group; ++g) {
-    float* og = heads.out(g);
-    for (size_t i = 0; i < hd; i += lanes) hn::StoreU(hn::Zero(d), d, og + i);
+  for (size_t h = 0; h < count; ++h) {
+    float* oh = heads.out(h);
+    for (size_t i = 0; i < hd; i += lanes) hn::StoreU(hn::Zero(d), d, oh + i);
   }
 
-  visit_positions(job, kv, at, row_bytes, scaled, false,
+  visit_positions(job, kv, at, row_bytes, heads.all_kv_heads(), scaled, false,
                   [&](uint32_t t, const std::byte* block, size_t slot) HWY_ATTR {
-                    const std::byte* v = block + at.v + slot * at.slot_stride;
-                    for (size_t i = 0; i < hd; i += lanes) {
-                      hn::StoreU(Row::load(d, v, i), d, row + i);
+                    for (size_t c = 0; c < kv_heads; ++c) {
+                      const float scale = convert(block + at.v + slot * at.slot_stride,
+                                                  block + at.v_scale + slot * at.scale_stride, c);
+                      heads.each_of(c, [&](size_t h, size_t offset) HWY_ATTR {
+                        const auto p = hn::Set(d, scores[h * n + (t - job.first)] * scale);
+                        float* oh = job.out + offset;
+                        for (size_t i = 0; i < hd; i += lanes) {
+                          hn::StoreU(hn::MulAdd(p, hn::LoadU(d, row + i), hn::LoadU(d, oh + i)),
+                                     d, oh + i);
+                        }
+                      });
                     }
-                    const float scale = Row::scale(block + at.v_scale + slot * at.scale_stride);
-                    heads.each([&](size_t g, size_t offset) HWY_ATTR {
-                      const auto p = hn::Set(d, scores[g * n + (t - job.first)] * scale);
-                      float* og = job.out + offset;
-                      for (size_t i = 0; i < hd; i += lanes) {
-                        hn::StoreU(hn::MulAdd(p, hn::LoadU(d, row + i), hn::LoadU(d, og + i)), d,
-                                   og + i);
-                      }
-                    });
                   });
 
-  for (size_t g = 0; g < group; ++g) {
-    const auto inv = hn::Set(d, inv_sum[g]);
-    float* og = heads.out(g);
-    for (size_t i = 0; i < hd; i += lanes) hn::StoreU(hn::Mul(inv, hn::LoadU(d, og + i)), d, og + i);
+  for (size_t h = 0; h < count; ++h) {
+    const auto inv = hn::Set(d, inv_sum[h]);
+    float* oh = heads.out(h);
+    for (size_t i = 0; i < hd; i += lanes) hn::StoreU(hn::Mul(inv, hn::LoadU(d, oh + i)), d, oh + i);
   }
 }
 

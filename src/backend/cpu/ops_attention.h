@@ -22,9 +22,10 @@ struct AttentionArgs {
 
 // For every row and query head: softmax(q . k_t / sqrt(head_dim)) over the cached positions
 // t it may see, times v_t. K/V are read from kv in their stored type, which must already hold
-// the rows' own positions. Parallel over (rows, KV head) jobs: the query heads of a group,
-// and up to 4 consecutive rows when no window cuts their start, share each K/V row read. One
-// head's result does not depend on the thread count or on which other rows are in the call.
+// the rows' own positions. Parallel over jobs of up to 4 consecutive rows (when no window cuts
+// their start) and neighbouring KV heads (more of them when rows give too few jobs for the
+// threads): the query heads of a group and the rows share each K/V row read. One head's result
+// does not depend on the thread count or on which other rows or heads are in the call.
 void attention(const AttentionArgs& args, const kv::KvView& kv, ThreadPool& pool);
 
 }  // namespace parley::backend::cpu

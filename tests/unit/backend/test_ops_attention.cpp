@@ -4,7 +4,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <random>
+#include <string>
 
 #include "kv/kv_cache.h"
 #include "backend/cpu/ops_attention.h"
@@ -75,7 +77,7 @@ void check_attention(const Setup& s, kv::KvType type) {
   for (size_t i = 0; i < out.size(); ++i) worst = std::max(worst, std::fabs(want[i] - out[i]));
   INFO("heads " << s.n_heads << "/" << s.n_kv_heads << " hd " << s.head_dim << " window "
                 << s.window << " start " << s.start_pos << " rows " << s.n_rows << " kv "
-                << kv::kv_type_name(type) << ": max |err| " << worst);
+                << std::string(kv::kv_type_name(type)) << ": max |err| " << worst);
   // Values are O(1); float sums over the positions: 2e-6 for up to 40 of them, scaled with
   // the number of terms beyond.
   const double bound = 2e-6 * std::max(1.0, double(s.start_pos + s.n_rows) / 40.0);
@@ -91,6 +93,17 @@ void check_attention(const Setup& s, kv::KvType type) {
     one.start_pos = s.start_pos + uint32_t(r);
     backend::cpu::attention(one, kv, pool);
     CHECK(std::equal(single.begin(), single.end(), out.begin() + int64_t(r * single.size())));
+  }
+
+  // Other thread counts split the KV heads into other jobs of neighbouring heads: same bits.
+  for (int32_t threads : {1, 2, 5}) {
+    backend::cpu::ThreadPool other_pool(threads);
+    std::vector<float> again(q.size(), NAN);
+    backend::cpu::AttentionArgs other = args;
+    other.out = again.data();
+    backend::cpu::attention(other, kv, other_pool);
+    INFO(threads << " threads");
+    CHECK(std::memcmp(again.data(), out.data(), out.size() * sizeof(float)) == 0);
   }
 }
 
@@ -110,6 +123,10 @@ TEST_CASE("attention matches a naive softmax for MHA, GQA, MQA, windows and ever
     check_attention({8, 1, 48, 0, 17, 23}, type);  // head size 48: the any-width kernel
     check_attention({4, 4, 64, 50, 30, 40}, type); // a window reached within the call: one row a job
     check_attention({4, 2, 16, 90, 10, 30}, type); // a window not reached: rows share jobs
+    check_attention({12, 12, 64, 0, 100, 1}, type); // MHA decode: jobs of 1-4 KV heads
+    check_attention({6, 3, 16, 0, 41, 9}, type);   // several KV heads and rows in a job
+    check_attention({16, 8, 8, 0, 60, 2}, type);   // 8 KV heads of 2 query heads each
+    check_attention({6, 6, 48, 0, 30, 2}, type);   // the any-width kernel over several KV heads
   }
 }
 
