@@ -8,23 +8,9 @@
 #include "kv/kv_cache.h"
 #include "backend_test_util.h"
 #include "common/error.h"
+#include "support/error_check.h"
 
 namespace parley::test {
-namespace {
-
-// Runs f, which must throw Error; returns it.
-template <class F>
-Error error_of(F&& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e;
-  }
-  FAIL("expected parley::Error");
-  return Error(Status::ok, "");
-}
-
-}  // namespace
 
 TEST_CASE("bad batches are rejected with a status that names the problem") {
   const TinyModel m = make_tiny_model(TinySpec{});
@@ -38,18 +24,16 @@ TEST_CASE("bad batches are rejected with a status that names the problem") {
     for (int32_t bad : {nv, -1}) {
       const std::vector<int32_t> tokens = {1, bad};
       batch.tokens = tokens;
-      const Error e = error_of([&] { backend.forward(batch, kv, logits); });
-      CHECK(e.status() == Status::invalid_argument);
-      CHECK(std::string(e.what()).find(std::to_string(bad)) != std::string::npos);
+      CHECK_PARLEY_ERROR(backend.forward(batch, kv, logits), Status::invalid_argument,
+                         "token id " + std::to_string(bad), "outside the vocabulary");
     }
   }
   SUBCASE("positions past the cache capacity") {
     const std::vector<int32_t> tokens = {1, 2, 3};
     batch.tokens = tokens;
     batch.start_pos = 6;
-    const Error e = error_of([&] { backend.forward(batch, kv, logits); });
-    CHECK(e.status() == Status::internal);
-    CHECK(std::string(e.what()).find("capacity 8") != std::string::npos);
+    CHECK_PARLEY_ERROR(backend.forward(batch, kv, logits), Status::internal, "positions [6, 9)",
+                       "capacity 8");
     batch.start_pos = 5;  // exactly fits
     CHECK_NOTHROW(backend.forward(batch, kv, logits));
   }
@@ -57,21 +41,25 @@ TEST_CASE("bad batches are rejected with a status that names the problem") {
     const std::vector<int32_t> tokens = {1, 2};
     batch.tokens = tokens;
     batch.all_logits = true;  // needs 2 rows
-    CHECK(error_of([&] { backend.forward(batch, kv, logits); }).status() == Status::internal);
+    CHECK_PARLEY_ERROR(backend.forward(batch, kv, logits), Status::internal,
+                       "logits span holds " + std::to_string(nv) + " floats",
+                       "expected 2 x " + std::to_string(nv));
   }
   SUBCASE("a KV cache of another shape") {
     kv::KvCache other(kv::KvType::int8, kv::KvShape{m.config.n_layers, 1, m.config.head_dim}, 8);
     const std::vector<int32_t> tokens = {1};
     batch.tokens = tokens;
-    CHECK(error_of([&] { backend.forward(batch, other, logits); }).status() == Status::internal);
+    CHECK_PARLEY_ERROR(backend.forward(batch, other, logits), Status::internal, "kv heads 1",
+                       "does not match the model");
   }
   SUBCASE("empty and oversized batches") {
-    CHECK(error_of([&] { backend.forward(batch, kv, logits); }).status() ==
-          Status::invalid_argument);
+    CHECK_PARLEY_ERROR(backend.forward(batch, kv, logits), Status::invalid_argument,
+                       "at least one token");
     const std::vector<int32_t> tokens(backend.max_batch() + 1, 1);
     batch.tokens = tokens;
     kv::KvCache big(kv::KvType::int8, kv_shape_of(m.config), 1024);
-    CHECK(error_of([&] { backend.forward(batch, big, logits); }).status() == Status::internal);
+    CHECK_PARLEY_ERROR(backend.forward(batch, big, logits), Status::internal,
+                       "exceeds max_batch " + std::to_string(backend.max_batch()));
   }
 }
 
@@ -101,7 +89,8 @@ TEST_CASE("a rejected batch leaves the cache's contents untouched") {
   batch.tokens = bad;
   batch.start_pos = 3;
   std::vector<float> logits(static_cast<size_t>(m.config.n_vocab));
-  CHECK_THROWS_AS(backend.forward(batch, kv, logits), Error);
+  CHECK_PARLEY_ERROR(backend.forward(batch, kv, logits), Status::invalid_argument,
+                     "token id " + std::to_string(m.config.n_vocab));
   const std::vector<float> after = contents();
   CHECK(std::memcmp(before.data(), after.data(), before.size() * sizeof(float)) == 0);
 }
@@ -110,14 +99,14 @@ TEST_CASE("weights that do not match the config are rejected at construction") {
   TinyModel m = make_tiny_model(TinySpec{});
   model::ModelConfig c = m.config;
   c.n_kv_heads = 3;  // 4 heads are not a multiple of 3
-  CHECK_THROWS_AS(backend::cpu::CpuBackend(c, m.weights, 1), Error);
+  CHECK_PARLEY_ERROR(backend::cpu::CpuBackend(c, m.weights, 1), Status::internal,
+                     "n_heads (4) is not a multiple of n_kv_heads (3)");
   c = m.config;
   c.hidden_dim += 1;
-  const Error e = error_of([&] { backend::cpu::CpuBackend(c, m.weights, 1); });
-  CHECK(e.status() == Status::internal);
-  CHECK(std::string(e.what()).find("w_gate") != std::string::npos);
+  CHECK_PARLEY_ERROR(backend::cpu::CpuBackend(c, m.weights, 1), Status::internal, "w_gate");
   m.weights.layers.pop_back();
-  CHECK_THROWS_AS(backend::cpu::CpuBackend(m.config, m.weights, 1), Error);
+  CHECK_PARLEY_ERROR(backend::cpu::CpuBackend(m.config, m.weights, 1), Status::internal,
+                     "weights have " + std::to_string(m.config.n_layers - 1) + " layers");
 }
 
 }  // namespace parley::test

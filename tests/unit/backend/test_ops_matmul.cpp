@@ -14,7 +14,7 @@
 #include "backend/cpu/thread_pool.h"
 #include "common/error.h"
 #include "tiny_model.h"
-#include "unit/model/error_check.h"
+#include "support/error_check.h"
 
 namespace parley::test {
 namespace {

@@ -2,7 +2,7 @@
 
 #include <functional>
 
-#include "error_check.h"
+#include "support/error_check.h"
 #include "model/gguf_metadata.h"
 #include "support/gguf_builder.h"
 #include "support/synth_model.h"

@@ -5,7 +5,7 @@
 #include <limits>
 #include <random>
 
-#include "error_check.h"
+#include "support/error_check.h"
 #include "model/gguf_reader.h"
 #include "support/gguf_builder.h"
 #include "support/shared_assets.h"

@@ -2,7 +2,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "error_check.h"
+#include "support/error_check.h"
 #include "model/hf_config.h"
 #include "support/shared_assets.h"
 

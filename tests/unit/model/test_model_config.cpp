@@ -4,7 +4,7 @@
 #include <functional>
 #include <limits>
 
-#include "error_check.h"
+#include "support/error_check.h"
 #include "model/model_config.h"
 
 using parley::Status;

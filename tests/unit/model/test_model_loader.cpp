@@ -5,7 +5,7 @@
 #include <fstream>
 #include <random>
 
-#include "error_check.h"
+#include "support/error_check.h"
 #include "model/gguf_metadata.h"
 #include "model/gguf_reader.h"
 #include "model/model_loader.h"

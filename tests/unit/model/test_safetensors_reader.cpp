@@ -3,7 +3,7 @@
 #include <cstring>
 #include <filesystem>
 
-#include "error_check.h"
+#include "support/error_check.h"
 #include "model/safetensors_reader.h"
 #include "support/gguf_builder.h"
 #include "support/safetensors_builder.h"

@@ -4,7 +4,7 @@
 #include <deque>
 #include <stdexcept>
 
-#include "error_check.h"
+#include "support/error_check.h"
 #include "model/weights.h"
 #include "support/synth_model.h"
 #include "support/tensor_codec.h"

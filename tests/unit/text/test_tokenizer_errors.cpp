@@ -1,9 +1,8 @@
 // Bad inputs give the documented statuses with a message, never a crash.
 #include <doctest/doctest.h>
 
-#include <functional>
-
 #include "common/error.h"
+#include "support/error_check.h"
 #include "support/shared_assets.h"
 #include "text/tokenizer.h"
 #include "text_fixtures.h"
@@ -11,15 +10,7 @@
 namespace parley::text {
 namespace {
 
-// The status and message of the Error that `f` throws.
-std::pair<Status, std::string> error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return {e.status(), e.what()};
-  }
-  return {Status::ok, "no error"};
-}
+using test::error_of;
 
 Status build_status(const model::GgufVocab& vocab) {
   return error_of([&] { Tokenizer t(test::vocab_source(vocab)); }).first;

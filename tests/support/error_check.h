@@ -13,6 +13,8 @@
 
 namespace parley::test {
 
+// The status and message of the parley::Error that f throws; {ok, "(no error)"} when it throws
+// none.
 template <typename F>
 std::pair<Status, std::string> error_of(F&& f) {
   try {
