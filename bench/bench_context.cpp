@@ -1,11 +1,24 @@
 #include "bench_context.h"
 
 #include "backend/cpu/matmul_kernels.h"
+#include "device_bandwidth.h"
 #include "peak_rss.h"
 
 namespace parley::bench {
 
+namespace {
+
+// Runs of each copy-loop measurement between timings: fewer than at start-up, as two of them
+// come with every line that reports one.
+constexpr int kAdjacentCopyRuns = 3;
+
+}  // namespace
+
 int BenchContext::threads() const { return resolved_threads(args_); }
+
+std::optional<CopyBandwidth> BenchContext::copy_bandwidth_now() const {
+  return measure_host_bandwidth_again(args_, kAdjacentCopyRuns);
+}
 
 std::vector<kv::KvType> BenchContext::kv_types(const std::vector<kv::KvType>& fallback) const {
   return args_.kv_types.empty() ? fallback : args_.kv_types;

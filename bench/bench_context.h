@@ -3,6 +3,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <nlohmann/json.hpp>
 #include <string_view>
 #include <vector>
@@ -36,6 +37,10 @@ class BenchContext {
   const ModelSource& source() const { return source_; }
   // Measured before the model was loaded.
   const CopyBandwidth& copy_bandwidth() const { return copy_bandwidth_; }
+  // The copy loop measured again now, in a child process, when the engines run on the CPU
+  // (measure_host_bandwidth_again); nullopt on a CUDA device. Call it between measurements,
+  // with the engines idle.
+  std::optional<CopyBandwidth> copy_bandwidth_now() const;
 
   // Threads the backend runs on (--threads, or one per core).
   int threads() const;

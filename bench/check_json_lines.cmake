@@ -24,6 +24,8 @@ set(common_keys scenario model backend threads kv weights prompt_tokens context_
     kv_bytes_per_token peak_rss_bytes bandwidth_gbs decode_bandwidth_utilisation simd
     read_bandwidth_gbs decode_read_utilisation)
 set(spill_keys spill_ms restore_ms reprefill_ms stored_bytes_per_token)
+# The copy loop on either side of a decode line's timings (a CPU run measures them).
+set(decode_keys bandwidth_before_gbs bandwidth_after_gbs decode_adjacent_utilisation)
 
 # Keys that must not be null: on every line, then per scenario.
 # simd: the run uses the default device, the CPU.
@@ -31,7 +33,8 @@ set(filled_everywhere scenario model backend threads kv weights kv_bytes_per_tok
     peak_rss_bytes bandwidth_gbs simd read_bandwidth_gbs)
 set(filled_prefill prompt_tokens generated_tokens prefill_tok_s ttft_ms)
 set(filled_decode prompt_tokens context_tokens generated_tokens prefill_tok_s decode_tok_s
-    ttft_ms tpot_ms_median tpot_ms_p90 decode_bandwidth_utilisation decode_read_utilisation)
+    ttft_ms tpot_ms_median tpot_ms_p90 decode_bandwidth_utilisation decode_read_utilisation
+    ${decode_keys})
 set(filled_turn prompt_tokens context_tokens generated_tokens prefill_tok_s decode_tok_s ttft_ms
     tpot_ms_median tpot_ms_p90)
 set(filled_prefix)  # the per-session lines fill TTFT; the summary line has its own fields
@@ -63,6 +66,8 @@ foreach(line IN LISTS lines)
   set(keys ${common_keys})
   if(scenario STREQUAL "spill")
     list(APPEND keys ${spill_keys})
+  elseif(scenario STREQUAL "decode")
+    list(APPEND keys ${decode_keys})
   endif()
   foreach(key IN LISTS keys)
     string(JSON key_type ERROR_VARIABLE json_err TYPE "${line}" ${key})

@@ -44,4 +44,10 @@ CopyBandwidth measure_bandwidth(const BenchArgs& args, JsonLines& out, int copy_
   return bw;
 }
 
+std::optional<CopyBandwidth> measure_host_bandwidth_again(const BenchArgs& args, int copy_runs) {
+  if (cuda_device_of(args.device) >= 0) return std::nullopt;
+  return measure_copy_bandwidth_in_child(size_t(args.copy_mib) << 20, resolved_threads(args),
+                                         copy_runs);
+}
+
 }  // namespace parley::bench

@@ -4,6 +4,8 @@
 // rate that prefill figures are compared against.
 #pragma once
 
+#include <optional>
+
 #include "bench_args.h"
 #include "json_lines.h"
 #include "memory_bandwidth.h"
@@ -11,5 +13,10 @@
 namespace parley::bench {
 
 CopyBandwidth measure_bandwidth(const BenchArgs& args, JsonLines& out, int copy_runs);
+
+// The CPU copy loop again, for figures measured on the CPU (nullopt on a CUDA device): a
+// virtual machine's memory can run at half or twice the speed from one minute to the next,
+// so a ratio is only as good as a bandwidth measured next to its timings.
+std::optional<CopyBandwidth> measure_host_bandwidth_again(const BenchArgs& args, int copy_runs);
 
 }  // namespace parley::bench

@@ -19,8 +19,10 @@ struct CopyBandwidth {
 CopyBandwidth measure_copy_bandwidth(size_t array_bytes, int threads, int runs);
 
 // The same, in a child process: the arrays must not count in this process's peak RSS.
-// Call it while this process runs no other threads (fork copies only the caller).
-// Throws std::runtime_error when the child fails.
+// fork copies only the calling thread: call it while no other thread of this process is at
+// work (an engine between steps, its workers idle; glibc keeps malloc usable across fork, and
+// the child only allocates, runs threads of its own and exits). Throws std::runtime_error
+// when the child fails.
 CopyBandwidth measure_copy_bandwidth_in_child(size_t array_bytes, int threads, int runs);
 
 }  // namespace parley::bench

@@ -86,7 +86,8 @@ def prefill(lines):
 
 DECODE_HEADERS = ["kv", "context + generated", "runs", "TPOT ms median", "TPOT ms p90",
                   "decode tok/s", "MB read/token (weights + KV)", "decode GB/s", "copy GB/s",
-                  "utilisation", "read GB/s", "of read", "peak RSS MB"]
+                  "utilisation", "read GB/s", "of read", "copy GB/s before / after",
+                  "of their mean", "peak RSS MB"]
 
 
 def decode_row(l):
@@ -95,7 +96,14 @@ def decode_row(l):
             f"{l['weight_bytes_per_token'] / 1e6:,.1f} + {l['kv_bytes_read_per_token'] / 1e6:,.2f}",
             f(l["decode_gbs"], 2), f(l["bandwidth_gbs"], 1),
             pct(l["decode_bandwidth_utilisation"]), f(l.get("read_bandwidth_gbs"), 1),
-            pct(l.get("decode_read_utilisation")), mb(l["peak_rss_bytes"])]
+            pct(l.get("decode_read_utilisation")), adjacent_copy(l),
+            pct(l.get("decode_adjacent_utilisation")), mb(l["peak_rss_bytes"])]
+
+
+def adjacent_copy(l):
+    """The copy loop right before and after a decode line's timings (older files: none)."""
+    before, after = l.get("bandwidth_before_gbs"), l.get("bandwidth_after_gbs")
+    return "-" if before is None or after is None else f"{before:.1f} / {after:.1f}"
 
 
 def decode(lines):

@@ -1,8 +1,10 @@
 // decode: batch 1, with C tokens already in the cache (--context), then G generated
 // (--tokens). Besides speed, it reports how close decode comes to the memory bandwidth this
 // machine measures (DESIGN.md section 9): each step reads every weight and the whole K/V of
-// the context once.
+// the context once. On the CPU the copy loop also runs right before and after each line's
+// timings (decode_adjacent_utilisation uses their mean).
 #include <algorithm>
+#include <optional>
 
 #include "decode_timing_fields.h"
 #include "decode_traffic.h"
@@ -27,7 +29,11 @@ void run_decode(BenchContext& ctx) {
     for (uint32_t wanted : a.context_tokens) {
       // Capped, like prefill's prompts, so that the G tokens fit after it.
       const uint32_t context = std::min(wanted, engine->context_length() - a.gen_tokens);
+      // The copy loop again on either side of the timings: a ratio to a bandwidth measured
+      // minutes earlier says little where memory speed wanders (a virtual machine's does).
+      const std::optional<CopyBandwidth> before = ctx.copy_bandwidth_now();
       const GenerationRuns runs = run_generations(engine, context, a.gen_tokens, a.repeat);
+      const std::optional<CopyBandwidth> after = ctx.copy_bandwidth_now();
       const double kv_bytes = kv_bytes_read_per_token(engine->stats().kv_bytes_per_token,
                                                       runs.context_tokens, a.gen_tokens);
 
@@ -43,6 +49,15 @@ void run_decode(BenchContext& ctx) {
         line["decode_bandwidth_utilisation"] = used_gb_s / copy_gb_s;
       }
       if (read_gb_s > 0 && tok_s > 0) line["decode_read_utilisation"] = used_gb_s / read_gb_s;
+      line["bandwidth_before_gbs"] = nullptr;
+      line["bandwidth_after_gbs"] = nullptr;
+      line["decode_adjacent_utilisation"] = nullptr;
+      if (before && after) {
+        line["bandwidth_before_gbs"] = before->gb_per_s;
+        line["bandwidth_after_gbs"] = after->gb_per_s;
+        const double adjacent = (before->gb_per_s + after->gb_per_s) / 2;
+        if (adjacent > 0 && tok_s > 0) line["decode_adjacent_utilisation"] = used_gb_s / adjacent;
+      }
       line["runs"] = runs.runs.size();
       line["weight_bytes_per_token"] = weight_bytes;
       line["kv_bytes_read_per_token"] = kv_bytes;
