@@ -14,10 +14,10 @@ namespace {
 // them all. More rows would make the last jobs of a causal prefill the long ones.
 constexpr size_t kRowsPerJob = 4;
 
-// Jobs per thread that the KV heads are split into when rows alone give too few: a job takes
-// neighbouring KV heads, whose rows sit side by side in each slot, so that one position's
-// K/V bytes are read as one run and its bookkeeping serves them all; a few jobs per thread
-// keep the threads finishing together.
+// A job takes as many neighbouring KV heads as leave at least this many jobs per thread: their
+// rows sit side by side in each slot, so one position's K/V bytes are read as one run and its
+// bookkeeping serves them all, while a few jobs per thread keep the threads finishing together.
+// Decode splits the KV heads; a long prefill has jobs enough in its rows and takes the most.
 constexpr size_t kJobsPerThread = 2;
 
 // At most this many K values per position in one job (its KV heads x head_dim): the kernel
