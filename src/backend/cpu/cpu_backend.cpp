@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "backend/cpu/cpu_matrix.h"
+#include "backend/cpu/packed_arena.h"
 #include "backend/cpu/ops_attention.h"
 #include "backend/cpu/ops_matmul.h"
 #include "backend/cpu/ops_norm_rope.h"
@@ -56,20 +57,30 @@ struct LayerMatrices {
   CpuMatrix wq, wk, wv, wo, w_gate, w_up, w_down;
 
   LayerMatrices(const model::LayerWeights& w, ThreadPool& pool,
-                std::span<const std::span<const std::byte>> mapped_files)
-      : wq(w.wq, &pool, mapped_files),
-        wk(w.wk, &pool, mapped_files),
-        wv(w.wv, &pool, mapped_files),
-        wo(w.wo, &pool, mapped_files),
-        w_gate(w.w_gate, &pool, mapped_files),
-        w_up(w.w_up, &pool, mapped_files),
-        w_down(w.w_down, &pool, mapped_files) {}
+                std::span<const std::span<const std::byte>> mapped_files, PackedArena* arena)
+      : wq(w.wq, &pool, mapped_files, arena),
+        wk(w.wk, &pool, mapped_files, arena),
+        wv(w.wv, &pool, mapped_files, arena),
+        wo(w.wo, &pool, mapped_files, arena),
+        w_gate(w.w_gate, &pool, mapped_files, arena),
+        w_up(w.w_up, &pool, mapped_files, arena),
+        w_down(w.w_down, &pool, mapped_files, arena) {}
+
+  // The bytes a layer's packed Q8_0 matrices take in an arena.
+  static size_t packed_bytes(const model::LayerWeights& w) {
+    size_t bytes = 0;
+    for (const model::TensorView* t : {&w.wq, &w.wk, &w.wv, &w.wo, &w.w_gate, &w.w_up, &w.w_down}) {
+      bytes += PackedArena::bytes_for(CpuMatrix::packed_bytes(*t));
+    }
+    return bytes;
+  }
 };
 
 struct CpuBackend::Impl {
   model::ModelConfig config;
   const model::Weights& weights;
   const model::TensorView& output_weights;  // the untied matrix, or the embedding when tied
+  std::unique_ptr<PackedArena> packed_arena;  // the packed Q8_0 rows; outlives the matrices
   std::vector<LayerMatrices> layers;
   std::unique_ptr<CpuMatrix> output;
   std::vector<std::vector<float>> attn_norm, ffn_norm;  // [n_layers][dim]
@@ -133,10 +144,21 @@ void CpuBackend::Impl::validate_model() {
 // Packs the Q8_0 matrices one at a time, each source released as soon as it is copied, so
 // that the process holds a model file's matrices about once.
 void CpuBackend::Impl::pack_matrices(std::span<const std::span<const std::byte>> mapped_files) {
+  size_t arena_bytes = PackedArena::bytes_for(CpuMatrix::packed_bytes(output_weights));
+  for (const model::LayerWeights& lw : weights.layers) {
+    arena_bytes += LayerMatrices::packed_bytes(lw);
+  }
+  PackedArena* arena = nullptr;
+  if (arena_bytes > 0) {
+    packed_arena = std::make_unique<PackedArena>(arena_bytes);
+    arena = packed_arena.get();
+  }
   layers.reserve(weights.layers.size());
-  for (const model::LayerWeights& lw : weights.layers) layers.emplace_back(lw, pool, mapped_files);
+  for (const model::LayerWeights& lw : weights.layers) {
+    layers.emplace_back(lw, pool, mapped_files, arena);
+  }
   // A tied embedding is looked up in the packed copy from now on (embed()).
-  output = std::make_unique<CpuMatrix>(output_weights, &pool, mapped_files);
+  output = std::make_unique<CpuMatrix>(output_weights, &pool, mapped_files, arena);
 }
 
 void CpuBackend::Impl::embed(int32_t token, float* out) const {

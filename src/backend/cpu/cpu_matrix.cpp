@@ -9,6 +9,7 @@
 #include <new>
 
 #include "backend/cpu/ops_matmul.h"
+#include "backend/cpu/packed_arena.h"
 #include "backend/cpu/thread_pool.h"
 #include "common/error.h"
 #include "model/dtype.h"
@@ -29,22 +30,34 @@ size_t packed_stride(size_t cols) {
 
 void CpuMatrix::FreeBytes::operator()(std::byte* p) const { std::free(p); }
 
+size_t CpuMatrix::packed_bytes(const model::TensorView& w) {
+  if (w.dtype != model::DType::q8_0) return 0;
+  return std::max(size_t(w.rows) * packed_stride(size_t(w.cols)), kLine);
+}
+
 CpuMatrix::CpuMatrix(const model::TensorView& w, ThreadPool* pool,
-                     std::span<const std::span<const std::byte>> mapped_files)
+                     std::span<const std::span<const std::byte>> mapped_files,
+                     PackedArena* arena)
     : view_(w) {
   if (w.dtype != model::DType::q8_0) return;
   const size_t rows = size_t(w.rows), cols = size_t(w.cols);
   require(cols % model::kQ8BlockValues == 0, Status::internal,
           "Q8_0 matrix " + w.name + " has a row length not a multiple of 32");
   stride_ = packed_stride(cols);
-  const size_t bytes = std::max(rows * stride_, kLine);
-  packed_.reset(static_cast<std::byte*>(std::aligned_alloc(kLine, bytes)));
-  if (!packed_) throw std::bad_alloc();
+  const size_t bytes = packed_bytes(w);
+  if (arena) {
+    packed_ = arena->take(bytes);
+  } else {
+    // aligned_alloc wants a size that is a multiple of the alignment: stride_ is one.
+    owned_.reset(static_cast<std::byte*>(std::aligned_alloc(kLine, bytes)));
+    if (!owned_) throw std::bad_alloc();
+    packed_ = owned_.get();
+  }
   const size_t blocks = cols / model::kQ8BlockValues;
   const auto pack_rows = [&](size_t r0, size_t r1) {
     for (size_t r = r0; r < r1; ++r) {
       const auto* src = reinterpret_cast<const model::Q8Block*>(w.row(int64_t(r)));
-      std::byte* row = packed_.get() + r * stride_;
+      std::byte* row = packed_ + r * stride_;
       auto* values = reinterpret_cast<int8_t*>(row);
       auto* scales = reinterpret_cast<uint16_t*>(row + cols);
       for (size_t b = 0; b < blocks; ++b) {
@@ -60,7 +73,7 @@ CpuMatrix::CpuMatrix(const model::TensorView& w, ThreadPool* pool,
   } else {
     pack_rows(0, rows);
   }
-  view_.data = packed_.get();
+  view_.data = packed_;
   view_.n_bytes = rows * stride_;
   release_source_pages(w, mapped_files);
 }

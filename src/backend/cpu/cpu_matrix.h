@@ -17,17 +17,22 @@
 
 namespace parley::backend::cpu {
 
+class PackedArena;
 class ThreadPool;
 
 class CpuMatrix {
  public:
   // F32/F16/BF16: a view of w's bytes, nothing copied. Q8_0: w's rows repacked into memory
-  // this object owns, on the pool's threads when one is given (first touches of fresh memory
-  // run faster side by side), then w's pages released where they lie in one of
-  // `mapped_files` (release_source_pages); Error(internal) when a row is not whole blocks of
-  // 32 values.
+  // this object owns, or taken from `arena` (which must outlive it) when one is given, on the
+  // pool's threads when one is given (first touches of fresh memory run faster side by side),
+  // then w's pages released where they lie in one of `mapped_files` (release_source_pages);
+  // Error(internal) when a row is not whole blocks of 32 values.
   explicit CpuMatrix(const model::TensorView& w, ThreadPool* pool = nullptr,
-                     std::span<const std::span<const std::byte>> mapped_files = {});
+                     std::span<const std::span<const std::byte>> mapped_files = {},
+                     PackedArena* arena = nullptr);
+
+  // The bytes the packed copy of w takes (0 for a matrix that is not Q8_0).
+  static size_t packed_bytes(const model::TensorView& w);
 
   model::DType dtype() const { return view_.dtype; }
   int64_t rows() const { return view_.rows; }
@@ -60,7 +65,8 @@ class CpuMatrix {
     void operator()(std::byte* p) const;
   };
   model::TensorView view_;
-  std::unique_ptr<std::byte, FreeBytes> packed_;
+  std::byte* packed_ = nullptr;                  // the packed rows, in owned_ or an arena
+  std::unique_ptr<std::byte, FreeBytes> owned_;
   size_t stride_ = 0;
 };
 

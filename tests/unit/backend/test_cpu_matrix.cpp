@@ -10,7 +10,9 @@
 #include <vector>
 
 #include "backend/cpu/cpu_matrix.h"
+#include "backend/cpu/packed_arena.h"
 #include "model/mapped_file.h"
+#include "support/error_check.h"
 #include "support/shared_assets.h"
 #include "tiny_model.h"
 
@@ -38,33 +40,44 @@ size_t resident_file_bytes() {
 
 TEST_CASE("a packed matrix holds the file's rows: values, scales, 64-byte rows") {
   std::mt19937 rng(13);
-  for (int64_t cols : {int64_t(32), int64_t(96), int64_t(768), int64_t(5632)}) {
-    model::Weights owner;
-    const int64_t rows = 5;
-    const model::TensorView w = make_tensor(owner, "w", DType::q8_0, rows, cols,
-                                            random_values(size_t(rows * cols), 3.0f, rng));
-    const backend::cpu::CpuMatrix m(w);
-    INFO("cols " << cols);
-    REQUIRE(m.packed());
-    // Scales padded to 32 bytes (the kernels read them in whole vectors), rows to 64.
-    const size_t scale_bytes = size_t(cols) / 32 * 2, padded = (scale_bytes + 31) / 32 * 32;
-    CHECK(m.q8_stride() % 64 == 0);
-    CHECK(m.q8_stride() >= size_t(cols) + padded);
-    CHECK(m.q8_stride() < size_t(cols) + padded + 64);
-    const std::vector<double> all = decode_tensor(w);
-    std::vector<float> row(static_cast<size_t>(cols));
-    for (int64_t r = 0; r < rows; ++r) {
-      CHECK(reinterpret_cast<uintptr_t>(m.q8_values(size_t(r))) % 64 == 0);
-      const auto* blocks = reinterpret_cast<const model::Q8Block*>(w.row(r));
-      for (int64_t b = 0; b < cols / 32; ++b) {
-        CHECK(m.q8_scales(size_t(r))[b] == blocks[b].d);
-        CHECK(std::equal(blocks[b].q, blocks[b].q + 32, m.q8_values(size_t(r)) + b * 32));
+  for (bool in_arena : {false, true}) {
+    for (int64_t cols : {int64_t(32), int64_t(96), int64_t(768), int64_t(5632)}) {
+      model::Weights owner;
+      const int64_t rows = 5;
+      const model::TensorView w = make_tensor(owner, "w", DType::q8_0, rows, cols,
+                                              random_values(size_t(rows * cols), 3.0f, rng));
+      // In an arena, after a first allocation that leaves the next one off a line boundary.
+      backend::cpu::PackedArena arena(backend::cpu::PackedArena::bytes_for(24) +
+                                      backend::cpu::CpuMatrix::packed_bytes(w));
+      if (in_arena) arena.take(24);
+      const backend::cpu::CpuMatrix m(w, nullptr, {}, in_arena ? &arena : nullptr);
+      INFO("cols " << cols << (in_arena ? ", in an arena" : ", owned"));
+      REQUIRE(m.packed());
+      CHECK(m.view().n_bytes <= backend::cpu::CpuMatrix::packed_bytes(w));
+      // Scales padded to 32 bytes (the kernels read them in whole vectors), rows to 64.
+      const size_t scale_bytes = size_t(cols) / 32 * 2, padded = (scale_bytes + 31) / 32 * 32;
+      CHECK(m.q8_stride() % 64 == 0);
+      CHECK(m.q8_stride() >= size_t(cols) + padded);
+      CHECK(m.q8_stride() < size_t(cols) + padded + 64);
+      const std::vector<double> all = decode_tensor(w);
+      std::vector<float> row(static_cast<size_t>(cols));
+      for (int64_t r = 0; r < rows; ++r) {
+        CHECK(reinterpret_cast<uintptr_t>(m.q8_values(size_t(r))) % 64 == 0);
+        const auto* blocks = reinterpret_cast<const model::Q8Block*>(w.row(r));
+        for (int64_t b = 0; b < cols / 32; ++b) {
+          CHECK(m.q8_scales(size_t(r))[b] == blocks[b].d);
+          CHECK(std::equal(blocks[b].q, blocks[b].q + 32, m.q8_values(size_t(r)) + b * 32));
+        }
+        const auto* scales = reinterpret_cast<const std::byte*>(m.q8_scales(size_t(r)));
+        const auto* values = reinterpret_cast<const std::byte*>(m.q8_values(size_t(r)));
+        const std::byte* tail = scales + scale_bytes;
+        const std::byte* next = values + m.q8_stride();
+        CHECK(std::all_of(tail, next, [](std::byte b) { return b == std::byte{0}; }));
+        m.dequantize_row(r, row.data());
+        for (int64_t k = 0; k < cols; ++k) {
+          CHECK(double(row[size_t(k)]) == all[size_t(r * cols + k)]);
+        }
       }
-      const auto* tail = reinterpret_cast<const std::byte*>(m.q8_scales(size_t(r))) + scale_bytes;
-      const auto* next = reinterpret_cast<const std::byte*>(m.q8_values(size_t(r))) + m.q8_stride();
-      CHECK(std::all_of(tail, next, [](std::byte b) { return b == std::byte{0}; }));
-      m.dequantize_row(r, row.data());
-      for (int64_t k = 0; k < cols; ++k) CHECK(double(row[size_t(k)]) == all[size_t(r * cols + k)]);
     }
   }
   // Other types are the model's bytes, not copied.
@@ -78,6 +91,27 @@ TEST_CASE("a packed matrix holds the file's rows: values, scales, 64-byte rows")
   m.dequantize_row(2, row.data());
   const std::vector<double> all = decode_tensor(f);
   for (size_t k = 0; k < row.size(); ++k) CHECK(double(row[k]) == all[80 + k]);
+}
+
+TEST_CASE("a packed arena hands out 64-byte aligned, zeroed, disjoint runs and refuses more") {
+  backend::cpu::PackedArena arena(64 + 128 + 4096);
+  CHECK(backend::cpu::PackedArena::bytes_for(1) == 64);
+  CHECK(backend::cpu::PackedArena::bytes_for(128) == 128);
+  std::byte* a = arena.take(1);
+  std::byte* b = arena.take(100);
+  std::byte* c = arena.take(4096);
+  for (std::byte* p : {a, b, c}) CHECK(reinterpret_cast<uintptr_t>(p) % 64 == 0);
+  CHECK(b == a + 64);
+  CHECK(c == b + 128);
+  CHECK(std::all_of(c, c + 4096, [](std::byte x) { return x == std::byte{0}; }));
+  std::fill(a, c + 4096, std::byte{7});  // every byte of the room is writable
+  CHECK_PARLEY_ERROR(arena.take(1), Status::internal, "more than the 4288 bytes");
+  // Matrices that are not Q8_0 take no room.
+  model::Weights owner;
+  std::mt19937 rng(3);
+  const model::TensorView f =
+      make_tensor(owner, "f", DType::f16, 2, 32, random_values(64, 1.0f, rng));
+  CHECK(backend::cpu::CpuMatrix::packed_bytes(f) == 0);
 }
 
 TEST_CASE("a packed matrix's source pages leave the process when they are a mapped file's") {
