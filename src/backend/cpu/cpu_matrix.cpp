@@ -45,19 +45,20 @@ CpuMatrix::CpuMatrix(const model::TensorView& w, ThreadPool* pool,
           "Q8_0 matrix " + w.name + " has a row length not a multiple of 32");
   stride_ = packed_stride(cols);
   const size_t bytes = packed_bytes(w);
+  std::byte* packed = nullptr;
   if (arena) {
-    packed_ = arena->take(bytes);
+    packed = arena->take(bytes);
   } else {
     // aligned_alloc wants a size that is a multiple of the alignment: stride_ is one.
     owned_.reset(static_cast<std::byte*>(std::aligned_alloc(kLine, bytes)));
     if (!owned_) throw std::bad_alloc();
-    packed_ = owned_.get();
+    packed = owned_.get();
   }
   const size_t blocks = cols / model::kQ8BlockValues;
   const auto pack_rows = [&](size_t r0, size_t r1) {
     for (size_t r = r0; r < r1; ++r) {
       const auto* src = reinterpret_cast<const model::Q8Block*>(w.row(int64_t(r)));
-      std::byte* row = packed_ + r * stride_;
+      std::byte* row = packed + r * stride_;
       auto* values = reinterpret_cast<int8_t*>(row);
       auto* scales = reinterpret_cast<uint16_t*>(row + cols);
       for (size_t b = 0; b < blocks; ++b) {
@@ -73,7 +74,7 @@ CpuMatrix::CpuMatrix(const model::TensorView& w, ThreadPool* pool,
   } else {
     pack_rows(0, rows);
   }
-  view_.data = packed_;
+  view_.data = packed;
   view_.n_bytes = rows * stride_;
   release_source_pages(w, mapped_files);
 }

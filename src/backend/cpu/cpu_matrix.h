@@ -38,7 +38,7 @@ class CpuMatrix {
   int64_t rows() const { return view_.rows; }
   int64_t cols() const { return view_.cols; }
   const std::string& name() const { return view_.name; }
-  bool packed() const { return packed_ != nullptr; }
+  bool packed() const { return stride_ != 0; }
 
   // The matrix's shape, type and bytes; for a packed matrix the bytes are the packed rows,
   // read through the q8 accessors below (TensorView::row() does not apply to them).
@@ -65,9 +65,8 @@ class CpuMatrix {
     void operator()(std::byte* p) const;
   };
   model::TensorView view_;
-  std::byte* packed_ = nullptr;                  // the packed rows, in owned_ or an arena
-  std::unique_ptr<std::byte, FreeBytes> owned_;
-  size_t stride_ = 0;
+  std::unique_ptr<std::byte, FreeBytes> owned_;  // the packed rows, unless an arena holds them
+  size_t stride_ = 0;                            // packed rows only
 };
 
 // Tells the kernel that this process will not read the source bytes of a packed matrix
