@@ -111,13 +111,6 @@ struct HeadSpan {
   size_t count = 1;
 };
 
-// Asks for every cache line that [p, p + bytes) touches, wherever in a line p starts.
-HWY_INLINE void prefetch_span(const std::byte* p, size_t bytes) {
-  const auto line =
-      reinterpret_cast<const std::byte*>(reinterpret_cast<uintptr_t>(p) & ~uintptr_t(63));
-  prefetch_bytes(line, size_t(p + bytes - line));
-}
-
 // Asks for the K (when k_too) and V rows of position t of the span's heads, and their scales.
 // Always inlined, and not a lambda: GCC sees a function that only prefetches as free of side
 // effects and deletes a call to it that it left out of line
@@ -129,11 +122,11 @@ HWY_INLINE void prefetch_position(const kv::KvView& kv, const HeadPlacement& at,
   const size_t rows = span.first * row_bytes + slot * at.slot_stride;
   const size_t scales = span.first * sizeof(float) + slot * at.scale_stride;
   if (k_too) {
-    prefetch_span(block + at.k + rows, span.count * row_bytes);
-    if (scaled) prefetch_span(block + at.k_scale + scales, span.count * sizeof(float));
+    prefetch_bytes(block + at.k + rows, span.count * row_bytes);
+    if (scaled) prefetch_bytes(block + at.k_scale + scales, span.count * sizeof(float));
   }
-  prefetch_span(block + at.v + rows, span.count * row_bytes);
-  if (scaled) prefetch_span(block + at.v_scale + scales, span.count * sizeof(float));
+  prefetch_bytes(block + at.v + rows, span.count * row_bytes);
+  if (scaled) prefetch_bytes(block + at.v_scale + scales, span.count * sizeof(float));
 }
 
 // Asks for the K (when k_too) and V rows of position t into L2 (prefetch_hints.h), twice as

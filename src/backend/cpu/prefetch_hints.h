@@ -5,16 +5,23 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 
 #include <hwy/base.h>
 #include <hwy/cache_control.h>
 
 namespace parley::backend::cpu {
 
-// Asks for every cache line of [p, p + bytes). Always inlined: GCC deletes calls to a function
-// that only prefetches when it leaves it out of line (tests/unit/backend/check_prefetch_hints.cmake).
+// Asks for every cache line that [p, p + bytes) touches, wherever in a line p starts. Always
+// inlined: GCC deletes calls to a function that only prefetches when it leaves it out of line
+// (tests/unit/backend/check_prefetch_hints.cmake).
 HWY_INLINE void prefetch_bytes(const std::byte* p, size_t bytes) {
-  for (size_t at = 0; at < bytes; at += 64) hwy::Prefetch(p + at);
+  if (bytes == 0) return;
+  const uintptr_t last = reinterpret_cast<uintptr_t>(p) + bytes - 1;
+  for (uintptr_t line = reinterpret_cast<uintptr_t>(p) & ~uintptr_t(63); line <= last;
+       line += 64) {
+    hwy::Prefetch(reinterpret_cast<const void*>(line));
+  }
 }
 
 // Asks for the line at p for bytes read once (weights streamed through a product): fetched for
