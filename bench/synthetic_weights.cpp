@@ -4,11 +4,15 @@
 #include <array>
 #include <atomic>
 #include <cmath>
+#include <cstdint>
 #include <cstring>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "common/alignment.h"
+#include "common/huge_pages.h"
 #include "fast_random.h"
 #include "model/fingerprint.h"
 #include "synthetic_vocab.h"
@@ -103,13 +107,26 @@ size_t stored_bytes(DType wanted, int64_t rows, int64_t cols) {
          model::row_bytes(stored_dtype(wanted, rows, cols), size_t(cols));
 }
 
-// One tensor's bytes, filled: `rows` = 0 makes a norm vector (F32, around 1).
+// Where each tensor starts in the buffer that holds them all: on a 64-byte line.
+constexpr size_t kTensorAlignment = 64;
+
+// Tensors made one after another into one buffer of `bytes`, as a model file lays them out,
+// filled: `rows` = 0 makes a norm vector (F32, around 1). The buffer asks for huge pages
+// from its first 2 MiB boundary on: the CPU backend reads matrices the weights own where they
+// lie, and copies those of a file into huge pages (backend/cpu/cpu_matrix.h), so synthetic
+// figures stand for a model file's.
 struct TensorMaker {
-  TensorMaker(DType d, uint64_t s) : dtype(d), seed(s) {}
+  TensorMaker(DType d, uint64_t s, size_t bytes)
+      // new[] without () leaves the bytes uninitialised: the fills write each one once.
+      : dtype(d), seed(s), buffer(new std::byte[bytes]), room(bytes) {
+    advise_huge_pages(buffer.get(), room);
+  }
   DType dtype;
   uint64_t seed;
   uint64_t n_made = 0;
-  std::vector<std::unique_ptr<std::byte[]>> buffers;
+  std::unique_ptr<std::byte[]> buffer;
+  size_t room;
+  size_t used = 0;
   std::vector<model::FileTensor> tensors;
 
   void make(const std::string& name, int64_t rows, int64_t cols) {
@@ -117,9 +134,11 @@ struct TensorMaker {
     const DType t = stored_dtype(dtype, rows, cols);
     const size_t n = size_t(vector ? 1 : rows) * size_t(cols);
     const size_t n_bytes = stored_bytes(dtype, rows, cols);
-    // new[] without () leaves the bytes uninitialised: the fill below writes each one once.
-    buffers.emplace_back(new std::byte[n_bytes]);
-    std::byte* data = buffers.back().get();
+    const size_t start = round_up(reinterpret_cast<uintptr_t>(buffer.get()) + used,
+                                  kTensorAlignment) - reinterpret_cast<uintptr_t>(buffer.get());
+    if (start + n_bytes > room) throw std::logic_error("synthetic tensors outgrew their buffer");
+    std::byte* data = buffer.get() + start;
+    used = start + n_bytes;
     const uint64_t tensor_seed = splitmix64(seed + ++n_made);
     const float a = vector ? 0.1f : std::sqrt(3.0f / float(cols));  // uniform: var = a^2 / 3
     const float lo = vector ? 1.0f - a : -a, hi = vector ? 1.0f + a : a;
@@ -192,7 +211,7 @@ std::unique_ptr<model::LoadedModel> make_synthetic_model(const SyntheticShape& s
   m->tokenizer.kind = model::TokenizerSource::Kind::gguf_vocab;
   m->tokenizer.vocab = make_synthetic_vocab(shape.n_vocab);
 
-  TensorMaker make{dtype, seed};
+  TensorMaker make{dtype, seed, size_t(synthetic_weight_bytes(shape, dtype))};
   for_each_tensor(m->config, shape.tied_output,
                   [&](const std::string& name, int64_t rows, int64_t cols) {
                     make.make(name, rows, cols);
@@ -200,7 +219,7 @@ std::unique_ptr<model::LoadedModel> make_synthetic_model(const SyntheticShape& s
   // The loader's own checks (names, shapes, byte counts) vouch for the synthetic tensors too.
   m->weights = model::build_weights(make.tensors, model::TensorNaming::gguf, m->config,
                                     shape.tied_output);
-  for (auto& b : make.buffers) m->weights.owned.push_back(std::move(b));
+  m->weights.owned.push_back(std::move(make.buffer));
   m->n_params = model::count_parameters(m->weights);
   m->fingerprint = model::model_fingerprint(m->config, m->tokenizer, m->weights);
   return m;
@@ -210,9 +229,9 @@ uint64_t synthetic_weight_bytes(const SyntheticShape& shape, model::DType dtype)
   uint64_t bytes = 0;
   for_each_tensor(synthetic_config(shape), shape.tied_output,
                   [&](const std::string&, int64_t rows, int64_t cols) {
-                    bytes += stored_bytes(dtype, rows, cols);
+                    bytes += round_up(stored_bytes(dtype, rows, cols), kTensorAlignment);
                   });
-  return bytes;
+  return bytes + kTensorAlignment;  // the first tensor's start on a line
 }
 
 }  // namespace parley::bench

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "backend/cpu/cpu_matrix.h"
-#include "backend/cpu/packed_arena.h"
+#include "backend/cpu/matrix_arena.h"
 #include "backend/cpu/ops_attention.h"
 #include "backend/cpu/ops_matmul.h"
 #include "backend/cpu/ops_norm_rope.h"
@@ -57,7 +57,7 @@ struct LayerMatrices {
   CpuMatrix wq, wk, wv, wo, w_gate, w_up, w_down;
 
   LayerMatrices(const model::LayerWeights& w, ThreadPool& pool,
-                std::span<const std::span<const std::byte>> mapped_files, PackedArena* arena)
+                std::span<const std::span<const std::byte>> mapped_files, MatrixArena* arena)
       : wq(w.wq, &pool, mapped_files, arena),
         wk(w.wk, &pool, mapped_files, arena),
         wv(w.wv, &pool, mapped_files, arena),
@@ -66,11 +66,12 @@ struct LayerMatrices {
         w_up(w.w_up, &pool, mapped_files, arena),
         w_down(w.w_down, &pool, mapped_files, arena) {}
 
-  // The bytes a layer's packed Q8_0 matrices take in an arena.
-  static size_t packed_bytes(const model::LayerWeights& w) {
+  // The bytes a layer's matrices take in an arena.
+  static size_t arena_bytes(const model::LayerWeights& w,
+                            std::span<const std::span<const std::byte>> mapped_files) {
     size_t bytes = 0;
     for (const model::TensorView* t : {&w.wq, &w.wk, &w.wv, &w.wo, &w.w_gate, &w.w_up, &w.w_down}) {
-      bytes += PackedArena::bytes_for(CpuMatrix::packed_bytes(*t));
+      bytes += MatrixArena::bytes_for(CpuMatrix::arena_bytes(*t, mapped_files));
     }
     return bytes;
   }
@@ -80,7 +81,7 @@ struct CpuBackend::Impl {
   model::ModelConfig config;
   const model::Weights& weights;
   const model::TensorView& output_weights;  // the untied matrix, or the embedding when tied
-  std::unique_ptr<PackedArena> packed_arena;  // the packed Q8_0 rows; outlives the matrices
+  std::unique_ptr<MatrixArena> arena;  // the matrices' copies; outlives the matrices
   std::vector<LayerMatrices> layers;
   std::unique_ptr<CpuMatrix> output;
   std::vector<std::vector<float>> attn_norm, ffn_norm;  // [n_layers][dim]
@@ -100,7 +101,7 @@ struct CpuBackend::Impl {
   size_t kv_dim() const { return size_t(config.n_kv_heads) * size_t(config.head_dim); }
 
   void validate_model();
-  void pack_matrices(std::span<const std::span<const std::byte>> mapped_files);
+  void prepare_matrices(std::span<const std::span<const std::byte>> mapped_files);
   void embed(int32_t token, float* out) const;
   void validate_batch(const Batch& batch, const kv::KvView& kv, size_t n_logits) const;
   std::unique_ptr<Workspace> take_workspace(size_t n);
@@ -141,28 +142,27 @@ void CpuBackend::Impl::validate_model() {
   check_shape(output_weights, "output", c.n_vocab, c.dim);
 }
 
-// Packs the Q8_0 matrices one at a time, each source released as soon as it is copied, so
-// that the process holds a model file's matrices about once.
-void CpuBackend::Impl::pack_matrices(std::span<const std::span<const std::byte>> mapped_files) {
-  size_t arena_bytes = PackedArena::bytes_for(CpuMatrix::packed_bytes(output_weights));
+// Packs the Q8_0 matrices and copies those of other types that lie in a model file, one at a
+// time, each source released as soon as it is copied, so that the process holds a model
+// file's matrices about once.
+void CpuBackend::Impl::prepare_matrices(
+    std::span<const std::span<const std::byte>> mapped_files) {
+  size_t arena_bytes =
+      MatrixArena::bytes_for(CpuMatrix::arena_bytes(output_weights, mapped_files));
   for (const model::LayerWeights& lw : weights.layers) {
-    arena_bytes += LayerMatrices::packed_bytes(lw);
+    arena_bytes += LayerMatrices::arena_bytes(lw, mapped_files);
   }
-  PackedArena* arena = nullptr;
-  if (arena_bytes > 0) {
-    packed_arena = std::make_unique<PackedArena>(arena_bytes);
-    arena = packed_arena.get();
-  }
+  if (arena_bytes > 0) arena = std::make_unique<MatrixArena>(arena_bytes);
   layers.reserve(weights.layers.size());
   for (const model::LayerWeights& lw : weights.layers) {
-    layers.emplace_back(lw, pool, mapped_files, arena);
+    layers.emplace_back(lw, pool, mapped_files, arena.get());
   }
-  // A tied embedding is looked up in the packed copy from now on (embed()).
-  output = std::make_unique<CpuMatrix>(output_weights, &pool, mapped_files, arena);
+  // A tied embedding is looked up in the backend's copy from now on (embed()).
+  output = std::make_unique<CpuMatrix>(output_weights, &pool, mapped_files, arena.get());
 }
 
 void CpuBackend::Impl::embed(int32_t token, float* out) const {
-  if (output->packed() && output_weights.data == weights.tok_embd.data) {
+  if (output_weights.data == weights.tok_embd.data) {
     output->dequantize_row(token, out);
   } else {
     dequantize_row(weights.tok_embd, token, out);
@@ -266,7 +266,7 @@ CpuBackend::CpuBackend(const model::ModelConfig& config, const model::Weights& w
                        int32_t n_threads, std::span<const std::span<const std::byte>> mapped_files)
     : impl_(std::make_unique<Impl>(config, weights, n_threads)) {
   impl_->validate_model();
-  impl_->pack_matrices(mapped_files);
+  impl_->prepare_matrices(mapped_files);
 }
 
 CpuBackend::~CpuBackend() = default;
@@ -285,7 +285,8 @@ void CpuBackend::forward(const Batch& batch, kv::KvView& kv, std::span<float> lo
 
   const size_t first = batch.all_logits ? 0 : n - 1;
   for (size_t i = first; i < n; ++i) {
-    rmsnorm(&ws->x[i * dim], m.output_norm.data(), dim, m.config.rms_eps, &ws->xn[(i - first) * dim]);
+    rmsnorm(&ws->x[i * dim], m.output_norm.data(), dim, m.config.rms_eps,
+            &ws->xn[(i - first) * dim]);
   }
   matmul(*m.output, ws->xn.data(), n - first, logits.data(), m.pool);
   m.return_workspace(std::move(ws));

@@ -9,8 +9,9 @@
 #include <new>
 
 #include "backend/cpu/ops_matmul.h"
-#include "backend/cpu/packed_arena.h"
+#include "backend/cpu/matrix_arena.h"
 #include "backend/cpu/thread_pool.h"
+#include "common/alignment.h"
 #include "common/error.h"
 #include "model/dtype.h"
 
@@ -18,8 +19,6 @@ namespace parley::backend::cpu {
 namespace {
 
 constexpr size_t kLine = 64;
-
-size_t round_up(size_t n, size_t to) { return (n + to - 1) / to * to; }
 
 // The scales padded to 32 bytes, so that the kernels read them in whole vectors.
 size_t packed_stride(size_t cols) {
@@ -30,21 +29,41 @@ size_t packed_stride(size_t cols) {
 
 void CpuMatrix::FreeBytes::operator()(std::byte* p) const { std::free(p); }
 
-size_t CpuMatrix::packed_bytes(const model::TensorView& w) {
-  if (w.dtype != model::DType::q8_0) return 0;
-  return std::max(size_t(w.rows) * packed_stride(size_t(w.cols)), kLine);
+size_t CpuMatrix::arena_bytes(const model::TensorView& w,
+                              std::span<const std::span<const std::byte>> mapped_files) {
+  if (w.dtype == model::DType::q8_0) {
+    return std::max(size_t(w.rows) * packed_stride(size_t(w.cols)), kLine);
+  }
+  return in_mapped_file(w, mapped_files) ? w.n_bytes : 0;
 }
 
 CpuMatrix::CpuMatrix(const model::TensorView& w, ThreadPool* pool,
                      std::span<const std::span<const std::byte>> mapped_files,
-                     PackedArena* arena)
+                     MatrixArena* arena)
     : view_(w) {
-  if (w.dtype != model::DType::q8_0) return;
+  const auto on_pool = [&](size_t rows, const auto& fn) {
+    if (pool) {
+      pool->parallel_for(rows, fn);
+    } else {
+      fn(size_t(0), rows);
+    }
+  };
+  if (w.dtype != model::DType::q8_0) {
+    if (!arena || !in_mapped_file(w, mapped_files)) return;
+    std::byte* copy = arena->take(w.n_bytes);
+    const size_t row_bytes = model::row_bytes(w.dtype, size_t(w.cols));
+    on_pool(size_t(w.rows), [&](size_t r0, size_t r1) {
+      std::memcpy(copy + r0 * row_bytes, w.data + r0 * row_bytes, (r1 - r0) * row_bytes);
+    });
+    view_.data = copy;
+    release_source_pages(w, mapped_files);
+    return;
+  }
   const size_t rows = size_t(w.rows), cols = size_t(w.cols);
   require(cols % model::kQ8BlockValues == 0, Status::internal,
           "Q8_0 matrix " + w.name + " has a row length not a multiple of 32");
   stride_ = packed_stride(cols);
-  const size_t bytes = packed_bytes(w);
+  const size_t bytes = arena_bytes(w, mapped_files);
   std::byte* packed = nullptr;
   if (arena) {
     packed = arena->take(bytes);
@@ -69,11 +88,7 @@ CpuMatrix::CpuMatrix(const model::TensorView& w, ThreadPool* pool,
       std::memset(row + used, 0, stride_ - used);  // every byte defined, the padding too
     }
   };
-  if (pool) {
-    pool->parallel_for(rows, pack_rows);
-  } else {
-    pack_rows(0, rows);
-  }
+  on_pool(rows, pack_rows);
   view_.data = packed;
   view_.n_bytes = rows * stride_;
   release_source_pages(w, mapped_files);
@@ -91,12 +106,16 @@ void CpuMatrix::dequantize_row(int64_t r, float* out) const {
   }
 }
 
+bool in_mapped_file(const model::TensorView& w,
+                    std::span<const std::span<const std::byte>> mapped_files) {
+  return std::any_of(mapped_files.begin(), mapped_files.end(), [&](auto file) {
+    return w.data >= file.data() && w.data + w.n_bytes <= file.data() + file.size();
+  });
+}
+
 void release_source_pages(const model::TensorView& source,
                           std::span<const std::span<const std::byte>> mapped_files) {
-  const auto inside = [&](std::span<const std::byte> file) {
-    return source.data >= file.data() && source.data + source.n_bytes <= file.data() + file.size();
-  };
-  if (std::none_of(mapped_files.begin(), mapped_files.end(), inside)) return;
+  if (!in_mapped_file(source, mapped_files)) return;
   const auto page = uintptr_t(sysconf(_SC_PAGESIZE));
   const auto begin = (uintptr_t(source.data) + page - 1) / page * page;
   const auto end = (uintptr_t(source.data) + source.n_bytes) / page * page;

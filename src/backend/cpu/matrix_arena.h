@@ -1,22 +1,21 @@
-// One mapping for the CPU backend's packed Q8_0 matrices, handed out front to back. It asks
-// for transparent huge pages (MADV_HUGEPAGE): a decode step streams every matrix once, and
-// with 4 KiB pages each page is a TLB miss and a boundary the hardware prefetchers stop at.
-// Each matrix of a small model is too small for a 2 MiB page of its own; together they fill
-// hundreds. A hint only: where the kernel has no THP the memory is plain pages.
+// One mapping for the CPU backend's copies of its weight matrices (Q8_0 repacked, the others
+// copied from a model file's pages), handed out front to back, on transparent huge pages
+// (common/huge_pages.h). Each matrix of a small model is too small for a 2 MiB page of its own;
+// together they fill hundreds.
 #pragma once
 
 #include <cstddef>
 
 namespace parley::backend::cpu {
 
-class PackedArena {
+class MatrixArena {
  public:
   // Room for `bytes` (allocations are rounded up to 64 bytes each: see bytes_for()). Throws
   // Error(out_of_memory) when the mapping fails.
-  explicit PackedArena(size_t bytes);
-  ~PackedArena();
-  PackedArena(const PackedArena&) = delete;
-  PackedArena& operator=(const PackedArena&) = delete;
+  explicit MatrixArena(size_t bytes);
+  ~MatrixArena();
+  MatrixArena(const MatrixArena&) = delete;
+  MatrixArena& operator=(const MatrixArena&) = delete;
 
   // What take(n) uses of the arena's room.
   static size_t bytes_for(size_t n);
