@@ -39,9 +39,8 @@ constexpr size_t kTileCols = HWY_TARGET <= HWY_AVX3 ? 6 : 2;
 // converted into a float panel that every activation row then reuses.
 constexpr size_t kSmallBatch = 8;
 
-// Weight hints run at least this far ahead of the loads in decode: one tile of rows of 768
-// F16 values (6 KiB) or more. Further (8-16 KiB) measured no faster for F16, whose
-// conversion costs less per byte than a Q8_0 block's.
+// Decode weight hints run twice this far ahead of the loads, rounded up to whole tiles: two
+// tiles of rows of 768 F16 values (12 KiB) or more. Further measured no faster.
 constexpr size_t kPrefetchMinBytes = 4096;
 
 // Activation rows per cache block of the batched path: their kSumBlockCols-wide slices
@@ -56,8 +55,6 @@ struct F32Rows {
   size_t stride;  // bytes per row
   HWY_INLINE VF load(DF df, size_t r, size_t k) const { return hn::LoadU(df, ptr(r) + k); }
   HWY_INLINE float at(size_t r, size_t k) const { return ptr(r)[k]; }
-  HWY_INLINE void prefetch(size_t r, size_t k) const { prefetch_stream(ptr(r) + k); }
-  HWY_INLINE void prefetch_far(size_t r, size_t k) const { prefetch_to_l2(ptr(r) + k); }
   HWY_INLINE const float* ptr(size_t r) const {
     return reinterpret_cast<const float*>(base + r * stride);
   }
@@ -72,8 +69,6 @@ struct F16Rows {
     return hn::PromoteTo(df, hn::LoadU(dh, reinterpret_cast<const hwy::float16_t*>(ptr(r) + k)));
   }
   HWY_INLINE float at(size_t r, size_t k) const { return model::f16_to_f32(ptr(r)[k]); }
-  HWY_INLINE void prefetch(size_t r, size_t k) const { prefetch_stream(ptr(r) + k); }
-  HWY_INLINE void prefetch_far(size_t r, size_t k) const { prefetch_to_l2(ptr(r) + k); }
   HWY_INLINE const uint16_t* ptr(size_t r) const {
     return reinterpret_cast<const uint16_t*>(base + r * stride);
   }
@@ -89,8 +84,6 @@ struct BF16Rows {
                          hn::LoadU(dh, reinterpret_cast<const hwy::bfloat16_t*>(ptr(r) + k)));
   }
   HWY_INLINE float at(size_t r, size_t k) const { return model::bf16_to_f32(ptr(r)[k]); }
-  HWY_INLINE void prefetch(size_t r, size_t k) const { prefetch_stream(ptr(r) + k); }
-  HWY_INLINE void prefetch_far(size_t r, size_t k) const { prefetch_to_l2(ptr(r) + k); }
   HWY_INLINE const uint16_t* ptr(size_t r) const {
     return reinterpret_cast<const uint16_t*>(base + r * stride);
   }
@@ -109,8 +102,8 @@ struct PanelRows {
 // accumulator per pair reduced at the end. x points at activation row 0 (full rows). The
 // loops over the tile are unrolled so that its accumulators live in registers (GCC -O2 would
 // keep them in memory, a store and reload per product). kPrefetch (decode) also asks for the
-// same columns of the rows ahead_rows further on, and into L2 of those twice as far
-// (prefetch_hints.h).
+// tile 2 x ahead_rows further on into L2, R lines per cache line of the columns read, in
+// address order (prefetch_run_to_l2); the tile's rows must be `stride` apart from w.base.
 template <size_t R, size_t C, bool kPrefetch = false, class W>
 HWY_INLINE void tile_sums(const W& w, const float* x, size_t x_stride, size_t k0, size_t k1,
                           float* sums, size_t ahead_rows = 0) {
@@ -125,11 +118,7 @@ HWY_INLINE void tile_sums(const W& w, const float* x, size_t x_stride, size_t k0
   for (size_t k = k0; k < k1; k += lanes) {
     if constexpr (kPrefetch) {
       if ((k - k0) * W::kValueBytes % 64 == 0) {  // once per cache line (a step is <= 64 bytes)
-        HWY_UNROLL(8)
-        for (size_t r = 0; r < R; ++r) {
-          w.prefetch(ahead_rows + r, k);
-          w.prefetch_far(2 * ahead_rows + r, k);  // into L2 (prefetch_hints.h)
-        }
+        prefetch_run_to_l2(w.base + 2 * ahead_rows * w.stride, k * W::kValueBytes / 64 * R, R);
       }
     }
     VF wv[R];
@@ -188,6 +177,15 @@ HWY_INLINE void small_batch_tile(const Problem& p, size_t r, size_t i) {
   for (size_t k0 = 0; k0 < p.cols_vec; k0 += kSumBlockCols) {
     tile_sums<R, C, C == 1>(w, x, p.cols, k0, std::min(p.cols_vec, k0 + kSumBlockCols), sums,
                             p.ahead_rows);
+  }
+  if constexpr (C == 1) {
+    // The later tile's lines past those the column steps asked for (a row's last partial
+    // vector and line).
+    const size_t asked = (p.cols_vec * Rows::kValueBytes + 63) / 64 * R;
+    const size_t lines = (R * p.stride + 63) / 64;
+    if (lines > asked) {
+      prefetch_run_to_l2(w.base + 2 * p.ahead_rows * p.stride, asked, lines - asked);
+    }
   }
   for (size_t rr = 0; rr < R; ++rr) {
     for (size_t c = 0; c < C; ++c) {
