@@ -15,17 +15,20 @@ namespace {
 // the margin.
 constexpr double kMaxShareOfAvailable = 0.9;
 
-void require_memory_for(const SyntheticShape& shape, model::DType dtype) {
+// `copies`: how many times the weights are held (the CPU backend copies the matrices of
+// weights in memory, cpu_matrix.h, so a synthetic model runs there on two).
+void require_memory_for(const SyntheticShape& shape, model::DType dtype, int copies) {
   const auto available = mem_available_bytes();
   if (!available) return;
-  const uint64_t needed = synthetic_weight_bytes(shape, dtype);
+  const uint64_t needed = synthetic_weight_bytes(shape, dtype) * uint64_t(copies);
   if (double(needed) <= kMaxShareOfAvailable * double(*available)) return;
-  char why[256];
+  char why[320];
   std::snprintf(why, sizeof why,
-                "--synthetic %s in %s needs %.1f GB for its weights, but MemAvailable in "
+                "--synthetic %s in %s needs %.1f GB for its weights%s, but MemAvailable in "
                 "/proc/meminfo is %.1f GB; try a smaller --weights type (f16, q8_0)",
                 std::string(shape.name).c_str(), std::string(model::dtype_name(dtype)).c_str(),
-                double(needed) / 1e9, double(*available) / 1e9);
+                double(needed) / 1e9, copies > 1 ? " (and the CPU backend's copy)" : "",
+                double(*available) / 1e9);
   throw std::invalid_argument(why);
 }
 
@@ -43,7 +46,8 @@ SyntheticShape known_shape(const std::string& name) {
 
 void require_memory_for_synthetic(const BenchArgs& args) {
   if (args.synthetic.empty()) return;
-  require_memory_for(known_shape(args.synthetic), synthetic_weights(args));
+  const bool on_cuda = args.device.rfind("cuda", 0) == 0;
+  require_memory_for(known_shape(args.synthetic), synthetic_weights(args), on_cuda ? 1 : 2);
 }
 
 ModelSource::ModelSource(const BenchArgs& args) {
@@ -65,7 +69,7 @@ std::unique_ptr<model::LoadedModel> ModelSource::view() const {
   v->fingerprint = model_->fingerprint;
   v->n_params = model_->n_params;
   // TensorViews are plain pointers; `owned` stays with the source, the mappings are shared
-  // (the CPU backend drops the pages of the matrices it packs from them).
+  // (the CPU backend drops the pages of the matrices it copies from them).
   v->files = model_->files;
   const model::Weights& w = model_->weights;
   v->weights.tok_embd = w.tok_embd;

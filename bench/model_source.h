@@ -33,8 +33,8 @@ class ModelSource {
 };
 
 // For --synthetic: throws std::invalid_argument for an unknown shape, or when its weights
-// would take more than 90 % of MemAvailable (building them would end in swapping or the OOM
-// killer). Nothing for --model.
+// (twice, unless --device is CUDA: the CPU backend copies them) would take more than 90 % of
+// MemAvailable (building them would end in swapping or the OOM killer). Nothing for --model.
 void require_memory_for_synthetic(const BenchArgs& args);
 
 }  // namespace parley::bench

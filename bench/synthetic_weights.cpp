@@ -12,7 +12,6 @@
 #include <vector>
 
 #include "common/alignment.h"
-#include "common/huge_pages.h"
 #include "fast_random.h"
 #include "model/fingerprint.h"
 #include "synthetic_vocab.h"
@@ -111,16 +110,11 @@ size_t stored_bytes(DType wanted, int64_t rows, int64_t cols) {
 constexpr size_t kTensorAlignment = 64;
 
 // Tensors made one after another into one buffer of `bytes`, as a model file lays them out,
-// filled: `rows` = 0 makes a norm vector (F32, around 1). The buffer asks for huge pages
-// from its first 2 MiB boundary on: the CPU backend reads matrices the weights own where they
-// lie, and copies those of a file into huge pages (backend/cpu/cpu_matrix.h), so synthetic
-// figures stand for a model file's.
+// filled: `rows` = 0 makes a norm vector (F32, around 1).
 struct TensorMaker {
   TensorMaker(DType d, uint64_t s, size_t bytes)
       // new[] without () leaves the bytes uninitialised: the fills write each one once.
-      : dtype(d), seed(s), buffer(new std::byte[bytes]), room(bytes) {
-    advise_huge_pages(buffer.get(), room);
-  }
+      : dtype(d), seed(s), buffer(new std::byte[bytes]), room(bytes) {}
   DType dtype;
   uint64_t seed;
   uint64_t n_made = 0;

@@ -67,11 +67,10 @@ struct LayerMatrices {
         w_down(w.w_down, &pool, mapped_files, arena) {}
 
   // The bytes a layer's matrices take in an arena.
-  static size_t arena_bytes(const model::LayerWeights& w,
-                            std::span<const std::span<const std::byte>> mapped_files) {
+  static size_t arena_bytes(const model::LayerWeights& w) {
     size_t bytes = 0;
     for (const model::TensorView* t : {&w.wq, &w.wk, &w.wv, &w.wo, &w.w_gate, &w.w_up, &w.w_down}) {
-      bytes += MatrixArena::bytes_for(CpuMatrix::arena_bytes(*t, mapped_files));
+      bytes += MatrixArena::bytes_for(CpuMatrix::copy_bytes(*t));
     }
     return bytes;
   }
@@ -142,17 +141,16 @@ void CpuBackend::Impl::validate_model() {
   check_shape(output_weights, "output", c.n_vocab, c.dim);
 }
 
-// Packs the Q8_0 matrices and copies those of other types that lie in a model file, one at a
-// time, each source released as soon as it is copied, so that the process holds a model
-// file's matrices about once.
+// Copies the matrices into the layouts the products read (cpu_matrix.h) one at a time, each
+// source released as soon as it is copied, so that the process holds a model file's matrices
+// about once.
 void CpuBackend::Impl::prepare_matrices(
     std::span<const std::span<const std::byte>> mapped_files) {
-  size_t arena_bytes =
-      MatrixArena::bytes_for(CpuMatrix::arena_bytes(output_weights, mapped_files));
+  size_t arena_bytes = MatrixArena::bytes_for(CpuMatrix::copy_bytes(output_weights));
   for (const model::LayerWeights& lw : weights.layers) {
-    arena_bytes += LayerMatrices::arena_bytes(lw, mapped_files);
+    arena_bytes += LayerMatrices::arena_bytes(lw);
   }
-  if (arena_bytes > 0) arena = std::make_unique<MatrixArena>(arena_bytes);
+  arena = std::make_unique<MatrixArena>(arena_bytes);
   layers.reserve(weights.layers.size());
   for (const model::LayerWeights& lw : weights.layers) {
     layers.emplace_back(lw, pool, mapped_files, arena.get());

@@ -12,10 +12,10 @@ namespace parley::backend::cpu {
 
 class CpuBackend final : public Backend {
  public:
-  // The weights (and what their views point into) must outlive the backend. Q8_0 matrices
-  // are copied into the layout the products read, and matrices of other types that lie in one
-  // of `mapped_files` (the model's read-only file mappings) into huge pages (cpu_matrix.h);
-  // the file pages of what was copied are then dropped from the process. n_threads: 0 = one
+  // The weights (and what their views point into) must outlive the backend. The matrices are
+  // copied into the layouts the products read, on huge pages (cpu_matrix.h); where they lie in
+  // one of `mapped_files` (the model's read-only file mappings), their file pages are then
+  // dropped from the process. n_threads: 0 = one
   // per core. Throws Error(internal) when a weight's shape does not match the config,
   // Error(invalid_argument) for a negative thread count.
   CpuBackend(const model::ModelConfig& config, const model::Weights& weights, int32_t n_threads,

@@ -8,7 +8,6 @@
 #include <cstring>
 #include <new>
 
-#include "backend/cpu/ops_matmul.h"
 #include "backend/cpu/matrix_arena.h"
 #include "backend/cpu/thread_pool.h"
 #include "common/alignment.h"
@@ -25,92 +24,125 @@ size_t packed_stride(size_t cols) {
   return round_up(cols + round_up(cols / model::kQ8BlockValues * sizeof(uint16_t), 32), kLine);
 }
 
-}  // namespace
-
-void CpuMatrix::FreeBytes::operator()(std::byte* p) const { std::free(p); }
-
-size_t CpuMatrix::arena_bytes(const model::TensorView& w,
-                              std::span<const std::span<const std::byte>> mapped_files) {
-  if (w.dtype == model::DType::q8_0) {
-    return std::max(size_t(w.rows) * packed_stride(size_t(w.cols)), kLine);
-  }
-  return in_mapped_file(w, mapped_files) ? w.n_bytes : 0;
+size_t tile_stride_of(const model::TensorView& w) {
+  return round_up(model::row_bytes(w.dtype, size_t(w.cols)), kLine) * kTileRows;
 }
 
-CpuMatrix::CpuMatrix(const model::TensorView& w, ThreadPool* pool,
-                     std::span<const std::span<const std::byte>> mapped_files,
-                     MatrixArena* arena)
-    : view_(w) {
-  const auto on_pool = [&](size_t rows, const auto& fn) {
-    if (pool) {
-      pool->parallel_for(rows, fn);
-    } else {
-      fn(size_t(0), rows);
-    }
-  };
-  if (w.dtype != model::DType::q8_0) {
-    if (!arena || !in_mapped_file(w, mapped_files)) return;
-    std::byte* copy = arena->take(w.n_bytes);
-    const size_t row_bytes = model::row_bytes(w.dtype, size_t(w.cols));
-    on_pool(size_t(w.rows), [&](size_t r0, size_t r1) {
-      std::memcpy(copy + r0 * row_bytes, w.data + r0 * row_bytes, (r1 - r0) * row_bytes);
-    });
-    view_.data = copy;
-    release_source_pages(w, mapped_files);
-    return;
-  }
-  const size_t rows = size_t(w.rows), cols = size_t(w.cols);
-  require(cols % model::kQ8BlockValues == 0, Status::internal,
-          "Q8_0 matrix " + w.name + " has a row length not a multiple of 32");
-  stride_ = packed_stride(cols);
-  const size_t bytes = arena_bytes(w, mapped_files);
-  std::byte* packed = nullptr;
-  if (arena) {
-    packed = arena->take(bytes);
-  } else {
-    // aligned_alloc wants a size that is a multiple of the alignment: stride_ is one.
-    owned_.reset(static_cast<std::byte*>(std::aligned_alloc(kLine, bytes)));
-    if (!owned_) throw std::bad_alloc();
-    packed = owned_.get();
-  }
-  const size_t blocks = cols / model::kQ8BlockValues;
-  const auto pack_rows = [&](size_t r0, size_t r1) {
-    for (size_t r = r0; r < r1; ++r) {
-      const auto* src = reinterpret_cast<const model::Q8Block*>(w.row(int64_t(r)));
-      std::byte* row = packed + r * stride_;
-      auto* values = reinterpret_cast<int8_t*>(row);
-      auto* scales = reinterpret_cast<uint16_t*>(row + cols);
-      for (size_t b = 0; b < blocks; ++b) {
-        std::memcpy(values + b * model::kQ8BlockValues, src[b].q, model::kQ8BlockValues);
-        scales[b] = src[b].d;
-      }
-      const size_t used = cols + blocks * sizeof(uint16_t);
-      std::memset(row + used, 0, stride_ - used);  // every byte defined, the padding too
-    }
-  };
-  on_pool(rows, pack_rows);
-  view_.data = packed;
-  view_.n_bytes = rows * stride_;
-  release_source_pages(w, mapped_files);
-}
-
-void CpuMatrix::dequantize_row(int64_t r, float* out) const {
-  if (!packed()) {
-    cpu::dequantize_row(view_, r, out);
-    return;
-  }
-  const int8_t* q = q8_values(size_t(r));
-  const uint16_t* d = q8_scales(size_t(r));
-  for (size_t k = 0; k < size_t(cols()); ++k) {
-    out[k] = model::f16_to_f32(d[k / model::kQ8BlockValues]) * float(q[k]);
-  }
-}
+size_t tiles_of(const model::TensorView& w) { return (size_t(w.rows) + kTileRows - 1) / kTileRows; }
 
 bool in_mapped_file(const model::TensorView& w,
                     std::span<const std::span<const std::byte>> mapped_files) {
   return std::any_of(mapped_files.begin(), mapped_files.end(), [&](auto file) {
     return w.data >= file.data() && w.data + w.n_bytes <= file.data() + file.size();
   });
+}
+
+// Tiles [t0, t1) of w into `out` (tiled layout, cpu_matrix.h), every byte written once.
+void tile_rows(const model::TensorView& w, size_t stride, size_t t0, size_t t1, std::byte* out) {
+  const size_t row_bytes = model::row_bytes(w.dtype, size_t(w.cols));
+  for (size_t t = t0; t < t1; ++t) {
+    std::byte* tile = out + t * stride;
+    for (size_t i = 0; i < kTileRows; ++i) {
+      const size_t r = t * kTileRows + i;
+      for (size_t b = 0; b < stride / kTileRows; b += kLine) {
+        std::byte* chunk = tile + b * kTileRows + i * kLine;
+        const size_t n = r < size_t(w.rows) && b < row_bytes ? std::min(kLine, row_bytes - b) : 0;
+        if (n > 0) std::memcpy(chunk, w.row(int64_t(r)) + b, n);
+        std::memset(chunk + n, 0, kLine - n);
+      }
+    }
+  }
+}
+
+// Rows [r0, r1) of a Q8_0 matrix into packed rows of `stride` bytes at `out`.
+void pack_rows(const model::TensorView& w, size_t stride, size_t r0, size_t r1, std::byte* out) {
+  const size_t cols = size_t(w.cols), blocks = cols / model::kQ8BlockValues;
+  for (size_t r = r0; r < r1; ++r) {
+    const auto* src = reinterpret_cast<const model::Q8Block*>(w.row(int64_t(r)));
+    std::byte* row = out + r * stride;
+    auto* values = reinterpret_cast<int8_t*>(row);
+    auto* scales = reinterpret_cast<uint16_t*>(row + cols);
+    for (size_t b = 0; b < blocks; ++b) {
+      std::memcpy(values + b * model::kQ8BlockValues, src[b].q, model::kQ8BlockValues);
+      scales[b] = src[b].d;
+    }
+    const size_t used = cols + blocks * sizeof(uint16_t);
+    std::memset(row + used, 0, stride - used);  // every byte defined, the padding too
+  }
+}
+
+}  // namespace
+
+void CpuMatrix::FreeBytes::operator()(std::byte* p) const { std::free(p); }
+
+size_t CpuMatrix::copy_bytes(const model::TensorView& w) {
+  const size_t bytes = w.dtype == model::DType::q8_0
+                           ? size_t(w.rows) * packed_stride(size_t(w.cols))
+                           : tiles_of(w) * tile_stride_of(w);
+  return std::max(bytes, kLine);
+}
+
+CpuMatrix::CpuMatrix(const model::TensorView& w, ThreadPool* pool,
+                     std::span<const std::span<const std::byte>> mapped_files,
+                     MatrixArena* arena)
+    : view_(w) {
+  const bool q8 = w.dtype == model::DType::q8_0;
+  require(!q8 || size_t(w.cols) % model::kQ8BlockValues == 0, Status::internal,
+          "Q8_0 matrix " + w.name + " has a row length not a multiple of 32");
+  stride_ = q8 ? packed_stride(size_t(w.cols)) : tile_stride_of(w);
+  const size_t bytes = copy_bytes(w);
+  std::byte* copy = nullptr;
+  if (arena) {
+    copy = arena->take(bytes);
+  } else {
+    // aligned_alloc wants a size that is a multiple of the alignment: bytes is one.
+    owned_.reset(static_cast<std::byte*>(std::aligned_alloc(kLine, bytes)));
+    if (!owned_) throw std::bad_alloc();
+    copy = owned_.get();
+  }
+  const size_t units = q8 ? size_t(w.rows) : tiles_of(w);
+  const auto fill = [&](size_t u0, size_t u1) {
+    if (q8) {
+      pack_rows(w, stride_, u0, u1, copy);
+    } else {
+      tile_rows(w, stride_, u0, u1, copy);
+    }
+  };
+  if (pool) {
+    pool->parallel_for(units, fill);
+  } else {
+    fill(0, units);
+  }
+  view_.data = copy;
+  view_.n_bytes = units * stride_;
+  release_source_pages(w, mapped_files);
+}
+
+void CpuMatrix::dequantize_row(int64_t r, float* out) const {
+  const size_t cols = size_t(view_.cols);
+  if (dtype() == model::DType::q8_0) {
+    const int8_t* q = q8_values(size_t(r));
+    const uint16_t* d = q8_scales(size_t(r));
+    for (size_t k = 0; k < cols; ++k) {
+      out[k] = model::f16_to_f32(d[k / model::kQ8BlockValues]) * float(q[k]);
+    }
+    return;
+  }
+  const size_t value_bytes = model::row_bytes(dtype(), 1);
+  for (size_t k = 0; k < cols; ++k) {
+    const std::byte* v = view_.data + tiled_offset(stride_, size_t(r), k * value_bytes);
+    switch (dtype()) {
+      case model::DType::f32: std::memcpy(&out[k], v, sizeof(float)); break;
+      case model::DType::f16:
+      case model::DType::bf16: {
+        uint16_t h;
+        std::memcpy(&h, v, sizeof h);
+        out[k] = dtype() == model::DType::f16 ? model::f16_to_f32(h) : model::bf16_to_f32(h);
+        break;
+      }
+      case model::DType::q8_0: break;
+    }
+  }
 }
 
 void release_source_pages(const model::TensorView& source,

@@ -1,11 +1,21 @@
-// A weight matrix as the CPU products read it. Q8_0 matrices are repacked once, when the
-// backend is built: each row holds its blocks' 8-bit values side by side, then the blocks' F16
-// scales, and starts on a 64-byte line. In the file's layout (34-byte blocks) every other
-// 32-byte load straddles two cache lines and each block's scale is a load and a conversion of
-// its own; packed, two blocks' values fill one line and up to 16 scales convert in one vector.
-// Q8_0 decode ran 1.1-1.4x faster so on a 2-core AVX-512 machine (bench/RESULTS.md). F32, F16
-// and BF16 matrices keep their bytes; those in a model file are copied into the backend's
-// huge-page arena (matrix_arena.h), whose 2 MiB pages a file's pages cannot be.
+// A weight matrix as the CPU products read it: a copy made once, when the backend is built,
+// in a layout the products stream in address order.
+//
+// Q8_0 rows are repacked: each row holds its blocks' 8-bit values side by side, then the
+// blocks' F16 scales, and starts on a 64-byte line. In the file's layout (34-byte blocks) every
+// other 32-byte load straddles two cache lines and each block's scale is a load and a
+// conversion of its own; packed, two blocks' values fill one line and up to 16 scales convert
+// in one vector. Q8_0 decode ran 1.1-1.4x faster so on a 2-core AVX-512 machine.
+//
+// F32/F16/BF16 rows are tiled: a product reads kTileRows rows side by side, so those rows lie
+// side by side, 64 bytes of each in turn. Row after row, a tile's loads were four streams a row
+// apart, which the hardware prefetchers follow badly (software hints got them to 40-46 GB/s);
+// tiled they are one stream, read as fast as a plain read of the same bytes (58-60 GB/s in
+// the same minutes on a 2-core Zen 4 VM, bench/RESULTS.md).
+//
+// The copies live in the backend's huge-page arena (matrix_arena.h). A model file's pages are
+// released once copied (release_source_pages), so the process holds the model once; weights in
+// memory the model owns (synthetic models, converted tensors) are held twice.
 #pragma once
 
 #include <cstddef>
@@ -21,34 +31,42 @@ namespace parley::backend::cpu {
 class MatrixArena;
 class ThreadPool;
 
+// Rows per tile of a tiled matrix: the products' register tile.
+inline constexpr size_t kTileRows = 4;
+
 class CpuMatrix {
  public:
-  // Q8_0: w's rows repacked into memory this object owns, or taken from `arena` (which must
-  // outlive it) when one is given; Error(internal) when a row is not whole blocks of 32
-  // values. F32/F16/BF16: w's bytes copied into `arena` when one is given and w lies in one of
-  // `mapped_files` (the model's read-only file mappings), else read where they are. Copies
-  // run on the pool's threads when one is given (first touches of fresh memory run faster
-  // side by side); then w's pages in a mapped file are released (release_source_pages), so
-  // that the process holds the matrix once.
+  // w copied into the layout above: into `arena` (which must outlive this object) when one is
+  // given, else into memory this object owns; on the pool's threads when one is given (first
+  // touches of fresh memory run faster side by side). Then w's pages are released where they
+  // lie in one of `mapped_files` (the model's read-only file mappings). Error(internal) for a
+  // Q8_0 row that is not whole blocks of 32 values.
   explicit CpuMatrix(const model::TensorView& w, ThreadPool* pool = nullptr,
                      std::span<const std::span<const std::byte>> mapped_files = {},
                      MatrixArena* arena = nullptr);
 
-  // The bytes the constructor takes from an arena for w: its packed rows (Q8_0), its bytes
-  // (other types, when they lie in one of `mapped_files`), else 0.
-  static size_t arena_bytes(const model::TensorView& w,
-                            std::span<const std::span<const std::byte>> mapped_files);
+  // The bytes the copy of w takes (at least one line).
+  static size_t copy_bytes(const model::TensorView& w);
 
   model::DType dtype() const { return view_.dtype; }
   int64_t rows() const { return view_.rows; }
   int64_t cols() const { return view_.cols; }
   const std::string& name() const { return view_.name; }
-  bool packed() const { return stride_ != 0; }
 
-  // The matrix's shape, type and bytes (w's own, or their copy); for a packed matrix the bytes
-  // are the packed rows, read through the q8 accessors below (TensorView::row() does not
-  // apply to them).
+  // The matrix's shape and type, and its copy's bytes, read through the accessors below
+  // (TensorView::row() does not apply to them).
   const model::TensorView& view() const { return view_; }
+
+  // Tiled F32/F16/BF16 rows: tile t holds rows [t * kTileRows, (t + 1) * kTileRows), each row
+  // cut into 64-byte chunks (the last one padded with zeros), chunk j of every row of the tile
+  // one after another, then chunk j + 1. A last tile with fewer rows is padded with zero rows.
+  // `tile_stride()` bytes from one tile's start to the next's.
+  const std::byte* tile(size_t t) const { return view_.data + t * stride_; }
+  size_t tile_stride() const { return stride_; }
+  // Where byte b of row r lies, from the start of the copy.
+  static size_t tiled_offset(size_t tile_stride, size_t r, size_t b) {
+    return r / kTileRows * tile_stride + b / 64 * (kTileRows * 64) + r % kTileRows * 64 + b % 64;
+  }
 
   // Packed Q8_0 rows: `cols` int8 values, then cols / 32 F16 scales, then zeros to at least
   // the next multiple of 32 bytes; `q8_stride()` bytes from one row's start to the next's (a
@@ -61,9 +79,8 @@ class CpuMatrix {
   }
   size_t q8_stride() const { return stride_; }
 
-  // out[cols] = row r as floats, from the bytes the products read (the token embedding of a
-  // model whose output matrix is tied to it reads the backend's copy, so that the file's
-  // pages are not needed again).
+  // out[cols] = row r as floats, from the copy (the token embedding of a model whose output
+  // matrix is tied to it is looked up here, so that the file's pages are not needed again).
   void dequantize_row(int64_t r, float* out) const;
 
  private:
@@ -71,13 +88,9 @@ class CpuMatrix {
     void operator()(std::byte* p) const;
   };
   model::TensorView view_;
-  std::unique_ptr<std::byte, FreeBytes> owned_;  // packed rows, unless an arena holds them
-  size_t stride_ = 0;                            // packed rows only
+  std::unique_ptr<std::byte, FreeBytes> owned_;  // the copy, unless an arena holds it
+  size_t stride_ = 0;                            // bytes per Q8_0 row or per tile
 };
-
-// True when all of w's bytes lie in one of `mapped_files`.
-bool in_mapped_file(const model::TensorView& w,
-                    std::span<const std::span<const std::byte>> mapped_files);
 
 // Tells the kernel that this process will not read the source bytes of a copied matrix
 // again, when they lie in one of `mapped_files` (read-only file mappings): their pages leave

@@ -3,10 +3,8 @@
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "backend/cpu/matmul_kernels.cpp"
 #include "backend/cpu/matmul_kernels.h"
-#include "backend/cpu/prefetch_hints.h"
 
 #include <hwy/foreach_target.h>  // must come before highway.h
-#include <hwy/cache_control.h>
 #include <hwy/highway.h>
 
 #include <algorithm>
@@ -30,8 +28,8 @@ constexpr size_t kSumBlockCols = 1024;
 
 // Register tile: weight rows x activation rows accumulated at once. Each loaded weight vector
 // feeds kTileCols products and each activation vector kTileRows. AVX-512 has 32 vector
-// registers (24 accumulators fit); narrower targets have 16.
-constexpr size_t kTileRows = 4;
+// registers (24 accumulators fit); narrower targets have 16. kTileRows is also the matrix
+// copy's tile (cpu_matrix.h), so that a register tile reads one run of bytes.
 constexpr size_t kTileCols = HWY_TARGET <= HWY_AVX3 ? 6 : 2;
 
 // Below this many activation rows, weights are converted in registers as they are read
@@ -39,53 +37,46 @@ constexpr size_t kTileCols = HWY_TARGET <= HWY_AVX3 ? 6 : 2;
 // converted into a float panel that every activation row then reuses.
 constexpr size_t kSmallBatch = 8;
 
-// Decode weight hints run twice this far ahead of the loads, rounded up to whole tiles: two
-// tiles of rows of 768 F16 values (12 KiB) or more. Further measured no faster.
-constexpr size_t kPrefetchMinBytes = 4096;
-
 // Activation rows per cache block of the batched path: their kSumBlockCols-wide slices
 // (64 x 4 KiB) stay in L2 while every weight row of the range passes over them.
 constexpr size_t kActivationBlock = 64;
 
-// Weight loaders: Lanes(df) weights of row r (relative to the loader's first row) from
-// column k as floats, and one weight as a float. Both give exactly the stored value.
-struct F32Rows {
-  static constexpr size_t kValueBytes = 4;
-  const std::byte* base;
-  size_t stride;  // bytes per row
-  HWY_INLINE VF load(DF df, size_t r, size_t k) const { return hn::LoadU(df, ptr(r) + k); }
-  HWY_INLINE float at(size_t r, size_t k) const { return ptr(r)[k]; }
-  HWY_INLINE const float* ptr(size_t r) const {
-    return reinterpret_cast<const float*>(base + r * stride);
+// Weight loaders over a tiled copy (cpu_matrix.h): Lanes(df) weights of row r (relative to the
+// loader's first row, which lies in `tile`) from column k as floats, and one weight as a float.
+// Both give exactly the stored value. A vector never crosses a 64-byte chunk: the columns
+// start on a multiple of the vector width.
+template <class T>
+struct TiledRows {
+  static constexpr size_t kValueBytes = sizeof(T);
+  const std::byte* tile;
+  size_t first;  // the loader's row 0 within the tile
+  HWY_INLINE const T* ptr(size_t r, size_t k) const {
+    const size_t b = k * kValueBytes;
+    return reinterpret_cast<const T*>(tile + b / 64 * (kTileRows * 64) + (first + r) * 64 +
+                                      b % 64);
   }
 };
 
-struct F16Rows {
-  static constexpr size_t kValueBytes = 2;
-  const std::byte* base;
-  size_t stride;
+struct F32Rows : TiledRows<float> {
+  HWY_INLINE VF load(DF df, size_t r, size_t k) const { return hn::LoadU(df, ptr(r, k)); }
+  HWY_INLINE float at(size_t r, size_t k) const { return *ptr(r, k); }
+};
+
+struct F16Rows : TiledRows<hwy::float16_t> {
   HWY_INLINE VF load(DF df, size_t r, size_t k) const {
-    const hn::Rebind<hwy::float16_t, DF> dh;
-    return hn::PromoteTo(df, hn::LoadU(dh, reinterpret_cast<const hwy::float16_t*>(ptr(r) + k)));
+    return hn::PromoteTo(df, hn::LoadU(hn::Rebind<hwy::float16_t, DF>(), ptr(r, k)));
   }
-  HWY_INLINE float at(size_t r, size_t k) const { return model::f16_to_f32(ptr(r)[k]); }
-  HWY_INLINE const uint16_t* ptr(size_t r) const {
-    return reinterpret_cast<const uint16_t*>(base + r * stride);
+  HWY_INLINE float at(size_t r, size_t k) const {
+    return model::f16_to_f32(*reinterpret_cast<const uint16_t*>(ptr(r, k)));
   }
 };
 
-struct BF16Rows {
-  static constexpr size_t kValueBytes = 2;
-  const std::byte* base;
-  size_t stride;
+struct BF16Rows : TiledRows<hwy::bfloat16_t> {
   HWY_INLINE VF load(DF df, size_t r, size_t k) const {
-    const hn::Rebind<hwy::bfloat16_t, DF> dh;
-    return hn::PromoteTo(df,
-                         hn::LoadU(dh, reinterpret_cast<const hwy::bfloat16_t*>(ptr(r) + k)));
+    return hn::PromoteTo(df, hn::LoadU(hn::Rebind<hwy::bfloat16_t, DF>(), ptr(r, k)));
   }
-  HWY_INLINE float at(size_t r, size_t k) const { return model::bf16_to_f32(ptr(r)[k]); }
-  HWY_INLINE const uint16_t* ptr(size_t r) const {
-    return reinterpret_cast<const uint16_t*>(base + r * stride);
+  HWY_INLINE float at(size_t r, size_t k) const {
+    return model::bf16_to_f32(*reinterpret_cast<const uint16_t*>(ptr(r, k)));
   }
 };
 
@@ -101,12 +92,10 @@ struct PanelRows {
 // sums[r * C + c] += dot(weight row r, activation row c) over columns [k0, k1), one SIMD
 // accumulator per pair reduced at the end. x points at activation row 0 (full rows). The
 // loops over the tile are unrolled so that its accumulators live in registers (GCC -O2 would
-// keep them in memory, a store and reload per product). kPrefetch (decode) also asks for the
-// tile 2 x ahead_rows further on into L2, R lines per cache line of the columns read, in
-// address order (prefetch_run_to_l2); the tile's rows must be `stride` apart from w.base.
-template <size_t R, size_t C, bool kPrefetch = false, class W>
+// keep them in memory, a store and reload per product).
+template <size_t R, size_t C, class W>
 HWY_INLINE void tile_sums(const W& w, const float* x, size_t x_stride, size_t k0, size_t k1,
-                          float* sums, size_t ahead_rows = 0) {
+                          float* sums) {
   const DF df;
   const size_t lanes = hn::Lanes(df);
   VF acc[R][C];
@@ -116,11 +105,6 @@ HWY_INLINE void tile_sums(const W& w, const float* x, size_t x_stride, size_t k0
     for (size_t c = 0; c < C; ++c) acc[r][c] = hn::Zero(df);
   }
   for (size_t k = k0; k < k1; k += lanes) {
-    if constexpr (kPrefetch) {
-      if ((k - k0) * W::kValueBytes % 64 == 0) {  // once per cache line (a step is <= 64 bytes)
-        prefetch_run_to_l2(w.base + 2 * ahead_rows * w.stride, k * W::kValueBytes / 64 * R, R);
-      }
-    }
     VF wv[R];
     HWY_UNROLL(8)
     for (size_t r = 0; r < R; ++r) wv[r] = w.load(df, r, k);
@@ -152,20 +136,22 @@ HWY_INLINE float tail_sum(const W& w, size_t r, const float* x, size_t k0, size_
 }
 
 struct Problem {
-  const model::TensorView& w;
+  const CpuMatrix& w;
   const float* x;
   size_t n;
   float* y;
   size_t y_stride;
-  size_t cols;        // w.cols
-  size_t cols_vec;    // columns covered by whole vectors
-  size_t stride;      // bytes per weight row
-  size_t ahead_rows;  // how far ahead the decode weight hints run (prefetch_hints.h)
+  size_t cols;      // w.cols
+  size_t cols_vec;  // columns covered by whole vectors
 };
 
+// A loader whose row 0 is row r of the matrix.
 template <class Rows>
 HWY_INLINE Rows rows_from(const Problem& p, size_t r) {
-  return Rows{p.w.data + r * p.stride, p.stride};
+  Rows rows;
+  rows.tile = p.w.tile(r / kTileRows);
+  rows.first = r % kTileRows;
+  return rows;
 }
 
 // Rows [r, r + R) x activation rows [i, i + C), weights converted as they are read.
@@ -175,17 +161,7 @@ HWY_INLINE void small_batch_tile(const Problem& p, size_t r, size_t i) {
   const float* x = p.x + i * p.cols;
   float sums[R * C] = {};
   for (size_t k0 = 0; k0 < p.cols_vec; k0 += kSumBlockCols) {
-    tile_sums<R, C, C == 1>(w, x, p.cols, k0, std::min(p.cols_vec, k0 + kSumBlockCols), sums,
-                            p.ahead_rows);
-  }
-  if constexpr (C == 1) {
-    // The later tile's lines past those the column steps asked for (a row's last partial
-    // vector and line).
-    const size_t asked = (p.cols_vec * Rows::kValueBytes + 63) / 64 * R;
-    const size_t lines = (R * p.stride + 63) / 64;
-    if (lines > asked) {
-      prefetch_run_to_l2(w.base + 2 * p.ahead_rows * p.stride, asked, lines - asked);
-    }
+    tile_sums<R, C>(w, x, p.cols, k0, std::min(p.cols_vec, k0 + kSumBlockCols), sums);
   }
   for (size_t rr = 0; rr < R; ++rr) {
     for (size_t c = 0; c < C; ++c) {
@@ -202,10 +178,13 @@ HWY_INLINE void small_batch_rows(const Problem& p, size_t r) {
   for (; i < p.n; ++i) small_batch_tile<R, 1, Rows>(p, r, i);
 }
 
+// Whole tiles of the copy (cpu_matrix.h) at a time, rows on their own before the range's
+// first tile and after its last: a tile's bytes are one run, which the hardware prefetchers
+// follow without software hints.
 template <class Rows>
 void small_batch(const Problem& p, size_t r0, size_t r1) {
-  prefetch_bytes(p.w.data + r0 * p.stride, std::min(r1 - r0, p.ahead_rows) * p.stride);
   size_t r = r0;
+  for (; r < r1 && r % kTileRows != 0; ++r) small_batch_rows<1, Rows>(p, r);
   for (; r + kTileRows <= r1; r += kTileRows) small_batch_rows<kTileRows, Rows>(p, r);
   for (; r < r1; ++r) small_batch_rows<1, Rows>(p, r);
 }
@@ -269,6 +248,9 @@ void batched(const Problem& p, size_t r0, size_t r1) {
     for (size_t k0 = 0; k0 < p.cols_vec; k0 += kSumBlockCols) {
       const size_t k1 = std::min(p.cols_vec, k0 + kSumBlockCols);
       size_t r = r0;
+      for (; r < r1 && r % kTileRows != 0; ++r) {
+        batched_rows<1, Rows>(p, r, i0, i1, k0, k1, panel);
+      }
       for (; r + kTileRows <= r1; r += kTileRows) {
         batched_rows<kTileRows, Rows>(p, r, i0, i1, k0, k1, panel);
       }
@@ -294,14 +276,12 @@ void matmul_rows_of(const Problem& p, size_t r0, size_t r1) {
   }
 }
 
-void MatmulRows(const model::TensorView& w, const float* x, size_t n, float* y, size_t y_stride,
+void MatmulRows(const CpuMatrix& w, const float* x, size_t n, float* y, size_t y_stride,
                 size_t r0, size_t r1) {
   const DF df;
-  const size_t cols = size_t(w.cols);
-  const size_t stride = model::row_bytes(w.dtype, cols);
-  const Problem p{w,      x,    n, y, y_stride, cols, cols / hn::Lanes(df) * hn::Lanes(df),
-                  stride, prefetch_rows_ahead(kTileRows, stride, kPrefetchMinBytes)};
-  switch (w.dtype) {
+  const size_t cols = size_t(w.cols());
+  const Problem p{w, x, n, y, y_stride, cols, cols / hn::Lanes(df) * hn::Lanes(df)};
+  switch (w.dtype()) {
     case model::DType::f32: matmul_rows_of<F32Rows>(p, r0, r1); break;
     case model::DType::f16: matmul_rows_of<F16Rows>(p, r0, r1); break;
     case model::DType::bf16: matmul_rows_of<BF16Rows>(p, r0, r1); break;
@@ -323,10 +303,10 @@ HWY_EXPORT(MatmulRows);
 HWY_EXPORT(TargetName);
 HWY_EXPORT(Target);
 
-void matmul_rows(const model::TensorView& w, const float* x, size_t n, float* y,
-                 size_t y_stride, size_t r0, size_t r1) {
-  if (w.dtype == model::DType::q8_0) {  // no string built on the hot path
-    fail(Status::internal, "Q8_0 matrix " + w.name + " needs quantized activations");
+void matmul_rows(const CpuMatrix& w, const float* x, size_t n, float* y, size_t y_stride,
+                 size_t r0, size_t r1) {
+  if (w.dtype() == model::DType::q8_0) {  // no string built on the hot path
+    fail(Status::internal, "Q8_0 matrix " + w.name() + " needs quantized activations");
   }
   HWY_DYNAMIC_DISPATCH(MatmulRows)(w, x, n, y, y_stride, r0, r1);
 }

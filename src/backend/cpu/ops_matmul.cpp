@@ -48,7 +48,7 @@ void product_rows(const CpuMatrix& w, const Activations& a, float* y, size_t y_s
   if (w.dtype() == model::DType::q8_0) {
     matmul_rows_q8(w, *a.blocks, y, y_stride, r0, r1);
   } else {
-    matmul_rows(w.view(), a.x, a.n, y, y_stride, r0, r1);
+    matmul_rows(w, a.x, a.n, y, y_stride, r0, r1);
   }
 }
 

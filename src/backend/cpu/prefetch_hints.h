@@ -1,7 +1,8 @@
-// Software prefetch hints of the CPU kernels. The decode products and the attention are
+// Software prefetch hints of the CPU kernels. The Q8_0 decode products and the attention are
 // bound by how many bytes are in flight, and the hardware prefetcher does not follow their
 // short strided streams (a register tile's R rows, one head's K/V rows), so they ask ahead
-// themselves.
+// themselves. (The F32/F16/BF16 products read tiled copies in address order and need none:
+// cpu_matrix.h.)
 #pragma once
 
 #include <cstddef>
@@ -27,29 +28,16 @@ HWY_INLINE void prefetch_bytes(const std::byte* p, size_t bytes) {
 // Asks for the line at p for bytes read once (weights streamed through a product): fetched for
 // this core without displacing what the caches hold for longer (prefetchnta on x86). Against
 // prefetcht0 on a 2-core AVX-512 machine: stories110m F16 decode 7 % faster (when the F16
-// products still asked this way), Q8_0 products over packed rows 0-12 % (alternated runs).
+// products read rows in place), Q8_0 products over packed rows 0-12 % (alternated runs).
 HWY_INLINE void prefetch_stream(const void* p) { __builtin_prefetch(p, 0, 0); }
 
 // Asks for the line at p into L2 (prefetcht1 on x86). The Q8_0 weight and K/V streams also ask
-// this way, twice as far ahead as their near hints (the F32/F16/BF16 products ask only this
-// way: prefetch_run_to_l2): a core keeps only a few lines in flight towards L1, and a near
-// hint alone left too few bytes in flight on a 2-core AMD EPYC (Zen 4) VM. Decode
-// tokens alternated with and without the far hints in one process, 2 threads: stories110m
-// Q8_0 6.0-6.9 -> 3.7-4.0 ms per token, F16 11.1-12.6 -> 8.3-9.0; TinyLlama Q8_0 45-47 -> 23-36,
-// F16 71-76 -> 50-59 (bench/RESULTS.md).
+// this way, twice as far ahead as their near hints: a core keeps only a few lines in flight
+// towards L1, and a near hint alone left too few bytes in flight on a 2-core AMD EPYC (Zen 4)
+// VM. Decode tokens alternated with and without the far hints in one process, 2 threads:
+// stories110m Q8_0 6.0-6.9 -> 3.7-4.0 ms per token, F16 (rows read in place, then)
+// 11.1-12.6 -> 8.3-9.0; TinyLlama Q8_0 45-47 -> 23-36, F16 71-76 -> 50-59 (bench/RESULTS.md).
 HWY_INLINE void prefetch_to_l2(const void* p) { __builtin_prefetch(p, 0, 2); }
-
-// Asks for lines [first, first + count) of the bytes at `run` into L2, in address order. The
-// F32/F16/BF16 decode products read a register tile's rows side by side, R streams a row
-// apart; they ask for the tile further on as one run, R lines per step (and no near hints):
-// asked for a line of each row at the column being read, the same lines streamed more
-// slowly. On a 2-core Zen 4 VM, products of F16 matrices with rows of 768 / 2048 / 5632
-// values, alternated: 36.7 / 45.6 / 39.7 -> 42.4 / 49.3 / 44.7 GB/s in minutes when a plain
-// read ran at 56-60, 29.7 / 32.3 / 31.1 -> 32.7 / 33.2 / 32.9 when it ran at 34
-// (bench/RESULTS.md). The Q8_0 products measured no faster so and keep their row hints.
-HWY_INLINE void prefetch_run_to_l2(const std::byte* run, size_t first, size_t count) {
-  for (size_t i = first; i < first + count; ++i) prefetch_to_l2(run + i * 64);
-}
 
 // How far ahead of its loads a product asks for weight rows: whole tiles (a hint into the
 // current tile asks for what its own loads fetch at the same moment), together at least

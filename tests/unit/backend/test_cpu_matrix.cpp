@@ -1,5 +1,5 @@
-// The packed Q8_0 rows the CPU products read, the copies of other matrices that lie in a
-// model file, and the release of a copied matrix's source pages.
+// The copies the CPU products read (packed Q8_0 rows, tiled F32/F16/BF16 rows), the arena that
+// holds them, and the release of a copied matrix's source pages.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -76,12 +76,11 @@ TEST_CASE("a packed matrix holds the file's rows: values, scales, 64-byte rows")
                                               random_values(size_t(rows * cols), 3.0f, rng));
       // In an arena, after a first allocation that leaves the next one off a line boundary.
       backend::cpu::MatrixArena arena(backend::cpu::MatrixArena::bytes_for(24) +
-                                      backend::cpu::CpuMatrix::arena_bytes(w, {}));
+                                      backend::cpu::CpuMatrix::copy_bytes(w));
       if (in_arena) arena.take(24);
       const backend::cpu::CpuMatrix m(w, nullptr, {}, in_arena ? &arena : nullptr);
       INFO("cols " << cols << (in_arena ? ", in an arena" : ", owned"));
-      REQUIRE(m.packed());
-      CHECK(m.view().n_bytes <= backend::cpu::CpuMatrix::arena_bytes(w, {}));
+      CHECK(m.view().n_bytes <= backend::cpu::CpuMatrix::copy_bytes(w));
       // Scales padded to 32 bytes (the kernels read them in whole vectors), rows to 64.
       const size_t scale_bytes = size_t(cols) / 32 * 2, padded = (scale_bytes + 31) / 32 * 32;
       CHECK(m.q8_stride() % 64 == 0);
@@ -108,25 +107,54 @@ TEST_CASE("a packed matrix holds the file's rows: values, scales, 64-byte rows")
       }
     }
   }
-  // Other types outside a mapped file are the model's bytes, not copied, arena or not.
-  model::Weights owner;
-  const model::TensorView f =
-      make_tensor(owner, "f", DType::f16, 3, 40, random_values(120, 1.0f, rng));
-  CHECK(backend::cpu::CpuMatrix::arena_bytes(f, {}) == 0);
-  backend::cpu::MatrixArena arena(4096);
-  for (backend::cpu::MatrixArena* a : {static_cast<backend::cpu::MatrixArena*>(nullptr), &arena}) {
-    const backend::cpu::CpuMatrix m(f, nullptr, {}, a);
-    CHECK_FALSE(m.packed());
-    CHECK(m.view().data == f.data);
-    std::vector<float> row(40);
-    m.dequantize_row(2, row.data());
-    const std::vector<double> all = decode_tensor(f);
-    for (size_t k = 0; k < row.size(); ++k) CHECK(double(row[k]) == all[80 + k]);
-  }
-  CHECK_NOTHROW(arena.take(4096));  // none of the room was used
 }
 
-TEST_CASE("a packed arena hands out 64-byte aligned, zeroed, disjoint runs and refuses more") {
+TEST_CASE("a tiled matrix holds each row's 64-byte chunks side by side with its tile's") {
+  std::mt19937 rng(17);
+  for (DType type : {DType::f32, DType::f16, DType::bf16}) {
+    for (bool in_arena : {false, true}) {
+      for (int64_t rows : {int64_t(1), int64_t(3), int64_t(4), int64_t(9)}) {
+        for (int64_t cols : {int64_t(1), int64_t(15), int64_t(32), int64_t(33), int64_t(100)}) {
+          model::Weights owner;
+          const model::TensorView w = make_tensor(owner, "w", type, rows, cols,
+                                                  random_values(size_t(rows * cols), 2.0f, rng));
+          backend::cpu::MatrixArena arena(backend::cpu::MatrixArena::bytes_for(24) +
+                                          backend::cpu::CpuMatrix::copy_bytes(w));
+          if (in_arena) arena.take(24);
+          const backend::cpu::CpuMatrix m(w, nullptr, {}, in_arena ? &arena : nullptr);
+          INFO(model::dtype_name(type) << " [" << rows << ", " << cols << "]"
+                                       << (in_arena ? ", in an arena" : ", owned"));
+          const size_t row_bytes = model::row_bytes(type, size_t(cols));
+          const size_t chunks = (row_bytes + 63) / 64, tiles = size_t(rows + 3) / 4;
+          CHECK(m.tile_stride() == chunks * 4 * 64);
+          CHECK(m.view().n_bytes == tiles * m.tile_stride());
+          CHECK(m.view().data != w.data);
+          CHECK(reinterpret_cast<uintptr_t>(m.view().data) % 64 == 0);
+          // Every byte where the layout puts it; the rest zeros.
+          std::vector<std::byte> expected(m.view().n_bytes, std::byte{0});
+          for (size_t r = 0; r < size_t(rows); ++r) {
+            for (size_t b = 0; b < row_bytes; ++b) {
+              const size_t at = r / 4 * m.tile_stride() + b / 64 * 256 + r % 4 * 64 + b % 64;
+              CHECK(backend::cpu::CpuMatrix::tiled_offset(m.tile_stride(), r, b) == at);
+              expected[at] = w.row(int64_t(r))[b];
+            }
+          }
+          CHECK(std::equal(expected.begin(), expected.end(), m.view().data));
+          const std::vector<double> all = decode_tensor(w);
+          std::vector<float> row(static_cast<size_t>(cols));
+          for (int64_t r = 0; r < rows; ++r) {
+            m.dequantize_row(r, row.data());
+            for (int64_t k = 0; k < cols; ++k) {
+              CHECK(double(row[size_t(k)]) == all[size_t(r * cols + k)]);
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("a matrix arena hands out 64-byte aligned, zeroed, disjoint runs and refuses more") {
   backend::cpu::MatrixArena arena(64 + 128 + 4096);
   CHECK(backend::cpu::MatrixArena::bytes_for(1) == 64);
   CHECK(backend::cpu::MatrixArena::bytes_for(128) == 128);
@@ -222,7 +250,7 @@ TEST_CASE("packing a Q8_0 matrix that lies in a mapped file releases the file's 
   CHECK(decode_tensor(source) == all);  // the file's bytes come back, not zeros
 }
 
-TEST_CASE("F32, F16 and BF16 matrices in a mapped file are copied into the arena") {
+TEST_CASE("F32, F16 and BF16 matrices in a mapped file are tiled and their pages released") {
   std::mt19937 rng(9);
   backend::cpu::ThreadPool pool(3);
   for (DType type : {DType::f32, DType::f16, DType::bf16}) {
@@ -243,33 +271,34 @@ TEST_CASE("F32, F16 and BF16 matrices in a mapped file are copied into the arena
     source.data = file.bytes().data();
     const std::vector<std::span<const std::byte>> mapped{file.bytes()};
 
-    // Without an arena a matrix in a file is read where it lies.
-    CHECK(backend::cpu::CpuMatrix(source, &pool, mapped).view().data == source.data);
-
-    REQUIRE(backend::cpu::CpuMatrix::arena_bytes(source, mapped) == w.n_bytes);
-    backend::cpu::MatrixArena arena(backend::cpu::CpuMatrix::arena_bytes(source, mapped));
+    backend::cpu::MatrixArena arena(backend::cpu::CpuMatrix::copy_bytes(source));
     const std::vector<double> all = decode_tensor(source);  // touches every page
     const size_t touched = resident_file_bytes();
     const backend::cpu::CpuMatrix m(source, &pool, mapped, &arena);
     const size_t released = resident_file_bytes();
     INFO("RssFile " << touched << " -> " << released);
     CHECK(released + (6u << 20) <= touched);
-    CHECK_FALSE(m.packed());
     CHECK(m.view().data != source.data);
-    CHECK(reinterpret_cast<uintptr_t>(m.view().data) % 64 == 0);
-    CHECK(m.view().n_bytes == w.n_bytes);
-    CHECK(std::equal(w.data, w.data + w.n_bytes, m.view().data));
+    // The copy's threads split the tiles; each row where the layout puts it.
+    const size_t row_bytes = model::row_bytes(type, size_t(cols));
+    for (int64_t r : {int64_t(0), rows / 2 + 1, rows - 1}) {
+      for (size_t b = 0; b < row_bytes; b += 7) {
+        const size_t at = backend::cpu::CpuMatrix::tiled_offset(m.tile_stride(), size_t(r), b);
+        CHECK(m.view().data[at] == w.row(r)[b]);
+      }
+    }
     std::vector<float> row(static_cast<size_t>(cols));
     m.dequantize_row(rows - 1, row.data());
     for (int64_t k = 0; k < cols; ++k) {
       CHECK(double(row[size_t(k)]) == all[size_t((rows - 1) * cols + k)]);
     }
-    // The products over the copy give the bits of those over the model's own bytes.
+    // The products over the copy of the file give the bits of those over a copy of the
+    // model's own bytes.
     const std::vector<float> x = random_values(size_t(cols), 1.0f, rng);
-    std::vector<float> from_copy(static_cast<size_t>(rows)), from_model(from_copy.size());
-    backend::cpu::matmul(m, x.data(), 1, from_copy.data(), pool);
+    std::vector<float> from_file(static_cast<size_t>(rows)), from_model(from_file.size());
+    backend::cpu::matmul(m, x.data(), 1, from_file.data(), pool);
     backend::cpu::matmul(backend::cpu::CpuMatrix(w), x.data(), 1, from_model.data(), pool);
-    CHECK(from_copy == from_model);
+    CHECK(from_file == from_model);
     CHECK(decode_tensor(source) == all);  // the file's bytes come back, not zeros
   }
 }
