@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <new>
+#include <vector>
 
 #include "backend/cpu/matrix_arena.h"
 #include "backend/cpu/thread_pool.h"
@@ -24,8 +25,14 @@ size_t packed_stride(size_t cols) {
   return round_up(cols + round_up(cols / model::kQ8BlockValues * sizeof(uint16_t), 32), kLine);
 }
 
+// The bytes of one row as tiled: packed for Q8_0.
+size_t row_bytes_of(const model::TensorView& w) {
+  return w.dtype == model::DType::q8_0 ? packed_stride(size_t(w.cols))
+                                       : model::row_bytes(w.dtype, size_t(w.cols));
+}
+
 size_t tile_stride_of(const model::TensorView& w) {
-  return round_up(model::row_bytes(w.dtype, size_t(w.cols)), kLine) * kTileRows;
+  return round_up(row_bytes_of(w), kLine) * kTileRows;
 }
 
 size_t tiles_of(const model::TensorView& w) { return (size_t(w.rows) + kTileRows - 1) / kTileRows; }
@@ -37,37 +44,39 @@ bool in_mapped_file(const model::TensorView& w,
   });
 }
 
+// Row r of a Q8_0 matrix packed into `out` (packed_stride bytes).
+void pack_row(const model::TensorView& w, size_t r, std::byte* out) {
+  const size_t cols = size_t(w.cols), blocks = cols / model::kQ8BlockValues;
+  const auto* src = reinterpret_cast<const model::Q8Block*>(w.row(int64_t(r)));
+  auto* values = reinterpret_cast<int8_t*>(out);
+  auto* scales = reinterpret_cast<uint16_t*>(out + cols);
+  for (size_t b = 0; b < blocks; ++b) {
+    std::memcpy(values + b * model::kQ8BlockValues, src[b].q, model::kQ8BlockValues);
+    scales[b] = src[b].d;
+  }
+  const size_t used = cols + blocks * sizeof(uint16_t);
+  std::memset(out + used, 0, packed_stride(cols) - used);  // every byte defined
+}
+
 // Tiles [t0, t1) of w into `out` (tiled layout, cpu_matrix.h), every byte written once.
 void tile_rows(const model::TensorView& w, size_t stride, size_t t0, size_t t1, std::byte* out) {
-  const size_t row_bytes = model::row_bytes(w.dtype, size_t(w.cols));
+  const bool q8 = w.dtype == model::DType::q8_0;
+  const size_t row_bytes = row_bytes_of(w);
+  std::vector<std::byte> packed(q8 ? row_bytes : 0);
   for (size_t t = t0; t < t1; ++t) {
     std::byte* tile = out + t * stride;
     for (size_t i = 0; i < kTileRows; ++i) {
       const size_t r = t * kTileRows + i;
+      const bool real = r < size_t(w.rows);
+      if (real && q8) pack_row(w, r, packed.data());
+      const std::byte* row = !real ? nullptr : q8 ? packed.data() : w.row(int64_t(r));
       for (size_t b = 0; b < stride / kTileRows; b += kLine) {
         std::byte* chunk = tile + b * kTileRows + i * kLine;
-        const size_t n = r < size_t(w.rows) && b < row_bytes ? std::min(kLine, row_bytes - b) : 0;
-        if (n > 0) std::memcpy(chunk, w.row(int64_t(r)) + b, n);
+        const size_t n = real && b < row_bytes ? std::min(kLine, row_bytes - b) : 0;
+        if (n > 0) std::memcpy(chunk, row + b, n);
         std::memset(chunk + n, 0, kLine - n);
       }
     }
-  }
-}
-
-// Rows [r0, r1) of a Q8_0 matrix into packed rows of `stride` bytes at `out`.
-void pack_rows(const model::TensorView& w, size_t stride, size_t r0, size_t r1, std::byte* out) {
-  const size_t cols = size_t(w.cols), blocks = cols / model::kQ8BlockValues;
-  for (size_t r = r0; r < r1; ++r) {
-    const auto* src = reinterpret_cast<const model::Q8Block*>(w.row(int64_t(r)));
-    std::byte* row = out + r * stride;
-    auto* values = reinterpret_cast<int8_t*>(row);
-    auto* scales = reinterpret_cast<uint16_t*>(row + cols);
-    for (size_t b = 0; b < blocks; ++b) {
-      std::memcpy(values + b * model::kQ8BlockValues, src[b].q, model::kQ8BlockValues);
-      scales[b] = src[b].d;
-    }
-    const size_t used = cols + blocks * sizeof(uint16_t);
-    std::memset(row + used, 0, stride - used);  // every byte defined, the padding too
   }
 }
 
@@ -76,10 +85,7 @@ void pack_rows(const model::TensorView& w, size_t stride, size_t r0, size_t r1, 
 void CpuMatrix::FreeBytes::operator()(std::byte* p) const { std::free(p); }
 
 size_t CpuMatrix::copy_bytes(const model::TensorView& w) {
-  const size_t bytes = w.dtype == model::DType::q8_0
-                           ? size_t(w.rows) * packed_stride(size_t(w.cols))
-                           : tiles_of(w) * tile_stride_of(w);
-  return std::max(bytes, kLine);
+  return std::max(tiles_of(w) * tile_stride_of(w), kLine);
 }
 
 CpuMatrix::CpuMatrix(const model::TensorView& w, ThreadPool* pool,
@@ -89,7 +95,7 @@ CpuMatrix::CpuMatrix(const model::TensorView& w, ThreadPool* pool,
   const bool q8 = w.dtype == model::DType::q8_0;
   require(!q8 || size_t(w.cols) % model::kQ8BlockValues == 0, Status::internal,
           "Q8_0 matrix " + w.name + " has a row length not a multiple of 32");
-  stride_ = q8 ? packed_stride(size_t(w.cols)) : tile_stride_of(w);
+  stride_ = tile_stride_of(w);
   const size_t bytes = copy_bytes(w);
   std::byte* copy = nullptr;
   if (arena) {
@@ -100,37 +106,32 @@ CpuMatrix::CpuMatrix(const model::TensorView& w, ThreadPool* pool,
     if (!owned_) throw std::bad_alloc();
     copy = owned_.get();
   }
-  const size_t units = q8 ? size_t(w.rows) : tiles_of(w);
-  const auto fill = [&](size_t u0, size_t u1) {
-    if (q8) {
-      pack_rows(w, stride_, u0, u1, copy);
-    } else {
-      tile_rows(w, stride_, u0, u1, copy);
-    }
-  };
+  const size_t tiles = tiles_of(w);
+  const auto fill = [&](size_t t0, size_t t1) { tile_rows(w, stride_, t0, t1, copy); };
   if (pool) {
-    pool->parallel_for(units, fill);
+    pool->parallel_for(tiles, fill);
   } else {
-    fill(0, units);
+    fill(0, tiles);
   }
   view_.data = copy;
-  view_.n_bytes = units * stride_;
+  view_.n_bytes = tiles * stride_;
   release_source_pages(w, mapped_files);
 }
 
 void CpuMatrix::dequantize_row(int64_t r, float* out) const {
   const size_t cols = size_t(view_.cols);
+  const auto at = [&](size_t b) { return view_.data + tiled_offset(stride_, size_t(r), b); };
   if (dtype() == model::DType::q8_0) {
-    const int8_t* q = q8_values(size_t(r));
-    const uint16_t* d = q8_scales(size_t(r));
     for (size_t k = 0; k < cols; ++k) {
-      out[k] = model::f16_to_f32(d[k / model::kQ8BlockValues]) * float(q[k]);
+      uint16_t d;
+      std::memcpy(&d, at(cols + k / model::kQ8BlockValues * sizeof(uint16_t)), sizeof d);
+      out[k] = model::f16_to_f32(d) * float(int8_t(*at(k)));
     }
     return;
   }
   const size_t value_bytes = model::row_bytes(dtype(), 1);
   for (size_t k = 0; k < cols; ++k) {
-    const std::byte* v = view_.data + tiled_offset(stride_, size_t(r), k * value_bytes);
+    const std::byte* v = at(k * value_bytes);
     switch (dtype()) {
       case model::DType::f32: std::memcpy(&out[k], v, sizeof(float)); break;
       case model::DType::f16:

@@ -2,16 +2,18 @@
 // in a layout the products stream in address order.
 //
 // Q8_0 rows are repacked: each row holds its blocks' 8-bit values side by side, then the
-// blocks' F16 scales, and starts on a 64-byte line. In the file's layout (34-byte blocks) every
-// other 32-byte load straddles two cache lines and each block's scale is a load and a
-// conversion of its own; packed, two blocks' values fill one line and up to 16 scales convert
-// in one vector. Q8_0 decode ran 1.1-1.4x faster so on a 2-core AVX-512 machine.
+// blocks' F16 scales, then zeros to a multiple of 64 bytes. In the file's layout (34-byte
+// blocks) every other 32-byte load straddles two cache lines and each block's scale is a load
+// and a conversion of its own; packed, two blocks' values fill one line and up to 16 scales
+// convert in one vector. Q8_0 decode ran 1.1-1.4x faster so on a 2-core AVX-512 machine.
 //
-// F32/F16/BF16 rows are tiled: a product reads kTileRows rows side by side, so those rows lie
-// side by side, 64 bytes of each in turn. Row after row, a tile's loads were four streams a row
-// apart, which the hardware prefetchers follow badly (software hints got them to 40-46 GB/s);
-// tiled they are one stream, read as fast as a plain read of the same bytes (58-60 GB/s in
-// the same minutes on a 2-core Zen 4 VM, bench/RESULTS.md).
+// Rows are then tiled (Q8_0 rows as packed, F32/F16/BF16 rows as they are): a product reads
+// kTileRows rows side by side, so those rows lie side by side, 64 bytes of each in turn. Row
+// after row, a tile's loads were four streams a row apart, which the hardware prefetchers
+// follow badly (software hints got F16 products to 40-46 GB/s); tiled they are one stream,
+// read as fast as a plain read of the same bytes (58-60 GB/s in the same minutes on a 2-core
+// Zen 4 VM, bench/RESULTS.md). Q8_0 tiles still jump to their scale lines; their products
+// keep their software hints (prefetch_hints.h).
 //
 // The copies live in the backend's huge-page arena (matrix_arena.h). A model file's pages are
 // released once copied (release_source_pages), so the process holds the model once; weights in
@@ -57,9 +59,9 @@ class CpuMatrix {
   // (TensorView::row() does not apply to them).
   const model::TensorView& view() const { return view_; }
 
-  // Tiled F32/F16/BF16 rows: tile t holds rows [t * kTileRows, (t + 1) * kTileRows), each row
-  // cut into 64-byte chunks (the last one padded with zeros), chunk j of every row of the tile
-  // one after another, then chunk j + 1. A last tile with fewer rows is padded with zero rows.
+  // Tile t holds rows [t * kTileRows, (t + 1) * kTileRows), each row (packed, for Q8_0) cut
+  // into 64-byte chunks (the last one padded with zeros), chunk j of every row of the tile one
+  // after another, then chunk j + 1. A last tile with fewer rows is padded with zero rows.
   // `tile_stride()` bytes from one tile's start to the next's.
   const std::byte* tile(size_t t) const { return view_.data + t * stride_; }
   size_t tile_stride() const { return stride_; }
@@ -68,16 +70,10 @@ class CpuMatrix {
     return r / kTileRows * tile_stride + b / 64 * (kTileRows * 64) + r % kTileRows * 64 + b % 64;
   }
 
-  // Packed Q8_0 rows: `cols` int8 values, then cols / 32 F16 scales, then zeros to at least
-  // the next multiple of 32 bytes; `q8_stride()` bytes from one row's start to the next's (a
+  // A packed Q8_0 row: `cols` int8 values from byte 0, then cols / 32 F16 scales from byte
+  // `cols`, then zeros to at least the next multiple of 32 bytes; this many bytes in all (a
   // multiple of 64).
-  const int8_t* q8_values(size_t r) const {
-    return reinterpret_cast<const int8_t*>(view_.data + r * stride_);
-  }
-  const uint16_t* q8_scales(size_t r) const {
-    return reinterpret_cast<const uint16_t*>(view_.data + r * stride_ + size_t(view_.cols));
-  }
-  size_t q8_stride() const { return stride_; }
+  size_t q8_row_bytes() const { return stride_ / kTileRows; }
 
   // out[cols] = row r as floats, from the copy (the token embedding of a model whose output
   // matrix is tied to it is looked up here, so that the file's pages are not needed again).
@@ -89,7 +85,7 @@ class CpuMatrix {
   };
   model::TensorView view_;
   std::unique_ptr<std::byte, FreeBytes> owned_;  // the copy, unless an arena holds it
-  size_t stride_ = 0;                            // bytes per Q8_0 row or per tile
+  size_t stride_ = 0;                            // bytes per tile
 };
 
 // Tells the kernel that this process will not read the source bytes of a copied matrix

@@ -32,9 +32,8 @@ using D32 = hn::RepartitionToWide<D16>;
 using DF = hn::Rebind<float, D32>;
 using VF = hn::Vec<DF>;
 
-// Register tile: weight rows x activation rows. Wider tiles only where 32 vector registers
-// hold their accumulators.
-constexpr size_t kTileRows = 4;
+// Register tile: weight rows (the matrix copy's tile, kTileRows: cpu_matrix.h) x activation
+// rows. Wider tiles only where 32 vector registers hold their accumulators.
 constexpr size_t kTileCols = HWY_TARGET <= HWY_AVX3 ? 4 : 2;
 
 // Weight hints run at least this far ahead of the loads. One tile of short rows (4 x 832
@@ -56,8 +55,8 @@ struct Problem {
   float* y;
   size_t y_stride;
   size_t blocks;       // per row
-  size_t ahead_bytes;  // how far ahead the weight hints run (prefetch_hints.h)
-  size_t scales_line;  // offset in a row of the line where its scales start
+  size_t ahead_bytes;  // how far ahead the weight hints run: whole tiles (prefetch_hints.h)
+  size_t scales_line;  // offset in a packed row of the line where its scales start
   // Each weight byte is read once (one block of activation rows, as in decode): hints that
   // keep it out of the caches' longer-lived levels. Prefill re-reads the rows for every
   // activation block, so there they stay.
@@ -93,19 +92,36 @@ HWY_INLINE VF block_dot(const int8_t* wq, const int16_t* xq) {
   return hn::ConvertTo(df, hn::RearrangeToOddPlusEven(sum0, sum1));
 }
 
+// Rows [first, first + R) of one tile of the copy (cpu_matrix.h): where a row's block values
+// and scales lie. A 32-byte block, and a vector of up to 16 scales from a multiple of 16, never
+// crosses a 64-byte chunk.
+struct TileRows {
+  const std::byte* tile;
+  size_t first;
+  size_t cols;
+  HWY_INLINE const std::byte* at(size_t r, size_t byte) const {
+    return tile + byte / 64 * (kTileRows * 64) + (first + r) * 64 + byte % 64;
+  }
+  HWY_INLINE const int8_t* block(size_t r, size_t b) const {
+    return reinterpret_cast<const int8_t*>(at(r, b * kBlock));
+  }
+  HWY_INLINE const hwy::float16_t* scales(size_t r, size_t b) const {
+    return reinterpret_cast<const hwy::float16_t*>(at(r, cols + b * sizeof(uint16_t)));
+  }
+};
+
 // Weight scales of blocks [b0, b0 + count) of R rows as floats, a whole vector at a time: a
 // packed row's scales are followed by padding to a multiple of 32 bytes (cpu_matrix.h), so
 // the last vector stays inside the row.
 template <size_t R>
-HWY_INLINE void weight_scales(const Problem& p, size_t r, size_t b0, size_t count,
+HWY_INLINE void weight_scales(const TileRows& w, size_t b0, size_t count,
                               float (&out)[R][kScaleGroup]) {
   const DF df;
   const hn::Rebind<hwy::float16_t, DF> dh;
   static_assert(kScaleGroup % hn::MaxLanes(DF()) == 0);
   for (size_t rr = 0; rr < R; ++rr) {
-    const auto* scales = reinterpret_cast<const hwy::float16_t*>(p.w.q8_scales(r + rr)) + b0;
     for (size_t b = 0; b < count; b += hn::Lanes(df)) {
-      hn::Store(hn::PromoteTo(df, hn::LoadU(dh, scales + b)), df, out[rr] + b);
+      hn::Store(hn::PromoteTo(df, hn::LoadU(dh, w.scales(rr, b0 + b))), df, out[rr] + b);
     }
   }
 }
@@ -116,8 +132,7 @@ HWY_INLINE void weight_scales(const Problem& p, size_t r, size_t b0, size_t coun
 template <size_t R, size_t C>
 HWY_INLINE void tile(const Problem& p, size_t r, size_t i) {
   const DF df;
-  const int8_t* w[R];
-  for (size_t rr = 0; rr < R; ++rr) w[rr] = p.w.q8_values(r + rr);
+  const TileRows w{p.w.tile(r / kTileRows), r % kTileRows, p.x.cols};
   const int16_t* xq[C];
   const float* xs[C];
   for (size_t c = 0; c < C; ++c) {
@@ -133,7 +148,7 @@ HWY_INLINE void tile(const Problem& p, size_t r, size_t i) {
   HWY_ALIGN float w_scales[R][kScaleGroup];
   for (size_t b0 = 0; b0 < p.blocks; b0 += kScaleGroup) {
     const size_t count = std::min(kScaleGroup, p.blocks - b0);
-    weight_scales<R>(p, r, b0, count, w_scales);
+    weight_scales<R>(w, b0, count, w_scales);
     for (size_t g = 0; g < count; ++g) {
       const size_t b = b0 + g;
       VF x_scale[C];
@@ -141,17 +156,17 @@ HWY_INLINE void tile(const Problem& p, size_t r, size_t i) {
       for (size_t c = 0; c < C; ++c) x_scale[c] = hn::Set(df, xs[c][b]);
       HWY_UNROLL(8)
       for (size_t rr = 0; rr < R; ++rr) {
-        // The same line of a later tile's rows, once per line (two blocks' values). A hint
-        // only: past the matrix end it does nothing.
+        // The same line of the same rows some tiles on, once per line (two blocks' values).
+        // A hint only: past the matrix end it does nothing.
         if (b % 2 == 0) {
-          const auto* near = reinterpret_cast<const std::byte*>(w[rr] + b * kBlock) + p.ahead_bytes;
+          const auto* near = reinterpret_cast<const std::byte*>(w.block(rr, b)) + p.ahead_bytes;
           p.prefetch(near);
           p.prefetch_far(near);
         }
         const VF w_scale = hn::Set(df, w_scales[rr][g]);
         HWY_UNROLL(8)
         for (size_t c = 0; c < C; ++c) {
-          const VF dot = block_dot(w[rr] + b * kBlock, xq[c] + b * kBlock);
+          const VF dot = block_dot(w.block(rr, b), xq[c] + b * kBlock);
           acc[rr][c] = hn::MulAdd(hn::Mul(dot, x_scale[c]), w_scale, acc[rr][c]);
         }
       }
@@ -160,10 +175,9 @@ HWY_INLINE void tile(const Problem& p, size_t r, size_t i) {
   HWY_UNROLL(8)
   for (size_t rr = 0; rr < R; ++rr) {
     // The lines of the later row's scales, which the loop's hints do not reach.
-    const auto* row = reinterpret_cast<const std::byte*>(w[rr]) + p.ahead_bytes;
-    for (size_t at = p.scales_line; at < p.w.q8_stride(); at += 64) {
-      p.prefetch(row + at);
-      p.prefetch_far(row + at);
+    for (size_t at = p.scales_line; at < p.w.q8_row_bytes(); at += 64) {
+      p.prefetch(w.at(rr, at) + p.ahead_bytes);
+      p.prefetch_far(w.at(rr, at) + p.ahead_bytes);
     }
     HWY_UNROLL(8)
     for (size_t c = 0; c < C; ++c) {
@@ -181,14 +195,15 @@ HWY_INLINE void rows_times_block(const Problem& p, size_t r, size_t i0, size_t i
 
 void MatmulRowsQ8(const CpuMatrix& w, const ActivationBlocks& x, float* y, size_t y_stride,
                   size_t r0, size_t r1) {
-  const size_t stride = w.q8_stride();
+  const size_t row_bytes = w.q8_row_bytes();
   const Problem p{w, x, y, y_stride, x.cols / kBlock,
-                  prefetch_rows_ahead(kTileRows, stride, kPrefetchMinBytes) * stride,
+                  prefetch_rows_ahead(kTileRows, row_bytes, kPrefetchMinBytes) * row_bytes,
                   x.cols / 64 * 64, x.n <= kActivationBlock};
-  prefetch_bytes(w.view().data + r0 * stride, std::min((r1 - r0) * stride, p.ahead_bytes));
+  prefetch_bytes(w.tile(r0 / kTileRows), std::min((r1 - r0) * row_bytes, p.ahead_bytes));
   for (size_t i0 = 0; i0 < x.n; i0 += kActivationBlock) {
     const size_t i1 = std::min(x.n, i0 + kActivationBlock);
     size_t r = r0;
+    for (; r < r1 && r % kTileRows != 0; ++r) rows_times_block<1>(p, r, i0, i1);
     for (; r + kTileRows <= r1; r += kTileRows) rows_times_block<kTileRows>(p, r, i0, i1);
     for (; r < r1; ++r) rows_times_block<1>(p, r, i0, i1);
   }

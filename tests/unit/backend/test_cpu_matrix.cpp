@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstring>
 #include <cstdint>
 #include <fstream>
 #include <random>
@@ -66,7 +67,7 @@ size_t huge_page_bytes_at(const void* p) {
 
 }  // namespace
 
-TEST_CASE("a packed matrix holds the file's rows: values, scales, 64-byte rows") {
+TEST_CASE("a packed matrix holds the file's rows: values, scales, 64-byte rows, tiled") {
   std::mt19937 rng(13);
   for (bool in_arena : {false, true}) {
     for (int64_t cols : {int64_t(32), int64_t(96), int64_t(768), int64_t(5632)}) {
@@ -80,26 +81,33 @@ TEST_CASE("a packed matrix holds the file's rows: values, scales, 64-byte rows")
       if (in_arena) arena.take(24);
       const backend::cpu::CpuMatrix m(w, nullptr, {}, in_arena ? &arena : nullptr);
       INFO("cols " << cols << (in_arena ? ", in an arena" : ", owned"));
-      CHECK(m.view().n_bytes <= backend::cpu::CpuMatrix::copy_bytes(w));
+      CHECK(reinterpret_cast<uintptr_t>(m.view().data) % 64 == 0);
       // Scales padded to 32 bytes (the kernels read them in whole vectors), rows to 64.
       const size_t scale_bytes = size_t(cols) / 32 * 2, padded = (scale_bytes + 31) / 32 * 32;
-      CHECK(m.q8_stride() % 64 == 0);
-      CHECK(m.q8_stride() >= size_t(cols) + padded);
-      CHECK(m.q8_stride() < size_t(cols) + padded + 64);
+      const size_t row_bytes = m.q8_row_bytes();
+      CHECK(row_bytes % 64 == 0);
+      CHECK(row_bytes >= size_t(cols) + padded);
+      CHECK(row_bytes < size_t(cols) + padded + 64);
+      CHECK(m.tile_stride() == 4 * row_bytes);
+      CHECK(m.view().n_bytes == 2 * m.tile_stride());  // 5 rows: two tiles
+      CHECK(m.view().n_bytes <= backend::cpu::CpuMatrix::copy_bytes(w));
+      // Every byte of the packed rows where the tiles put it; padding and the missing rows of
+      // the last tile zeros.
+      std::vector<std::byte> expected(m.view().n_bytes, std::byte{0});
+      const auto at = [&](size_t r, size_t b) {
+        return backend::cpu::CpuMatrix::tiled_offset(m.tile_stride(), r, b);
+      };
+      for (size_t r = 0; r < size_t(rows); ++r) {
+        const auto* blocks = reinterpret_cast<const model::Q8Block*>(w.row(int64_t(r)));
+        for (size_t b = 0; b < size_t(cols) / 32; ++b) {
+          for (size_t k = 0; k < 32; ++k) expected[at(r, b * 32 + k)] = std::byte(blocks[b].q[k]);
+          std::memcpy(&expected[at(r, size_t(cols) + 2 * b)], &blocks[b].d, 2);
+        }
+      }
+      CHECK(std::equal(expected.begin(), expected.end(), m.view().data));
       const std::vector<double> all = decode_tensor(w);
       std::vector<float> row(static_cast<size_t>(cols));
       for (int64_t r = 0; r < rows; ++r) {
-        CHECK(reinterpret_cast<uintptr_t>(m.q8_values(size_t(r))) % 64 == 0);
-        const auto* blocks = reinterpret_cast<const model::Q8Block*>(w.row(r));
-        for (int64_t b = 0; b < cols / 32; ++b) {
-          CHECK(m.q8_scales(size_t(r))[b] == blocks[b].d);
-          CHECK(std::equal(blocks[b].q, blocks[b].q + 32, m.q8_values(size_t(r)) + b * 32));
-        }
-        const auto* scales = reinterpret_cast<const std::byte*>(m.q8_scales(size_t(r)));
-        const auto* values = reinterpret_cast<const std::byte*>(m.q8_values(size_t(r)));
-        const std::byte* tail = scales + scale_bytes;
-        const std::byte* next = values + m.q8_stride();
-        CHECK(std::all_of(tail, next, [](std::byte b) { return b == std::byte{0}; }));
         m.dequantize_row(r, row.data());
         for (int64_t k = 0; k < cols; ++k) {
           CHECK(double(row[size_t(k)]) == all[size_t(r * cols + k)]);
