@@ -210,13 +210,15 @@ HWY_INLINE void add_block(const Problem& p, const W& w, size_t r, size_t i0, siz
   for (; i < i1; ++i) run(std::integral_constant<size_t, 1>(), i);
 }
 
-// Weight rows [r, r + R), columns [k0, k1) as floats into the panel.
+// Weight rows [r, r + R), columns [k0, k1) as floats into the panel, read in address order
+// (the rows' chunks alternate in the tile).
 template <size_t R, class Rows>
 HWY_INLINE void convert_panel(const Rows& w, size_t k0, size_t k1, float* panel) {
   const DF df;
   const size_t lanes = hn::Lanes(df);
-  for (size_t rr = 0; rr < R; ++rr) {
-    for (size_t k = k0; k < k1; k += lanes) {
+  for (size_t k = k0; k < k1; k += lanes) {
+    HWY_UNROLL(8)
+    for (size_t rr = 0; rr < R; ++rr) {
       hn::Store(w.load(df, rr, k), df, panel + rr * kSumBlockCols + (k - k0));
     }
   }
