@@ -65,9 +65,13 @@ class CpuMatrix {
   // `tile_stride()` bytes from one tile's start to the next's.
   const std::byte* tile(size_t t) const { return view_.data + t * stride_; }
   size_t tile_stride() const { return stride_; }
+  // Where byte b of row i (< kTileRows) of a tile lies, from the tile's start.
+  static size_t in_tile_offset(size_t i, size_t b) {
+    return b / 64 * (kTileRows * 64) + i * 64 + b % 64;
+  }
   // Where byte b of row r lies, from the start of the copy.
   static size_t tiled_offset(size_t tile_stride, size_t r, size_t b) {
-    return r / kTileRows * tile_stride + b / 64 * (kTileRows * 64) + r % kTileRows * 64 + b % 64;
+    return r / kTileRows * tile_stride + in_tile_offset(r % kTileRows, b);
   }
 
   // A packed Q8_0 row: `cols` int8 values from byte 0, then cols / 32 F16 scales from byte

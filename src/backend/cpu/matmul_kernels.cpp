@@ -51,9 +51,7 @@ struct TiledRows {
   const std::byte* tile;
   size_t first;  // the loader's row 0 within the tile
   HWY_INLINE const T* ptr(size_t r, size_t k) const {
-    const size_t b = k * kValueBytes;
-    return reinterpret_cast<const T*>(tile + b / 64 * (kTileRows * 64) + (first + r) * 64 +
-                                      b % 64);
+    return reinterpret_cast<const T*>(tile + CpuMatrix::in_tile_offset(first + r, k * kValueBytes));
   }
 };
 

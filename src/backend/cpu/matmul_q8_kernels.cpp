@@ -100,7 +100,7 @@ struct TileRows {
   size_t first;
   size_t cols;
   HWY_INLINE const std::byte* at(size_t r, size_t byte) const {
-    return tile + byte / 64 * (kTileRows * 64) + (first + r) * 64 + byte % 64;
+    return tile + CpuMatrix::in_tile_offset(first + r, byte);
   }
   HWY_INLINE const int8_t* block(size_t r, size_t b) const {
     return reinterpret_cast<const int8_t*>(at(r, b * kBlock));

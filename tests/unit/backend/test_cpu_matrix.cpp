@@ -65,6 +65,18 @@ size_t huge_page_bytes_at(const void* p) {
   return 0;
 }
 
+// Every row of m, dequantized, is w's row exactly.
+void check_every_row(const backend::cpu::CpuMatrix& m, const model::TensorView& w) {
+  const std::vector<double> all = decode_tensor(w);
+  std::vector<float> row(static_cast<size_t>(w.cols));
+  for (int64_t r = 0; r < w.rows; ++r) {
+    m.dequantize_row(r, row.data());
+    for (int64_t k = 0; k < w.cols; ++k) {
+      CHECK(double(row[size_t(k)]) == all[size_t(r * w.cols + k)]);
+    }
+  }
+}
+
 }  // namespace
 
 TEST_CASE("a packed matrix holds the file's rows: values, scales, 64-byte rows, tiled") {
@@ -105,14 +117,7 @@ TEST_CASE("a packed matrix holds the file's rows: values, scales, 64-byte rows, 
         }
       }
       CHECK(std::equal(expected.begin(), expected.end(), m.view().data));
-      const std::vector<double> all = decode_tensor(w);
-      std::vector<float> row(static_cast<size_t>(cols));
-      for (int64_t r = 0; r < rows; ++r) {
-        m.dequantize_row(r, row.data());
-        for (int64_t k = 0; k < cols; ++k) {
-          CHECK(double(row[size_t(k)]) == all[size_t(r * cols + k)]);
-        }
-      }
+      check_every_row(m, w);
     }
   }
 }
@@ -148,14 +153,7 @@ TEST_CASE("a tiled matrix holds each row's 64-byte chunks side by side with its 
             }
           }
           CHECK(std::equal(expected.begin(), expected.end(), m.view().data));
-          const std::vector<double> all = decode_tensor(w);
-          std::vector<float> row(static_cast<size_t>(cols));
-          for (int64_t r = 0; r < rows; ++r) {
-            m.dequantize_row(r, row.data());
-            for (int64_t k = 0; k < cols; ++k) {
-              CHECK(double(row[size_t(k)]) == all[size_t(r * cols + k)]);
-            }
-          }
+          check_every_row(m, w);
         }
       }
     }
