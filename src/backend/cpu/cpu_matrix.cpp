@@ -68,7 +68,7 @@ void tile_rows(const model::TensorView& w, size_t stride, size_t t0, size_t t1, 
     for (size_t i = 0; i < kTileRows; ++i) {
       const size_t r = t * kTileRows + i;
       const bool real = r < size_t(w.rows);
-      if (real && q8) pack_row(w, r, packed.data());
+      if (real && q8 && row_bytes > 0) pack_row(w, r, packed.data());
       const std::byte* row = !real ? nullptr : q8 ? packed.data() : w.row(int64_t(r));
       for (size_t b = 0; b < stride / kTileRows; b += kLine) {
         std::byte* chunk = tile + b * kTileRows + i * kLine;
