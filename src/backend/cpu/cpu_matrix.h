@@ -10,10 +10,10 @@
 // Rows are then tiled (Q8_0 rows as packed, F32/F16/BF16 rows as they are): a product reads
 // kTileRows rows side by side, so those rows lie side by side, 64 bytes of each in turn. Row
 // after row, a tile's loads were four streams a row apart, which the hardware prefetchers
-// follow badly (software hints got F16 products to 40-46 GB/s); tiled they are one stream,
-// read as fast as a plain read of the same bytes (58-60 GB/s in the same minutes on a 2-core
-// Zen 4 VM, bench/RESULTS.md). Q8_0 tiles still jump to their scale lines; their products
-// keep their software hints (prefetch_hints.h).
+// follow badly (F16 products with software hints: 41 GB/s); tiled they are one stream (a
+// kernel over such tiles: 60.5 GB/s, a plain read of the same bytes 59.1, in the same minutes
+// on a 2-core Zen 4 VM; whole F16 decode 1.1-1.3x faster, bench/RESULTS.md). Q8_0 tiles still
+// jump to their scale lines; their products keep their software hints (prefetch_hints.h).
 //
 // The copies live in the backend's huge-page arena (matrix_arena.h). A model file's pages are
 // released once copied (release_source_pages), so the process holds the model once; weights in
