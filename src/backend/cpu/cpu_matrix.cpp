@@ -71,7 +71,7 @@ void tile_rows(const model::TensorView& w, size_t stride, size_t t0, size_t t1, 
       if (real && q8 && row_bytes > 0) pack_row(w, r, packed.data());
       const std::byte* row = !real ? nullptr : q8 ? packed.data() : w.row(int64_t(r));
       for (size_t b = 0; b < stride / kTileRows; b += kLine) {
-        std::byte* chunk = tile + b * kTileRows + i * kLine;
+        std::byte* chunk = tile + CpuMatrix::in_tile_offset(i, b);
         const size_t n = real && b < row_bytes ? std::min(kLine, row_bytes - b) : 0;
         if (n > 0) std::memcpy(chunk, row + b, n);
         std::memset(chunk + n, 0, kLine - n);

@@ -65,6 +65,22 @@ size_t huge_page_bytes_at(const void* p) {
   return 0;
 }
 
+// w's bytes written to a file and mapped; `view` is w over the mapping.
+struct TensorInFile {
+  explicit TensorInFile(const model::TensorView& w)
+      : file(written(w, dir / "w.bin")), view(w) {
+    view.data = file.bytes().data();
+  }
+  static std::string written(const model::TensorView& w, const std::filesystem::path& path) {
+    std::ofstream out(path, std::ios::binary);
+    out.write(reinterpret_cast<const char*>(w.data), std::streamsize(w.n_bytes));
+    return path.string();
+  }
+  TempDir dir;
+  model::MappedFile file;
+  model::TensorView view;
+};
+
 // Every row of m, dequantized, is w's row exactly.
 void check_every_row(const backend::cpu::CpuMatrix& m, const model::TensorView& w) {
   const std::vector<double> all = decode_tensor(w);
@@ -232,15 +248,9 @@ TEST_CASE("packing a Q8_0 matrix that lies in a mapped file releases the file's 
   const int64_t rows = 8192, cols = 1024;  // 8.5 MiB of Q8_0
   const model::TensorView w = make_tensor(owner, "w", DType::q8_0, rows, cols,
                                           random_values(size_t(rows * cols), 1.0f, rng));
-  TempDir dir;
-  {
-    std::ofstream out(dir / "w.bin", std::ios::binary);
-    out.write(reinterpret_cast<const char*>(w.data), std::streamsize(w.n_bytes));
-  }
-  const model::MappedFile file((dir / "w.bin").string());
-  model::TensorView source = w;
-  source.data = file.bytes().data();
-  const std::vector<std::span<const std::byte>> mapped{file.bytes()};
+  const TensorInFile in_file(w);
+  const model::TensorView& source = in_file.view;
+  const std::vector<std::span<const std::byte>> mapped{in_file.file.bytes()};
   const std::vector<double> all = decode_tensor(source);  // touches every page
   const size_t touched = resident_file_bytes();
 
@@ -267,15 +277,9 @@ TEST_CASE("F32, F16 and BF16 matrices in a mapped file are tiled and their pages
     const int64_t cols = 1000, rows = type == DType::f32 ? 2100 : 4200;
     const model::TensorView w = make_tensor(owner, "w", type, rows, cols,
                                             random_values(size_t(rows * cols), 1.0f, rng));
-    TempDir dir;
-    {
-      std::ofstream out(dir / "w.bin", std::ios::binary);
-      out.write(reinterpret_cast<const char*>(w.data), std::streamsize(w.n_bytes));
-    }
-    const model::MappedFile file((dir / "w.bin").string());
-    model::TensorView source = w;
-    source.data = file.bytes().data();
-    const std::vector<std::span<const std::byte>> mapped{file.bytes()};
+    const TensorInFile in_file(w);
+    const model::TensorView& source = in_file.view;
+    const std::vector<std::span<const std::byte>> mapped{in_file.file.bytes()};
 
     backend::cpu::MatrixArena arena(backend::cpu::CpuMatrix::copy_bytes(source));
     const std::vector<double> all = decode_tensor(source);  // touches every page
