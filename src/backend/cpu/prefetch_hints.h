@@ -13,18 +13,6 @@
 
 namespace parley::backend::cpu {
 
-// Asks for every cache line that [p, p + bytes) touches, wherever in a line p starts. Always
-// inlined: GCC deletes calls to a function that only prefetches when it leaves it out of line
-// (tests/unit/backend/check_prefetch_hints.cmake).
-HWY_INLINE void prefetch_bytes(const std::byte* p, size_t bytes) {
-  if (bytes == 0) return;
-  const uintptr_t last = reinterpret_cast<uintptr_t>(p) + bytes - 1;
-  for (uintptr_t line = reinterpret_cast<uintptr_t>(p) & ~uintptr_t(63); line <= last;
-       line += 64) {
-    hwy::Prefetch(reinterpret_cast<const void*>(line));
-  }
-}
-
 // Asks for the line at p for bytes read once (weights streamed through a product): fetched for
 // this core without displacing what the caches hold for longer (prefetchnta on x86). Against
 // prefetcht0 on a 2-core AVX-512 machine: stories110m F16 decode 7 % faster (when the F16
@@ -38,6 +26,22 @@ HWY_INLINE void prefetch_stream(const void* p) { __builtin_prefetch(p, 0, 0); }
 // stories110m Q8_0 6.0-6.9 -> 3.7-4.0 ms per token, F16 (rows read in place, then)
 // 11.1-12.6 -> 8.3-9.0; TinyLlama Q8_0 45-47 -> 23-36, F16 71-76 -> 50-59 (bench/RESULTS.md).
 HWY_INLINE void prefetch_to_l2(const void* p) { __builtin_prefetch(p, 0, 2); }
+
+// Asks for every cache line that [p, p + bytes) touches, wherever in a line p starts; into L2
+// only when to_l2 (prefetcht1 on x86). Always inlined: GCC deletes calls to a function that
+// only prefetches when it leaves it out of line (tests/unit/backend/check_prefetch_hints.cmake).
+HWY_INLINE void prefetch_bytes(const std::byte* p, size_t bytes, bool to_l2 = false) {
+  if (bytes == 0) return;
+  const uintptr_t last = reinterpret_cast<uintptr_t>(p) + bytes - 1;
+  for (uintptr_t line = reinterpret_cast<uintptr_t>(p) & ~uintptr_t(63); line <= last;
+       line += 64) {
+    if (to_l2) {
+      prefetch_to_l2(reinterpret_cast<const void*>(line));
+    } else {
+      hwy::Prefetch(reinterpret_cast<const void*>(line));
+    }
+  }
+}
 
 // How far ahead of its loads a product asks for weight rows: whole tiles (a hint into the
 // current tile asks for what its own loads fetch at the same moment), together at least
