@@ -330,8 +330,12 @@ HWY_INLINE void values_in_passes(D d, const JobHeads& heads, const kv::KvView& k
 // converted once into a small buffer; then each head takes their dot products with its q in
 // registers, one vector of partial products per position, and sums those across lanes
 // together (lane_totals). V rows are converted into registers once per G heads.
-template <size_t NV, class Row, class D>
-void attend_fixed(D d, const GroupJob& job, const kv::KvView& kv, std::vector<float>& scratch) {
+// kDirect (each K row serves one head: one query row, one query head per KV head): the heads
+// convert the rows where they lie in the cache instead, as they multiply; a buffer would
+// only add a store and a load of every value. The floats multiplied are the same either way.
+template <size_t NV, class Row, bool kDirect, class D>
+void attend_fixed_rows(D d, const GroupJob& job, const kv::KvView& kv,
+                       std::vector<float>& scratch) {
   using V = hn::Vec<D>;
   const size_t lanes = hn::Lanes(d);
   constexpr size_t kLanes = hn::MaxLanes(D());  // the same on x86: no scalable vectors
@@ -341,41 +345,58 @@ void attend_fixed(D d, const GroupJob& job, const kv::KvView& kv, std::vector<fl
   const size_t n = heads.n;
   const size_t count = heads.count();  // every head of every row
   const size_t kv_heads = size_t(job.kv_heads);
-  const size_t k_rows = kv_heads * lanes * hd;
+  const size_t row_bytes = hd * kv.layout().element_bytes();
+  // The buffer of converted K rows, or (kDirect) a run of zero bytes as long as a slot's rows
+  // of the job's KV heads, which stands for the positions past the last one.
+  const size_t k_rows = kDirect ? (kv_heads * row_bytes + sizeof(float) - 1) / sizeof(float)
+                                : kv_heads * lanes * hd;
   scratch.resize(count * n + count + k_rows + kv_heads * lanes + lanes);
   float* scores = scratch.data();           // [head][n]
   float* inv_sum = scores + count * n;      // [head]
   float* k_block = inv_sum + count;         // [KV head][lanes positions][hd], unscaled
   float* k_scales = k_block + k_rows;       // [KV head][lanes positions]
   float* totals = k_scales + kv_heads * lanes;  // [lanes]
+  if constexpr (kDirect) std::fill(k_block, k_block + k_rows, 0.0f);
+  const std::byte* k_at[kLanes];  // kDirect: where the slot's rows of each position lie
   const HeadPlacement at(kv.layout(), job.layer, job.kv_head);
   const float inv_sqrt = 1.0f / std::sqrt(float(hd));
-  const size_t row_bytes = hd * kv.layout().element_bytes();
   const bool scaled = kv.type() == kv::KvType::int8;
+  // Lanes values of the K row of position i (of the current run) for KV head c, from
+  // element j.
+  const auto k_values = [&](size_t c, size_t i, size_t j) HWY_ATTR {
+    if constexpr (kDirect) {
+      return Row::load(d, k_at[i] + c * row_bytes, j);
+    } else {
+      return hn::LoadU(d, k_block + (c * lanes + i) * hd + j);
+    }
+  };
 
   // Scores of the `filled` positions from i0 on, for every head. Lane i of the totals sums
   // position i's products only; in a last, partial run the rows past `filled` are zeroed so
   // that no stale or uninitialized floats enter the products.
   size_t filled = 0, i0 = 0;
   const auto flush = [&]() HWY_ATTR {
-    for (size_t c = 0; c < kv_heads; ++c) {
-      float* rest = k_block + (c * lanes + filled) * hd;
-      std::fill(rest, rest + (lanes - filled) * hd, 0.0f);
+    if constexpr (kDirect) {
+      std::fill(k_at + filled, k_at + kLanes, reinterpret_cast<const std::byte*>(k_block));
+    } else {
+      for (size_t c = 0; c < kv_heads; ++c) {
+        float* rest = k_block + (c * lanes + filled) * hd;
+        std::fill(rest, rest + (lanes - filled) * hd, 0.0f);
+      }
     }
     for (size_t h = 0; h < count; ++h) {
       const float* qh = job.q + heads.offset(h);
       const size_t c = heads.kv_head(h);
-      const float* k = k_block + c * lanes * hd;
       V partial[kLanes];
       const V q0 = hn::LoadU(d, qh);
       HWY_UNROLL(16)
-      for (size_t i = 0; i < kLanes; ++i) partial[i] = hn::Mul(q0, hn::LoadU(d, k + i * hd));
+      for (size_t i = 0; i < kLanes; ++i) partial[i] = hn::Mul(q0, k_values(c, i, 0));
       HWY_UNROLL(8)
       for (size_t j = 1; j < NV; ++j) {
         const V qj = hn::LoadU(d, qh + j * lanes);
         HWY_UNROLL(16)
         for (size_t i = 0; i < kLanes; ++i) {
-          partial[i] = hn::MulAdd(qj, hn::LoadU(d, k + i * hd + j * lanes), partial[i]);
+          partial[i] = hn::MulAdd(qj, k_values(c, i, j * lanes), partial[i]);
         }
       }
       const V sums = hn::Mul(lane_totals(d, partial), hn::LoadU(d, k_scales + c * lanes));
@@ -393,11 +414,14 @@ void attend_fixed(D d, const GroupJob& job, const kv::KvView& kv, std::vector<fl
                   [&](uint32_t, const std::byte* block, size_t slot) HWY_ATTR {
                     const std::byte* k = block + at.k + slot * at.slot_stride;
                     const std::byte* k_scale = block + at.k_scale + slot * at.scale_stride;
+                    if constexpr (kDirect) k_at[filled] = k;
                     for (size_t c = 0; c < kv_heads; ++c, k += row_bytes) {
-                      float* to = k_block + (c * lanes + filled) * hd;
-                      HWY_UNROLL(8)
-                      for (size_t j = 0; j < NV; ++j) {
-                        hn::StoreU(Row::load(d, k, j * lanes), d, to + j * lanes);
+                      if constexpr (!kDirect) {
+                        float* to = k_block + (c * lanes + filled) * hd;
+                        HWY_UNROLL(8)
+                        for (size_t j = 0; j < NV; ++j) {
+                          hn::StoreU(Row::load(d, k, j * lanes), d, to + j * lanes);
+                        }
                       }
                       k_scales[c * lanes + filled] =
                           Row::scale(k_scale + c * sizeof(float)) * inv_sqrt;
@@ -409,6 +433,15 @@ void attend_fixed(D d, const GroupJob& job, const kv::KvView& kv, std::vector<fl
 
   constexpr size_t kHeads = kAccumulatorVectors / NV > 0 ? kAccumulatorVectors / NV : 1;
   values_in_passes<NV, kHeads, Row>(d, heads, kv, at, row_bytes, scores, 0, inv_sum);
+}
+
+template <size_t NV, class Row, class D>
+void attend_fixed(D d, const GroupJob& job, const kv::KvView& kv, std::vector<float>& scratch) {
+  if (job.group == 1 && job.rows == 1) {
+    attend_fixed_rows<NV, Row, true>(d, job, kv, scratch);
+  } else {
+    attend_fixed_rows<NV, Row, false>(d, job, kv, scratch);
+  }
 }
 
 // Any head_dim that D's lane count divides: rows converted through a scratch row, in the
