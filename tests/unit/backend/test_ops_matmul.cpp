@@ -101,6 +101,48 @@ TEST_CASE("matmul gives the same bits for any thread count and any batch split")
   }
 }
 
+// Products of a few activation rows cut each matrix into one part per thread, the others
+// into units of rows: matrices with fewer rows than threads, or rows not a multiple of them,
+// and batches on both sides of that limit, against one thread.
+TEST_CASE("fused products give the same bits for any thread count, however the rows split") {
+  for (DType t : {DType::f32, DType::f16, DType::q8_0}) {
+    for (int64_t rows : {1, 3, 6, 67}) {
+      for (size_t n : {size_t(1), size_t(8), size_t(9)}) {
+        std::mt19937 rng(uint32_t(rows * 3 + int64_t(n)));
+        model::Weights owner;
+        const int64_t cols = 64;
+        const auto weights = [&](int64_t r) {
+          return backend::cpu::CpuMatrix(make_tensor(owner, "w", t, r, cols,
+                                                     random_values(size_t(r * cols), 1.0f, rng)));
+        };
+        const backend::cpu::CpuMatrix a = weights(rows), b = weights(rows + 5);
+        const backend::cpu::CpuMatrix gate = weights(rows), up = weights(rows);
+        const std::vector<float> x = random_values(n * size_t(cols), 1.0f, rng);
+        struct Results {
+          std::vector<float> ya, yb, gated, up_out;
+        };
+        const auto run = [&](int32_t threads) {
+          backend::cpu::ThreadPool pool(threads);
+          Results r{std::vector<float>(n * size_t(rows)), std::vector<float>(n * size_t(rows + 5)),
+                    std::vector<float>(n * size_t(rows)), std::vector<float>(n * size_t(rows))};
+          backend::cpu::matmul_many({{&a, r.ya.data()}, {&b, r.yb.data()}}, x.data(), n, pool);
+          backend::cpu::matmul_swiglu(gate, up, x.data(), n, r.gated.data(), r.up_out.data(),
+                                      pool);
+          return r;
+        };
+        const Results one = run(1);
+        for (int32_t threads : {2, 3, 5}) {
+          const Results many = run(threads);
+          INFO(model::dtype_name(t) << " rows " << rows << " n " << n << " threads " << threads);
+          CHECK(many.ya == one.ya);
+          CHECK(many.yb == one.yb);
+          CHECK(many.gated == one.gated);
+        }
+      }
+    }
+  }
+}
+
 TEST_CASE("packing rejects a Q8_0 matrix whose rows are not whole blocks") {
   model::Weights owner;
   model::TensorView w = make_tensor(owner, "w", DType::q8_0, 2, 64, std::vector<float>(128, 1.0f));
