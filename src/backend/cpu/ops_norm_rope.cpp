@@ -33,17 +33,31 @@ void rotate_heads(float* x, int32_t n_heads, int32_t head_dim, const float* cos_
 
 void rope_rows(float* q, int32_t n_q_heads, float* k, int32_t n_k_heads, int32_t head_dim,
                uint32_t pos, float theta) {
-  // The same expressions as kernels::rope_rotate_head, so the tables match it exactly.
-  thread_local std::vector<float> cos_t, sin_t;
-  cos_t.resize(size_t(head_dim / 2));
-  sin_t.resize(size_t(head_dim / 2));
-  for (int32_t j = 0; j < head_dim / 2; ++j) {
-    const float angle = static_cast<float>(int(pos)) * kernels::rope_inv_freq(j, head_dim, theta);
-    cos_t[size_t(j)] = cosf(angle);
-    sin_t[size_t(j)] = sinf(angle);
+  // The same expressions as kernels::rope_rotate_head, so the tables match it exactly. Every
+  // layer of a decode step rotates at the same position: the last table is kept (its sines,
+  // cosines and powers cost more than the rotations of a small model's heads).
+  struct Table {
+    uint32_t pos = 0;
+    int32_t head_dim = 0;
+    float theta = 0.0f;
+    std::vector<float> cos_t, sin_t;
+  };
+  thread_local Table table;
+  if (table.head_dim != head_dim || table.pos != pos || table.theta != theta) {
+    table.cos_t.resize(size_t(head_dim / 2));
+    table.sin_t.resize(size_t(head_dim / 2));
+    for (int32_t j = 0; j < head_dim / 2; ++j) {
+      const float angle =
+          static_cast<float>(int(pos)) * kernels::rope_inv_freq(j, head_dim, theta);
+      table.cos_t[size_t(j)] = cosf(angle);
+      table.sin_t[size_t(j)] = sinf(angle);
+    }
+    table.pos = pos;
+    table.head_dim = head_dim;
+    table.theta = theta;
   }
-  rotate_heads(q, n_q_heads, head_dim, cos_t.data(), sin_t.data());
-  rotate_heads(k, n_k_heads, head_dim, cos_t.data(), sin_t.data());
+  rotate_heads(q, n_q_heads, head_dim, table.cos_t.data(), table.sin_t.data());
+  rotate_heads(k, n_k_heads, head_dim, table.cos_t.data(), table.sin_t.data());
 }
 
 }  // namespace parley::backend::cpu

@@ -65,4 +65,29 @@ TEST_CASE("rope_rows rotates pairs (2j, 2j+1) of every q and k head by pos * the
   }
 }
 
+// Calls in a row that share some of position, head size and theta: each rotates by its own.
+TEST_CASE("rope_rows rotates by each call's own position, head size and theta") {
+  std::mt19937 rng(3);
+  struct Call {
+    int head_dim;
+    uint32_t pos;
+    float theta;
+  };
+  for (Call c : {Call{64, 17, 10000.0f}, Call{64, 17, 10000.0f}, Call{64, 17, 500000.0f},
+                 Call{128, 17, 500000.0f}, Call{128, 18, 500000.0f}, Call{64, 18, 10000.0f},
+                 Call{64, 17, 10000.0f}}) {
+    std::vector<float> q = random_values(size_t(2 * c.head_dim), 1.0f, rng);
+    std::vector<float> k = random_values(size_t(c.head_dim), 1.0f, rng);
+    std::vector<float> want_q = q, want_k = k;
+    backend::cpu::rope_rows(q.data(), 2, k.data(), 1, c.head_dim, c.pos, c.theta);
+    for (int h = 0; h < 2; ++h) {
+      kernels::rope_rotate_head(&want_q[size_t(h * c.head_dim)], c.head_dim, int(c.pos), c.theta);
+    }
+    kernels::rope_rotate_head(want_k.data(), c.head_dim, int(c.pos), c.theta);
+    INFO("head_dim " << c.head_dim << " pos " << c.pos << " theta " << c.theta);
+    CHECK(q == want_q);
+    CHECK(k == want_k);
+  }
+}
+
 }  // namespace parley::test
