@@ -41,7 +41,8 @@ struct Int8Row {
   static HWY_INLINE hn::Vec<D> load(D d, const std::byte* row, size_t i) {
     const hn::Rebind<int8_t, D> d8;
     const hn::Rebind<int32_t, D> di;
-    return hn::ConvertTo(d, hn::PromoteTo(di, hn::LoadU(d8, reinterpret_cast<const int8_t*>(row) + i)));
+    const auto* values = reinterpret_cast<const int8_t*>(row) + i;
+    return hn::ConvertTo(d, hn::PromoteTo(di, hn::LoadU(d8, values)));
   }
   static HWY_INLINE float scale(const std::byte* scale_ptr) {
     float s;
@@ -72,8 +73,9 @@ struct F32Row {
 // side), which the hardware prefetcher does not follow; without the hint a long context is
 // read at memory latency, one row at a time. V is asked for here too, into L2 only: the
 // weighted sum reads it after the whole score pass, and in L1 it would displace K lines still
-// to come (score pass of stories110m Q8_0 decode on 2 threads, tokens alternated: attention
-// 1.07-1.18x faster at 128-896 tokens of context than with V into L1). 32 positions (a few hundred nanoseconds of work for one head) read a
+// to come (stories110m Q8_0 decode on 2 threads, tokens alternated: attention 1.07-1.18x
+// faster at 128-896 tokens of context than with V into L1, together with the one value pass
+// of a 3-head job). 32 positions (a few hundred nanoseconds of work for one head) read a
 // 900-position stories110m context 10-15 % faster than 16 on 2 threads; 64 was no faster.
 constexpr uint32_t kPrefetchPositions = 32;
 
@@ -515,7 +517,9 @@ void attend(D d, const GroupJob& job, const kv::KvView& kv, std::vector<float>& 
   for (size_t h = 0; h < count; ++h) {
     const auto inv = hn::Set(d, inv_sum[h]);
     float* oh = heads.out(h);
-    for (size_t i = 0; i < hd; i += lanes) hn::StoreU(hn::Mul(inv, hn::LoadU(d, oh + i)), d, oh + i);
+    for (size_t i = 0; i < hd; i += lanes) {
+      hn::StoreU(hn::Mul(inv, hn::LoadU(d, oh + i)), d, oh + i);
+    }
   }
 }
 
