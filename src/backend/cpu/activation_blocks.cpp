@@ -53,7 +53,7 @@ void QuantizeActivations(const float* x, size_t n, size_t cols, ActivationBlocks
   out.n = n;
   out.cols = cols;
   out.q.resize(n * cols);
-  out.scale.resize(n * blocks);
+  out.scale.resize(n * blocks + ActivationBlocks::kScalePadding);
   for (size_t i = 0; i < n; ++i) {
     for (size_t b = 0; b < blocks; ++b) {
       const size_t k = i * cols + b * ActivationBlocks::kBlock;

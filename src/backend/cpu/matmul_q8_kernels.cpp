@@ -110,18 +110,23 @@ struct TileRows {
   }
 };
 
-// Weight scales of blocks [b0, b0 + count) of R rows as floats, a whole vector at a time: a
-// packed row's scales are followed by padding to a multiple of 32 bytes (cpu_matrix.h), so
-// the last vector stays inside the row.
-template <size_t R>
-HWY_INLINE void weight_scales(const TileRows& w, size_t b0, size_t count,
-                              float (&out)[R][kScaleGroup]) {
+// The scales of blocks [b0, b0 + count), weight row by activation row: each weight scale
+// times the activation block's, so that a block's integer sum is scaled by one multiply. A
+// whole vector at a time: a packed row's scales are followed by padding to a multiple of 32
+// bytes (cpu_matrix.h), and the activation scales by ActivationBlocks::kScalePadding floats.
+template <size_t R, size_t C>
+HWY_INLINE void block_scales(const TileRows& w, const float* const (&xs)[C], size_t b0,
+                             size_t count, float (&out)[R][C][kScaleGroup]) {
   const DF df;
   const hn::Rebind<hwy::float16_t, DF> dh;
   static_assert(kScaleGroup % hn::MaxLanes(DF()) == 0);
-  for (size_t rr = 0; rr < R; ++rr) {
-    for (size_t b = 0; b < count; b += hn::Lanes(df)) {
-      hn::Store(hn::PromoteTo(df, hn::LoadU(dh, w.scales(rr, b0 + b))), df, out[rr] + b);
+  static_assert(ActivationBlocks::kScalePadding >= kScaleGroup);
+  for (size_t b = 0; b < count; b += hn::Lanes(df)) {
+    for (size_t rr = 0; rr < R; ++rr) {
+      const VF ws = hn::PromoteTo(df, hn::LoadU(dh, w.scales(rr, b0 + b)));
+      for (size_t c = 0; c < C; ++c) {
+        hn::Store(hn::Mul(ws, hn::LoadU(df, xs[c] + b0 + b)), df, out[rr][c] + b);
+      }
     }
   }
 }
@@ -145,15 +150,12 @@ HWY_INLINE void tile(const Problem& p, size_t r, size_t i) {
     HWY_UNROLL(8)
     for (size_t c = 0; c < C; ++c) acc[rr][c] = hn::Zero(df);
   }
-  HWY_ALIGN float w_scales[R][kScaleGroup];
+  HWY_ALIGN float scales[R][C][kScaleGroup];
   for (size_t b0 = 0; b0 < p.blocks; b0 += kScaleGroup) {
     const size_t count = std::min(kScaleGroup, p.blocks - b0);
-    weight_scales<R>(w, b0, count, w_scales);
+    block_scales<R, C>(w, xs, b0, count, scales);
     for (size_t g = 0; g < count; ++g) {
       const size_t b = b0 + g;
-      VF x_scale[C];
-      HWY_UNROLL(8)
-      for (size_t c = 0; c < C; ++c) x_scale[c] = hn::Set(df, xs[c][b]);
       HWY_UNROLL(8)
       for (size_t rr = 0; rr < R; ++rr) {
         // The same line of the same rows some tiles on, once per line (two blocks' values).
@@ -163,11 +165,10 @@ HWY_INLINE void tile(const Problem& p, size_t r, size_t i) {
           p.prefetch(near);
           p.prefetch_far(near);
         }
-        const VF w_scale = hn::Set(df, w_scales[rr][g]);
         HWY_UNROLL(8)
         for (size_t c = 0; c < C; ++c) {
           const VF dot = block_dot(w.block(rr, b), xq[c] + b * kBlock);
-          acc[rr][c] = hn::MulAdd(hn::Mul(dot, x_scale[c]), w_scale, acc[rr][c]);
+          acc[rr][c] = hn::MulAdd(dot, hn::Set(df, scales[rr][c][g]), acc[rr][c]);
         }
       }
     }
