@@ -154,21 +154,30 @@ HWY_INLINE void tile(const Problem& p, size_t r, size_t i) {
   for (size_t b0 = 0; b0 < p.blocks; b0 += kScaleGroup) {
     const size_t count = std::min(kScaleGroup, p.blocks - b0);
     block_scales<R, C>(w, xs, b0, count, scales);
-    for (size_t g = 0; g < count; ++g) {
-      const size_t b = b0 + g;
+    // Line by line: a 64-byte line of a row holds two blocks, and the tile's rows have
+    // theirs side by side (cpu_matrix.h), so every load below is a fixed step from `line`.
+    const std::byte* line = w.at(0, b0 * kBlock);
+    const int16_t* x_at[C];
+    HWY_UNROLL(8)
+    for (size_t c = 0; c < C; ++c) x_at[c] = xq[c] + b0 * kBlock;
+    for (size_t g = 0; g < count; g += 2, line += kTileRows * 64) {
+      const bool pair = g + 1 < count;  // else the row's last block, alone in its line
       HWY_UNROLL(8)
       for (size_t rr = 0; rr < R; ++rr) {
-        // The same line of the same rows some tiles on, once per line (two blocks' values).
-        // A hint only: past the matrix end it does nothing.
-        if (b % 2 == 0) {
-          const auto* near = reinterpret_cast<const std::byte*>(w.block(rr, b)) + p.ahead_bytes;
-          p.prefetch(near);
-          p.prefetch_far(near);
-        }
+        // The same line of the same rows some tiles on. A hint only: past the matrix end it
+        // does nothing.
+        const std::byte* row_line = line + rr * 64;
+        p.prefetch(row_line + p.ahead_bytes);
+        p.prefetch_far(row_line + p.ahead_bytes);
+        const auto* values = reinterpret_cast<const int8_t*>(row_line);
         HWY_UNROLL(8)
         for (size_t c = 0; c < C; ++c) {
-          const VF dot = block_dot(w.block(rr, b), xq[c] + b * kBlock);
-          acc[rr][c] = hn::MulAdd(dot, hn::Set(df, scales[rr][c][g]), acc[rr][c]);
+          acc[rr][c] = hn::MulAdd(block_dot(values, x_at[c] + g * kBlock),
+                                  hn::Set(df, scales[rr][c][g]), acc[rr][c]);
+          if (pair) {
+            acc[rr][c] = hn::MulAdd(block_dot(values + kBlock, x_at[c] + (g + 1) * kBlock),
+                                    hn::Set(df, scales[rr][c][g + 1]), acc[rr][c]);
+          }
         }
       }
     }
