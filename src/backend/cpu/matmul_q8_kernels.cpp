@@ -46,7 +46,10 @@ constexpr size_t kPrefetchMinBytes = 8192;
 // of a 1B model) stay in L2 while every weight row of the range passes over them.
 constexpr size_t kActivationBlock = 32;
 
-// Blocks whose weight scales are converted together, ahead of their dot products.
+// Blocks whose scales are converted and multiplied together, ahead of their dot products:
+// then each block's integer sum takes one multiply-add (weight scale x activation scale, in
+// one float), where it took a multiply and a multiply-add. A 256 x 768 matrix in L2 on one
+// Zen 4 core: 32 -> 36 GB/s; stepping through the tile line by line from one pointer: 39.
 constexpr size_t kScaleGroup = 16;
 
 struct Problem {
