@@ -105,9 +105,6 @@ struct TileRows {
   HWY_INLINE const std::byte* at(size_t r, size_t byte) const {
     return tile + CpuMatrix::in_tile_offset(first + r, byte);
   }
-  HWY_INLINE const int8_t* block(size_t r, size_t b) const {
-    return reinterpret_cast<const int8_t*>(at(r, b * kBlock));
-  }
   HWY_INLINE const hwy::float16_t* scales(size_t r, size_t b) const {
     return reinterpret_cast<const hwy::float16_t*>(at(r, cols + b * sizeof(uint16_t)));
   }
