@@ -160,13 +160,13 @@ HWY_INLINE void tile(const Problem& p, size_t r, size_t i) {
     const int16_t* x_at[C];
     HWY_UNROLL(8)
     for (size_t c = 0; c < C; ++c) x_at[c] = xq[c] + b0 * kBlock;
-    for (size_t g = 0; g < count; g += 2, line += kTileRows * 64) {
+    for (size_t g = 0; g < count; g += 2, line += CpuMatrix::in_tile_offset(0, 2 * kBlock)) {
       const bool pair = g + 1 < count;  // else the row's last block, alone in its line
       HWY_UNROLL(8)
       for (size_t rr = 0; rr < R; ++rr) {
         // The same line of the same rows some tiles on. A hint only: past the matrix end it
         // does nothing.
-        const std::byte* row_line = line + rr * 64;
+        const std::byte* row_line = line + CpuMatrix::in_tile_offset(rr, 0);
         p.prefetch(row_line + p.ahead_bytes);
         p.prefetch_far(row_line + p.ahead_bytes);
         const auto* values = reinterpret_cast<const int8_t*>(row_line);
