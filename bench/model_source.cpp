@@ -53,25 +53,28 @@ void require_memory_for_synthetic(const BenchArgs& args) {
 ModelSource::ModelSource(const BenchArgs& args) {
   const auto start = std::chrono::steady_clock::now();
   if (!args.synthetic.empty()) {
-    model_ = make_synthetic_model(known_shape(args.synthetic), synthetic_weights(args), args.seed);
+    synthetic_ =
+        make_synthetic_model(known_shape(args.synthetic), synthetic_weights(args), args.seed);
     label_ = std::string("synthetic:").append(args.synthetic);
+    n_params_ = synthetic_->n_params;
   } else {
-    model_ = model::load_model(args.model_path);
+    // Loaded once here to report the time and fail early; each engine loads its own.
+    n_params_ = model::load_model(args.model_path)->n_params;
+    model_path_ = args.model_path;
     label_ = args.model_path;
   }
   load_seconds_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
 std::unique_ptr<model::LoadedModel> ModelSource::view() const {
+  if (!synthetic_) return model::load_model(model_path_);
   auto v = std::make_unique<model::LoadedModel>();
-  v->config = model_->config;
-  v->tokenizer = model_->tokenizer;
-  v->fingerprint = model_->fingerprint;
-  v->n_params = model_->n_params;
-  // TensorViews are plain pointers; `owned` stays with the source, the mappings are shared
-  // (the CPU backend drops the pages of the matrices it copies from them).
-  v->files = model_->files;
-  const model::Weights& w = model_->weights;
+  v->config = synthetic_->config;
+  v->tokenizer = synthetic_->tokenizer;
+  v->fingerprint = synthetic_->fingerprint;
+  v->n_params = synthetic_->n_params;
+  // TensorViews are plain pointers; `owned` stays with the source.
+  const model::Weights& w = synthetic_->weights;
   v->weights.tok_embd = w.tok_embd;
   v->weights.layers = w.layers;
   v->weights.output_norm = w.output_norm;

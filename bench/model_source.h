@@ -1,6 +1,8 @@
-// The model a benchmark runs on, loaded (or built) once. Each engine gets its own
-// LoadedModel, because Engine takes ownership of one; those are views of the same bytes, so
-// comparing KV types costs no second copy of the weights.
+// The model a benchmark runs on. Each engine gets its own LoadedModel, because Engine takes
+// ownership of one. A synthetic model is built once and each engine gets views of its bytes
+// (comparing KV types costs no second copy of the weights). A model file is loaded anew for
+// each engine, as an application would load it: the engine's backend then lets go of the
+// weights it copied, so peak RSS counts them once (mapped pages are shared, not re-read).
 #pragma once
 
 #include <memory>
@@ -18,17 +20,19 @@ class ModelSource {
 
   // "path/to/model.gguf" or "synthetic:tinyllama-1.1b".
   const std::string& label() const { return label_; }
-  const model::LoadedModel& model() const { return *model_; }
-  // Seconds spent loading or building the weights.
+  uint64_t n_params() const { return n_params_; }
+  // Seconds spent loading or building the weights (the first load of a file).
   double load_seconds() const { return load_seconds_; }
 
-  // A LoadedModel whose tensor views point into this source's memory; it must not outlive
-  // this source.
+  // The model for one engine: views into this source's memory for a synthetic model (it must
+  // not outlive this source), the file loaded again otherwise.
   std::unique_ptr<model::LoadedModel> view() const;
 
  private:
-  std::unique_ptr<model::LoadedModel> model_;
+  std::unique_ptr<model::LoadedModel> synthetic_;
+  std::string model_path_;
   std::string label_;
+  uint64_t n_params_ = 0;
   double load_seconds_ = 0;
 };
 

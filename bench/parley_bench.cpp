@@ -46,7 +46,7 @@ int run(const BenchArgs& args) {
   const ModelSource source(args);
   // On stderr, so stdout stays JSON lines only.
   std::fprintf(stderr, "parley-bench: %s: %.3g parameters, loaded in %.2f s\n",
-               source.label().c_str(), double(source.model().n_params), source.load_seconds());
+               source.label().c_str(), double(source.n_params()), source.load_seconds());
   BenchContext ctx(args, source, out, copy);
   for (const Scenario& s : all_scenarios()) {
     if (wanted.empty() || wanted.count(std::string(s.name))) s.run(ctx);

@@ -113,12 +113,11 @@ constexpr size_t kTensorAlignment = 64;
 // filled: `rows` = 0 makes a norm vector (F32, around 1).
 struct TensorMaker {
   TensorMaker(DType d, uint64_t s, size_t bytes)
-      // new[] without () leaves the bytes uninitialised: the fills write each one once.
-      : dtype(d), seed(s), buffer(new std::byte[bytes]), room(bytes) {}
+      : dtype(d), seed(s), buffer(bytes), room(bytes) {}
   DType dtype;
   uint64_t seed;
   uint64_t n_made = 0;
-  std::unique_ptr<std::byte[]> buffer;
+  model::OwnedBytes buffer;  // a fresh mapping: its pages are touched once, by the fills
   size_t room;
   size_t used = 0;
   std::vector<model::FileTensor> tensors;
@@ -128,10 +127,9 @@ struct TensorMaker {
     const DType t = stored_dtype(dtype, rows, cols);
     const size_t n = size_t(vector ? 1 : rows) * size_t(cols);
     const size_t n_bytes = stored_bytes(dtype, rows, cols);
-    const size_t start = round_up(reinterpret_cast<uintptr_t>(buffer.get()) + used,
-                                  kTensorAlignment) - reinterpret_cast<uintptr_t>(buffer.get());
+    const size_t start = round_up(used, kTensorAlignment);  // the buffer starts on a page
     if (start + n_bytes > room) throw std::logic_error("synthetic tensors outgrew their buffer");
-    std::byte* data = buffer.get() + start;
+    std::byte* data = buffer.data() + start;
     used = start + n_bytes;
     const uint64_t tensor_seed = splitmix64(seed + ++n_made);
     const float a = vector ? 0.1f : std::sqrt(3.0f / float(cols));  // uniform: var = a^2 / 3
@@ -225,7 +223,7 @@ uint64_t synthetic_weight_bytes(const SyntheticShape& shape, model::DType dtype)
                   [&](const std::string&, int64_t rows, int64_t cols) {
                     bytes += round_up(stored_bytes(dtype, rows, cols), kTensorAlignment);
                   });
-  return bytes + kTensorAlignment;  // the first tensor's start on a line
+  return bytes;
 }
 
 }  // namespace parley::bench

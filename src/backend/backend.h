@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
@@ -12,6 +13,7 @@
 
 namespace parley::model {
 struct LoadedModel;
+struct TensorView;
 }
 
 namespace parley::backend {
@@ -39,11 +41,19 @@ class Backend {
   virtual void forward(const Batch& batch, kv::KvView& kv, std::span<float> logits) = 0;
 };
 
+// Called by a backend with each weight view (of the model it was made from) once it holds its
+// own copy of those bytes and will not read them through the view again.
+using WeightRelease = std::function<void(const model::TensorView&)>;
+
 // device: "auto", "cpu", "cuda", "cuda:N". n_threads: 0 = one per core (CPU only).
 // "auto" takes CUDA device 0 when libparley_cuda.so loads and sees a device, else the CPU.
+// Each weight the backend copies is then given to `release`: a model that serves this backend
+// only passes model::release_weight_bytes, so that the process holds its weights once. Without
+// one, a copied weight's file pages are dropped (model::drop_file_pages; they come back if read
+// again) and the model can serve further backends.
 // Throws Error(invalid_argument) for an unknown device, Error(backend) for a CUDA device this
 // machine lacks (no module, no driver, no such GPU) or one that cannot hold the model.
 std::unique_ptr<Backend> make_backend(std::string_view device, const model::LoadedModel& model,
-                                      int32_t n_threads);
+                                      int32_t n_threads, const WeightRelease& release = {});
 
 }  // namespace parley::backend

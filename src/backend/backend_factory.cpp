@@ -1,5 +1,4 @@
 #include <cctype>
-#include <span>
 #include <string>
 #include <vector>
 
@@ -9,6 +8,7 @@
 #include "common/error.h"
 #include "common/log.h"
 #include "model/model_loader.h"
+#include "model/weight_release.h"
 
 namespace parley::backend {
 namespace {
@@ -24,15 +24,32 @@ bool is_cuda_device(std::string_view device) {
   return true;
 }
 
+// The CUDA backend holds every weight on the device once made (the norms and the embedding
+// too), so the host's bytes all go.
+std::unique_ptr<Backend> cuda_backend(const model::LoadedModel& model, int32_t device,
+                                      const WeightRelease& release) {
+  auto backend = make_cuda_backend(model, device);
+  // The views themselves may be emptied on the way: copies are given.
+  std::vector<model::TensorView> views;
+  for (const model::TensorView* v : model::weight_views(model.weights)) views.push_back(*v);
+  for (const model::TensorView& v : views) release(v);
+  return backend;
+}
+
 }  // namespace
 
 std::unique_ptr<Backend> make_backend(std::string_view device, const model::LoadedModel& model,
-                                      int32_t n_threads) {
+                                      int32_t n_threads, const WeightRelease& release) {
+  const WeightRelease let_go =
+      release ? release
+              : WeightRelease([&model](const model::TensorView& v) {
+                  model::drop_file_pages(model, v);
+                });
   if (device.empty() || device == "auto") {
     // The GPU when the CUDA module and a device are there; otherwise the CPU, saying why.
     if (cuda_device_count() > 0) {
       try {
-        return make_cuda_backend(model, 0);
+        return cuda_backend(model, 0, let_go);
       } catch (const Error& e) {
         log::warn_line(std::string("device auto: CUDA device 0 failed (") + e.what() +
                        "); running on the CPU");
@@ -44,9 +61,7 @@ std::unique_ptr<Backend> make_backend(std::string_view device, const model::Load
     }
   }
   if (device.empty() || device == "auto" || device == "cpu") {
-    std::vector<std::span<const std::byte>> mapped;
-    for (const auto& file : model.files) mapped.push_back(file->bytes());
-    return std::make_unique<cpu::CpuBackend>(model.config, model.weights, n_threads, mapped);
+    return std::make_unique<cpu::CpuBackend>(model.config, model.weights, n_threads, let_go);
   }
   if (is_cuda_device(device)) {
     const int32_t index = device == "cuda" ? 0 : std::stoi(std::string(device.substr(5)));
@@ -60,7 +75,7 @@ std::unique_ptr<Backend> make_backend(std::string_view device, const model::Load
     require(index < count, Status::backend,
             "device '" + std::string(device) + "': only " + std::to_string(count) +
                 " CUDA device(s) are visible");
-    return make_cuda_backend(model, index);
+    return cuda_backend(model, index, let_go);
   }
   fail(Status::invalid_argument,
        "unknown device '" + std::string(device) + "' (expected auto, cpu, cuda or cuda:N)");

@@ -14,6 +14,7 @@
 #include "engine/clock.h"
 #include "engine/janitor.h"
 #include "engine/session.h"
+#include "model/weight_release.h"
 
 namespace parley::engine {
 namespace {
@@ -55,7 +56,10 @@ Engine::Engine(std::unique_ptr<model::LoadedModel> model, const EngineOptions& o
   pool_ = std::make_unique<kv::BlockPool>(
       layout, options.kv_budget_bytes ? options.kv_budget_bytes : automatic_kv_budget());
   default_template_ = text::template_from_model(cfg.chat_template);
-  backend_ = backend::make_backend(options.device, *model_, options.n_threads);
+  // The engine's model serves this backend only: what the backend copies, the model lets go.
+  backend_ = backend::make_backend(
+      options.device, *model_, options.n_threads,
+      [this](const model::TensorView& v) { model::release_weight_bytes(*model_, v); });
   if (!options.store_path.empty()) {
     store_ = std::make_unique<store::Store>(options.store_path, options.store_options);
     idle_spill_ms_ = options.idle_spill_ms;

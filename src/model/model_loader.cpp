@@ -2,6 +2,8 @@
 
 #include <cstring>
 #include <filesystem>
+#include <unordered_set>
+#include <vector>
 
 #include "common/error.h"
 #include "model/fingerprint.h"
@@ -10,6 +12,7 @@
 #include "model/hf_config.h"
 #include "model/safetensors_reader.h"
 #include "model/text_file.h"
+#include "model/weight_release.h"
 
 namespace parley::model {
 
@@ -19,6 +22,21 @@ namespace {
 
 constexpr size_t kMaxJsonBytes = 16u * 1000u * 1000u;
 constexpr size_t kMaxTokenizerModelBytes = 64u * 1000u * 1000u;
+
+// Tensors rewritten at load (q/k rows un-permuted, norms converted, tensors realigned) were
+// read from the file into buffers of their own; their file pages are not needed again.
+void drop_rewritten_sources(const std::vector<FileTensor>& tensors, const LoadedModel& m) {
+  std::unordered_set<const std::byte*> in_use;
+  for (const TensorView* v : weight_views(m.weights)) in_use.insert(v->data);
+  for (const FileTensor& t : tensors) {
+    if (in_use.count(t.data)) continue;
+    TensorView source;
+    source.name = t.name;
+    source.data = t.data;
+    source.n_bytes = t.n_bytes;
+    drop_file_pages(m, source);
+  }
+}
 
 void load_gguf(const GgufFile& file, LoadedModel& m) {
   GgufModelInfo info = read_gguf_metadata(file);
@@ -32,6 +50,7 @@ void load_gguf(const GgufFile& file, LoadedModel& m) {
     tensors.push_back(std::move(ft));
   }
   m.weights = build_weights(tensors, TensorNaming::gguf, m.config, /*tie_output=*/false);
+  drop_rewritten_sources(tensors, m);
   m.tokenizer.kind = TokenizerSource::Kind::gguf_vocab;
   m.tokenizer.vocab = std::move(info.vocab);
 }
@@ -71,6 +90,7 @@ void load_hf(const fs::path& dir, LoadedModel& m) {
         FileTensor{std::move(t.name), t.dtype, std::move(t.shape), t.data.data(), t.data.size()});
   }
   m.weights = build_weights(tensors, TensorNaming::hugging_face, m.config, hf.tie_word_embeddings);
+  drop_rewritten_sources(tensors, m);
 }
 
 }  // namespace

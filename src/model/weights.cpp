@@ -1,7 +1,11 @@
 #include "model/weights.h"
 
+#include <sys/mman.h>
+
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <new>
 #include <unordered_map>
 
 #include "common/error.h"
@@ -51,8 +55,8 @@ std::string shape_text(const std::vector<int64_t>& shape) {
 size_t element_alignment(DType t) { return t == DType::f32 ? 4 : 2; }
 
 std::byte* own(Weights& w, size_t n_bytes) {
-  w.owned.push_back(std::make_unique<std::byte[]>(n_bytes));  // new[] is 16-byte aligned
-  return w.owned.back().get();
+  w.owned.emplace_back(n_bytes);
+  return w.owned.back().data();
 }
 
 void dequantize_row(DType t, const std::byte* src, size_t n, float* dst) {
@@ -197,6 +201,15 @@ Weights build_weights(const std::vector<FileTensor>& tensors, TensorNaming namin
   return w;
 }
 
+OwnedBytes::OwnedBytes(size_t size) : bytes_(nullptr, Unmap{size}) {
+  void* p = mmap(nullptr, std::max<size_t>(size, 1), PROT_READ | PROT_WRITE,
+                 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED) throw std::bad_alloc();
+  bytes_.reset(static_cast<std::byte*>(p));
+}
+
+void OwnedBytes::Unmap::operator()(std::byte* p) const { munmap(p, std::max<size_t>(size, 1)); }
+
 uint64_t count_parameters(const Weights& w) {
   uint64_t n = uint64_t(w.tok_embd.n_elements()) + uint64_t(w.output_norm.n_elements());
   for (const LayerWeights& L : w.layers) {
@@ -207,6 +220,21 @@ uint64_t count_parameters(const Weights& w) {
   }
   if (!w.tied_output) n += uint64_t(w.output.n_elements());
   return n;
+}
+
+std::vector<TensorView*> weight_views(Weights& w) {
+  std::vector<TensorView*> views{&w.tok_embd};
+  for (LayerWeights& L : w.layers) {
+    views.insert(views.end(), {&L.attn_norm, &L.wq, &L.wk, &L.wv, &L.wo, &L.ffn_norm, &L.w_gate,
+                               &L.w_up, &L.w_down});
+  }
+  views.insert(views.end(), {&w.output_norm, &w.output});
+  return views;
+}
+
+std::vector<const TensorView*> weight_views(const Weights& w) {
+  const std::vector<TensorView*> views = weight_views(const_cast<Weights&>(w));  // read only
+  return {views.begin(), views.end()};
 }
 
 }  // namespace parley::model

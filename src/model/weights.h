@@ -42,6 +42,23 @@ struct LayerWeights {
   TensorView w_down;     // [dim, hidden_dim]
 };
 
+// A zero-filled buffer the weights own, behind views that are not in a mapped file. It is a
+// mapping of its own, so that freeing it gives the memory back to the system at once, whatever
+// the allocator's thresholds. Page-aligned. Throws std::bad_alloc.
+class OwnedBytes {
+ public:
+  explicit OwnedBytes(size_t size);
+  std::byte* data() const { return bytes_.get(); }
+  size_t size() const { return bytes_.get_deleter().size; }
+
+ private:
+  struct Unmap {
+    size_t size = 0;
+    void operator()(std::byte* p) const;
+  };
+  std::unique_ptr<std::byte, Unmap> bytes_;
+};
+
 struct Weights {
   TensorView tok_embd;     // [n_vocab, dim]
   std::vector<LayerWeights> layers;
@@ -50,8 +67,12 @@ struct Weights {
   bool tied_output = false;
 
   // Buffers behind views that are not in a mapped file.
-  std::vector<std::unique_ptr<std::byte[]>> owned;
+  std::vector<OwnedBytes> owned;
 };
+
+// Every view of `weights`: tok_embd, each layer's in declaration order, output_norm, output.
+std::vector<TensorView*> weight_views(Weights& weights);
+std::vector<const TensorView*> weight_views(const Weights& weights);
 
 // A tensor as a file lists it, before it is given a role and checked against the config.
 struct FileTensor {

@@ -56,15 +56,14 @@ struct Workspace {
 struct LayerMatrices {
   CpuMatrix wq, wk, wv, wo, w_gate, w_up, w_down;
 
-  LayerMatrices(const model::LayerWeights& w, ThreadPool& pool,
-                std::span<const std::span<const std::byte>> mapped_files, MatrixArena* arena)
-      : wq(w.wq, &pool, mapped_files, arena),
-        wk(w.wk, &pool, mapped_files, arena),
-        wv(w.wv, &pool, mapped_files, arena),
-        wo(w.wo, &pool, mapped_files, arena),
-        w_gate(w.w_gate, &pool, mapped_files, arena),
-        w_up(w.w_up, &pool, mapped_files, arena),
-        w_down(w.w_down, &pool, mapped_files, arena) {}
+  LayerMatrices(const model::LayerWeights& w, ThreadPool& pool, MatrixArena* arena)
+      : wq(w.wq, &pool, arena),
+        wk(w.wk, &pool, arena),
+        wv(w.wv, &pool, arena),
+        wo(w.wo, &pool, arena),
+        w_gate(w.w_gate, &pool, arena),
+        w_up(w.w_up, &pool, arena),
+        w_down(w.w_down, &pool, arena) {}
 
   // The bytes a layer's matrices take in an arena.
   static size_t arena_bytes(const model::LayerWeights& w) {
@@ -80,6 +79,7 @@ struct CpuBackend::Impl {
   model::ModelConfig config;
   const model::Weights& weights;
   const model::TensorView& output_weights;  // the untied matrix, or the embedding when tied
+  const bool tied;  // the embedding is looked up in the output matrix's copy
   std::unique_ptr<MatrixArena> arena;  // the matrices' copies; outlives the matrices
   std::vector<LayerMatrices> layers;
   std::unique_ptr<CpuMatrix> output;
@@ -94,13 +94,14 @@ struct CpuBackend::Impl {
       : config(c),
         weights(w),
         output_weights(w.output.empty() ? w.tok_embd : w.output),
+        tied(output_weights.data == w.tok_embd.data),
         pool(n_threads) {}
 
   size_t q_dim() const { return size_t(config.n_heads) * size_t(config.head_dim); }
   size_t kv_dim() const { return size_t(config.n_kv_heads) * size_t(config.head_dim); }
 
   void validate_model();
-  void prepare_matrices(std::span<const std::span<const std::byte>> mapped_files);
+  void prepare_matrices(const WeightRelease& release);
   void embed(int32_t token, float* out) const;
   void validate_batch(const Batch& batch, const kv::KvView& kv, size_t n_logits) const;
   std::unique_ptr<Workspace> take_workspace(size_t n);
@@ -141,11 +142,10 @@ void CpuBackend::Impl::validate_model() {
   check_shape(output_weights, "output", c.n_vocab, c.dim);
 }
 
-// Copies the matrices into the layouts the products read (cpu_matrix.h) one at a time, each
-// source released as soon as it is copied, so that the process holds a model file's matrices
-// about once.
-void CpuBackend::Impl::prepare_matrices(
-    std::span<const std::span<const std::byte>> mapped_files) {
+// Copies the matrices into the layouts the products read (cpu_matrix.h) a layer at a time,
+// each layer's sources (the norms, already floats) released as soon as they are copied, so
+// that the process holds its weights about once.
+void CpuBackend::Impl::prepare_matrices(const WeightRelease& release) {
   size_t arena_bytes = MatrixArena::bytes_for(CpuMatrix::copy_bytes(output_weights));
   for (const model::LayerWeights& lw : weights.layers) {
     arena_bytes += LayerMatrices::arena_bytes(lw);
@@ -153,14 +153,23 @@ void CpuBackend::Impl::prepare_matrices(
   arena = std::make_unique<MatrixArena>(arena_bytes);
   layers.reserve(weights.layers.size());
   for (const model::LayerWeights& lw : weights.layers) {
-    layers.emplace_back(lw, pool, mapped_files, arena.get());
+    layers.emplace_back(lw, pool, arena.get());
+    if (!release) continue;
+    for (const model::TensorView* v : {&lw.attn_norm, &lw.wq, &lw.wk, &lw.wv, &lw.wo,
+                                       &lw.ffn_norm, &lw.w_gate, &lw.w_up, &lw.w_down}) {
+      release(*v);
+    }
   }
   // A tied embedding is looked up in the backend's copy from now on (embed()).
-  output = std::make_unique<CpuMatrix>(output_weights, &pool, mapped_files, arena.get());
+  output = std::make_unique<CpuMatrix>(output_weights, &pool, arena.get());
+  if (release) {
+    release(output_weights);
+    release(weights.output_norm);
+  }
 }
 
 void CpuBackend::Impl::embed(int32_t token, float* out) const {
-  if (output_weights.data == weights.tok_embd.data) {
+  if (tied) {
     output->dequantize_row(token, out);
   } else {
     dequantize_row(weights.tok_embd, token, out);
@@ -261,10 +270,10 @@ void CpuBackend::Impl::run_layer(int32_t l, const Batch& batch, kv::KvView& kv, 
 }
 
 CpuBackend::CpuBackend(const model::ModelConfig& config, const model::Weights& weights,
-                       int32_t n_threads, std::span<const std::span<const std::byte>> mapped_files)
+                       int32_t n_threads, const WeightRelease& release)
     : impl_(std::make_unique<Impl>(config, weights, n_threads)) {
   impl_->validate_model();
-  impl_->prepare_matrices(mapped_files);
+  impl_->prepare_matrices(release);
 }
 
 CpuBackend::~CpuBackend() = default;

@@ -2,7 +2,6 @@
 #pragma once
 
 #include <memory>
-#include <span>
 
 #include "backend/backend.h"
 #include "model/model_config.h"
@@ -13,13 +12,13 @@ namespace parley::backend::cpu {
 class CpuBackend final : public Backend {
  public:
   // The weights (and what their views point into) must outlive the backend. The matrices are
-  // copied into the layouts the products read, on huge pages (cpu_matrix.h); where they lie in
-  // one of `mapped_files` (the model's read-only file mappings), their file pages are then
-  // dropped from the process. n_threads: 0 = one
-  // per core. Throws Error(internal) when a weight's shape does not match the config,
+  // copied into the layouts the products read, on huge pages (cpu_matrix.h), and the norms
+  // into floats; each view so copied is then given to `release` (backend.h), when there is
+  // one. The token embedding of an untied output matrix is read where it lies. n_threads:
+  // 0 = one per core. Throws Error(internal) when a weight's shape does not match the config,
   // Error(invalid_argument) for a negative thread count.
   CpuBackend(const model::ModelConfig& config, const model::Weights& weights, int32_t n_threads,
-             std::span<const std::span<const std::byte>> mapped_files = {});
+             const WeightRelease& release = {});
   ~CpuBackend() override;
 
   std::string name() const override { return "cpu"; }

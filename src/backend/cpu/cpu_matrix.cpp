@@ -1,8 +1,5 @@
 #include "backend/cpu/cpu_matrix.h"
 
-#include <sys/mman.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
@@ -36,13 +33,6 @@ size_t tile_stride_of(const model::TensorView& w) {
 }
 
 size_t tiles_of(const model::TensorView& w) { return (size_t(w.rows) + kTileRows - 1) / kTileRows; }
-
-bool in_mapped_file(const model::TensorView& w,
-                    std::span<const std::span<const std::byte>> mapped_files) {
-  return std::any_of(mapped_files.begin(), mapped_files.end(), [&](auto file) {
-    return w.data >= file.data() && w.data + w.n_bytes <= file.data() + file.size();
-  });
-}
 
 // Row r of a Q8_0 matrix packed into `out` (packed_stride bytes).
 void pack_row(const model::TensorView& w, size_t r, std::byte* out) {
@@ -88,9 +78,7 @@ size_t CpuMatrix::copy_bytes(const model::TensorView& w) {
   return std::max(tiles_of(w) * tile_stride_of(w), kLine);
 }
 
-CpuMatrix::CpuMatrix(const model::TensorView& w, ThreadPool* pool,
-                     std::span<const std::span<const std::byte>> mapped_files,
-                     MatrixArena* arena)
+CpuMatrix::CpuMatrix(const model::TensorView& w, ThreadPool* pool, MatrixArena* arena)
     : view_(w) {
   const bool q8 = w.dtype == model::DType::q8_0;
   require(!q8 || size_t(w.cols) % model::kQ8BlockValues == 0, Status::internal,
@@ -115,7 +103,6 @@ CpuMatrix::CpuMatrix(const model::TensorView& w, ThreadPool* pool,
   }
   view_.data = copy;
   view_.n_bytes = tiles * stride_;
-  release_source_pages(w, mapped_files);
 }
 
 void CpuMatrix::dequantize_row(int64_t r, float* out) const {
@@ -144,16 +131,6 @@ void CpuMatrix::dequantize_row(int64_t r, float* out) const {
       case model::DType::q8_0: break;
     }
   }
-}
-
-void release_source_pages(const model::TensorView& source,
-                          std::span<const std::span<const std::byte>> mapped_files) {
-  if (!in_mapped_file(source, mapped_files)) return;
-  const auto page = uintptr_t(sysconf(_SC_PAGESIZE));
-  const auto begin = (uintptr_t(source.data) + page - 1) / page * page;
-  const auto end = (uintptr_t(source.data) + source.n_bytes) / page * page;
-  // A private mapping never written: dropped pages come back from the file, never as zeros.
-  if (end > begin) madvise(reinterpret_cast<void*>(begin), end - begin, MADV_DONTNEED);
 }
 
 }  // namespace parley::backend::cpu

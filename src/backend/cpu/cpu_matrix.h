@@ -15,15 +15,13 @@
 // on a 2-core Zen 4 VM; whole F16 decode 1.1-1.3x faster, bench/RESULTS.md). Q8_0 tiles still
 // jump to their scale lines; their products keep their software hints (prefetch_hints.h).
 //
-// The copies live in the backend's huge-page arena (matrix_arena.h). A model file's pages are
-// released once copied (release_source_pages), so the process holds the model once; weights in
-// memory the model owns (synthetic models, converted tensors) are held twice.
+// The copies live in the backend's huge-page arena (matrix_arena.h); the backend then lets the
+// model release the sources (backend.h, WeightRelease), so that a process holds its model once.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 #include <memory>
-#include <span>
 #include <string>
 
 #include "model/weights.h"
@@ -40,11 +38,9 @@ class CpuMatrix {
  public:
   // w copied into the layout above: into `arena` (which must outlive this object) when one is
   // given, else into memory this object owns; on the pool's threads when one is given (first
-  // touches of fresh memory run faster side by side). Then w's pages are released where they
-  // lie in one of `mapped_files` (the model's read-only file mappings). Error(internal) for a
-  // Q8_0 row that is not whole blocks of 32 values.
+  // touches of fresh memory run faster side by side). w is not read again. Error(internal) for
+  // a Q8_0 row that is not whole blocks of 32 values.
   explicit CpuMatrix(const model::TensorView& w, ThreadPool* pool = nullptr,
-                     std::span<const std::span<const std::byte>> mapped_files = {},
                      MatrixArena* arena = nullptr);
 
   // The bytes the copy of w takes (at least one line).
@@ -91,13 +87,5 @@ class CpuMatrix {
   std::unique_ptr<std::byte, FreeBytes> owned_;  // the copy, unless an arena holds it
   size_t stride_ = 0;                            // bytes per tile
 };
-
-// Tells the kernel that this process will not read the source bytes of a copied matrix
-// again, when they lie in one of `mapped_files` (read-only file mappings): their pages leave
-// the resident set (the page cache keeps them; a later touch maps them again), so a model
-// is not held twice. Whole pages inside the source only; a hint, its failure ignored.
-// Sources elsewhere (memory the weights own) are left alone.
-void release_source_pages(const model::TensorView& source,
-                          std::span<const std::span<const std::byte>> mapped_files);
 
 }  // namespace parley::backend::cpu

@@ -1,5 +1,5 @@
-// The copies the CPU products read (packed Q8_0 rows, tiled F32/F16/BF16 rows), the arena that
-// holds them, and the release of a copied matrix's source pages.
+// The copies the CPU products read (packed Q8_0 rows, tiled F32/F16/BF16 rows) and the arena
+// that holds them; a copy needs its source no more.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -16,6 +16,7 @@
 #include "backend/cpu/ops_matmul.h"
 #include "backend/cpu/thread_pool.h"
 #include "model/mapped_file.h"
+#include "model/weight_release.h"
 #include "support/error_check.h"
 #include "support/shared_assets.h"
 #include "tiny_model.h"
@@ -107,7 +108,7 @@ TEST_CASE("a packed matrix holds the file's rows: values, scales, 64-byte rows, 
       backend::cpu::MatrixArena arena(backend::cpu::MatrixArena::bytes_for(24) +
                                       backend::cpu::CpuMatrix::copy_bytes(w));
       if (in_arena) arena.take(24);
-      const backend::cpu::CpuMatrix m(w, nullptr, {}, in_arena ? &arena : nullptr);
+      const backend::cpu::CpuMatrix m(w, nullptr, in_arena ? &arena : nullptr);
       INFO("cols " << cols << (in_arena ? ", in an arena" : ", owned"));
       CHECK(reinterpret_cast<uintptr_t>(m.view().data) % 64 == 0);
       // Scales padded to 32 bytes (the kernels read them in whole vectors), rows to 64.
@@ -150,7 +151,7 @@ TEST_CASE("a tiled matrix holds each row's 64-byte chunks side by side with its 
           backend::cpu::MatrixArena arena(backend::cpu::MatrixArena::bytes_for(24) +
                                           backend::cpu::CpuMatrix::copy_bytes(w));
           if (in_arena) arena.take(24);
-          const backend::cpu::CpuMatrix m(w, nullptr, {}, in_arena ? &arena : nullptr);
+          const backend::cpu::CpuMatrix m(w, nullptr, in_arena ? &arena : nullptr);
           INFO(model::dtype_name(type) << " [" << rows << ", " << cols << "]"
                                        << (in_arena ? ", in an arena" : ", owned"));
           const size_t row_bytes = model::row_bytes(type, size_t(cols));
@@ -207,42 +208,7 @@ TEST_CASE("a matrix arena's memory comes in huge pages where the kernel offers t
   CHECK(huge >= (size_t(4) << 20));
 }
 
-TEST_CASE("a matrix's source pages leave the process when they are a mapped file's") {
-  TempDir dir;
-  const size_t bytes = 8u << 20;
-  std::vector<char> content(bytes);
-  std::mt19937 rng(3);
-  for (char& c : content) c = char(rng());
-  {
-    std::ofstream out(dir / "weights.bin", std::ios::binary);
-    out.write(content.data(), std::streamsize(bytes));
-  }
-  const model::MappedFile file((dir / "weights.bin").string());
-  model::TensorView source;
-  source.name = "source";
-  source.data = file.bytes().data();
-  source.n_bytes = bytes;
-  const auto sum = [&] {
-    uint64_t s = 0;
-    for (size_t i = 0; i < bytes; i += 512) s += uint8_t(source.data[i]);
-    return s;
-  };
-  const uint64_t expected = sum();  // touches every page
-  const size_t touched = resident_file_bytes();
-
-  // Not among the mapped files: left alone.
-  backend::cpu::release_source_pages(source, {});
-  CHECK(resident_file_bytes() + (1u << 20) > touched);
-
-  const std::vector<std::span<const std::byte>> mapped{file.bytes()};
-  backend::cpu::release_source_pages(source, mapped);
-  const size_t released = resident_file_bytes();
-  INFO("RssFile " << touched << " -> " << released);
-  CHECK(released + (6u << 20) <= touched);
-  CHECK(sum() == expected);  // read again from the file, not zeros
-}
-
-TEST_CASE("packing a Q8_0 matrix that lies in a mapped file releases the file's pages") {
+TEST_CASE("a Q8_0 matrix packed from a mapped file stays whole when the file's pages go") {
   std::mt19937 rng(5);
   model::Weights owner;
   const int64_t rows = 8192, cols = 1024;  // 8.5 MiB of Q8_0
@@ -254,7 +220,8 @@ TEST_CASE("packing a Q8_0 matrix that lies in a mapped file releases the file's 
   const std::vector<double> all = decode_tensor(source);  // touches every page
   const size_t touched = resident_file_bytes();
 
-  const backend::cpu::CpuMatrix m(source, nullptr, mapped);
+  const backend::cpu::CpuMatrix m(source, nullptr);
+  model::drop_file_pages(source, mapped);
   const size_t released = resident_file_bytes();
   INFO("RssFile " << touched << " -> " << released);
   CHECK(released + (6u << 20) <= touched);
@@ -266,7 +233,7 @@ TEST_CASE("packing a Q8_0 matrix that lies in a mapped file releases the file's 
   CHECK(decode_tensor(source) == all);  // the file's bytes come back, not zeros
 }
 
-TEST_CASE("F32, F16 and BF16 matrices in a mapped file are tiled and their pages released") {
+TEST_CASE("F32, F16 and BF16 matrices tiled from a mapped file stay whole when its pages go") {
   std::mt19937 rng(9);
   backend::cpu::ThreadPool pool(3);
   for (DType type : {DType::f32, DType::f16, DType::bf16}) {
@@ -284,7 +251,8 @@ TEST_CASE("F32, F16 and BF16 matrices in a mapped file are tiled and their pages
     backend::cpu::MatrixArena arena(backend::cpu::CpuMatrix::copy_bytes(source));
     const std::vector<double> all = decode_tensor(source);  // touches every page
     const size_t touched = resident_file_bytes();
-    const backend::cpu::CpuMatrix m(source, &pool, mapped, &arena);
+    const backend::cpu::CpuMatrix m(source, &pool, &arena);
+    model::drop_file_pages(source, mapped);
     const size_t released = resident_file_bytes();
     INFO("RssFile " << touched << " -> " << released);
     CHECK(released + (6u << 20) <= touched);

@@ -63,14 +63,14 @@ void fill_kv_randomly(kv::KvCache& kv, int32_t layer, uint32_t positions, std::m
 model::TensorView make_tensor(model::Weights& owner, const std::string& name, model::DType dtype,
                               int64_t rows, int64_t cols, const std::vector<float>& values) {
   const std::vector<std::byte> bytes = encode(dtype, rows, cols, values);
-  auto buffer = std::make_unique<std::byte[]>(bytes.size());
-  std::memcpy(buffer.get(), bytes.data(), bytes.size());
+  model::OwnedBytes buffer(bytes.size());
+  std::memcpy(buffer.data(), bytes.data(), bytes.size());
   model::TensorView t;
   t.name = name;
   t.dtype = dtype;
   t.rows = rows;
   t.cols = cols;
-  t.data = buffer.get();
+  t.data = buffer.data();
   t.n_bytes = bytes.size();
   owner.owned.push_back(std::move(buffer));
   return t;
