@@ -35,7 +35,7 @@ std::shared_ptr<engine::Engine> BenchContext::make_engine(kv::KvType kv,
   options.n_threads = args_.threads;
   options.kv_type = kv;
   options.store_path = store_path;
-  return std::make_shared<engine::Engine>(source_.view(), options);
+  return std::make_shared<engine::Engine>(source_.make_model(), options);
 }
 
 nlohmann::ordered_json BenchContext::line(std::string_view scenario, engine::Engine& engine) const {

@@ -1,14 +1,14 @@
-// The model a benchmark runs on. Each engine gets its own LoadedModel, because Engine takes
-// ownership of one. A synthetic model is built once and each engine gets views of its bytes
-// (comparing KV types costs no second copy of the weights). A model file is loaded anew for
-// each engine, as an application would load it: the engine's backend then lets go of the
-// weights it copied, so peak RSS counts them once (mapped pages are shared, not re-read).
+// The model a benchmark runs on. Each engine gets a LoadedModel of its own, as in an
+// application: the first is the one made (built, or loaded from the file) with the source,
+// later ones are made anew (a synthetic model rebuilt from its seed, the same bytes). The
+// engine's backend lets go of each weight it copies, so that peak RSS counts them once.
 #pragma once
 
 #include <memory>
 #include <string>
 
 #include "bench_args.h"
+#include "model/dtype.h"
 #include "model/model_loader.h"
 
 namespace parley::bench {
@@ -24,21 +24,25 @@ class ModelSource {
   // Seconds spent loading or building the weights (the first load of a file).
   double load_seconds() const { return load_seconds_; }
 
-  // The model for one engine: views into this source's memory for a synthetic model (it must
-  // not outlive this source), the file loaded again otherwise.
-  std::unique_ptr<model::LoadedModel> view() const;
+  // A model for one engine: the first call takes the one made with the source.
+  std::unique_ptr<model::LoadedModel> make_model() const;
 
  private:
-  std::unique_ptr<model::LoadedModel> synthetic_;
+  std::unique_ptr<model::LoadedModel> build() const;
+
+  std::string synthetic_;  // the shape's name, or "" for a file
+  model::DType synthetic_dtype_ = model::DType::f16;
+  uint64_t seed_ = 0;
   std::string model_path_;
+  mutable std::unique_ptr<model::LoadedModel> first_;
   std::string label_;
   uint64_t n_params_ = 0;
   double load_seconds_ = 0;
 };
 
 // For --synthetic: throws std::invalid_argument for an unknown shape, or when its weights
-// (twice, unless --device is CUDA: the CPU backend copies them) would take more than 90 % of
-// MemAvailable (building them would end in swapping or the OOM killer). Nothing for --model.
+// would take more than 90 % of MemAvailable (building them would end in swapping or the OOM
+// killer). Nothing for --model.
 void require_memory_for_synthetic(const BenchArgs& args);
 
 }  // namespace parley::bench

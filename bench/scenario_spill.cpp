@@ -49,18 +49,20 @@ void run_spill(BenchContext& ctx) {
   for (kv::KvType kv : ctx.kv_types(kDefaultKvType)) {
     const uint32_t context = ctx.make_engine(kv)->context_length();
     for (uint32_t n : conversation_lengths(ctx.args().spill_tokens, context)) {
-      auto probe = ctx.make_engine(kv);
-      const std::string prompt = text_of_tokens(probe->tokenizer(), n - 1);
-      warm_up(probe);
-
-      // Re-prefill: what the store saves.
-      engine::SessionOptions fresh;
-      fresh.chat_template = text::TemplateKind::raw;
-      fresh.cache_scope = "re-prefill";
-      engine::Session recompute(probe, fresh);
+      std::string prompt;
       engine::TurnStats prefill_stats;
-      recompute.send(prompt, fixed_length_params(1), nullptr, prefill_stats);
-      probe.reset();
+      {  // one engine at a time: each holds the weights
+        auto probe = ctx.make_engine(kv);
+        prompt = text_of_tokens(probe->tokenizer(), n - 1);
+        warm_up(probe);
+
+        // Re-prefill: what the store saves.
+        engine::SessionOptions fresh;
+        fresh.chat_template = text::TemplateKind::raw;
+        fresh.cache_scope = "re-prefill";
+        engine::Session recompute(probe, fresh);
+        recompute.send(prompt, fixed_length_params(1), nullptr, prefill_stats);
+      }
 
       ScratchDir dir;
       const std::string db = dir.file("sessions.db");

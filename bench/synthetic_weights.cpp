@@ -6,12 +6,10 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
-#include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
 
-#include "common/alignment.h"
 #include "fast_random.h"
 #include "model/fingerprint.h"
 #include "synthetic_vocab.h"
@@ -106,20 +104,15 @@ size_t stored_bytes(DType wanted, int64_t rows, int64_t cols) {
          model::row_bytes(stored_dtype(wanted, rows, cols), size_t(cols));
 }
 
-// Where each tensor starts in the buffer that holds them all: on a 64-byte line.
-constexpr size_t kTensorAlignment = 64;
-
-// Tensors made one after another into one buffer of `bytes`, as a model file lays them out,
-// filled: `rows` = 0 makes a norm vector (F32, around 1).
+// Tensors made one after another, filled, each in a buffer of its own (a fresh mapping, whose
+// pages the fills touch once), which the model can free once a backend has copied it: `rows`
+// = 0 makes a norm vector (F32, around 1).
 struct TensorMaker {
-  TensorMaker(DType d, uint64_t s, size_t bytes)
-      : dtype(d), seed(s), buffer(bytes), room(bytes) {}
+  TensorMaker(DType d, uint64_t s) : dtype(d), seed(s) {}
   DType dtype;
   uint64_t seed;
   uint64_t n_made = 0;
-  model::OwnedBytes buffer;  // a fresh mapping: its pages are touched once, by the fills
-  size_t room;
-  size_t used = 0;
+  std::vector<model::OwnedBytes> buffers;
   std::vector<model::FileTensor> tensors;
 
   void make(const std::string& name, int64_t rows, int64_t cols) {
@@ -127,10 +120,7 @@ struct TensorMaker {
     const DType t = stored_dtype(dtype, rows, cols);
     const size_t n = size_t(vector ? 1 : rows) * size_t(cols);
     const size_t n_bytes = stored_bytes(dtype, rows, cols);
-    const size_t start = round_up(used, kTensorAlignment);  // the buffer starts on a page
-    if (start + n_bytes > room) throw std::logic_error("synthetic tensors outgrew their buffer");
-    std::byte* data = buffer.data() + start;
-    used = start + n_bytes;
+    std::byte* data = buffers.emplace_back(n_bytes).data();
     const uint64_t tensor_seed = splitmix64(seed + ++n_made);
     const float a = vector ? 0.1f : std::sqrt(3.0f / float(cols));  // uniform: var = a^2 / 3
     const float lo = vector ? 1.0f - a : -a, hi = vector ? 1.0f + a : a;
@@ -203,7 +193,7 @@ std::unique_ptr<model::LoadedModel> make_synthetic_model(const SyntheticShape& s
   m->tokenizer.kind = model::TokenizerSource::Kind::gguf_vocab;
   m->tokenizer.vocab = make_synthetic_vocab(shape.n_vocab);
 
-  TensorMaker make{dtype, seed, size_t(synthetic_weight_bytes(shape, dtype))};
+  TensorMaker make{dtype, seed};
   for_each_tensor(m->config, shape.tied_output,
                   [&](const std::string& name, int64_t rows, int64_t cols) {
                     make.make(name, rows, cols);
@@ -211,7 +201,7 @@ std::unique_ptr<model::LoadedModel> make_synthetic_model(const SyntheticShape& s
   // The loader's own checks (names, shapes, byte counts) vouch for the synthetic tensors too.
   m->weights = model::build_weights(make.tensors, model::TensorNaming::gguf, m->config,
                                     shape.tied_output);
-  m->weights.owned.push_back(std::move(make.buffer));
+  for (model::OwnedBytes& b : make.buffers) m->weights.owned.push_back(std::move(b));
   m->n_params = model::count_parameters(m->weights);
   m->fingerprint = model::model_fingerprint(m->config, m->tokenizer, m->weights);
   return m;
@@ -221,7 +211,7 @@ uint64_t synthetic_weight_bytes(const SyntheticShape& shape, model::DType dtype)
   uint64_t bytes = 0;
   for_each_tensor(synthetic_config(shape), shape.tied_output,
                   [&](const std::string&, int64_t rows, int64_t cols) {
-                    bytes += round_up(stored_bytes(dtype, rows, cols), kTensorAlignment);
+                    bytes += stored_bytes(dtype, rows, cols);
                   });
   return bytes;
 }
