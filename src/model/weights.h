@@ -1,5 +1,7 @@
 // Typed, shaped views of a model's weights. Views point into memory-mapped files or into
-// buffers the Weights own (tensors rewritten at load, such as HF q/k rows).
+// buffers the Weights own (tensors rewritten at load, such as HF q/k rows). Once a backend has
+// copied a weight, the model may let its bytes go (weight_release.h): the view is then empty,
+// its data null and its shape kept.
 // Guarantees after build_weights(): every view's data is aligned to its element type (4 bytes
 // for F32, 2 for F16/BF16/Q8_0), and the norm vectors are F32.
 #pragma once
