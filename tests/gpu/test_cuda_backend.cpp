@@ -16,6 +16,8 @@
 #include "gpu_test_util.h"
 #include "kv/kv_cache.h"
 #include "model/model_loader.h"
+#include "model/weight_release.h"
+#include "support/safetensors_builder.h"
 #include "support/shared_assets.h"
 #include "support/synth_model.h"
 
@@ -123,6 +125,29 @@ TEST_CASE("synthetic model with F16 weights on the device: logits close to the C
   const auto got = run(*gpu, model->config, ids, kv::KvType::f32, 17);
   // Activations are rounded to F16 before each product: about 1e-3 relative per step.
   CHECK(nmse(got, want) < 1e-4);
+}
+
+TEST_CASE("a CUDA backend lets go of every host weight; what it computes does not change") {
+  PARLEY_GPU_OR_SKIP();
+  SynthSpec spec{.dim = 128, .hidden_dim = 256, .n_layers = 2, .n_heads = 4, .n_kv_heads = 2};
+  TempDir dir;
+  write_hf_dir(spec, make_synth_weights(spec), dir / "hf", "");
+  write_bytes(dir / "hf" / "tokenizer.model", "x");
+  const auto kept = model::load_model((dir / "hf").string());
+  const auto handed = model::load_model((dir / "hf").string());
+  REQUIRE_FALSE(handed->weights.owned.empty());  // the un-permuted q/k rows
+  model::LoadedModel& m = *handed;
+  const auto gpu = backend::make_backend(
+      "cuda", m, 0, [&m](const model::TensorView& v) { model::release_weight_bytes(m, v); });
+  CHECK(m.weights.owned.empty());
+  for (const model::TensorView* v : model::weight_views(m.weights)) {
+    INFO(v->name);
+    CHECK(v->empty());  // the embedding and the norms too: the device holds them all
+  }
+  const auto reference = backend::make_backend("cuda", *kept, 0);
+  const auto ids = random_ids(40, spec.n_vocab, 5);
+  CHECK(run(*gpu, m.config, ids, kv::KvType::f32, 11) ==
+        run(*reference, kept->config, ids, kv::KvType::f32, 11));
 }
 
 TEST_CASE("stories260K: CUDA logits and greedy goldens with F32 KV; INT8 top-1 along goldens") {
