@@ -12,7 +12,7 @@
 
 #include "hardening_model.h"
 #include "parley.h"
-#include "process_memory.h"
+#include "support/process_memory.h"
 #include "replay.h"
 #include "support/sanitizer_build.h"
 #include "support/shared_assets.h"

@@ -18,6 +18,7 @@
 #include "model/mapped_file.h"
 #include "model/weight_release.h"
 #include "support/error_check.h"
+#include "support/process_memory.h"
 #include "support/shared_assets.h"
 #include "tiny_model.h"
 
@@ -25,21 +26,6 @@ namespace parley::test {
 namespace {
 
 using model::DType;
-
-// RssFile of /proc/self/status, in bytes: file pages mapped into this process.
-size_t resident_file_bytes() {
-  std::ifstream status("/proc/self/status");
-  std::string key;
-  size_t kb = 0;
-  while (status >> key) {
-    if (key == "RssFile:") {
-      status >> kb;
-      return kb * 1024;
-    }
-  }
-  FAIL("no RssFile line in /proc/self/status");
-  return 0;
-}
 
 // The first line of `file`, or "" when it cannot be read.
 std::string first_line(const std::string& file) {

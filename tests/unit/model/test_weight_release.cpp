@@ -18,26 +18,12 @@
 #include "model/safetensors_reader.h"
 #include "model/weight_release.h"
 #include "support/safetensors_builder.h"
+#include "support/process_memory.h"
 #include "support/shared_assets.h"
 #include "support/synth_model.h"
 
 namespace parley::test {
 namespace {
-
-// RssFile of /proc/self/status, in bytes: file pages mapped into this process.
-size_t resident_file_bytes() {
-  std::ifstream status("/proc/self/status");
-  std::string key;
-  size_t kb = 0;
-  while (status >> key) {
-    if (key == "RssFile:") {
-      status >> kb;
-      return kb * 1024;
-    }
-  }
-  FAIL("no RssFile line in /proc/self/status");
-  return 0;
-}
 
 // A view of `n_bytes` F16 bytes at `data` (2 bytes per value, one row).
 model::TensorView f16_view(const std::string& name, const std::byte* data, size_t n_bytes) {

@@ -6,6 +6,7 @@
 namespace parley::test {
 
 uint64_t resident_bytes();       // VmRSS now
+uint64_t resident_file_bytes();  // RssFile now: file pages mapped into this process
 uint64_t peak_resident_bytes();  // VmHWM: the peak since start or since reset_peak_resident()
 // Starts a new peak measurement (writes 5 to /proc/self/clear_refs); false when the kernel
 // does not allow it.

@@ -1,4 +1,4 @@
-#include "process_memory.h"
+#include "support/process_memory.h"
 
 #include <malloc.h>
 
@@ -20,6 +20,7 @@ uint64_t status_kib(const std::string& key) {
 }  // namespace
 
 uint64_t resident_bytes() { return status_kib("VmRSS"); }
+uint64_t resident_file_bytes() { return status_kib("RssFile"); }
 uint64_t peak_resident_bytes() { return status_kib("VmHWM"); }
 
 bool reset_peak_resident() {
