@@ -23,15 +23,13 @@
 // allocated from a size the header states before that size was matched against the layout.
 #include "store/kv_codec.h"
 
-#include <zstd.h>
-
 #include <cstring>
-#include <memory>
 #include <string>
 
 #include "common/error.h"
 #include "common/hash.h"
 #include "store/kv_filter.h"
+#include "store/zstd_contexts.h"
 
 namespace parley::store {
 namespace {
@@ -68,8 +66,6 @@ uint64_t get_u64(const std::byte* p) {
 [[noreturn]] void mismatch(const std::string& what) {
   fail(Status::model_mismatch, "KV blob: " + what);
 }
-
-std::string zstd_error(size_t code) { return std::string("zstd: ") + ZSTD_getErrorName(code); }
 
 // Payload bytes of the header's shape, computed without trusting it: 0 when a product
 // overflows (a real layout never gives 0).
@@ -128,28 +124,6 @@ void check_frame(std::span<const std::byte> frame, uint64_t raw_bytes) {
   }
 }
 
-struct FreeCCtx {
-  void operator()(ZSTD_CCtx* c) const { ZSTD_freeCCtx(c); }
-};
-struct FreeDCtx {
-  void operator()(ZSTD_DCtx* d) const { ZSTD_freeDCtx(d); }
-};
-
-// One context of each kind per thread, reused: creating one costs more than coding a block.
-ZSTD_CCtx* thread_cctx() {
-  thread_local std::unique_ptr<ZSTD_CCtx, FreeCCtx> ctx;
-  if (!ctx) ctx.reset(ZSTD_createCCtx());
-  if (!ctx) fail(Status::out_of_memory, "zstd: cannot create a compression context");
-  return ctx.get();
-}
-
-ZSTD_DCtx* thread_dctx() {
-  thread_local std::unique_ptr<ZSTD_DCtx, FreeDCtx> ctx;
-  if (!ctx) ctx.reset(ZSTD_createDCtx());
-  if (!ctx) fail(Status::out_of_memory, "zstd: cannot create a decompression context");
-  return ctx.get();
-}
-
 // Scratch of at most one block's bytes each, kept per thread so that spilling and restoring
 // many blocks does not allocate per block.
 struct Scratch {
@@ -166,13 +140,17 @@ Scratch& thread_scratch() {
 std::vector<std::byte> encode_kv_block(const kv::BlockLayout& layout, uint64_t model_fingerprint,
                                        const std::byte* block, uint32_t n_tokens,
                                        const KvCodecOptions& options) {
-  require(n_tokens >= 1 && n_tokens <= kv::kBlockTokens, Status::invalid_argument,
-          "encode_kv_block: n_tokens must be 1.." + std::to_string(kv::kBlockTokens) +
-              ", got " + std::to_string(n_tokens));
-  require(options.zstd_level >= ZSTD_minCLevel() && options.zstd_level <= ZSTD_maxCLevel(),
-          Status::invalid_argument,
-          "encode_kv_block: zstd level " + std::to_string(options.zstd_level) + " out of " +
-              std::to_string(ZSTD_minCLevel()) + ".." + std::to_string(ZSTD_maxCLevel()));
+  // Per block: the messages are built only when a check fails.
+  if (n_tokens < 1 || n_tokens > kv::kBlockTokens) {
+    fail(Status::invalid_argument, "encode_kv_block: n_tokens must be 1.." +
+                                       std::to_string(kv::kBlockTokens) + ", got " +
+                                       std::to_string(n_tokens));
+  }
+  if (options.zstd_level < ZSTD_minCLevel() || options.zstd_level > ZSTD_maxCLevel()) {
+    fail(Status::invalid_argument,
+         "encode_kv_block: zstd level " + std::to_string(options.zstd_level) + " out of " +
+             std::to_string(ZSTD_minCLevel()) + ".." + std::to_string(ZSTD_maxCLevel()));
+  }
   const size_t raw_bytes = kv_payload_bytes(layout, n_tokens);
   Scratch& scratch = thread_scratch();
   scratch.payload.resize(raw_bytes);
@@ -186,11 +164,12 @@ std::vector<std::byte> encode_kv_block(const kv::BlockLayout& layout, uint64_t m
   }
 
   std::vector<std::byte> blob(kHeaderBytes + ZSTD_compressBound(raw_bytes));
-  const size_t frame_bytes =
-      ZSTD_compressCCtx(thread_cctx(), blob.data() + kHeaderBytes, blob.size() - kHeaderBytes,
-                        to_compress.data(), to_compress.size(), options.zstd_level);
+  const size_t frame_bytes = ZSTD_compressCCtx(
+      thread_compression_context(), blob.data() + kHeaderBytes, blob.size() - kHeaderBytes,
+      to_compress.data(), to_compress.size(), options.zstd_level);
   if (ZSTD_isError(frame_bytes)) {
-    fail(Status::internal, "encode_kv_block: " + zstd_error(frame_bytes));
+    fail(zstd_out_of_memory(frame_bytes) ? Status::out_of_memory : Status::internal,
+         "encode_kv_block: " + zstd_error(frame_bytes));
   }
   blob.resize(kHeaderBytes + frame_bytes);
 
@@ -280,8 +259,9 @@ KvBlobInfo decode_kv_block(std::span<const std::byte> blob, const kv::BlockLayou
   Scratch& scratch = thread_scratch();
   std::vector<std::byte>& decompressed = info.filtered ? scratch.filtered : scratch.payload;
   decompressed.resize(raw_bytes);
-  const size_t got = ZSTD_decompressDCtx(thread_dctx(), decompressed.data(), raw_bytes,
-                                         frame.data(), frame.size());
+  const size_t got = ZSTD_decompressDCtx(thread_decompression_context(), decompressed.data(),
+                                         raw_bytes, frame.data(), frame.size());
+  if (zstd_out_of_memory(got)) fail(Status::out_of_memory, "decode_kv_block: " + zstd_error(got));
   if (ZSTD_isError(got)) corrupt(zstd_error(got));
   if (got != raw_bytes) corrupt("zstd frame decoded to " + std::to_string(got) + " bytes");
   if (info.filtered) {

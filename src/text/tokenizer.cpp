@@ -59,9 +59,12 @@ struct Tokenizer::Impl {
   }
 
   void check_id(int32_t id) const {
-    require(id >= 0 && id < sp.GetPieceSize(), Status::invalid_argument,
-            "token id " + std::to_string(id) + " is outside the vocabulary [0, " +
-                std::to_string(sp.GetPieceSize()) + ")");
+    // Per token: the message is built only when the check fails.
+    if (id < 0 || id >= sp.GetPieceSize()) {
+      fail(Status::invalid_argument, "token id " + std::to_string(id) +
+                                         " is outside the vocabulary [0, " +
+                                         std::to_string(sp.GetPieceSize()) + ")");
+    }
   }
 };
 
