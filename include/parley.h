@@ -445,7 +445,8 @@ PARLEY_API parley_status parley_session_send(parley_session *s, const char *user
 /* ---- Tokens ------------------------------------------------------------------------------ */
 
 /** Text to token ids with the model's tokenizer (buffer rule above); control tokens are never
- *  produced from text.
+ *  produced from text. Pieces a vocabulary types user-defined but writes as chat markers
+ *  ("<|im_start|>": "<|" ... "|>") count as control tokens (a warning is logged at load).
  *  @param[in] add_bos  non-zero: start with BOS
  *  Errors: INVALID_ARGUMENT (NULL, invalid UTF-8), MISUSE. Thread-safety: any thread. Since: 0.1. */
 PARLEY_API parley_status parley_tokenize(parley_engine *e, const char *text, int32_t add_bos,

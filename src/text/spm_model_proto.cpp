@@ -65,6 +65,8 @@ class WireWriter {
     raw_varint(value.size());
     out_.append(value);
   }
+  // Bytes that are already one or more whole fields.
+  void fields(std::string_view encoded) { out_.append(encoded); }
   const std::string& data() const { return out_; }
   std::string take() { return std::move(out_); }
 
@@ -93,6 +95,9 @@ class WireReader {
   WireReader(std::string_view data, const char* message) : data_(data), message_(message) {}
 
   bool done() const { return pos_ == data_.size(); }
+  // Where the next field starts: the bytes between two offsets are whole fields.
+  size_t offset() const { return pos_; }
+  std::string_view slice(size_t begin, size_t end) const { return data_.substr(begin, end - begin); }
 
   Field next() {
     Field f;
@@ -327,6 +332,47 @@ SpmModelInfo read_spm_model_info(std::string_view model_proto) {
     }
   }
   return info;
+}
+
+bool looks_like_control(std::string_view piece) {
+  return piece.size() > 4 && piece.substr(0, 2) == "<|" && piece.substr(piece.size() - 2) == "|>";
+}
+
+ControlLookingPieces mark_control_looking_pieces(std::string_view model_proto) {
+  ControlLookingPieces result;
+  WireWriter model;
+  WireReader reader(model_proto, "ModelProto");
+  while (!reader.done()) {
+    const size_t begin = reader.offset();
+    const auto f = reader.next();
+    const std::string_view encoded = reader.slice(begin, reader.offset());
+    if (f.number != field::kModelPieces || f.wire_type != kWireLengthDelimited) {
+      model.fields(encoded);
+      continue;
+    }
+    PieceType type = PieceType::normal;  // the proto default
+    std::string_view text;
+    WireReader piece(f.bytes, "SentencePiece");
+    while (!piece.done()) {
+      const auto pf = piece.next();
+      if (pf.number == field::kPieceType && pf.wire_type == kWireVarint) type = PieceType(pf.value);
+      if (pf.number == field::kPiecePiece && pf.wire_type == kWireLengthDelimited) {
+        text = pf.bytes;
+      }
+    }
+    if (type != PieceType::user_defined || !looks_like_control(text)) {
+      model.fields(encoded);
+      continue;
+    }
+    // A scalar field written twice takes its last value: the type appended wins.
+    WireWriter changed;
+    changed.fields(f.bytes);
+    changed.varint(field::kPieceType, uint64_t(PieceType::control));
+    model.bytes(field::kModelPieces, changed.data());
+    result.pieces.emplace_back(text);
+  }
+  result.model_proto = model.take();
+  return result;
 }
 
 }  // namespace parley::text

@@ -48,4 +48,18 @@ struct SpmModelInfo {
 // Throws Error(bad_model) on malformed wire data.
 SpmModelInfo read_spm_model_info(std::string_view model_proto);
 
+// Whether a piece is written as chat markers are: "<|" ... "|>" ("<|im_start|>", "<|user|>").
+bool looks_like_control(std::string_view piece);
+
+// Some GGUF converters and trainers type chat markers USER_DEFINED, and sentencepiece matches
+// user-defined pieces inside plain text: a user typing "<|im_start|>" would get the marker.
+// The pieces of that type that look like control pieces are made CONTROL instead (as
+// llama.cpp's loader does), so that only Parley can insert them (by id, from a template).
+struct ControlLookingPieces {
+  std::string model_proto;          // the same proto, with those pieces' type CONTROL
+  std::vector<std::string> pieces;  // the pieces changed, in vocabulary order
+};
+// Throws Error(bad_model) on malformed wire data.
+ControlLookingPieces mark_control_looking_pieces(std::string_view model_proto);
+
 }  // namespace parley::text

@@ -3,6 +3,7 @@
 #include <sentencepiece_processor.h>
 
 #include "common/error.h"
+#include "common/log.h"
 #include "text/spm_model_proto.h"
 #include "text/utf8_stream.h"
 
@@ -25,6 +26,16 @@ std::string replace_space_symbols(std::string_view piece) {
   return out;
 }
 
+std::string describe_marked(const std::vector<std::string>& pieces) {
+  std::string line = "tokenizer: " + std::to_string(pieces.size()) +
+                     " user-defined piece(s) that look like control pieces are treated as "
+                     "control (never matched in text):";
+  constexpr size_t kNamed = 8;
+  for (size_t i = 0; i < pieces.size() && i < kNamed; ++i) line += " " + pieces[i];
+  if (pieces.size() > kNamed) line += " ...";
+  return line;
+}
+
 }  // namespace
 
 struct Tokenizer::Impl {
@@ -35,7 +46,10 @@ struct Tokenizer::Impl {
   int32_t eos = -1;
   bool add_dummy_prefix = true;
 
-  void load(const std::string& proto) {
+  void load(std::string_view original) {
+    ControlLookingPieces marked = mark_control_looking_pieces(original);
+    if (!marked.pieces.empty()) log::warn_line(describe_marked(marked.pieces));
+    const std::string& proto = marked.model_proto;
     const auto status = sp.LoadFromSerializedProto(proto);
     require(status.ok(), Status::bad_model,
             "sentencepiece cannot load the tokenizer model: " + status.ToString());

@@ -22,7 +22,8 @@ class Tokenizer {
   Tokenizer(const Tokenizer&) = delete;
   Tokenizer& operator=(const Tokenizer&) = delete;
 
-  // Plain text -> ids; control tokens are never produced from text. No BOS is added.
+  // Plain text -> ids; control tokens are never produced from text (nor user-defined pieces
+  // that look like control ones: mark_control_looking_pieces). No BOS is added.
   // Throws Error(invalid_argument) on invalid UTF-8.
   std::vector<int32_t> encode(std::string_view text) const;
 

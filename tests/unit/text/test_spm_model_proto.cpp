@@ -3,6 +3,10 @@
 
 #include <sentencepiece_processor.h>
 
+#include <algorithm>
+#include <string>
+#include <vector>
+
 #include "common/error.h"
 #include "support/shared_assets.h"
 #include "text/spm_model_proto.h"
@@ -129,6 +133,81 @@ TEST_CASE("read_spm_model_info rejects malformed wire data") {
   CHECK(status_of(std::string("\x0a\xff", 2)) == Status::bad_model);         // truncated varint
   CHECK(status_of(std::string("\x0b", 1)) == Status::bad_model);              // wire type 3
   CHECK(status_of(std::string(11, '\xff')) == Status::bad_model);             // endless varint
+}
+
+TEST_CASE("looks_like_control: pieces written as chat markers are") {
+  CHECK(looks_like_control("<|im_start|>"));
+  CHECK(looks_like_control("<|user|>"));
+  CHECK(looks_like_control("<|x|>"));
+  CHECK_FALSE(looks_like_control("<||>"));  // nothing between the bars
+  CHECK_FALSE(looks_like_control("<tool>"));
+  CHECK_FALSE(looks_like_control("<|im_start"));
+  CHECK_FALSE(looks_like_control("im_start|>"));
+  CHECK_FALSE(looks_like_control("[INST]"));
+  CHECK_FALSE(looks_like_control(""));
+}
+
+TEST_CASE("mark_control_looking_pieces makes only user-defined <|...|> pieces control") {
+  auto vocab = test::small_vocab({"\xE2\x96\x81", "a", "<|plain|>"});  // ids 3..5
+  test::append_pieces(vocab, {"<|im_start|>", "<tool>", "<|im_end|>"}, 4);  // ids 6..8
+  test::append_pieces(vocab, {"<|control|>"}, 3);                          // id 9
+  const std::string original = build_spm_model_proto(vocab);
+  const ControlLookingPieces marked = mark_control_looking_pieces(original);
+  CHECK(marked.pieces == std::vector<std::string>{"<|im_start|>", "<|im_end|>"});
+
+  // sentencepiece reads the same pieces, scores, ids and special ids; two types changed.
+  sentencepiece::SentencePieceProcessor before, after;
+  REQUIRE(before.LoadFromSerializedProto(original).ok());
+  REQUIRE(after.LoadFromSerializedProto(marked.model_proto).ok());
+  REQUIRE(after.GetPieceSize() == before.GetPieceSize());
+  for (int id = 0; id < after.GetPieceSize(); ++id) {
+    CAPTURE(id);
+    CHECK(after.IdToPiece(id) == before.IdToPiece(id));
+    CHECK(after.GetScore(id) == before.GetScore(id));
+    CHECK(after.IsControl(id) == (before.IsControl(id) || id == 6 || id == 8));
+    CHECK(after.IsUnknown(id) == before.IsUnknown(id));
+  }
+  CHECK(after.bos_id() == before.bos_id());
+  CHECK(after.eos_id() == before.eos_id());
+  const auto types = read_spm_model_info(marked.model_proto).piece_types;
+  CHECK(types[6] == PieceType::control);
+  CHECK(types[7] == PieceType::user_defined);
+  CHECK(types[8] == PieceType::control);
+  CHECK(types[5] == PieceType::normal);
+  // sentencepiece matched the user-defined marker in text before, and no longer does.
+  CHECK(before.EncodeAsIds("a<|im_start|>") == std::vector<int>{3, 4, 6});
+  const auto ids = after.EncodeAsIds("a<|im_start|>");
+  CHECK(std::find(ids.begin(), ids.end(), 6) == ids.end());
+}
+
+TEST_CASE("mark_control_looking_pieces leaves a proto without such pieces byte for byte") {
+  auto vocab = test::small_vocab({"a", "b"});
+  test::append_pieces(vocab, {"<tool>"}, 4);
+  test::append_pieces(vocab, {"<|im_start|>"}, 3);
+  const std::string proto = build_spm_model_proto(vocab);
+  const ControlLookingPieces marked = mark_control_looking_pieces(proto);
+  CHECK(marked.pieces.empty());
+  CHECK(marked.model_proto == proto);
+}
+
+TEST_CASE("mark_control_looking_pieces keeps fields it does not know, and rejects bad wire data") {
+  auto vocab = test::small_vocab({"a"});
+  test::append_pieces(vocab, {"<|m|>"}, 4);
+  // Field 99 (varint 7) after the pieces: not sentencepiece's, carried over as it is.
+  const std::string proto = build_spm_model_proto(vocab) + std::string("\x98\x06\x07", 3);
+  const auto marked = mark_control_looking_pieces(proto);
+  CHECK(marked.pieces == std::vector<std::string>{"<|m|>"});
+  CHECK(marked.model_proto.substr(marked.model_proto.size() - 3) == std::string("\x98\x06\x07", 3));
+  const auto status_of = [](const std::string& bytes) {
+    try {
+      mark_control_looking_pieces(bytes);
+    } catch (const Error& e) {
+      return e.status();
+    }
+    return Status::ok;
+  };
+  CHECK(status_of(proto.substr(0, proto.size() - 4)) == Status::bad_model);
+  CHECK(status_of(std::string("\x0b", 1)) == Status::bad_model);
 }
 
 }  // namespace
