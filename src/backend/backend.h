@@ -45,7 +45,16 @@ class Backend {
 // own copy of those bytes and will not read them through the view again.
 using WeightRelease = std::function<void(const model::TensorView&)>;
 
-// device: "auto", "cpu", "cuda", "cuda:N". n_threads: 0 = one per core (CPU only).
+// A device string read without touching any device.
+struct DeviceName {
+  enum class Kind { automatic, cpu, cuda } kind = Kind::automatic;
+  int32_t index = 0;  // CUDA device index
+};
+// "" or "auto", "cpu", "cuda" (device 0), "cuda:N" (N decimal digits). Throws
+// Error(invalid_argument) for anything else, an index past INT32_MAX included.
+DeviceName parse_device(std::string_view device);
+
+// device: as parse_device reads it. n_threads: 0 = one per core (CPU only).
 // "auto" takes CUDA device 0 when libparley_cuda.so loads and sees a device, else the CPU.
 // Each weight the backend copies is then given to `release`: a model that serves this backend
 // only passes model::release_weight_bytes, so that the process holds its weights once. Without

@@ -1,4 +1,4 @@
-#include <cctype>
+#include <charconv>
 #include <string>
 #include <vector>
 
@@ -12,17 +12,6 @@
 
 namespace parley::backend {
 namespace {
-
-// "cuda" or "cuda:N" with N a decimal device index.
-bool is_cuda_device(std::string_view device) {
-  if (device == "cuda") return true;
-  constexpr std::string_view prefix = "cuda:";
-  if (!device.starts_with(prefix) || device.size() == prefix.size()) return false;
-  for (char c : device.substr(prefix.size())) {
-    if (!std::isdigit(static_cast<unsigned char>(c))) return false;
-  }
-  return true;
-}
 
 // The CUDA backend holds every weight on the device once made (the norms and the embedding
 // too), so the host's bytes all go.
@@ -38,6 +27,27 @@ std::unique_ptr<Backend> cuda_backend(const model::LoadedModel& model, int32_t d
 
 }  // namespace
 
+DeviceName parse_device(std::string_view device) {
+  if (device.empty() || device == "auto") return {DeviceName::Kind::automatic, 0};
+  if (device == "cpu") return {DeviceName::Kind::cpu, 0};
+  if (device == "cuda") return {DeviceName::Kind::cuda, 0};
+  constexpr std::string_view prefix = "cuda:";
+  if (device.starts_with(prefix) && device.size() > prefix.size()) {
+    const std::string_view digits = device.substr(prefix.size());
+    int32_t index = 0;
+    const auto [end, error] = std::from_chars(digits.data(), digits.data() + digits.size(), index);
+    if (digits.front() != '-' && digits.front() != '+' && end == digits.data() + digits.size()) {
+      if (error == std::errc()) return {DeviceName::Kind::cuda, index};
+      if (error == std::errc::result_out_of_range) {
+        fail(Status::invalid_argument,
+             "device '" + std::string(device) + "': the CUDA device index is too large");
+      }
+    }
+  }
+  fail(Status::invalid_argument,
+       "unknown device '" + std::string(device) + "' (expected auto, cpu, cuda or cuda:N)");
+}
+
 std::unique_ptr<Backend> make_backend(std::string_view device, const model::LoadedModel& model,
                                       int32_t n_threads, const WeightRelease& release) {
   const WeightRelease let_go =
@@ -45,7 +55,8 @@ std::unique_ptr<Backend> make_backend(std::string_view device, const model::Load
               : WeightRelease([&model](const model::TensorView& v) {
                   model::drop_file_pages(model, v);
                 });
-  if (device.empty() || device == "auto") {
+  const DeviceName name = parse_device(device);
+  if (name.kind == DeviceName::Kind::automatic) {
     // The GPU when the CUDA module and a device are there; otherwise the CPU, saying why.
     if (cuda_device_count() > 0) {
       try {
@@ -60,25 +71,20 @@ std::unique_ptr<Backend> make_backend(std::string_view device, const model::Load
                      "; running on the CPU");
     }
   }
-  if (device.empty() || device == "auto" || device == "cpu") {
+  if (name.kind != DeviceName::Kind::cuda) {
     return std::make_unique<cpu::CpuBackend>(model.config, model.weights, n_threads, let_go);
   }
-  if (is_cuda_device(device)) {
-    const int32_t index = device == "cuda" ? 0 : std::stoi(std::string(device.substr(5)));
-    const std::string problem = cuda_module_problem();
-    require(problem.empty(), Status::backend,
-            "device '" + std::string(device) + "': the CUDA backend is not available: " + problem);
-    const int32_t count = cuda_device_count();
-    require(count > 0, Status::backend,
-            "device '" + std::string(device) +
-                "': no CUDA device is visible (no NVIDIA driver or GPU on this machine)");
-    require(index < count, Status::backend,
-            "device '" + std::string(device) + "': only " + std::to_string(count) +
-                " CUDA device(s) are visible");
-    return cuda_backend(model, index, let_go);
-  }
-  fail(Status::invalid_argument,
-       "unknown device '" + std::string(device) + "' (expected auto, cpu, cuda or cuda:N)");
+  const std::string problem = cuda_module_problem();
+  require(problem.empty(), Status::backend,
+          "device '" + std::string(device) + "': the CUDA backend is not available: " + problem);
+  const int32_t count = cuda_device_count();
+  require(count > 0, Status::backend,
+          "device '" + std::string(device) +
+              "': no CUDA device is visible (no NVIDIA driver or GPU on this machine)");
+  require(name.index < count, Status::backend,
+          "device '" + std::string(device) + "': only " + std::to_string(count) +
+              " CUDA device(s) are visible");
+  return cuda_backend(model, name.index, let_go);
 }
 
 }  // namespace parley::backend

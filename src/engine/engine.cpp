@@ -34,9 +34,15 @@ std::string random_session_id() {
   return buf;
 }
 
+// The device string is checked before the model loads, so that a typo costs no load.
+std::unique_ptr<model::LoadedModel> load_for(const EngineOptions& options) {
+  backend::parse_device(options.device);
+  return model::load_model(options.model_path);
+}
+
 }  // namespace
 
-Engine::Engine(const EngineOptions& options) : Engine(model::load_model(options.model_path), options) {}
+Engine::Engine(const EngineOptions& options) : Engine(load_for(options), options) {}
 
 Engine::Engine(std::unique_ptr<model::LoadedModel> model, const EngineOptions& options)
     : model_(std::move(model)) {

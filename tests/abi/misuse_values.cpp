@@ -78,6 +78,9 @@ MisuseRows value_rows() {
   engine("n_threads -1", kInvalid, [](parley_engine_options& o) { o.n_threads = -1; });
   engine("device unknown", kInvalid, [](parley_engine_options& o) { o.device = "tpu"; });
   engine("device empty means auto", PARLEY_OK, [](parley_engine_options& o) { o.device = ""; });
+  engine("device index past INT32_MAX", kInvalid,
+         [](parley_engine_options& o) { o.device = "cuda:99999999999"; });
+  engine("device index negative", kInvalid, [](parley_engine_options& o) { o.device = "cuda:-1"; });
   engine("context_length past the model's", kInvalid,
          [](parley_engine_options& o) { o.context_length = 257; });
   engine("context_length UINT32_MAX", kInvalid,

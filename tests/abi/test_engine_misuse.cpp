@@ -92,6 +92,9 @@ TEST_CASE("engine_open rejects bad options with INVALID_ARGUMENT and NULLs *out"
     o.device = "tpu";
     CHECK(open_with(o, &e) == PARLEY_E_INVALID_ARGUMENT);
     CHECK(last_error_mentions("tpu"));
+    o.model_path = "/nonexistent/parley/model.gguf";  // the device is read before the model
+    CHECK(open_with(o, &e) == PARLEY_E_INVALID_ARGUMENT);
+    CHECK(last_error_mentions("tpu"));
     o = options_for(model);
     o.context_length = 100000;  // the model was trained for 256
     CHECK(open_with(o, &e) == PARLEY_E_INVALID_ARGUMENT);

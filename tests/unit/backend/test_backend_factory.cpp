@@ -1,5 +1,8 @@
 #include <doctest/doctest.h>
 
+#include <cstdint>
+#include <string>
+
 #include "backend/backend.h"
 #include "backend/cuda_loader.h"
 #include "common/error.h"
@@ -18,7 +21,8 @@ TEST_CASE("make_backend: cpu for cpu, invalid for unknown devices") {
   REQUIRE(b != nullptr);
   CHECK(b->name() == "cpu");
   CHECK(b->max_batch() >= 1);
-  for (const char* device : {"tpu", "CPU", "cuda:", "cuda:x", "cuda0", "cpu:0"}) {
+  for (const char* device : {"tpu", "CPU", "cuda:", "cuda:x", "cuda0", "cpu:0", "cuda:99999999999",
+                             "cuda:-1", "cuda:+1", "cuda: 1", "cuda:1 ", "cuda:0x1"}) {
     try {
       backend::make_backend(device, model, 1);
       FAIL("expected an error for " << device);
@@ -26,6 +30,29 @@ TEST_CASE("make_backend: cpu for cpu, invalid for unknown devices") {
       CHECK(e.status() == Status::invalid_argument);
       CHECK(std::string(e.what()).find(device) != std::string::npos);
     }
+  }
+}
+
+TEST_CASE("parse_device reads auto, cpu, cuda and cuda:N, and nothing else") {
+  using Kind = backend::DeviceName::Kind;
+  const auto is = [](const char* device, Kind kind, int32_t index) {
+    const backend::DeviceName name = backend::parse_device(device);
+    return name.kind == kind && name.index == index;
+  };
+  CHECK(is("", Kind::automatic, 0));
+  CHECK(is("auto", Kind::automatic, 0));
+  CHECK(is("cpu", Kind::cpu, 0));
+  CHECK(is("cuda", Kind::cuda, 0));
+  CHECK(is("cuda:0", Kind::cuda, 0));
+  CHECK(is("cuda:3", Kind::cuda, 3));
+  CHECK(is("cuda:007", Kind::cuda, 7));
+  CHECK(is("cuda:2147483647", Kind::cuda, INT32_MAX));
+  try {
+    backend::parse_device("cuda:2147483648");
+    FAIL("expected an error");
+  } catch (const Error& e) {
+    CHECK(e.status() == Status::invalid_argument);
+    CHECK(std::string(e.what()).find("too large") != std::string::npos);
   }
 }
 
