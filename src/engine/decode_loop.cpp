@@ -1,7 +1,6 @@
 // Session::decode — sample a token, stream its text, feed it back, until a stop.
 #include <algorithm>
 #include <cstdint>
-#include <random>
 
 #include "engine/clock.h"
 #include "engine/engine.h"
@@ -9,21 +8,13 @@
 #include "text/utf8_stream.h"
 
 namespace parley::engine {
-namespace {
 
-uint64_t fresh_seed() {
-  std::random_device rd;
-  return (uint64_t(rd()) << 32) ^ rd();
-}
-
-}  // namespace
-
-std::string Session::decode(const GenerateParams& params, const TextSink& sink,
-                            TurnStats& stats, double started_ms, bool& cancelled) {
+std::string Session::decode(sample::Sampler& sampler, const GenerateParams& params,
+                            const TextSink& sink, TurnStats& stats, double started_ms,
+                            bool& cancelled) {
   const uint32_t context = engine_->context_length();
   const uint32_t limit = params.max_tokens ? params.max_tokens : UINT32_MAX;
   const auto& stops = template_.stop_tokens();
-  sample::Sampler sampler(params.sampler, params.seed ? params.seed : fresh_seed());
   text::DetokenizeStream stream(engine_->tokenizer(), template_.strip_reply_leading_space());
   // A raw reply to BOS alone starts a text: the stream decodes it as sentencepiece would.
   if (!tokens_.empty() && tokens_.back() == engine_->tokenizer().bos_id()) stream.push(tokens_.back());

@@ -159,8 +159,8 @@ class Session {
   // Makes positions [from, to) writable, spilling other sessions when the budget is short.
   void prepare_write(uint32_t from, uint32_t to);
   // Samples, streams and feeds reply tokens until a stop; returns the reply's text.
-  std::string decode(const GenerateParams& params, const TextSink& sink, TurnStats& stats,
-                     double started_ms, bool& cancelled);
+  std::string decode(sample::Sampler& sampler, const GenerateParams& params,
+                     const TextSink& sink, TurnStats& stats, double started_ms, bool& cancelled);
   // Drops KV past n tokens (tokens_ is the caller's).
   void truncate_kv(uint32_t n);
   // Commits the messages the store does not have yet (transcript.cpp).

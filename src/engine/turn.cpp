@@ -1,6 +1,8 @@
 // Session::send — one turn of a conversation, top to bottom.
 #include <algorithm>
+#include <cstdint>
 #include <optional>
+#include <random>
 
 #include "common/error.h"
 #include "engine/clock.h"
@@ -9,32 +11,46 @@
 #include "text/utf8_stream.h"
 
 namespace parley::engine {
+namespace {
+
+uint64_t fresh_seed() {
+  std::random_device rd;
+  return (uint64_t(rd()) << 32) ^ rd();
+}
+
+}  // namespace
 
 void Session::send(std::string_view user_text, const GenerateParams& params,
                    const TextSink& sink, TurnStats& stats) {
   const double started_ms = now_ms();
   interrupt_.store(false, std::memory_order_relaxed);
+  // 0. Everything that can refuse the turn is checked before any work: a refused send leaves
+  //    the session as it was (a spilled one stays spilled).
   require(text::is_valid_utf8(user_text), Status::invalid_argument,
           "user text is not valid UTF-8");
+  sample::Sampler sampler(params.sampler, params.seed ? params.seed : fresh_seed());
   stats = TurnStats{};
   stats.kv_source = n_cached_ > 0 ? KvSource::resident : KvSource::fresh;
-  if (spilled()) {  // 0. bring the KV back from the store (or recompute what did not come)
-    const double t0 = now_ms();
-    stats.kv_source = restore_kv() ? KvSource::restored : KvSource::rebuilt;
-    stats.restore_ms = now_ms() - t0;
-  }
 
   // 1. Render only what is new: what closes the previous reply, then the user message. When
   //    it does not fit, the overflow policy decides: refuse, or drop the oldest exchanges.
   std::vector<int32_t> new_ids = render_turn(user_text);
   const uint32_t context = engine_->context_length();
-  if (tokens_.size() + new_ids.size() + 1 > context) {
-    if (overflow_ != OverflowPolicy::drop_oldest || !drop_oldest_to_fit(user_text, new_ids)) {
-      fail(Status::context_full,
-           "the message needs " + std::to_string(new_ids.size()) + " tokens but only " +
-               std::to_string(context - std::min<size_t>(context, tokens_.size() + 1)) +
-               " of the context's " + std::to_string(context) + " are left");
-    }
+  const bool fits = tokens_.size() + new_ids.size() + 1 <= context;
+  const auto refuse = [&] {
+    fail(Status::context_full,
+         "the message needs " + std::to_string(new_ids.size()) + " tokens but only " +
+             std::to_string(context - std::min<size_t>(context, tokens_.size() + 1)) +
+             " of the context's " + std::to_string(context) + " are left");
+  };
+  if (!fits && overflow_ != OverflowPolicy::drop_oldest) refuse();
+  if (spilled()) {  // bring the KV back from the store (or recompute what did not come)
+    const double t0 = now_ms();
+    stats.kv_source = restore_kv() ? KvSource::restored : KvSource::rebuilt;
+    stats.restore_ms = now_ms() - t0;
+  }
+  if (!fits) {
+    if (!drop_oldest_to_fit(user_text, new_ids)) refuse();
     stats.kv_source = KvSource::rebuilt;
   }
 
@@ -56,7 +72,7 @@ void Session::send(std::string_view user_text, const GenerateParams& params,
     const uint32_t from_cache = prefill();
     stats.reused_tokens = cached_before + from_cache;
     stats.computed_tokens = uint32_t(tokens_.size()) - stats.reused_tokens;
-    std::string reply = decode(params, sink, stats, started_ms, cancelled);
+    std::string reply = decode(sampler, params, sink, stats, started_ms, cancelled);
 
     if (first && !messages_.empty() && messages_.front().role == Role::system) {
       const auto system_ids = template_.render_system(system_prompt_);

@@ -102,6 +102,43 @@ TEST_CASE("a reply stopped by interrupt() is spilled and restored, not rebuilt")
   }
 }
 
+// What refuses a turn (its options, its length) is checked before the KV comes back.
+TEST_CASE("a send refused for its options or its length leaves a spilled session spilled") {
+  TempDir dir;
+  auto engine =
+      open_engine_with_store(small_synthetic_model(), kv::KvType::int8, {(dir / "s.db").string()});
+  engine::Session spilled(engine, session_options("sys", "raw"));
+  engine::Session resident(engine, session_options("sys", "raw"));
+  for (engine::Session* s : {&spilled, &resident}) greedy_turn(*s, kTurns[0].text, kTurns[0].n);
+  REQUIRE(spilled.spill());
+  const auto refused = [&](const std::string& text, const engine::GenerateParams& p) {
+    engine::TurnStats stats;
+    const auto use = spilled.try_use();
+    try {
+      spilled.send(text, p, [](std::string_view) { return true; }, stats);
+    } catch (const Error& e) {
+      return e.status();
+    }
+    return Status::ok;
+  };
+  engine::GenerateParams bad;
+  bad.sampler.temperature = -1;
+  CHECK(refused("e f", bad) == Status::invalid_argument);
+  CHECK(spilled.spilled());
+  CHECK(spilled.kv_bytes_resident() == 0);
+  std::string long_text;
+  for (int i = 0; i < 400; ++i) long_text += "a b ";
+  CHECK(refused(long_text, engine::GenerateParams{}) == Status::context_full);
+  CHECK(spilled.spilled());
+  CHECK(spilled.kv_bytes_resident() == 0);
+
+  const auto a = greedy_turn(spilled, kNext.text, kNext.n);
+  const auto b = greedy_turn(resident, kNext.text, kNext.n);
+  CHECK(a.kv_source == engine::KvSource::restored);
+  CHECK(spilled.tokens() == resident.tokens());
+  CHECK(same_logits(spilled.last_logits(), resident.last_logits()));
+}
+
 TEST_CASE("a restarted engine continues a stored conversation as if never interrupted") {
   TempDir dir;
   const std::string db = (dir / "s.db").string();
