@@ -310,14 +310,17 @@ PARLEY_API parley_status parley_session_fork(parley_session *s, const char *new_
  *  MISUSE. Thread-safety: one thread per session. Since: 0.1. */
 PARLEY_API parley_status parley_session_suspend(parley_session *s);
 
-/** Asks the running parley_session_send() on `s` to stop at the next token; it then returns
- *  PARLEY_E_CANCELLED and keeps the partial reply as the turn. A no-op when nothing runs.
+/** Asks the running parley_session_send() on `s` to stop at the next token (while a long
+ *  message is still being read: after the chunk of it in progress); the send then returns
+ *  PARLEY_E_CANCELLED and keeps the message and the partial reply, perhaps empty, as the turn.
+ *  A no-op when nothing runs.
  *  Errors: MISUSE. Thread-safety: any thread, at any time. Since: 0.1. */
 PARLEY_API parley_status parley_session_interrupt(parley_session *s);
 
 /** Drops the last n_turns messages of the conversation (a user message and its reply are two;
  *  the system prompt stays) and frees their KV, in the store too. Rewinding to right after a
- *  user message leaves that message with an empty reply.
+ *  user message leaves that message with an empty reply (a message of its own in the
+ *  transcript from the next turn on).
  *  Errors: INVALID_ARGUMENT (more turns than the conversation has), STORAGE (nothing changed),
  *  BUSY, MISUSE.
  *  Thread-safety: one thread per session. Since: 0.1. */

@@ -69,8 +69,12 @@ void send_message(const CliArgs& args, Sessions::Open& open, const std::string& 
   clear_stop_request();
   parley_turn_stats stats;
   stats.struct_size = sizeof stats;
-  const parley_status st = parley_session_send(open.session.get(), text.c_str(), &args.gen,
-                                               stream_to_stdout, nullptr, &stats);
+  parley_status st = PARLEY_OK;
+  {
+    const InterruptOnCtrlC stop(open.session.get());
+    st = parley_session_send(open.session.get(), text.c_str(), &args.gen, stream_to_stdout,
+                             nullptr, &stats);
+  }
   std::printf("\n");
   if (st == PARLEY_OK || st == PARLEY_E_CANCELLED) {
     open.last_turn = stats;

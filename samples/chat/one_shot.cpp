@@ -32,12 +32,15 @@ int run_one_shot(parley_engine* engine, const CliArgs& args) {
     print_error("cannot start a session", st);
     return 1;
   }
-  if (args.store_path && !args.session_id) announce_stored_id(session);
   stop_replies_on_ctrl_c();
+  if (args.store_path && !args.session_id) announce_stored_id(session);
   parley_turn_stats stats;
   stats.struct_size = sizeof stats;
-  st = parley_session_send(session, args.prompt->c_str(), &args.gen, stream_to_stdout, nullptr,
-                           &stats);
+  {
+    const InterruptOnCtrlC stop(session);
+    st = parley_session_send(session, args.prompt->c_str(), &args.gen, stream_to_stdout,
+                             nullptr, &stats);
+  }
   std::printf("\n");
   int rc = 0;
   if (st == PARLEY_OK || st == PARLEY_E_CANCELLED) {

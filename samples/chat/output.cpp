@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <csignal>
 #include <cstdio>
 #include <string>
@@ -9,8 +10,8 @@
 namespace chat {
 namespace {
 
-// A signal handler may only touch a lock-free flag; the text callback sees it and asks the
-// engine to stop.
+// A signal handler may only touch a lock-free flag; the text callback and InterruptOnCtrlC's
+// thread see it and ask the engine to stop.
 std::atomic<bool> g_stop_requested{false};
 
 void on_sigint(int) { g_stop_requested.store(true); }
@@ -20,6 +21,23 @@ void on_sigint(int) { g_stop_requested.store(true); }
 void stop_replies_on_ctrl_c() { std::signal(SIGINT, on_sigint); }
 
 void clear_stop_request() { g_stop_requested.store(false); }
+
+InterruptOnCtrlC::InterruptOnCtrlC(parley_session* session)
+    : watcher_([this, session] {
+        // A signal handler cannot wake a thread portably: a short poll is enough for a key.
+        while (!done_.load()) {
+          if (g_stop_requested.load()) {
+            parley_session_interrupt(session);
+            return;
+          }
+          std::this_thread::sleep_for(std::chrono::milliseconds(20));
+        }
+      }) {}
+
+InterruptOnCtrlC::~InterruptOnCtrlC() {
+  done_.store(true);
+  watcher_.join();
+}
 
 int stream_to_stdout(const char* utf8, size_t len, void*) {
   std::fwrite(utf8, 1, len, stdout);

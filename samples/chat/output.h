@@ -1,7 +1,9 @@
 // What parley-chat writes: reply text as it streams (stoppable with Ctrl-C), id lines, errors.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
+#include <thread>
 #include <vector>
 
 #include "parley.h"
@@ -13,6 +15,20 @@ void stop_replies_on_ctrl_c();
 
 // Forgets a Ctrl-C pressed before this reply started.
 void clear_stop_request();
+
+// While one lives, a Ctrl-C interrupts the session's send also before any reply text comes
+// (while a long message is still being read), from a thread of its own.
+class InterruptOnCtrlC {
+ public:
+  explicit InterruptOnCtrlC(parley_session* session);
+  ~InterruptOnCtrlC();
+  InterruptOnCtrlC(const InterruptOnCtrlC&) = delete;
+  InterruptOnCtrlC& operator=(const InterruptOnCtrlC&) = delete;
+
+ private:
+  std::atomic<bool> done_{false};
+  std::thread watcher_;
+};
 
 // A parley_text_fn: writes the text to stdout at once; returns non-zero after Ctrl-C.
 int stream_to_stdout(const char* utf8, size_t len, void* user);

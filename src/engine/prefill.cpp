@@ -1,7 +1,7 @@
 // Session::prefill — new tokens into the KV cache. Leading blocks that another session (or an
 // earlier one) already computed for the same prefix are shared instead; the rest is computed
-// in chunks, so activation memory stays bounded for long inputs. Only the last chunk's last
-// row produces logits.
+// in chunks, so activation memory stays bounded for long inputs and a stop request is seen
+// between them. Only the last chunk's last row produces logits.
 #include <algorithm>
 #include <span>
 
@@ -25,7 +25,9 @@ uint32_t Session::prefill() {
   logits_.resize(size_t(engine_->config().n_vocab));
   const uint32_t chunk = std::max<uint32_t>(1, backend.max_batch());
   auto view = blocks_.view(context);
-  while (n_cached_ < end) {
+  // interrupt() is seen between chunks: a stop during a long prompt does not wait for all of
+  // it. What is computed stays; the next turn computes the rest.
+  while (n_cached_ < end && !interrupt_.load(std::memory_order_relaxed)) {
     const uint32_t n = std::min(chunk, end - n_cached_);
     backend::Batch batch;
     batch.tokens = std::span<const int32_t>(tokens_).subspan(n_cached_, n);

@@ -153,6 +153,7 @@ class Session {
   bool restore_kv();
   // Feeds tokens_[n_cached_..] through the model, reusing published prefix blocks first;
   // leaves the last row's logits in logits_. Returns the tokens found in the prefix cache.
+  // Stops between chunks when interrupted (n_cached_ then short of tokens_, logits_ stale).
   uint32_t prefill();
   // Runs one token at position n_cached_ (the last of tokens_) and publishes a filled block.
   void feed_last_token();

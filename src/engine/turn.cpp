@@ -71,8 +71,14 @@ void Session::send(std::string_view user_text, const GenerateParams& params,
     tokens_.insert(tokens_.end(), new_ids.begin(), new_ids.end());
     const uint32_t from_cache = prefill();
     stats.reused_tokens = cached_before + from_cache;
-    stats.computed_tokens = uint32_t(tokens_.size()) - stats.reused_tokens;
-    std::string reply = decode(sampler, params, sink, stats, started_ms, cancelled);
+    stats.computed_tokens = n_cached_ - stats.reused_tokens;  // short of the prompt if stopped
+    std::string reply;
+    if (n_cached_ < tokens_.size()) {  // stopped during the prompt: an empty reply, left open
+      cancelled = true;
+      reply_closed_ = false;
+    } else {
+      reply = decode(sampler, params, sink, stats, started_ms, cancelled);
+    }
 
     if (first && !messages_.empty() && messages_.front().role == Role::system) {
       const auto system_ids = template_.render_system(system_prompt_);
@@ -86,7 +92,7 @@ void Session::send(std::string_view user_text, const GenerateParams& params,
                     stats.prompt_tokens - system_tokens.value_or(0), uint32_t(tokens_before), true};
     reply_message = {Role::assistant, std::move(reply), stats.generated_tokens,
                      uint32_t(tokens_before + new_ids.size()), reply_closed_};
-    messages_.reserve(messages_.size() + 2);
+    messages_.reserve(messages_.size() + 3);
   } catch (...) {
     tokens_.resize(tokens_before);
     truncate_kv(cached_before);
@@ -97,6 +103,11 @@ void Session::send(std::string_view user_text, const GenerateParams& params,
   // 5b. The turn is part of the conversation now (also when cancelled: the partial reply).
   //     Nothing here can fail: the room was reserved above.
   if (system_tokens) messages_.front().n_tokens = *system_tokens;
+  // After a rewind to right after a user message, its reply is missing: it is recorded as an
+  // empty one (its closing ids are this turn's first), so the roles keep alternating.
+  if (!messages_.empty() && messages_.back().role == Role::user) {
+    messages_.push_back({Role::assistant, std::string(), 0, uint32_t(tokens_before), false});
+  }
   messages_.push_back(std::move(user_message));
   messages_.push_back(std::move(reply_message));
   last_used_ms_ = now_ms();

@@ -18,6 +18,7 @@
 #include "golden.h"
 #include "support/sanitizer_build.h"
 #include "support/shared_assets.h"
+#include "support/shell_quote.h"
 
 #ifdef PARLEY_CHAT_EXE
 
@@ -30,11 +31,7 @@ struct Run {
   std::string out;  // stdout only, or stdout and stderr as they were written
 };
 
-std::string quote(const std::string& s) {
-  std::string q = "'";
-  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return q + "'";
-}
+std::string quote(const std::string& s) { return shell_quote(s); }
 
 enum class Stderr { dropped, merged };
 

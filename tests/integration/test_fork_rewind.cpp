@@ -2,6 +2,9 @@
 // policies: refuse, or drop the oldest exchanges (keeping the system prompt) and rebuild.
 #include <doctest/doctest.h>
 
+#include <string>
+#include <vector>
+
 #include "common/error.h"
 #include "session_fixture.h"
 #include "support/shared_assets.h"
@@ -91,6 +94,50 @@ TEST_CASE("rewinding only a reply leaves the message with an empty, closed reply
   // The next turn starts with the end token that closes the empty reply.
   CHECK(s.tokens()[before_reply] == engine->tokenizer().eos_id());
   CHECK(st.prompt_tokens > 1);
+  // The transcript records that reply, empty: user and assistant keep alternating.
+  REQUIRE(s.messages().size() == 4);
+  CHECK(s.messages()[1].role == engine::Role::assistant);
+  CHECK(s.messages()[1].text.empty());
+  CHECK(s.messages()[1].n_tokens == 0);
+  CHECK(s.messages()[2].role == engine::Role::user);
+  CHECK(s.messages()[2].text == "c");
+  CHECK(s.messages()[3].role == engine::Role::assistant);
+}
+
+// Through a store: the empty reply is committed with the next turn, and a session reopened
+// from the store has the same messages and ids.
+TEST_CASE("a rewound reply is stored as an empty one when the next turn is sent") {
+  TempDir dir;
+  const std::string db = (dir / "s.db").string();
+  std::vector<engine::Message> messages;
+  std::vector<int32_t> tokens;
+  {
+    auto engine = open_engine_with_store(small_synthetic_model(), kv::KvType::int8, {db});
+    engine::SessionOptions options = session_options("", "raw");
+    options.id = "kept";
+    engine::Session s(engine, options);
+    greedy_turn(s, "a b", 5);
+    greedy_turn(s, "c d", 5);
+    s.rewind(1);
+    greedy_turn(s, "e", 4);
+    messages = s.messages();
+    tokens = s.tokens();
+  }
+  REQUIRE(messages.size() == 6);
+  for (size_t i = 0; i < messages.size(); ++i) {
+    CHECK(messages[i].role == (i % 2 ? engine::Role::assistant : engine::Role::user));
+  }
+  CHECK(messages[3].text.empty());
+  auto engine = open_engine_with_store(small_synthetic_model(), kv::KvType::int8, {db});
+  auto reopened = engine::Session::open(engine, "kept");
+  REQUIRE(reopened->messages().size() == messages.size());
+  for (size_t i = 0; i < messages.size(); ++i) {
+    CAPTURE(i);
+    CHECK(reopened->messages()[i].role == messages[i].role);
+    CHECK(reopened->messages()[i].text == messages[i].text);
+    CHECK(reopened->messages()[i].n_tokens == messages[i].n_tokens);
+  }
+  CHECK(reopened->tokens() == tokens);
 }
 
 TEST_CASE("overflow ERROR refuses a message that does not fit and keeps the session") {

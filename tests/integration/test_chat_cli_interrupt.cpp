@@ -1,0 +1,79 @@
+// Ctrl-C in parley-chat stops a reply also while a long message is still being read: the
+// one-shot run ends "stopped" with no reply token, instead of waiting for the whole prompt
+// and then writing one.
+#include <doctest/doctest.h>
+
+#include <sys/wait.h>
+
+#include <array>
+#include <cstdio>
+#include <memory>
+#include <string>
+
+#include "support/shared_assets.h"
+#include "support/shell_quote.h"
+#include "support/synth_model.h"
+
+#ifdef PARLEY_CHAT_EXE
+
+using namespace parley::test;
+
+namespace {
+
+// Reading a message of ~1,900 tokens takes this model about a second on one thread: long
+// enough for a signal sent as the run starts to land while the message is read.
+std::string slow_prompt_model(const TempDir& dir) {
+  SynthSpec spec;
+  spec.dim = 512;
+  spec.hidden_dim = 1024;
+  spec.n_layers = 4;
+  spec.n_heads = 8;
+  spec.context_length = 2048;
+  const std::string path = (dir.path() / "slow.gguf").string();
+  write_gguf(spec, make_synth_weights(spec), make_spm_vocab(spec.n_vocab), path);
+  return path;
+}
+
+struct Run {
+  int exit_code = -1;
+  std::string out;  // the shell's stdout: the program's, then "rc=N"
+};
+
+Run run_shell(const std::string& script) {
+  Run r;
+  FILE* p = ::popen(("sh -c " + shell_quote(script)).c_str(), "r");
+  REQUIRE(p);
+  std::array<char, 4096> buf;
+  size_t n;
+  while ((n = std::fread(buf.data(), 1, buf.size(), p)) > 0) r.out.append(buf.data(), n);
+  const int status = ::pclose(p);
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return r;
+}
+
+}  // namespace
+
+TEST_CASE("Ctrl-C while a long message is read stops the one-shot run before any reply") {
+  TempDir dir;
+  const std::string model = slow_prompt_model(dir);
+  std::string prompt;
+  for (int i = 0; i < 600; ++i) prompt += "a b c ";
+  const std::string err = (dir.path() / "err.txt").string();
+  const std::string store = (dir.path() / "s.db").string();
+  // The store makes the run announce its session on stderr right before it sends: the signal
+  // goes then.
+  const std::string script =
+      std::string(PARLEY_CHAT_EXE) + " -m " + shell_quote(model) + " --store " +
+      shell_quote(store) + " --template raw --temp 0 -n 16 --ignore-eos --threads 1" +
+      " --print-ids -p " + shell_quote(prompt) + " 2>" + shell_quote(err) + " & pid=$!; " +
+      "until grep -q 'stored as session' " + shell_quote(err) + "; do sleep 0.01; done; " +
+      "kill -INT $pid; wait $pid; echo rc=$?";
+  const Run r = run_shell(script);
+  CHECK(r.exit_code == 0);
+  CHECK(r.out.find("rc=1") != std::string::npos);
+  CHECK(r.out.find("ids:\n") != std::string::npos);  // no reply token
+  const Run e = run_shell("cat " + shell_quote(err));
+  CHECK(e.out.find("parley-chat: stopped") != std::string::npos);
+}
+
+#endif  // PARLEY_CHAT_EXE

@@ -1,0 +1,105 @@
+// interrupt() during a prompt longer than one prefill chunk stops the send between chunks:
+// it returns CANCELLED before the whole prompt is computed, keeps the message with an empty
+// reply, and the next turn computes the rest and goes on exactly as a conversation whose
+// reply to that message was rewound.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <atomic>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "common/error.h"
+#include "session_fixture.h"
+#include "support/shared_assets.h"
+#include "support/synth_model.h"
+
+using namespace parley;
+using namespace parley::test;
+
+namespace {
+
+// A context of several CPU prefill chunks (512 tokens), each taking milliseconds, so the stop
+// requests are seen well before the last one, however the threads are scheduled.
+const std::string& long_context_model() {
+  static const auto dir = std::make_unique<TempDir>();
+  static const std::string path = [] {
+    SynthSpec spec;
+    spec.dim = 256;
+    spec.hidden_dim = 512;
+    spec.context_length = 2048;
+    const std::string p = (dir->path() / "long.gguf").string();
+    write_gguf(spec, make_synth_weights(spec), make_spm_vocab(spec.n_vocab), p);
+    return p;
+  }();
+  return path;
+}
+
+}  // namespace
+
+TEST_CASE("interrupt() stops a long prompt between chunks; the message keeps an empty reply") {
+  engine::EngineOptions options;
+  options.model_path = long_context_model();
+  options.kv_type = kv::KvType::int8;
+  options.n_threads = 1;  // a core left for the thread that asks to stop
+  auto engine = std::make_shared<engine::Engine>(options);
+  // Scopes of their own: neither finds the other's prompt in the prefix cache.
+  engine::Session stopped(engine, session_options("", "raw", "stopped"));
+  engine::Session rewound(engine, session_options("", "raw", "rewound"));
+  std::string message;
+  for (int i = 0; i < 600; ++i) message += "a b c ";
+
+  // The same message answered, then its reply rewound: the conversation the stop leaves.
+  greedy_turn(rewound, message, 4);
+  rewound.rewind(1);
+
+  // Stop requests from another thread for as long as the send runs.
+  std::atomic<bool> started{false}, done{false};
+  std::thread stopper([&] {
+    while (!done.load()) {
+      stopped.interrupt();
+      started.store(true);
+      std::this_thread::yield();
+    }
+  });
+  while (!started.load()) std::this_thread::yield();
+  engine::GenerateParams greedy;
+  greedy.sampler.temperature = 0;
+  greedy.max_tokens = 4;
+  engine::TurnStats stats;
+  Status status = Status::ok;
+  {
+    const auto use = stopped.try_use();
+    try {
+      stopped.send(message, greedy, [](std::string_view) { return true; }, stats);
+    } catch (const Error& e) {
+      status = e.status();
+    }
+  }
+  done.store(true);
+  stopper.join();
+
+  CHECK(status == Status::cancelled);
+  REQUIRE(stats.prompt_tokens > 3 * 512);
+  CHECK(stats.computed_tokens < stats.prompt_tokens);  // not the whole prompt
+  CHECK(stats.generated_tokens == 0);
+  REQUIRE(stopped.messages().size() == 2);
+  CHECK(stopped.messages()[1].role == engine::Role::assistant);
+  CHECK(stopped.messages()[1].text.empty());
+  CHECK(stopped.tokens() == rewound.tokens());
+
+  const auto a = greedy_turn(stopped, "c d", 8);
+  const auto b = greedy_turn(rewound, "c d", 8);
+  CHECK(a.computed_tokens > b.computed_tokens);  // the rest of the stopped prompt
+  CHECK(stopped.tokens() == rewound.tokens());
+  const auto la = stopped.last_logits();
+  const auto lb = rewound.last_logits();
+  CHECK(std::equal(la.begin(), la.end(), lb.begin(), lb.end()));
+  REQUIRE(stopped.messages().size() == rewound.messages().size());
+  for (size_t i = 0; i < stopped.messages().size(); ++i) {
+    CAPTURE(i);
+    CHECK(stopped.messages()[i].role == rewound.messages()[i].role);
+    CHECK(stopped.messages()[i].text == rewound.messages()[i].text);
+  }
+}
