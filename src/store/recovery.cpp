@@ -91,8 +91,9 @@ RecoveryReport salvage_transcripts(const std::string& damaged_path, const StoreO
   try {
     damaged.emplace(damaged_path, options.vfs, options.busy_timeout_ms);
     damaged->leave_file_untouched_on_close();
-  } catch (const Error&) {
-    return report;  // nothing can be read; the file itself is kept aside
+  } catch (const Error& e) {
+    report.unreadable = e.what();  // nothing can be read; the file itself is kept aside
+    return report;
   }
   for (const std::string& id : transcript_rows::salvage_session_ids(*damaged)) {
     const auto row = read_session(*damaged, id);
@@ -111,6 +112,33 @@ RecoveryReport salvage_transcripts(const std::string& damaged_path, const StoreO
     (complete ? report.recovered : report.truncated).push_back(id);
   }
   return report;
+}
+
+namespace {
+
+// "2 (a, b)" or, past kNamed ids, "40 (a, b, ... and 38 more)".
+std::string count_and_ids(const std::vector<std::string>& ids) {
+  constexpr size_t kNamed = 10;
+  std::string text = std::to_string(ids.size());
+  if (ids.empty()) return text;
+  text += " (";
+  for (size_t i = 0; i < ids.size() && i < kNamed; ++i) text += (i ? ", " : "") + ids[i];
+  if (ids.size() > kNamed) text += ", ... and " + std::to_string(ids.size() - kNamed) + " more";
+  return text + ")";
+}
+
+}  // namespace
+
+std::string describe_recovery(const std::string& path, const RecoveryReport& report) {
+  std::string line = "session store " + path + ": ";
+  if (!report.unreadable.empty()) {
+    line += "the damaged file cannot be read at all (" + report.unreadable +
+            "): no conversation could be copied";
+  } else {
+    line += "recovered " + std::to_string(report.recovered.size()) + " sessions, truncated " +
+            count_and_ids(report.truncated) + ", lost " + count_and_ids(report.lost);
+  }
+  return line + "; the damaged file is " + report.moved_aside_to;
 }
 
 }  // namespace parley::store

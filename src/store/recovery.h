@@ -18,4 +18,8 @@ std::string move_aside(const std::string& path);
 RecoveryReport salvage_transcripts(const std::string& damaged_path, const StoreOptions& options,
                                    Connection& fresh);
 
+// The warning line for a recovery: counts, and the ids of the sessions truncated and lost
+// (the first few of each), so that an application's log says which conversations suffered.
+std::string describe_recovery(const std::string& path, const RecoveryReport& report);
+
 }  // namespace parley::store

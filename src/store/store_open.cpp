@@ -121,10 +121,7 @@ OpenedStore open_store(const std::string& path, const StoreOptions& options) {
 
   RecoveryReport report = salvage_transcripts(aside, options, *opened.db);
   report.moved_aside_to = aside;
-  log::warn_line("session store " + path + ": recovered " +
-                 std::to_string(report.recovered.size()) + " sessions, truncated " +
-                 std::to_string(report.truncated.size()) + ", lost " +
-                 std::to_string(report.lost.size()) + "; the damaged file is " + aside);
+  log::warn_line(describe_recovery(path, report));
   opened.recovery = std::move(report);
   return opened;
 }

@@ -14,6 +14,7 @@
 
 #include "common/error.h"
 #include "common/log.h"
+#include "store/recovery.h"
 #include "store/store.h"
 #include "support/shared_assets.h"
 
@@ -221,11 +222,23 @@ TEST_CASE("store recovery: sessions whose rows are damaged are reported lost") {
   overwrite_page(path, session_pages[1], 3);
   REQUIRE(RawDb(path).quick_check() != "ok");
 
+  WarningCapture warnings;
   Store store(path);
   REQUIRE(store.recovery().has_value());
   const RecoveryReport& report = *store.recovery();
   CHECK(report.lost.size() > 0);
   CHECK(report.recovered.size() > 0);
+  // The warning names the lost conversations (the first ten of them).
+  const auto named = [&](const std::string& id) {
+    const auto& lines = warnings.lines();
+    return std::any_of(lines.begin(), lines.end(), [&](const std::string& l) {
+      return l.find("lost " + std::to_string(report.lost.size()) + " (") != std::string::npos &&
+             l.find(id) != std::string::npos;
+    });
+  };
+  for (size_t i = 0; i < report.lost.size() && i < 10; ++i) {
+    CHECK_MESSAGE(named(report.lost[i]), report.lost[i]);
+  }
   // Lost ids are still named: they were found through the intact index and turns.
   CHECK(report.lost.size() + report.recovered.size() + report.truncated.size() == kSessions);
   const std::vector<std::string> ids = store.list_sessions();
@@ -235,6 +248,26 @@ TEST_CASE("store recovery: sessions whose rows are damaged are reported lost") {
     CAPTURE(id);
     check_same_turns(store.load_turns(id), turns_of(index_of(id)));
   }
+}
+
+TEST_CASE("describe_recovery names the sessions truncated and lost, the first ten of each") {
+  RecoveryReport report;
+  report.moved_aside_to = "chat.db.corrupt-1";
+  report.recovered = {"r1", "r2"};
+  report.truncated = {"t1"};
+  for (int i = 0; i < 12; ++i) report.lost.push_back("l" + std::to_string(i));
+  CHECK(describe_recovery("chat.db", report) ==
+        "session store chat.db: recovered 2 sessions, truncated 1 (t1), lost 12 (l0, l1, l2, "
+        "l3, l4, l5, l6, l7, l8, l9, ... and 2 more); the damaged file is chat.db.corrupt-1");
+  report = RecoveryReport{};
+  report.moved_aside_to = "chat.db.corrupt-2";
+  CHECK(describe_recovery("chat.db", report) ==
+        "session store chat.db: recovered 0 sessions, truncated 0, lost 0; the damaged file is "
+        "chat.db.corrupt-2");
+  report.unreadable = "file is not a database";
+  CHECK(describe_recovery("chat.db", report) ==
+        "session store chat.db: the damaged file cannot be read at all (file is not a "
+        "database): no conversation could be copied; the damaged file is chat.db.corrupt-2");
 }
 
 TEST_CASE("store recovery: a file that is not a database at all is refused and left alone") {
