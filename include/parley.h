@@ -174,7 +174,10 @@ typedef struct parley_engine_options {
   const char *device;          /* NULL, "" or "auto" (default), "cpu", "cuda", "cuda:N" */
   int32_t     n_threads;       /* CPU threads; 0 = one per core */
   int32_t     kv_type;         /* PARLEY_KV_DEFAULT (= INT8), _INT8, _F16, _F32 */
-  uint64_t    kv_budget_bytes; /* resident KV budget; 0 = automatic */
+  uint64_t    kv_budget_bytes; /* resident KV budget; 0 = automatic. A send that needs more
+                                  takes cached prefix blocks no session uses first (least
+                                  recently used: free to drop), then, with a store, spills
+                                  the other sessions not in use, least recently used first */
   uint32_t    idle_spill_ms;   /* with a store: spill sessions idle this long to it, freeing
                                   their KV memory; 0 = only under budget pressure */
   uint32_t    context_length;  /* 0 = the model's; larger than the model's is refused */

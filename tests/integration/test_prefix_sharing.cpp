@@ -111,3 +111,32 @@ TEST_CASE("cached prefix blocks give way when the budget needs their memory") {
   CHECK(engine->stats().blocks.used == needed);
   CHECK(engine->stats().blocks.cached <= 20 - needed);
 }
+
+// Dropping a cached block costs nothing now; spilling a session costs a store write on the
+// sending thread and a restore later: cached blocks go first, idle sessions only after them.
+TEST_CASE("under budget pressure cached prefix blocks go before idle sessions are spilled") {
+  PARLEY_SHARED_OR_SKIP(gguf, "models/stories260k/stories260k-f32.gguf");
+  TempDir dir;
+  auto engine = open_engine_with_store(gguf.string(), kv::KvType::int8,
+                                       {(dir / "s.db").string()}, 20 * 16 * 480);
+  engine::Session idle(engine, session_options("", "raw", "idle"));
+  greedy_turn(idle, "Tom", 40);  // 3 blocks, kept resident while not in use
+  {
+    engine::Session s(engine, session_options(long_system_prompt(), "raw", "gone"));
+    greedy_turn(s, "Tom", 2);
+  }
+  const uint64_t cached = engine->stats().blocks.cached;
+  REQUIRE(cached >= 12);
+
+  // Needs more than the free blocks but fewer than free + cached ones: no spill.
+  engine::Session first(engine, session_options("A different start.", "raw", "first"));
+  greedy_turn(first, "Tom", 120);
+  CHECK_FALSE(idle.spilled());
+  CHECK(engine->stats().blocks.cached < cached);
+
+  // Needs more than that: the idle session goes to the store and comes back later.
+  engine::Session second(engine, session_options("Another start.", "raw", "second"));
+  greedy_turn(second, "Tom", 200);
+  CHECK(idle.spilled());
+  CHECK(greedy_turn(idle, "Ben", 4).kv_source == engine::KvSource::restored);
+}
