@@ -1,4 +1,5 @@
 // The session's rows in the store: its header and its messages, committed as they finish.
+#include "common/error.h"
 #include "engine/clock.h"
 #include "engine/engine.h"
 #include "engine/session.h"
@@ -46,11 +47,19 @@ std::vector<store::StoredTurn> Session::stored_turns(size_t first) const {
 void Session::commit_messages() {
   auto* store = engine_->store();
   if (!store) return;
-  if (rewrite_transcript_) {
-    store->replace_turns(id_, stored_turns(0));
-    rewrite_transcript_ = false;
-  } else if (n_committed_ < messages_.size()) {
-    store->append_turns(id_, uint32_t(n_committed_), stored_turns(n_committed_));
+  try {
+    if (rewrite_transcript_) {
+      store->replace_turns(id_, stored_turns(0));
+      rewrite_transcript_ = false;
+    } else if (n_committed_ < messages_.size()) {
+      store->append_turns(id_, uint32_t(n_committed_), stored_turns(n_committed_));
+    }
+  } catch (const Error& e) {
+    if (e.status() == Status::storage || e.status() == Status::out_of_memory) throw;
+    // The stored conversation is no longer the one this session wrote (another engine on the
+    // same file added turns to it or deleted it): a store problem, not a bad argument.
+    fail(Status::storage, "session '" + id_ + "' was changed in the store by another engine; " +
+                              "its new turns stay in memory only: " + e.what());
   }
   n_committed_ = messages_.size();
 }

@@ -78,3 +78,37 @@ TEST_CASE("disk full during a spill: STORAGE, the KV stays resident and the sess
   CHECK(s.spill());
   CHECK(greedy_turn(s, "e", 5).kv_source == engine::KvSource::restored);
 }
+
+// Two engines on one store file, each with the same stored conversation open: the first to
+// commit wins; the other's turn is a store problem (STORAGE, saying why), kept in its memory.
+TEST_CASE("a conversation changed in the store by another engine: STORAGE, not a bad argument") {
+  TempDir dir;
+  const StoreSetup store{(dir / "s.db").string()};
+  auto first = open_engine_with_store(small_synthetic_model(), kv::KvType::int8, store);
+  auto second = open_engine_with_store(small_synthetic_model(), kv::KvType::int8, store);
+  engine::SessionOptions options = session_options("", "raw");
+  options.id = "shared";
+  {
+    engine::Session s(first, options);
+    greedy_turn(s, "a b", 3);
+  }
+  auto mine = engine::Session::open(first, "shared");
+  auto theirs = engine::Session::open(second, "shared");
+  greedy_turn(*theirs, "c", 3);
+  std::string message;
+  const Status status = status_of([&] {
+    try {
+      greedy_turn(*mine, "d", 3);
+    } catch (const Error& e) {
+      message = e.what();
+      throw;
+    }
+  });
+  CHECK(status == Status::storage);
+  CHECK(message.find("another engine") != std::string::npos);
+  CHECK(mine->messages().size() == 4);  // the turn stays in memory
+  theirs.reset();
+  const auto stored = engine::Session::open(second, "shared");
+  CHECK(stored->messages().size() == 4);
+  CHECK(stored->messages()[2].text == "c");
+}
