@@ -174,7 +174,10 @@ void Session::rewind(uint32_t n_messages) {
   if (n_messages == 0) return;
   const size_t first_dropped = messages_.size() - n_messages;
   if (auto* store = engine_->store(); store && n_committed_ > first_dropped) {
-    store->truncate_turns(id_, uint32_t(first_dropped));  // first: a failure changes nothing
+    // First: a failure changes nothing. The stored KV keeps the blocks before the kept ids'
+    // last one (which the next turn recomputes anyway for its logits).
+    const uint32_t kept_tokens = messages_[first_dropped].token_begin;
+    store->truncate_turns(id_, uint32_t(first_dropped), kept_tokens ? kept_tokens - 1 : 0);
     n_committed_ = first_dropped;
   }
   const uint32_t keep = messages_[first_dropped].token_begin;

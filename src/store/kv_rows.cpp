@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <bit>
 
+#include "kv/block_layout.h"
+
 namespace parley::store::kv_rows {
 namespace {
 
@@ -123,6 +125,23 @@ void delete_blocks_if_unreferenced(Connection& db, std::span<const uint64_t> has
 
 void delete_session_kv(Connection& db, const std::string& id) {
   delete_blocks_if_unreferenced(db, delete_session_kv_rows(db, id));
+}
+
+void trim_session_kv(Connection& db, const std::string& id, uint32_t n_tokens) {
+  std::optional<StoredKv> stored = select_session_kv(db, id);
+  if (!stored || n_tokens >= stored->n_tokens) return;
+  constexpr uint32_t kBlock = parley::kv::kBlockTokens;
+  const size_t n_full = std::min<size_t>(stored->full_block_hashes.size(), n_tokens / kBlock);
+  if (n_full == 0) {
+    delete_session_kv(db, id);
+    return;
+  }
+  const std::vector<uint64_t> previous = delete_session_kv_rows(db, id);
+  stored->full_block_hashes.resize(n_full);
+  stored->tail_blob.clear();
+  stored->n_tokens = uint32_t(n_full * kBlock);
+  insert_session_kv(db, id, *stored);
+  delete_blocks_if_unreferenced(db, previous);
 }
 
 uint64_t session_kv_bytes(Connection& db, const std::string& id) {

@@ -29,6 +29,9 @@ std::vector<uint64_t> delete_session_kv_rows(Connection& db, const std::string& 
 void delete_blocks_if_unreferenced(Connection& db, std::span<const uint64_t> hashes);
 // Both of the above: the session's KV and the prefix blocks nobody references any more.
 void delete_session_kv(Connection& db, const std::string& id);
+// Keeps the session's KV of its first n_tokens tokens: all of it when it holds no more, else
+// the whole blocks within them (no tail blob), or nothing when no block is left.
+void trim_session_kv(Connection& db, const std::string& id, uint32_t n_tokens);
 // Tail blob plus every referenced prefix block (shared ones included), in bytes.
 uint64_t session_kv_bytes(Connection& db, const std::string& id);
 

@@ -108,7 +108,7 @@ void Store::append_turns(const std::string& id, uint32_t first_index,
   });
 }
 
-void Store::truncate_turns(const std::string& id, uint32_t keep) {
+void Store::truncate_turns(const std::string& id, uint32_t keep, uint32_t keep_kv_tokens) {
   impl_->call("truncate_turns", Synchronous::full, [&](Connection& db) {
     WriteTransaction transaction(db);
     const auto row = require_session(db, id);
@@ -117,8 +117,8 @@ void Store::truncate_turns(const std::string& id, uint32_t keep) {
                 " turns, cannot keep " + std::to_string(keep));
     transcript_rows::delete_turns_from(db, id, keep);
     transcript_rows::update_turn_count(db, id, keep, std::max(now_ms(), row.session.updated_ms));
-    // The KV described the dropped turns too.
-    kv_rows::delete_session_kv(db, id);
+    // The KV described the dropped turns too: only whole blocks of the kept ids stay.
+    kv_rows::trim_session_kv(db, id, keep_kv_tokens);
     transaction.commit();
   });
 }

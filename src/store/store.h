@@ -80,7 +80,9 @@ class Store {
   void create_session(const StoredSession& session);  // Error(invalid_argument) if the id exists
   void append_turns(const std::string& id, uint32_t first_index,
                     std::span<const StoredTurn> turns);  // turns first_index, first_index + 1, ...
-  void truncate_turns(const std::string& id, uint32_t keep);  // also drops the session's KV
+  // Keeps the first `keep` turns. The session's KV keeps the whole blocks of its first
+  // `keep_kv_tokens` tokens (the ids the kept turns still start with) and drops the rest.
+  void truncate_turns(const std::string& id, uint32_t keep, uint32_t keep_kv_tokens = 0);
   // The session's turns become exactly `turns`, in one transaction (a conversation rebuilt
   // after dropping its oldest exchanges); also drops its KV.
   void replace_turns(const std::string& id, std::span<const StoredTurn> turns);

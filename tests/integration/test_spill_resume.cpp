@@ -139,6 +139,36 @@ TEST_CASE("a send refused for its options or its length leaves a spilled session
   CHECK(same_logits(spilled.last_logits(), resident.last_logits()));
 }
 
+// Rewinding a stored conversation drops the KV of the dropped turns only: in a new engine
+// (nothing cached in memory) the next turn restores what was kept instead of recomputing it.
+TEST_CASE("a rewound stored conversation restores the KV of the turns it kept") {
+  TempDir dir;
+  const StoreSetup store{(dir / "s.db").string()};
+  engine::SessionOptions options = session_options("sys", "raw");
+  options.id = "rewound";
+  {
+    auto engine = open_engine_with_store(small_synthetic_model(), kv::KvType::int8, store);
+    engine::Session s(engine, options);
+    for (const Turn& t : kTurns) greedy_turn(s, t.text, t.n);
+  }  // closing spills it
+  auto engine = open_engine_with_store(small_synthetic_model(), kv::KvType::int8, store);
+  auto s = engine::Session::open(engine, "rewound");
+  s->rewind(2);  // the last exchange
+  const auto a = greedy_turn(*s, kNext.text, kNext.n);
+  CHECK(a.kv_source == engine::KvSource::restored);
+  // Whole blocks before the kept ids' last one came from the store.
+  const uint32_t kept = kTurns[0].n + kTurns[1].n;  // at least the kept replies' tokens
+  CHECK(a.reused_tokens >= kept / 16 * 16);
+
+  engine::Session resident(engine, session_options("sys", "raw", "resident"));
+  for (size_t i = 0; i + 1 < std::size(kTurns); ++i) {
+    greedy_turn(resident, kTurns[i].text, kTurns[i].n);
+  }
+  greedy_turn(resident, kNext.text, kNext.n);
+  CHECK(s->tokens() == resident.tokens());
+  CHECK(same_logits(s->last_logits(), resident.last_logits()));
+}
+
 TEST_CASE("a restarted engine continues a stored conversation as if never interrupted") {
   TempDir dir;
   const std::string db = (dir / "s.db").string();

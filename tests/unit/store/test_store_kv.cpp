@@ -141,6 +141,37 @@ TEST_CASE("store: deleting a session or truncating its turns drops its KV") {
   CHECK_FALSE(store.has_prefix_block(1));
 }
 
+TEST_CASE("store: truncating turns keeps the KV of the ids the kept turns still have") {
+  test::TempDir dir;
+  Store store((dir / "kv.db").string());
+  store.create_session(session_named("a"));
+  store.append_turns("a", 0, std::vector{StoredTurn{1, "hi", {1, 2}, true},
+                                         StoredTurn{2, "yo", {3}, true}});
+  const auto blobs = std::vector{PrefixBlob{1, bytes_of(64, 1)}, PrefixBlob{2, bytes_of(64, 2)},
+                                 PrefixBlob{3, bytes_of(64, 3)}};
+  store.save_kv("a", kv_of({1, 2, 3}, bytes_of(10, 0), 52), blobs);
+
+  store.truncate_turns("a", 2, 60);  // all 52 stored tokens are kept: nothing changes
+  auto kv = store.load_kv("a");
+  REQUIRE(kv.has_value());
+  CHECK(kv->n_tokens == 52);
+  CHECK(kv->tail_blob == bytes_of(10, 0));
+
+  store.truncate_turns("a", 1, 40);  // blocks 0 and 1 (32 tokens) lie within the first 40
+  kv = store.load_kv("a");
+  REQUIRE(kv.has_value());
+  CHECK(kv->n_tokens == 32);
+  CHECK(kv->full_block_hashes == std::vector<uint64_t>{1, 2});
+  CHECK(kv->tail_blob.empty());
+  CHECK(store.has_prefix_block(2));
+  CHECK_FALSE(store.has_prefix_block(3));  // nobody references it any more
+  CHECK(store.load_turns("a").size() == 1);
+
+  store.truncate_turns("a", 1, 15);  // not one whole block
+  CHECK_FALSE(store.load_kv("a").has_value());
+  CHECK_FALSE(store.has_prefix_block(1));
+}
+
 TEST_CASE("store: save_kv refuses KV that would reference nothing or leave orphans") {
   test::TempDir dir;
   Store store((dir / "kv.db").string());
