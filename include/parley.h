@@ -441,7 +441,8 @@ typedef struct parley_turn_stats {
  *  allocation failed; the session is left as before, except when committing the finished turn
  *  failed: it is then kept as with STORAGE), STORAGE (the turn could not be committed to the
  *  store: it is kept in memory and committed with the next one; or another engine on the same
- *  store file changed this conversation: the message says so, and the turns stay in memory), BUSY, MISUSE, BACKEND.
+ *  store file changed this conversation: the message says so, and the turns stay in memory),
+ *  BUSY, MISUSE, BACKEND.
  *  With a store, the turn is committed (synchronous=FULL) before this returns.
  *  Thread-safety: one thread per session. Since: 0.1. */
 PARLEY_API parley_status parley_session_send(parley_session *s, const char *user_text,

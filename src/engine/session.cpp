@@ -173,14 +173,13 @@ void Session::rewind(uint32_t n_messages) {
               std::to_string(n_droppable) + " besides the system prompt");
   if (n_messages == 0) return;
   const size_t first_dropped = messages_.size() - n_messages;
+  const uint32_t keep = messages_[first_dropped].token_begin;
   if (auto* store = engine_->store(); store && n_committed_ > first_dropped) {
     // First: a failure changes nothing. The stored KV keeps the blocks before the kept ids'
     // last one (which the next turn recomputes anyway for its logits).
-    const uint32_t kept_tokens = messages_[first_dropped].token_begin;
-    store->truncate_turns(id_, uint32_t(first_dropped), kept_tokens ? kept_tokens - 1 : 0);
+    store->truncate_turns(id_, uint32_t(first_dropped), keep ? keep - 1 : 0);
     n_committed_ = first_dropped;
   }
-  const uint32_t keep = messages_[first_dropped].token_begin;
   const Message* last_kept = first_dropped > n_system ? &messages_[first_dropped - 1] : nullptr;
   // After a user message the reply is missing: the next turn closes it as an empty one.
   reply_closed_ = !last_kept || (last_kept->role == Role::assistant && last_kept->closed);

@@ -72,6 +72,17 @@ void copy_session(Connection& fresh, const StoredSession& session,
   transaction.commit();
 }
 
+// "2 (a, b)" or, past kNamed ids, "40 (a, b, ... and 38 more)".
+std::string count_and_ids(const std::vector<std::string>& ids) {
+  constexpr size_t kNamed = 10;
+  std::string text = std::to_string(ids.size());
+  if (ids.empty()) return text;
+  text += " (";
+  for (size_t i = 0; i < ids.size() && i < kNamed; ++i) text += (i ? ", " : "") + ids[i];
+  if (ids.size() > kNamed) text += ", ... and " + std::to_string(ids.size() - kNamed) + " more";
+  return text + ")";
+}
+
 }  // namespace
 
 std::string move_aside(const std::string& path) {
@@ -113,21 +124,6 @@ RecoveryReport salvage_transcripts(const std::string& damaged_path, const StoreO
   }
   return report;
 }
-
-namespace {
-
-// "2 (a, b)" or, past kNamed ids, "40 (a, b, ... and 38 more)".
-std::string count_and_ids(const std::vector<std::string>& ids) {
-  constexpr size_t kNamed = 10;
-  std::string text = std::to_string(ids.size());
-  if (ids.empty()) return text;
-  text += " (";
-  for (size_t i = 0; i < ids.size() && i < kNamed; ++i) text += (i ? ", " : "") + ids[i];
-  if (ids.size() > kNamed) text += ", ... and " + std::to_string(ids.size() - kNamed) + " more";
-  return text + ")";
-}
-
-}  // namespace
 
 std::string describe_recovery(const std::string& path, const RecoveryReport& report) {
   std::string line = "session store " + path + ": ";

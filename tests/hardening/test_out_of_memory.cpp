@@ -165,7 +165,8 @@ void for_each_failure_point(bool sticky, const std::function<void(const std::fun
     fired += allocation_failure_fired();
   }
   MESSAGE(total << " allocations; " << points.size() << " failure points, " << fired << " fired"
-                << std::string(sticky ? " (sticky)" : "") << "; " << g_zstd_failures << " reported by zstd");
+                << std::string(sticky ? " (sticky)" : "") << "; " << g_zstd_failures
+                << " reported by zstd");
   CHECK(fired > 0);
 }
 

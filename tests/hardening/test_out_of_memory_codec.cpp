@@ -86,7 +86,9 @@ TEST_CASE("out of memory while encoding a KV block: the exact blob, or out of me
                                         options);
   std::vector<std::byte> blob;
   const int zstd_failures = fail_each_allocation(
-      [&] { blob = encode_kv_block(layout, kFingerprint, source.data(), kv::kBlockTokens, options); },
+      [&] {
+        blob = encode_kv_block(layout, kFingerprint, source.data(), kv::kBlockTokens, options);
+      },
       [&] { CHECK(blob == expected); });
   // Creating the context and sizing its workspace, each failed alone. (Failed sticky, the
   // message itself cannot be allocated: std::bad_alloc.)
