@@ -19,7 +19,10 @@ def text_arg(name, value, path=False):
     if path:
         data = os.fsencode(value)
     elif isinstance(value, str):
-        data = value.encode("utf-8")
+        try:
+            data = value.encode("utf-8")
+        except UnicodeEncodeError as e:  # a lone surrogate: not text C can be given
+            raise InvalidArgumentError("%s is not valid Unicode text: %s" % (name, e)) from None
     elif isinstance(value, bytes):
         data = value
     else:

@@ -8,6 +8,7 @@ callback return non-zero, which stops the reply.
 
 import queue
 import threading
+import weakref
 
 
 class _Finished:
@@ -15,11 +16,33 @@ class _Finished:
         self.error = error
 
 
+# The stop queues of the streams whose worker runs. A stream left half-read (an iterator kept
+# somewhere, never finished) pauses its worker inside the library; at interpreter exit it is
+# told to stop, so that the reply ends and the worker can be joined instead of hanging the
+# exit. threading._register_atexit runs before the interpreter joins its threads (the
+# standard library's executors rely on it); without it the worker is a daemon thread.
+_running = weakref.WeakSet()
+_stop_at_exit = hasattr(threading, "_register_atexit")
+
+
+class _StopQueue(queue.SimpleQueue):
+    """consumer -> worker: True = next piece, False = stop (weakly referenceable)."""
+
+
+def _stop_running_streams():
+    for go_on in list(_running):
+        go_on.put(False)
+
+
+if _stop_at_exit:
+    threading._register_atexit(_stop_running_streams)
+
+
 def stream_pieces(run):
     """run(on_piece, reply_so_far) performs the reply, calling on_piece(str) for each piece;
     on_piece returns truthy to stop it. Returns a generator of the pieces."""
     pieces = queue.SimpleQueue()  # worker -> consumer: str, then one _Finished
-    go_on = queue.SimpleQueue()  # consumer -> worker: True = next piece, False = stop
+    go_on = _StopQueue()
     received = []
 
     def on_piece(piece):
@@ -34,9 +57,10 @@ def stream_pieces(run):
             pieces.put(_Finished(e))
 
     def generate():
-        # Non-daemon: the interpreter waits for it at exit rather than killing a thread
-        # that is inside the library.
-        worker = threading.Thread(target=work, name="parley-stream")
+        # Non-daemon where possible: at exit the reply is stopped and the thread joined,
+        # rather than killed while it is inside the library.
+        worker = threading.Thread(target=work, name="parley-stream", daemon=not _stop_at_exit)
+        _running.add(go_on)
         worker.start()
         try:
             while True:
@@ -53,5 +77,6 @@ def stream_pieces(run):
             # False left in the queue is harmless.
             go_on.put(False)
             worker.join()
+            _running.discard(go_on)
 
     return generate()

@@ -19,9 +19,12 @@ class Session(NativeHandle):
     def __init__(self, lib, handle):
         super().__init__(lib, handle, lib.parley_session_close, "session")
         self.last_stats = None  # TurnStats of the last send or stream, also a cancelled one
+        # An id never changes: read once, so that repr() and .id work while a reply runs
+        # (get_info would then be BUSY).
+        self._id = self.info.id
 
     def __repr__(self):
-        return "<parley.Session %s>" % ("closed" if self._handle is None else repr(self.id))
+        return "<parley.Session %s>" % ("closed" if self._handle is None else repr(self._id))
 
     # ---- Generation -------------------------------------------------------------------------
 
@@ -50,7 +53,8 @@ class Session(NativeHandle):
         """Like send(), but returns an iterator of the reply's pieces, each yielded as it is
         generated. Generation waits while the loop body runs, so the body counts as inside
         the reply (calls on this session raise BusyError); leaving the loop early (break,
-        close(), an exception) stops the reply there."""
+        close(), an exception) stops the reply there, and so does the interpreter's exit for
+        an iterator still half-read then. Nothing is sent before the first next()."""
         options = _options.generate_options(self._lib, max_tokens, temperature, top_k, top_p,
                                             min_p, repeat_penalty, repeat_last_n, seed,
                                             ignore_eos)
@@ -124,7 +128,8 @@ class Session(NativeHandle):
 
     @property
     def id(self):
-        return self.info.id
+        self._live()
+        return self._id
 
     @property
     def turns(self):

@@ -37,6 +37,8 @@ def test_bad_python_arguments_are_refused_before_c(engine, model_path):
             s.send("hi", max_tokens=-1)
         with pytest.raises(parley.InvalidArgumentError, match="NUL"):
             s.send("a\0b")
+        with pytest.raises(parley.InvalidArgumentError, match="Unicode"):
+            s.send("a\ud800b")  # a lone surrogate cannot be UTF-8
 
 
 def test_a_closed_session_is_misuse(engine):
@@ -74,6 +76,14 @@ def test_calling_the_session_from_a_stream_loop_is_busy(engine):
         with pytest.raises(parley.BusyError):
             for _ in s.stream("Once", **LONG):
                 s.tokens
+
+
+def test_repr_and_id_work_while_a_reply_runs(engine):
+    with engine.session(id="shown", template="raw") as s:
+        for _ in s.stream("Once", **LONG):
+            assert repr(s) == "<parley.Session 'shown'>"
+            assert s.id == "shown"
+            break
 
 
 def test_interrupt_from_the_callback_cancels(engine):
