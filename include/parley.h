@@ -433,13 +433,15 @@ typedef struct parley_turn_stats {
  *  @param[in]  o          options, or NULL for defaults
  *  @param[in]  on_text    callback, or NULL
  *  @param[in]  user       passed to on_text
- *  @param[out] stats      filled when not NULL (caller sets struct_size)
+ *  @param[out] stats      filled when not NULL (caller sets struct_size) and the turn was
+ *                         kept: on PARLEY_OK, and on the errors below that keep it
  *  Errors: INVALID_ARGUMENT (invalid UTF-8, bad options), CONTEXT_FULL (the message does not
  *  fit and the overflow policy is ERROR, or it would not fit even alone; the session is left as
  *  before), CANCELLED (interrupted or stopped by the callback; the partial reply is kept as the
  *  turn), OUT_OF_MEMORY (the KV budget is exhausted even after spilling idle sessions, or an
  *  allocation failed; the session is left as before, except when committing the finished turn
- *  failed: it is then kept as with STORAGE), STORAGE (the turn could not be committed to the
+ *  failed: it is then kept as with STORAGE, and when the budget ran out during the reply: the
+ *  reply ends there and is kept as the turn, as with CANCELLED), STORAGE (the turn could not be committed to the
  *  store: it is kept in memory and committed with the next one; or another engine on the same
  *  store file changed this conversation: the message says so, and the turns stay in memory),
  *  BUSY, MISUSE, BACKEND.

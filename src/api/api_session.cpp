@@ -218,11 +218,14 @@ PARLEY_API parley_status parley_session_send(parley_session* s, const char* user
       };
     }
     engine::TurnStats turn_stats;
+    const size_t messages_before = handle->session->messages().size();
     try {
       handle->session->send(user_text, params, sink, turn_stats);
-    } catch (const Error& e) {
-      // A cancelled turn is kept, and its figures are as real as a finished one's.
-      if (stats && e.status() == Status::cancelled) write_out_struct(stats, turn_stats_to_c(turn_stats));
+    } catch (const Error&) {
+      // A turn kept despite the error (stopped, cut short by the KV budget, not yet stored)
+      // has figures as real as a finished one's.
+      const bool kept = handle->session->messages().size() > messages_before;
+      if (stats && kept) write_out_struct(stats, turn_stats_to_c(turn_stats));
       throw;
     }
     if (stats) write_out_struct(stats, turn_stats_to_c(turn_stats));

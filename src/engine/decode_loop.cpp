@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <cstdint>
 
+#include "common/error.h"
 #include "engine/clock.h"
 #include "engine/engine.h"
 #include "engine/session.h"
@@ -11,7 +12,7 @@ namespace parley::engine {
 
 std::string Session::decode(sample::Sampler& sampler, const GenerateParams& params,
                             const TextSink& sink, TurnStats& stats, double started_ms,
-                            bool& cancelled) {
+                            ReplyCut& cut) {
   const uint32_t context = engine_->context_length();
   const uint32_t limit = params.max_tokens ? params.max_tokens : UINT32_MAX;
   const auto& stops = template_.stop_tokens();
@@ -25,7 +26,7 @@ std::string Session::decode(sample::Sampler& sampler, const GenerateParams& para
   reply_closed_ = false;
   while (generated < limit && tokens_.size() < context) {
     if (interrupt_.load(std::memory_order_relaxed)) {
-      cancelled = true;
+      cut = ReplyCut::cancelled;
       break;
     }
     const int32_t id = sampler.sample(logits_, tokens_);
@@ -46,13 +47,21 @@ std::string Session::decode(sample::Sampler& sampler, const GenerateParams& para
     if (!piece.empty()) {
       reply += piece;
       if (sink && !sink(piece)) {
-        cancelled = true;
+        cut = ReplyCut::cancelled;
         break;
       }
     }
     if (generated == limit || tokens_.size() >= context) break;
 
-    feed_last_token();
+    try {
+      feed_last_token();
+    } catch (const Error& e) {
+      // No KV memory left for the next token, even after spilling idle sessions: the reply
+      // ends here, and what was streamed stays the turn (its last token is fed next turn).
+      if (e.status() != Status::out_of_memory) throw;
+      cut = ReplyCut::out_of_kv_memory;
+      break;
+    }
   }
   const std::string tail = stream.finish();
   if (!tail.empty()) {

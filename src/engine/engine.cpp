@@ -59,8 +59,12 @@ Engine::Engine(std::unique_ptr<model::LoadedModel> model, const EngineOptions& o
 
   const kv::BlockLayout layout(options.kv_type,
                                kv::KvShape{cfg.n_layers, cfg.n_kv_heads, cfg.head_dim});
-  pool_ = std::make_unique<kv::BlockPool>(
-      layout, options.kv_budget_bytes ? options.kv_budget_bytes : automatic_kv_budget());
+  const uint64_t budget = options.kv_budget_bytes ? options.kv_budget_bytes : automatic_kv_budget();
+  require(budget >= layout.block_bytes(), Status::invalid_argument,
+          "kv_budget_bytes " + std::to_string(budget) + " holds no KV block: a block of " +
+              std::to_string(kv::kBlockTokens) + " tokens takes " +
+              std::to_string(layout.block_bytes()) + " bytes with this model and KV type");
+  pool_ = std::make_unique<kv::BlockPool>(layout, budget);
   default_template_ = text::template_from_model(cfg.chat_template);
   // The engine's model serves this backend only: what the backend copies, the model lets go.
   backend_ = backend::make_backend(

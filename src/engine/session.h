@@ -101,9 +101,10 @@ class Session {
     return std::unique_lock(state_mutex_, std::try_to_lock);
   }
 
-  // Adds a user message and generates the reply (turn.cpp). On Error(cancelled) the partial
-  // reply is kept as the turn; on Error(storage) the turn is kept in memory and committed with
-  // the next turn; on any other error the session is left as it was.
+  // Adds a user message and generates the reply (turn.cpp). On Error(cancelled), and on
+  // Error(out_of_memory) when the KV budget ran out during the reply, the partial reply is
+  // kept as the turn; on Error(storage) the turn is kept in memory and committed with the next
+  // turn; on any other error the session is left as it was.
   void send(std::string_view user_text, const GenerateParams& params, const TextSink& sink,
             TurnStats& stats);
 
@@ -160,8 +161,10 @@ class Session {
   // Makes positions [from, to) writable, spilling other sessions when the budget is short.
   void prepare_write(uint32_t from, uint32_t to);
   // Samples, streams and feeds reply tokens until a stop; returns the reply's text.
+  // How a reply ended, when not by a stop token or a limit.
+  enum class ReplyCut { none, cancelled, out_of_kv_memory };
   std::string decode(sample::Sampler& sampler, const GenerateParams& params,
-                     const TextSink& sink, TurnStats& stats, double started_ms, bool& cancelled);
+                     const TextSink& sink, TurnStats& stats, double started_ms, ReplyCut& cut);
   // Drops KV past n tokens (tokens_ is the caller's).
   void truncate_kv(uint32_t n);
   // Commits the messages the store does not have yet (transcript.cpp).

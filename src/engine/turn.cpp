@@ -64,7 +64,7 @@ void Session::send(std::string_view user_text, const GenerateParams& params,
   // 3. Prefill the pending token of the last reply and the new turn (reusing shared prefix
   //    blocks); 4. generate; 5a. prepare the turn's messages. Whatever fails in here, memory
   //    running out included, leaves the session as it was.
-  bool cancelled = false;
+  ReplyCut cut = ReplyCut::none;
   std::optional<uint32_t> system_tokens;  // set on the first turn after a system prompt
   Message user_message{}, reply_message{};
   try {
@@ -74,10 +74,10 @@ void Session::send(std::string_view user_text, const GenerateParams& params,
     stats.computed_tokens = n_cached_ - stats.reused_tokens;  // short of the prompt if stopped
     std::string reply;
     if (n_cached_ < tokens_.size()) {  // stopped during the prompt: an empty reply, left open
-      cancelled = true;
+      cut = ReplyCut::cancelled;
       reply_closed_ = false;
     } else {
-      reply = decode(sampler, params, sink, stats, started_ms, cancelled);
+      reply = decode(sampler, params, sink, stats, started_ms, cut);
     }
 
     if (first && !messages_.empty() && messages_.front().role == Role::system) {
@@ -100,7 +100,7 @@ void Session::send(std::string_view user_text, const GenerateParams& params,
     throw;
   }
 
-  // 5b. The turn is part of the conversation now (also when cancelled: the partial reply).
+  // 5b. The turn is part of the conversation now (also when cut short: the partial reply).
   //     Nothing here can fail: the room was reserved above.
   if (system_tokens) messages_.front().n_tokens = *system_tokens;
   // After a rewind to right after a user message, its reply is missing: it is recorded as an
@@ -115,7 +115,15 @@ void Session::send(std::string_view user_text, const GenerateParams& params,
   // 6. Durable before send() returns. If the store fails, the turn stays in memory and goes
   //    to the store with the next commit.
   commit_messages();
-  if (cancelled) fail(Status::cancelled, "the reply was stopped; its partial text is kept");
+  if (cut == ReplyCut::cancelled) {
+    fail(Status::cancelled, "the reply was stopped; its partial text is kept");
+  }
+  if (cut == ReplyCut::out_of_kv_memory) {
+    fail(Status::out_of_memory,
+         "the KV budget ran out after " + std::to_string(stats.generated_tokens) +
+             " reply tokens: the reply stops there and is kept as the turn (close or suspend "
+             "other sessions, or raise kv_budget_bytes)");
+  }
 }
 
 }  // namespace parley::engine

@@ -66,7 +66,8 @@ BlockId BlockPool::take_block_locked() {
   fail(Status::out_of_memory,
        "the KV budget of " + std::to_string(budget_bytes_) + " bytes (" +
            std::to_string(capacity_) + " blocks of " + std::to_string(layout_.block_bytes()) +
-           " bytes) is exhausted by open sessions; close sessions or raise kv_budget_bytes");
+           " bytes) is exhausted: every block holds KV of an open session (the one asking "
+           "included); close or suspend sessions, or raise kv_budget_bytes");
 }
 
 BlockId BlockPool::allocate() {

@@ -306,3 +306,52 @@ TEST_CASE("the KV budget is enforced") {
   parley_session_close(a);           // its block goes back (it was never published: not full)
   CHECK(parley_session_send(b, "a b c d e f g h i j k l m n o p q r s t", &g, nullptr, nullptr, nullptr) == PARLEY_OK);
 }
+
+TEST_CASE("a budget smaller than one KV block is refused at open") {
+  parley_engine_options o;
+  parley_engine_options_init(&o);
+  o.model_path = tiny_chat_model().c_str();
+  o.kv_type = PARLEY_KV_INT8;
+  for (uint64_t budget : {uint64_t(1), uint64_t(2559)}) {  // one block: 16 x 160 bytes
+    o.kv_budget_bytes = budget;
+    parley_engine* e = nullptr;
+    CHECK(parley_engine_open(&o, &e) == PARLEY_E_INVALID_ARGUMENT);
+    CHECK(last_error_mentions("kv_budget_bytes"));
+    CHECK(e == nullptr);
+  }
+  o.kv_budget_bytes = 2560;
+  parley_engine* e = nullptr;
+  CHECK(parley_engine_open(&o, &e) == PARLEY_OK);
+  parley_engine_close(e);
+}
+
+// The budget running out mid-reply ends the reply there: what was streamed is the turn.
+TEST_CASE("the KV budget running out during a reply keeps the reply streamed so far") {
+  EngineHandle e(tiny_chat_model(), PARLEY_KV_INT8, 0, 2560);  // one block: 16 tokens
+  SessionHandle s(e, "raw");
+  auto g = greedy_options(40);
+  g.ignore_eos = 1;
+  std::string streamed;
+  const parley_text_fn collect = [](const char* utf8, size_t len, void* user) {
+    static_cast<std::string*>(user)->append(utf8, len);
+    return 0;
+  };
+  parley_turn_stats stats;
+  stats.struct_size = sizeof stats;
+  CHECK(parley_session_send(s, "a b", &g, collect, &streamed, &stats) == PARLEY_E_OUT_OF_MEMORY);
+  CHECK(last_error_mentions("kept as the turn"));
+  CHECK(stats.generated_tokens > 0);
+  CHECK(stats.generated_tokens < 40);
+  // Every token but the last has its KV: the block's 16 slots.
+  CHECK(stats.prompt_tokens + stats.generated_tokens == 17);
+  parley_session_info info;
+  info.struct_size = sizeof info;
+  REQUIRE(parley_session_get_info(s, &info) == PARLEY_OK);
+  CHECK(info.n_turns == 2);
+  parley_turn reply;
+  reply.struct_size = sizeof reply;
+  REQUIRE(parley_session_get_turn(s, 1, &reply) == PARLEY_OK);
+  CHECK(reply.role == PARLEY_ROLE_ASSISTANT);
+  CHECK(std::string(reply.text) == streamed);
+}
+
