@@ -41,6 +41,13 @@ int32_t parse_kv(const char* s) {
   throw bad_value("--kv", v, "int8, f16, f32 or default");
 }
 
+int32_t parse_overflow(const char* s) {
+  const std::string_view v = s;
+  if (v == "error") return PARLEY_OVERFLOW_ERROR;
+  if (v == "drop-oldest") return PARLEY_OVERFLOW_DROP_OLDEST;
+  throw bad_value("--overflow", v, "error or drop-oldest");
+}
+
 }  // namespace
 
 const char* usage() {
@@ -69,6 +76,9 @@ const char* usage() {
          "      --device D          auto, cpu, cuda or cuda:N (default auto)\n"
          "      --kv TYPE           KV cache type: int8 (default), f16, f32\n"
          "      --ctx N             context length (default: the model's)\n"
+         "      --overflow POLICY   when a message does not fit the context: error (default)\n"
+         "                          or drop-oldest (forget the oldest exchanges, also in the\n"
+         "                          store; the system prompt stays)\n"
          "      --print-ids         after the reply, print 'ids: <generated token ids>'\n"
          "      --store FILE        keep conversations in this SQLite file (created when missing)\n"
          "      --session ID        with --store: continue the stored conversation ID, or start\n"
@@ -108,6 +118,7 @@ CliArgs parse_args(int argc, char** argv) {
     else if (flag == "--device") a.device = value();
     else if (flag == "--kv") a.kv_type = parse_kv(value());
     else if (flag == "--ctx") a.context_length = uint32_t(parse_integer(flag, value(), 0, UINT32_MAX));
+    else if (flag == "--overflow") a.overflow = parse_overflow(value());
     else if (flag == "--print-ids") a.print_ids = true;
     else if (flag == "--store") a.store_path = value();
     else if (flag == "--session") a.session_id = value();

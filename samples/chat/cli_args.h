@@ -20,6 +20,7 @@ struct CliArgs {
   int32_t n_threads = 0;
   int32_t kv_type = PARLEY_KV_DEFAULT;
   uint32_t context_length = 0;
+  int32_t overflow = PARLEY_OVERFLOW_ERROR;  // of the conversations this run starts
   parley_generate_options gen{};
   bool print_ids = false;
   bool help = false;

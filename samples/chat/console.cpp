@@ -36,7 +36,8 @@ const char* kConsoleHelp =
     "/stats         figures of the last turn, KV memory and the store\n"
     "/quit          leave (also Ctrl-D); open conversations are closed, which with --store\n"
     "               spills their KV to it, so --session ID or /open ID continues them\n"
-    "Ctrl-C stops a reply that is being written.\n";
+    "Any other line is a message (blank lines are skipped); start it with // to send a\n"
+    "message that begins with /. Ctrl-C stops a reply that is being written.\n";
 
 struct Command {
   std::string_view name;  // "/new"
@@ -82,6 +83,11 @@ void send_message(const CliArgs& args, Sessions::Open& open, const std::string& 
     if (args.print_ids) print_ids(last_reply_ids(open.session.get(), stats.generated_tokens));
   } else {
     print_error("send failed", st);
+    if (st == PARLEY_E_CONTEXT_FULL) {
+      std::fprintf(stderr,
+                   "(the conversation fills the context: /reset or /new starts another, "
+                   "/rewind N drops messages, --overflow drop-oldest forgets old ones)\n");
+    }
   }
 }
 
@@ -106,6 +112,7 @@ bool run_command(const Command& c, parley_engine* engine, SessionCommands& comma
   else if (c.name == "/suspend") store.suspend();
   else if (c.name == "/delete") store.remove(c.arg);
   else if (c.name == "/reset") commands.replace_current(std::nullopt);
+  else if (c.name == "/system" && c.arg.empty()) std::printf("usage: /system TEXT\n");
   else if (c.name == "/system") commands.replace_current(std::string(c.arg));
   else return false;
   return true;
@@ -136,8 +143,11 @@ int run_console(parley_engine* engine, const CliArgs& args) {
       std::fflush(stdout);
     }
     if (!std::getline(std::cin, line)) break;
-    if (line.empty() || line[0] != '/') {
-      send_message(args, sessions.current(), line);
+    if (!line.empty() && line.back() == '\r') line.pop_back();  // a line of CRLF input
+    if (trim(line).empty()) continue;                          // nothing to say
+    if (line[0] != '/' || line.starts_with("//")) {
+      // "//..." is a message that starts with '/'.
+      send_message(args, sessions.current(), line.starts_with("//") ? line.substr(1) : line);
       continue;
     }
     const Command command = parse_command(line);

@@ -10,6 +10,7 @@ parley_status create_session(parley_engine* engine, const CliArgs& args,
   so.id = id;
   if (!system_prompt.empty()) so.system_prompt = system_prompt.c_str();
   if (args.chat_template) so.chat_template = args.chat_template->c_str();
+  so.overflow = args.overflow;
   return parley_session_create(engine, &so, out);
 }
 

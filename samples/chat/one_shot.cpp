@@ -22,6 +22,12 @@ void announce_stored_id(parley_session* session) {
                id->c_str(), id->c_str());
 }
 
+uint32_t turn_count(parley_session* session) {
+  parley_session_info info;
+  info.struct_size = sizeof info;
+  return parley_session_get_info(session, &info) == PARLEY_OK ? info.n_turns : 0;
+}
+
 }  // namespace
 
 int run_one_shot(parley_engine* engine, const CliArgs& args) {
@@ -53,7 +59,15 @@ int run_one_shot(parley_engine* engine, const CliArgs& args) {
     print_error("generation failed", st);
     rc = 1;
   }
+  const bool started_here = args.store_path && !reopened;
+  const bool said_nothing = started_here && turn_count(session) == 0;
+  const auto id = said_nothing ? session_id(session, &st) : std::nullopt;
   parley_session_close(session);  // with a store: spills the KV, so the next run restores it
+  // A conversation this run started and nothing was said in: not left behind in the store.
+  if (id && parley_session_delete(engine, id->c_str()) == PARLEY_OK) {
+    std::fprintf(stderr, "parley-chat: session %s was not kept: nothing was said in it\n",
+                 id->c_str());
+  }
   return rc;
 }
 

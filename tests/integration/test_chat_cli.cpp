@@ -220,6 +220,36 @@ TEST_CASE("the console reads messages and commands from stdin") {
   CHECK(r.out.find("(new conversation)") != std::string::npos);
 }
 
+TEST_CASE("the console skips blank lines, reads CRLF lines, and sends //-lines as messages") {
+  PARLEY_SHARED_OR_SKIP(gguf, "models/stories260k/stories260k-f32.gguf");
+  const Run plain = run_console(gguf, "Once upon a time\n");
+  CHECK(run_console(gguf, "\n   \n\r\nOnce upon a time\r\n\t\n").out == plain.out);
+  // "//x" is the message "/x": it gets a reply like any message, not "unknown command".
+  const Run slash = run_console(gguf, "//x y\n/sessions\n");
+  CHECK(slash.out.find("unknown command") == std::string::npos);
+  const auto listed = listed_sessions(slash.out);
+  REQUIRE(listed.size() == 1);
+  CHECK(listed.begin()->second.turns == 2);
+  CHECK(run_console(gguf, "/system\n/system   \n").out ==
+        "usage: /system TEXT\nusage: /system TEXT\n");
+}
+
+TEST_CASE("a full context: the console says what to do; --overflow drop-oldest goes on") {
+  PARLEY_SHARED_OR_SKIP(gguf, "models/stories260k/stories260k-f32.gguf");
+  const std::string input = "Once upon a time\nThe cat\nThe dog\nThe end\nAgain\n/sessions\n";
+  const std::string flags = "-m " + quote(gguf.string()) + " --template raw --temp 0 -n 8 --ctx 40";
+  const Run refused = run_program(PARLEY_CHAT_EXE, flags, input, Stderr::merged);
+  CHECK(refused.out.find("PARLEY_E_CONTEXT_FULL") != std::string::npos);
+  CHECK(refused.out.find("--overflow drop-oldest") != std::string::npos);
+  const Run dropped =
+      run_program(PARLEY_CHAT_EXE, flags + " --overflow drop-oldest", input, Stderr::merged);
+  CHECK(dropped.out.find("error") == std::string::npos);
+  const auto listed = listed_sessions(dropped.out);
+  REQUIRE(listed.size() == 1);
+  CHECK(listed.begin()->second.tokens <= 40);
+  CHECK(run_chat("-m x --overflow sometimes").exit_code == 1);
+}
+
 TEST_CASE("console sessions: /new and /switch keep two conversations apart") {
   PARLEY_SHARED_OR_SKIP(gguf, "models/stories260k/stories260k-f32.gguf");
   const Run r = run_console(gguf, "/new a\nOnce upon a time\n/new b\n/switch a\nThe cat\n"
@@ -378,6 +408,23 @@ TEST_CASE("store: two one-shot runs with --session continue one conversation") {
   const auto stored = stored_not_open(listing.out);
   REQUIRE(stored);
   CHECK(*stored == std::vector<std::string>{"s", unnamed_id});  // oldest first
+}
+
+TEST_CASE("store: a one-shot run that fails before its first turn leaves nothing stored") {
+  PARLEY_SHARED_OR_SKIP(gguf, "models/stories260k/stories260k-f32.gguf");
+  TempDir dir;
+  const Run failed = run_program(PARLEY_CHAT_EXE,
+                                 "-m " + quote(gguf.string()) + " --store " +
+                                     quote((dir / "chat.db").string()) +
+                                     " -p \"$(printf 'bad \\377')\"",
+                                 "", Stderr::merged);
+  CHECK(failed.exit_code == 1);
+  CHECK(failed.out.find("PARLEY_E_INVALID_ARGUMENT") != std::string::npos);
+  CHECK(failed.out.find("was not kept") != std::string::npos);
+  const Run listing = run_store_console(gguf, dir / "chat.db", "/sessions\n");
+  const auto stored = stored_not_open(listing.out);
+  REQUIRE(stored);
+  CHECK(stored->empty());  // "stored, not open: none"
 }
 
 TEST_CASE("store: /suspend moves the KV to the store and the next message restores it") {
