@@ -172,7 +172,7 @@ typedef struct parley_engine_options {
   const char *store_path;      /* SQLite file holding every conversation (created when
                                   missing); NULL = sessions kept in memory only */
   const char *device;          /* NULL, "" or "auto" (default), "cpu", "cuda", "cuda:N" */
-  int32_t     n_threads;       /* CPU threads; 0 = one per core */
+  int32_t     n_threads;       /* CPU threads; 0 = one per core; at most 1024 */
   int32_t     kv_type;         /* PARLEY_KV_DEFAULT (= INT8), _INT8, _F16, _F32 */
   uint64_t    kv_budget_bytes; /* resident KV budget; 0 = automatic. A send that needs more
                                   takes cached prefix blocks no session uses first (least

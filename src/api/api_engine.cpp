@@ -28,6 +28,12 @@ engine::EngineOptions engine_options_from(const parley_engine_options& o) {
   check_arg(o.model_path && *o.model_path, "model_path is NULL or empty");
   check_arg(!o.store_path || *o.store_path, "store_path is empty (pass NULL for no store)");
   check_arg(o.n_threads >= 0, "n_threads is negative");
+  // A bound far above any machine's cores: past it, thread creation would fail or crawl.
+  constexpr int32_t kMaxThreads = 1024;
+  if (o.n_threads > kMaxThreads) {
+    fail(Status::invalid_argument, "n_threads " + std::to_string(o.n_threads) +
+                                       " is more than " + std::to_string(kMaxThreads));
+  }
   engine::EngineOptions e;
   e.model_path = o.model_path;
   e.device = o.device && *o.device ? o.device : "auto";

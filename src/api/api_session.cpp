@@ -47,7 +47,10 @@ engine::GenerateParams generate_params_from(const parley_generate_options* user)
   p.ignore_eos = o.ignore_eos != 0;
   p.sampler.temperature = o.temperature;
   p.sampler.top_k = o.top_k;
-  p.sampler.top_p = o.top_p == 0.0f ? 1.0f : o.top_p;  // a zeroed struct means "off"
+  // A zeroed struct means "off"; the sampler's range messages would not say that 0 is taken.
+  check_arg(o.top_p >= 0.0f && o.top_p <= 1.0f, "top_p must be in [0, 1] (0 or 1 = off)");
+  check_arg(o.repeat_penalty >= 0.0f, "repeat_penalty must be >= 0 (0 or 1 = off)");
+  p.sampler.top_p = o.top_p == 0.0f ? 1.0f : o.top_p;
   p.sampler.min_p = o.min_p;
   p.sampler.repeat_penalty = o.repeat_penalty == 0.0f ? 1.0f : o.repeat_penalty;
   p.sampler.repeat_last_n = o.repeat_last_n;

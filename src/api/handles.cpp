@@ -23,7 +23,9 @@ class Registry {
     std::lock_guard lock(mutex_);
     auto it = live_.find(key);
     if (it == live_.end()) {
-      fail(Status::misuse, std::string(kind) + " handle is closed or not a " + kind);
+      // "an engine", "a session"
+      const std::string article = kind[0] == 'e' ? "an " : "a ";
+      fail(Status::misuse, std::string(kind) + " handle is closed or not " + article + kind);
     }
     return it->second;
   }

@@ -100,6 +100,13 @@ std::string Engine::register_session(Session* session, const std::string& reques
       if (sessions_.emplace(id, session).second) return id;
     }
   }
+  const auto in_use = [&] {
+    std::lock_guard lock(mutex_);
+    return sessions_.count(requested) > 0;
+  };
+  // An open session is named first: "open it instead" would send the caller to a refusal.
+  require(!in_use(), Status::invalid_argument,
+          "session id '" + requested + "' is already in use by an open session");
   require(!stored(requested), Status::invalid_argument,
           "session id '" + requested + "' belongs to a stored conversation; open it instead");
   std::lock_guard lock(mutex_);

@@ -44,9 +44,15 @@ Session::Session(std::shared_ptr<Engine> engine, const SessionOptions& options)
   require(text::is_valid_utf8(cache_scope_), Status::invalid_argument,
           "cache_scope is not valid UTF-8");
   const size_t start_tokens = template_.render_user_turn(system_prompt_, "", true).size();
-  require(start_tokens + 1 <= engine_->context_length(), Status::context_full,
-          "the system prompt takes " + std::to_string(start_tokens) +
-              " tokens; the context holds " + std::to_string(engine_->context_length()));
+  if (start_tokens + 1 > engine_->context_length()) {
+    fail(Status::context_full,
+         "a conversation's opening (" +
+             std::string(system_prompt_.empty() ? "BOS and the template's markers"
+                                                : "BOS, the template's markers and the system "
+                                                  "prompt") +
+             ") takes " + std::to_string(start_tokens) + " tokens, and a reply at least 1 more: " +
+             "the context holds " + std::to_string(engine_->context_length()));
+  }
   if (!system_prompt_.empty()) messages_.push_back({Role::system, system_prompt_, 0, 0, true});
   created_ms_ = unix_ms();
   last_used_ms_ = now_ms();

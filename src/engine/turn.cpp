@@ -39,8 +39,9 @@ void Session::send(std::string_view user_text, const GenerateParams& params,
   const bool fits = tokens_.size() + new_ids.size() + 1 <= context;
   const auto refuse = [&] {
     fail(Status::context_full,
-         "the message needs " + std::to_string(new_ids.size()) + " tokens but only " +
-             std::to_string(context - std::min<size_t>(context, tokens_.size() + 1)) +
+         "the message needs " + std::to_string(new_ids.size()) +
+             " tokens and its reply at least 1, but only " +
+             std::to_string(context - std::min<size_t>(context, tokens_.size())) +
              " of the context's " + std::to_string(context) + " are left");
   };
   if (!fits && overflow_ != OverflowPolicy::drop_oldest) refuse();
@@ -50,7 +51,13 @@ void Session::send(std::string_view user_text, const GenerateParams& params,
     stats.restore_ms = now_ms() - t0;
   }
   if (!fits) {
-    if (!drop_oldest_to_fit(user_text, new_ids)) refuse();
+    if (!drop_oldest_to_fit(user_text, new_ids)) {
+      fail(Status::context_full,
+           "the message does not fit the context's " + std::to_string(context) +
+               " tokens even with every earlier exchange dropped (it needs " +
+               std::to_string(template_.render_user_turn(system_prompt_, user_text, true).size()) +
+               " with the conversation's opening, and its reply at least 1)");
+    }
     stats.kv_source = KvSource::rebuilt;
   }
 

@@ -2,6 +2,7 @@
 
 #include <doctest/doctest.h>
 
+#include <cstring>
 #include <memory>
 
 #include "support/shared_assets.h"
@@ -55,6 +56,10 @@ std::vector<int32_t> session_tokens(parley_session* s) {
   std::vector<int32_t> ids(n);
   REQUIRE(parley_session_get_tokens(s, ids.data(), ids.size(), &n) == PARLEY_OK);
   return ids;
+}
+
+bool last_error_mentions(const char* needle) {
+  return std::strstr(parley_last_error(), needle) != nullptr;
 }
 
 }  // namespace parley::test

@@ -36,4 +36,7 @@ struct SessionHandle {
 
 std::vector<int32_t> session_tokens(parley_session* s);
 
+// Whether this thread's parley_last_error() contains `needle`.
+bool last_error_mentions(const char* needle);
+
 }  // namespace parley::test

@@ -76,6 +76,8 @@ MisuseRows value_rows() {
   engine("kv_type INT32_MAX", kInvalid, [](parley_engine_options& o) { o.kv_type = INT32_MAX; });
   engine("kv_type INT32_MIN", kInvalid, [](parley_engine_options& o) { o.kv_type = INT32_MIN; });
   engine("n_threads -1", kInvalid, [](parley_engine_options& o) { o.n_threads = -1; });
+  engine("n_threads 1025", kInvalid, [](parley_engine_options& o) { o.n_threads = 1025; });
+  engine("n_threads INT32_MAX", kInvalid, [](parley_engine_options& o) { o.n_threads = INT32_MAX; });
   engine("device unknown", kInvalid, [](parley_engine_options& o) { o.device = "tpu"; });
   engine("device empty means auto", PARLEY_OK, [](parley_engine_options& o) { o.device = ""; });
   engine("device index past INT32_MAX", kInvalid,

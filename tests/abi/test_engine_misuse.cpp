@@ -2,7 +2,6 @@
 // message, sets *out to NULL, and never crashes.
 #include <doctest/doctest.h>
 
-#include <cstring>
 #include <fstream>
 #include <string>
 #include <vector>
@@ -27,10 +26,6 @@ parley_engine_options options_for(const std::string& model) {
   parley_engine_options_init(&o);
   o.model_path = model.c_str();
   return o;
-}
-
-bool last_error_mentions(const char* needle) {
-  return std::strstr(parley_last_error(), needle) != nullptr;
 }
 
 }  // namespace

@@ -12,10 +12,6 @@ using namespace parley::test;
 
 namespace {
 
-bool last_error_mentions(const char* needle) {
-  return std::strstr(parley_last_error(), needle) != nullptr;
-}
-
 parley_status create(parley_engine* e, const parley_session_options& o, parley_session** out) {
   *out = reinterpret_cast<parley_session*>(uintptr_t(0x99));
   return parley_session_create(e, &o, out);
@@ -66,6 +62,7 @@ TEST_CASE("session_create checks its options") {
     o.system_prompt = huge.c_str();
     o.chat_template = "llama2";
     CHECK(create(e, o, &s) == PARLEY_E_CONTEXT_FULL);
+    CHECK(last_error_mentions("the system prompt) takes"));
   }
   SUBCASE("invalid UTF-8 in the system prompt") {
     o.system_prompt = "\xFF\xFE";
@@ -139,7 +136,7 @@ TEST_CASE("send rejects bad input and leaves the session as it was") {
     std::string lots;
     for (int i = 0; i < 300; ++i) lots += "a b ";
     CHECK(parley_session_send(s, lots.c_str(), &g, nullptr, nullptr, nullptr) == PARLEY_E_CONTEXT_FULL);
-    CHECK(last_error_mentions("context"));
+    CHECK(last_error_mentions("tokens and its reply at least 1, but only"));
   }
   CHECK(session_tokens(s) == before);
   // ... and it still works.
@@ -355,3 +352,30 @@ TEST_CASE("the KV budget running out during a reply keeps the reply streamed so 
   CHECK(std::string(reply.text) == streamed);
 }
 
+
+TEST_CASE("a context too small for any conversation: session creation says why") {
+  EngineHandle e(tiny_chat_model(), PARLEY_KV_INT8, 1);  // BOS alone fills it
+  parley_session* s = nullptr;
+  parley_session_options o;
+  parley_session_options_init(&o);
+  o.chat_template = "raw";
+  CHECK(parley_session_create(e, &o, &s) == PARLEY_E_CONTEXT_FULL);
+  CHECK(last_error_mentions("opening (BOS and the template's markers) takes 1 tokens"));
+  CHECK(s == nullptr);
+}
+
+TEST_CASE("messages name what is accepted: top_p 0 means off; a stale handle is not an engine") {
+  EngineHandle e(tiny_chat_model(), PARLEY_KV_INT8);
+  SessionHandle s(e, "raw");
+  auto g = greedy_options(2);
+  g.top_p = -0.5f;
+  CHECK(parley_session_send(s, "a", &g, nullptr, nullptr, nullptr) == PARLEY_E_INVALID_ARGUMENT);
+  CHECK(last_error_mentions("top_p must be in [0, 1] (0 or 1 = off)"));
+  g.top_p = 0.0f;
+  CHECK(parley_session_send(s, "a", &g, nullptr, nullptr, nullptr) == PARLEY_OK);
+  parley_engine_stats st;
+  st.struct_size = sizeof st;
+  auto* stale = reinterpret_cast<parley_engine*>(uintptr_t(0x10));
+  CHECK(parley_engine_get_stats(stale, &st) == PARLEY_E_MISUSE);
+  CHECK(last_error_mentions("engine handle is closed or not an engine"));
+}

@@ -113,3 +113,25 @@ TEST_CASE("suspend frees the KV; the next send restores it") {
   parley_session_close(s);
   parley_engine_close(e);
 }
+
+TEST_CASE("a used id is refused naming why: open here, or stored and not open") {
+  TempDir dir;
+  parley_engine* e = open_with_store((dir / "sessions.db").string());
+  parley_session* s = create_raw_session(e, "x");
+  parley_session_options o;
+  parley_session_options_init(&o);
+  o.id = "x";
+  parley_session* again = nullptr;
+  CHECK(parley_session_create(e, &o, &again) == PARLEY_E_INVALID_ARGUMENT);
+  CHECK(last_error_mentions("in use by an open session"));
+  CHECK(parley_session_fork(s, "x", &again) == PARLEY_E_INVALID_ARGUMENT);
+  CHECK(last_error_mentions("in use by an open session"));
+  CHECK(parley_session_open(e, "x", &again) == PARLEY_E_INVALID_ARGUMENT);
+  CHECK(last_error_mentions("in use by an open session"));
+  parley_session_close(s);
+  CHECK(parley_session_create(e, &o, &again) == PARLEY_E_INVALID_ARGUMENT);
+  CHECK(last_error_mentions("stored conversation; open it instead"));
+  REQUIRE(parley_session_open(e, "x", &again) == PARLEY_OK);
+  parley_session_close(again);
+  parley_engine_close(e);
+}
