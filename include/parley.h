@@ -400,8 +400,10 @@ PARLEY_API void parley_generate_options_init_sized(parley_generate_options *o, s
 #define parley_generate_options_init(o) parley_generate_options_init_sized((o), sizeof *(o))
 
 /** Receives reply text as it is generated: `len` bytes of whole UTF-8 code points (also
- *  NUL-terminated). Runs on the thread that called parley_session_send(). Return 0 to go on,
- *  non-zero to stop (the send then returns PARLEY_E_CANCELLED and keeps the partial reply).
+ *  NUL-terminated, and never holding a NUL: bytes that are not valid UTF-8, and a NUL byte a
+ *  token stands for, arrive as U+FFFD). Runs on the thread that called
+ *  parley_session_send(). Return 0 to go on, non-zero to stop (the send then returns
+ *  PARLEY_E_CANCELLED and keeps the partial reply).
  *  Calling back into the same session from here returns PARLEY_E_BUSY, except
  *  parley_session_interrupt() (the send then returns CANCELLED) and parley_session_close()
  *  (the send finishes, then the session is freed). The engine and other sessions may be
@@ -462,7 +464,8 @@ PARLEY_API parley_status parley_session_send(parley_session *s, const char *user
 PARLEY_API parley_status parley_tokenize(parley_engine *e, const char *text, int32_t add_bos,
                                          int32_t *ids, size_t cap, size_t *n_needed);
 
-/** Token ids to text (buffer rule above; `*needed` includes the NUL). `ids` may be NULL
+/** Token ids to text (buffer rule above; `*needed` includes the NUL; a NUL byte a token
+ *  stands for comes out as U+FFFD). `ids` may be NULL
  *  when n is 0 (the text is then "").
  *  Errors: INVALID_ARGUMENT (NULL, an id outside the vocabulary), MISUSE.
  *  Thread-safety: any thread. Since: 0.1. */

@@ -16,8 +16,11 @@ void check_session_id(const std::string& id) {
   require(id.size() <= kMaxSessionIdBytes, Status::invalid_argument,
           "session id is " + std::to_string(id.size()) + " bytes; the limit is 127");
   require(text::is_valid_utf8(id), Status::invalid_argument, "session id is not valid UTF-8");
-  for (unsigned char c : id) {
-    require(c >= 0x20 && c != 0x7f, Status::invalid_argument,
+  for (size_t i = 0; i < id.size(); ++i) {
+    const auto c = static_cast<unsigned char>(id[i]);
+    // C0 and DEL; C1 (U+0080..U+009F) is C2 80..C2 9F in UTF-8.
+    const bool c1 = c == 0xC2 && i + 1 < id.size() && static_cast<unsigned char>(id[i + 1]) < 0xA0;
+    require(c >= 0x20 && c != 0x7f && !c1, Status::invalid_argument,
             "session id contains a control character");
   }
 }

@@ -28,8 +28,8 @@ class Tokenizer {
   std::vector<int32_t> encode(std::string_view text) const;
 
   // Ids -> text as sentencepiece DecodeIds does (control tokens vanish, byte pieces are
-  // joined, the leading space of the text is dropped). Throws Error(invalid_argument) for an
-  // id outside [0, n_vocab).
+  // joined, the leading space of the text is dropped), except that a NUL byte becomes U+FFFD.
+  // Throws Error(invalid_argument) for an id outside [0, n_vocab).
   std::string decode(std::span<const int32_t> ids) const;
 
   // The bytes one token stands for in running text: U+2581 -> ' ', <0xNN> -> that byte,

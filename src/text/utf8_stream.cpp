@@ -68,7 +68,8 @@ std::string Utf8Stream::push(std::string_view bytes) {
   while (!rest.empty()) {
     const Sequence seq = next_sequence(rest);
     if (seq.kind == Sequence::incomplete) break;
-    if (seq.kind == Sequence::whole) {
+    // A NUL would end the text for every C caller that reads it as a string: U+FFFD too.
+    if (seq.kind == Sequence::whole && rest[0] != '\0') {
       out.append(rest.substr(0, seq.length));
     } else {
       out.append(kReplacement);

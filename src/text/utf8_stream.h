@@ -12,7 +12,8 @@ class Tokenizer;
 bool is_valid_utf8(std::string_view s);
 
 // Collects bytes and hands out the longest run of whole code points. Bytes that can never
-// become a valid sequence are replaced by U+FFFD, so the output is always valid UTF-8.
+// become a valid sequence are replaced by U+FFFD, so the output is always valid UTF-8; so is a
+// NUL byte, so that the text reads whole as a C string.
 class Utf8Stream {
  public:
   std::string push(std::string_view bytes);

@@ -114,6 +114,10 @@ MisuseRows value_rows() {
   });
   session("id of 1 MB", kInvalid, [](parley_session_options& o) { o.id = huge_text().c_str(); });
   session("id with a control character", kInvalid, [](parley_session_options& o) { o.id = "a\tb"; });
+  session("id with a C1 control character (U+0085)", kInvalid,
+          [](parley_session_options& o) { o.id = "a\xC2\x85" "b"; });
+  session("id with U+00A0 (printable)", PARLEY_OK,
+          [](parley_session_options& o) { o.id = "a\xC2\xA0" "b"; });
   session("id empty", kInvalid, [](parley_session_options& o) { o.id = ""; });
   session("system prompt of 400 KB", PARLEY_E_CONTEXT_FULL,
           [](parley_session_options& o) { o.system_prompt = huge_text().c_str(); });

@@ -36,6 +36,10 @@ std::optional<std::string> spm_decode_after_bos(const sentencepiece::SentencePie
   with_bos.insert(with_bos.end(), ids.begin(), ids.end());
   std::string text = sp.DecodeIds(with_bos);
   if (text.find(kFffd) != std::string::npos) return std::nullopt;
+  // Where Parley differs on purpose: a NUL byte (<0x00>) comes out as U+FFFD.
+  for (size_t at = text.find('\0'); at != std::string::npos; at = text.find('\0', at)) {
+    text.replace(at, 1, kFffd);
+  }
   return text;
 }
 
@@ -97,6 +101,18 @@ TEST_CASE("BOS + random ids stream to what DecodeIds gives") {
     CAPTURE(std::string(path));
     CHECK(compared > 300);
   }
+}
+
+TEST_CASE("a NUL byte token streams and decodes as U+FFFD: C strings stay whole") {
+  PARLEY_SHARED_OR_SKIP(model, test::kLlama2Model);
+  const auto sp = test::load_spm(model);
+  const Tokenizer tokenizer(test::proto_source(model));
+  const int32_t nul = sp->PieceToId("<0x00>");
+  const int32_t h = sp->PieceToId("h");
+  REQUIRE(sp->DecodeIds({h, nul, h}) == std::string("h\0h", 3));  // sentencepiece's own
+  CHECK(stream_ids(tokenizer, with_bos(tokenizer, {h, nul, h}), false) ==
+        "h" + std::string(kFffd) + "h");
+  CHECK(tokenizer.decode(std::vector<int32_t>{h, nul, h}) == "h" + std::string(kFffd) + "h");
 }
 
 TEST_CASE("an emoji spelled as four byte tokens comes out only after the fourth") {

@@ -82,6 +82,11 @@ TEST_CASE("Utf8Stream replaces each maximal invalid subpart with one U+FFFD") {
   CHECK(stream_all("\xE2\x82\xE2\x82\xAC", 2) == kFffd + "\xE2\x82\xAC");
 }
 
+TEST_CASE("Utf8Stream turns a NUL into U+FFFD, so the text stays whole as a C string") {
+  Utf8Stream stream;
+  CHECK(stream.push(std::string("a\0b\0", 4)) == "a" + std::string(kFffd) + "b" + kFffd);
+}
+
 TEST_CASE("Utf8Stream::finish turns an incomplete tail into one U+FFFD") {
   Utf8Stream stream;
   CHECK(stream.push("ok\xF0\x9F\x98") == "ok");
