@@ -4,10 +4,7 @@
 // that outlive a run.
 #include <doctest/doctest.h>
 
-#include <sys/wait.h>
-
 #include <algorithm>
-#include <array>
 #include <cstdio>
 #include <map>
 #include <optional>
@@ -18,7 +15,7 @@
 #include "golden.h"
 #include "support/sanitizer_build.h"
 #include "support/shared_assets.h"
-#include "support/shell_quote.h"
+#include "support/shell.h"
 
 #ifdef PARLEY_CHAT_EXE
 
@@ -26,10 +23,8 @@ using namespace parley::test;
 
 namespace {
 
-struct Run {
-  int exit_code = -1;
-  std::string out;  // stdout only, or stdout and stderr as they were written
-};
+// stdout only, or stdout and stderr as they were written.
+using Run = ShellRun;
 
 std::string quote(const std::string& s) { return shell_quote(s); }
 
@@ -39,17 +34,8 @@ enum class Stderr { dropped, merged };
 // (and stderr when merged).
 Run run_fed_program(const std::string& feed, const std::string& exe, const std::string& args,
                     Stderr err) {
-  const std::string cmd = "{ " + feed + "; } | " + exe + " " + args +
-                          (err == Stderr::merged ? " 2>&1" : " 2>/dev/null");
-  Run r;
-  FILE* p = ::popen(cmd.c_str(), "r");
-  REQUIRE(p);
-  std::array<char, 4096> buf;
-  size_t n;
-  while ((n = std::fread(buf.data(), 1, buf.size(), p)) > 0) r.out.append(buf.data(), n);
-  const int status = ::pclose(p);
-  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
+  return run_shell("{ " + feed + "; } | " + exe + " " + args +
+                   (err == Stderr::merged ? " 2>&1" : " 2>/dev/null"));
 }
 
 // Runs a program with `input` on its stdin.

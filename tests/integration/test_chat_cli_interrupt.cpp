@@ -3,15 +3,11 @@
 // and then writing one.
 #include <doctest/doctest.h>
 
-#include <sys/wait.h>
-
-#include <array>
-#include <cstdio>
 #include <memory>
 #include <string>
 
 #include "support/shared_assets.h"
-#include "support/shell_quote.h"
+#include "support/shell.h"
 #include "support/synth_model.h"
 
 #ifdef PARLEY_CHAT_EXE
@@ -34,23 +30,6 @@ std::string slow_prompt_model(const TempDir& dir) {
   return path;
 }
 
-struct Run {
-  int exit_code = -1;
-  std::string out;  // the shell's stdout: the program's, then "rc=N"
-};
-
-Run run_shell(const std::string& script) {
-  Run r;
-  FILE* p = ::popen(("sh -c " + shell_quote(script)).c_str(), "r");
-  REQUIRE(p);
-  std::array<char, 4096> buf;
-  size_t n;
-  while ((n = std::fread(buf.data(), 1, buf.size(), p)) > 0) r.out.append(buf.data(), n);
-  const int status = ::pclose(p);
-  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
-}
-
 }  // namespace
 
 TEST_CASE("Ctrl-C while a long message is read stops the one-shot run before any reply") {
@@ -68,11 +47,11 @@ TEST_CASE("Ctrl-C while a long message is read stops the one-shot run before any
       " --print-ids -p " + shell_quote(prompt) + " 2>" + shell_quote(err) + " & pid=$!; " +
       "until grep -q 'stored as session' " + shell_quote(err) + "; do sleep 0.01; done; " +
       "kill -INT $pid; wait $pid; echo rc=$?";
-  const Run r = run_shell(script);
+  const ShellRun r = run_shell("sh -c " + shell_quote(script));
   CHECK(r.exit_code == 0);
   CHECK(r.out.find("rc=1") != std::string::npos);
   CHECK(r.out.find("ids:\n") != std::string::npos);  // no reply token
-  const Run e = run_shell("cat " + shell_quote(err));
+  const ShellRun e = run_shell("cat " + shell_quote(err));
   CHECK(e.out.find("parley-chat: stopped") != std::string::npos);
 }
 
