@@ -2,9 +2,11 @@
 // code and the thread-local message; nothing else crosses the C ABI.
 #pragma once
 
+#include <concepts>
 #include <cstdint>
 #include <stdexcept>
 #include <string>
+#include <utility>
 
 namespace parley {
 
@@ -45,6 +47,13 @@ class Error : public std::runtime_error {
 // Precondition checks that name what failed: require(n < cap, Status::bad_model, "n_dims ...").
 inline void require(bool ok, Status status, const std::string& message) {
   if (!ok) fail(status, message);
+}
+
+// The same for checks on hot paths (per token, per block): the message is a function, called
+// only when the check fails, so that passing checks build and allocate nothing.
+template <std::invocable MessageFn>
+void require(bool ok, Status status, MessageFn&& message) {
+  if (!ok) fail(status, std::forward<MessageFn>(message)());
 }
 
 }  // namespace parley

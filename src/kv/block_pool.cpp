@@ -29,11 +29,9 @@ BlockPool::BlockPool(const BlockLayout& layout, uint64_t budget_bytes)
 }
 
 void BlockPool::check_id_locked(BlockId id) const {
-  // Not require(): its message would be built, and allocated, on every call. These checks
-  // run in release(), which must not allocate.
-  if (id < 0 || size_t(id) >= state_.size()) {
-    fail(Status::internal, "KV block " + std::to_string(id) + " does not exist");
-  }
+  // A message built only on failure: these checks run in release(), which must not allocate.
+  require(id >= 0 && size_t(id) < state_.size(), Status::internal,
+          [&] { return "KV block " + std::to_string(id) + " does not exist"; });
 }
 
 BlockId BlockPool::take_block_locked() {

@@ -140,17 +140,16 @@ Scratch& thread_scratch() {
 std::vector<std::byte> encode_kv_block(const kv::BlockLayout& layout, uint64_t model_fingerprint,
                                        const std::byte* block, uint32_t n_tokens,
                                        const KvCodecOptions& options) {
-  // Per block: the messages are built only when a check fails.
-  if (n_tokens < 1 || n_tokens > kv::kBlockTokens) {
-    fail(Status::invalid_argument, "encode_kv_block: n_tokens must be 1.." +
-                                       std::to_string(kv::kBlockTokens) + ", got " +
-                                       std::to_string(n_tokens));
-  }
-  if (options.zstd_level < ZSTD_minCLevel() || options.zstd_level > ZSTD_maxCLevel()) {
-    fail(Status::invalid_argument,
-         "encode_kv_block: zstd level " + std::to_string(options.zstd_level) + " out of " +
-             std::to_string(ZSTD_minCLevel()) + ".." + std::to_string(ZSTD_maxCLevel()));
-  }
+  require(n_tokens >= 1 && n_tokens <= kv::kBlockTokens, Status::invalid_argument, [&] {
+    return "encode_kv_block: n_tokens must be 1.." + std::to_string(kv::kBlockTokens) +
+           ", got " + std::to_string(n_tokens);
+  });
+  require(options.zstd_level >= ZSTD_minCLevel() && options.zstd_level <= ZSTD_maxCLevel(),
+          Status::invalid_argument, [&] {
+            return "encode_kv_block: zstd level " + std::to_string(options.zstd_level) +
+                   " out of " + std::to_string(ZSTD_minCLevel()) + ".." +
+                   std::to_string(ZSTD_maxCLevel());
+          });
   const size_t raw_bytes = kv_payload_bytes(layout, n_tokens);
   Scratch& scratch = thread_scratch();
   scratch.payload.resize(raw_bytes);

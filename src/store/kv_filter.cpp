@@ -20,10 +20,10 @@ struct PayloadShape {
 };
 
 PayloadShape payload_shape(const kv::BlockLayout& layout, uint32_t n_tokens) {
-  if (n_tokens < 1 || n_tokens > kv::kBlockTokens) {  // per block: a message only on failure
-    fail(Status::internal, "KV payload: n_tokens must be 1.." + std::to_string(kv::kBlockTokens) +
-                               ", got " + std::to_string(n_tokens));
-  }
+  require(n_tokens >= 1 && n_tokens <= kv::kBlockTokens, Status::internal, [&] {
+    return "KV payload: n_tokens must be 1.." + std::to_string(kv::kBlockTokens) + ", got " +
+           std::to_string(n_tokens);
+  });
   const kv::KvShape& s = layout.shape();
   PayloadShape p{};
   p.groups = 2 * size_t(s.n_layers);
@@ -36,9 +36,10 @@ PayloadShape payload_shape(const kv::BlockLayout& layout, uint32_t n_tokens) {
 }
 
 void require_size(size_t got, size_t want, const char* what) {
-  if (got == want) return;  // per block: the message is built only when the sizes differ
-  fail(Status::internal, std::string("KV payload: ") + what + " holds " + std::to_string(got) +
-                             " bytes, expected " + std::to_string(want));
+  require(got == want, Status::internal, [&] {
+    return std::string("KV payload: ") + what + " holds " + std::to_string(got) +
+           " bytes, expected " + std::to_string(want);
+  });
 }
 
 const uint8_t* bytes(std::span<const std::byte> s) {

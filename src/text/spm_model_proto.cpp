@@ -223,25 +223,25 @@ void validate_gguf_vocab(const model::GgufVocab& vocab) {
   std::array<bool, 256> has_byte{};
   size_t n_bytes = 0;
   for (size_t i = 0; i < n; ++i) {
-    // Per token: each message is built only when its check fails.
-    if (vocab.tokens[i].empty()) {
-      fail(Status::bad_model,
-           "token " + std::to_string(i) + " of tokenizer.ggml.tokens is an empty string");
-    }
+    require(!vocab.tokens[i].empty(), Status::bad_model, [&] {
+      return "token " + std::to_string(i) + " of tokenizer.ggml.tokens is an empty string";
+    });
     if (!vocab.token_types.empty()) {
       const int32_t t = vocab.token_types[i];
-      if (t < int32_t(PieceType::normal) || t > int32_t(PieceType::byte)) {
-        fail(Status::bad_model, describe(vocab, i) + " has tokenizer.ggml.token_type " +
-                                    std::to_string(t) + "; sentencepiece knows types 1..6");
-      }
+      require(t >= int32_t(PieceType::normal) && t <= int32_t(PieceType::byte), Status::bad_model,
+              [&] {
+                return describe(vocab, i) + " has tokenizer.ggml.token_type " +
+                       std::to_string(t) + "; sentencepiece knows types 1..6";
+              });
     }
     const PieceType type = type_of(vocab, i);
     if (type == PieceType::byte) {
       const auto byte = parse_byte_piece(vocab.tokens[i]);
-      if (!byte) {
-        fail(Status::bad_model, describe(vocab, i) + " is of type BYTE but is not written <0xNN>");
-      }
-      if (has_byte[*byte]) fail(Status::bad_model, describe(vocab, i) + " appears twice");
+      require(byte.has_value(), Status::bad_model, [&] {
+        return describe(vocab, i) + " is of type BYTE but is not written <0xNN>";
+      });
+      require(!has_byte[*byte], Status::bad_model,
+              [&] { return describe(vocab, i) + " appears twice"; });
       has_byte[*byte] = true;
       ++n_bytes;
     }

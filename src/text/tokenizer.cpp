@@ -73,12 +73,10 @@ struct Tokenizer::Impl {
   }
 
   void check_id(int32_t id) const {
-    // Per token: the message is built only when the check fails.
-    if (id < 0 || id >= sp.GetPieceSize()) {
-      fail(Status::invalid_argument, "token id " + std::to_string(id) +
-                                         " is outside the vocabulary [0, " +
-                                         std::to_string(sp.GetPieceSize()) + ")");
-    }
+    require(id >= 0 && id < sp.GetPieceSize(), Status::invalid_argument, [&] {
+      return "token id " + std::to_string(id) + " is outside the vocabulary [0, " +
+             std::to_string(sp.GetPieceSize()) + ")";
+    });
   }
 };
 
