@@ -37,14 +37,13 @@ void Session::send(std::string_view user_text, const GenerateParams& params,
   std::vector<int32_t> new_ids = render_turn(user_text);
   const uint32_t context = engine_->context_length();
   const bool fits = tokens_.size() + new_ids.size() + 1 <= context;
-  const auto refuse = [&] {
+  if (!fits && overflow_ != OverflowPolicy::drop_oldest) {
     fail(Status::context_full,
          "the message needs " + std::to_string(new_ids.size()) +
              " tokens and its reply at least 1, but only " +
              std::to_string(context - std::min<size_t>(context, tokens_.size())) +
              " of the context's " + std::to_string(context) + " are left");
-  };
-  if (!fits && overflow_ != OverflowPolicy::drop_oldest) refuse();
+  }
   if (spilled()) {  // bring the KV back from the store (or recompute what did not come)
     const double t0 = now_ms();
     stats.kv_source = restore_kv() ? KvSource::restored : KvSource::rebuilt;

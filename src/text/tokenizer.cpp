@@ -120,7 +120,7 @@ std::string Tokenizer::decode(std::span<const int32_t> ids) const {
   require(status.ok(), Status::internal, "sentencepiece decode failed: " + status.ToString());
   // A NUL (<0x00>) would end the text for every C caller that reads it as a string.
   for (size_t at = text.find('\0'); at != std::string::npos; at = text.find('\0', at)) {
-    text.replace(at, 1, "\xEF\xBF\xBD");  // U+FFFD
+    text.replace(at, 1, kReplacementCharacter);
   }
   return text;
 }

@@ -5,8 +5,6 @@
 namespace parley::text {
 namespace {
 
-constexpr std::string_view kReplacement = "\xEF\xBF\xBD";  // U+FFFD
-
 // What starts at the front of some bytes.
 struct Sequence {
   enum Kind {
@@ -72,7 +70,7 @@ std::string Utf8Stream::push(std::string_view bytes) {
     if (seq.kind == Sequence::whole && rest[0] != '\0') {
       out.append(rest.substr(0, seq.length));
     } else {
-      out.append(kReplacement);
+      out.append(kReplacementCharacter);
     }
     rest.remove_prefix(seq.length);
   }
@@ -82,7 +80,7 @@ std::string Utf8Stream::push(std::string_view bytes) {
 
 std::string Utf8Stream::finish() {
   // A pending tail is a valid start cut short: one maximal subpart, one U+FFFD.
-  std::string out = pending_.empty() ? std::string() : std::string(kReplacement);
+  std::string out = pending_.empty() ? std::string() : std::string(kReplacementCharacter);
   pending_.clear();
   return out;
 }

@@ -9,6 +9,8 @@ namespace parley::text {
 
 class Tokenizer;
 
+inline constexpr std::string_view kReplacementCharacter = "\xEF\xBF\xBD";  // U+FFFD
+
 bool is_valid_utf8(std::string_view s);
 
 // Collects bytes and hands out the longest run of whole code points. Bytes that can never
