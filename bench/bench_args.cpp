@@ -127,6 +127,8 @@ BenchArgs parse_args(int argc, char** argv) {
       a.gen_tokens = uint32_t(parse_count(flag, value, 2));  // TPOT needs two tokens
     } else if (flag == "--spill-tokens") {
       a.spill_tokens = parse_counts(flag, value, 2);
+    } else if (flag == "--concurrent") {
+      a.concurrent_sessions = parse_counts(flag, value, 1);
     } else if (flag == "--codec-min-s") {
       a.codec_min_seconds = parse_seconds(flag, value);
     } else if (flag == "--copy-mib") {
@@ -154,8 +156,9 @@ const char* usage_text() {
   --weights T           synthetic weights: f32, f16 (default), bf16, q8_0 (alias --dtype)
   --seed N              synthetic weights seed (default 1)
   --device D            engine device: cpu (default), auto, cuda, cuda:N
-  --scenario A[,B...]   prefill, decode, turn, prefix, spill, kv-bytes, codec (default: all;
-                        turns and shared-prefix are old names of turn and prefix)
+  --scenario A[,B...]   prefill, decode, turn, prefix, spill, kv-bytes, codec, concurrent
+                        (default: all; turns and shared-prefix are old names of turn and
+                        prefix)
   --threads N           CPU threads (default 0: one per core)
   --kv T[,T...]         int8, f16, f32 (default: all three where a scenario compares
                         them, else int8)
@@ -170,6 +173,8 @@ const char* usage_text() {
   --sessions N          prefix: sessions sharing the system prompt (default 8)
   --system-tokens N     prefix: system prompt length (default 200)
   --spill-tokens N[,N...]  spill: conversation lengths (default 512,2048)
+  --concurrent N[,N...]  concurrent: sessions generating at once (default 1,2,4,8); each
+                        has a prompt of --context tokens (the first) and generates --tokens
   --codec-min-s S       codec: least seconds per timing (default 0.3)
   --copy-mib N          bandwidth copy loop: MiB per array (default 512; arrays that fit in
                         the caches overstate bandwidth_gbs, so smaller is for quick checks)

@@ -30,6 +30,7 @@ struct BenchArgs {
   std::vector<uint32_t> context_tokens = {128};            // --context: decode
   uint32_t gen_tokens = 64;                                // --tokens (alias --gen-tokens): decode
   std::vector<uint32_t> spill_tokens = {512, 2048};        // --spill-tokens: spill
+  std::vector<uint32_t> concurrent_sessions = {1, 2, 4, 8};  // --concurrent: concurrent
   double codec_min_seconds = 0.3;        // --codec-min-s: codec, least time per timing
   uint32_t copy_mib = 512;               // --copy-mib: each array of the bandwidth copy loop
   bool help = false;

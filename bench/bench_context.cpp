@@ -29,12 +29,14 @@ std::shared_ptr<engine::Engine> BenchContext::make_engine(kv::KvType kv) const {
 }
 
 std::shared_ptr<engine::Engine> BenchContext::make_engine(kv::KvType kv,
-                                                          const std::string& store_path) const {
+                                                          const std::string& store_path,
+                                                          bool batch_decode) const {
   engine::EngineOptions options;
   options.device = args_.device;
   options.n_threads = args_.threads;
   options.kv_type = kv;
   options.store_path = store_path;
+  options.batch_decode = batch_decode;
   return std::make_shared<engine::Engine>(source_.make_model(), options);
 }
 

@@ -50,8 +50,10 @@ class BenchContext {
 
   // A fresh engine (empty prefix cache) on --device over a view of the model.
   std::shared_ptr<engine::Engine> make_engine(kv::KvType kv) const;
-  // The same, keeping its sessions in the store file at `store_path`.
-  std::shared_ptr<engine::Engine> make_engine(kv::KvType kv, const std::string& store_path) const;
+  // The same, keeping its sessions in the store file at `store_path` ("" = none), with decode
+  // steps shared between sessions (the engine's default) or not.
+  std::shared_ptr<engine::Engine> make_engine(kv::KvType kv, const std::string& store_path,
+                                              bool batch_decode = true) const;
 
   // A line with every key of kCommonKeys: those that hold for any measurement on this engine
   // are filled, the rest are null for the scenario to fill. (Non-const: Engine::backend()

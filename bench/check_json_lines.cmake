@@ -14,7 +14,7 @@ endif()
 execute_process(
   COMMAND ${BENCH} --synthetic stories15m --threads 1 --kv int8 --repeat 1 --copy-mib 8
           --prompt-tokens 16,1000 --context 16 --tokens 4 --turns 2 --turn-tokens 4
-          --sessions 2 --system-tokens 16 --spill-tokens 48 --codec-min-s 0
+          --sessions 2 --system-tokens 16 --spill-tokens 48 --codec-min-s 0 --concurrent 1,2
   OUTPUT_VARIABLE out ERROR_VARIABLE err RESULT_VARIABLE rc TIMEOUT 200)
 if(NOT rc EQUAL 0)
   message(FATAL_ERROR "parley-bench exited with ${rc}: ${err}")
@@ -42,7 +42,10 @@ set(filled_prefix)  # the per-session lines fill TTFT; the summary line has its 
 set(filled_spill context_tokens ${spill_keys})
 set(filled_kv-bytes context_tokens)
 set(filled_codec)
-set(scenarios prefill decode turn prefix spill kv-bytes codec)
+set(filled_concurrent prompt_tokens context_tokens generated_tokens decode_tok_s ttft_ms
+    tpot_ms_median tpot_ms_p90 decode_bandwidth_utilisation)
+set(concurrent_keys sessions shared_steps decode_steps sessions_per_step)
+set(scenarios prefill decode turn prefix spill kv-bytes codec concurrent)
 foreach(s IN LISTS scenarios)
   set(n_${s} 0)
 endforeach()
@@ -69,6 +72,9 @@ foreach(line IN LISTS lines)
     list(APPEND keys ${spill_keys})
   elseif(scenario STREQUAL "decode")
     list(APPEND keys ${decode_keys})
+  elseif(scenario STREQUAL "concurrent")
+    list(APPEND keys ${concurrent_keys})
+    list(APPEND filled_concurrent ${concurrent_keys})
   endif()
   foreach(key IN LISTS keys)
     string(JSON key_type ERROR_VARIABLE json_err TYPE "${line}" ${key})
@@ -83,7 +89,7 @@ foreach(line IN LISTS lines)
   if(NOT model STREQUAL "synthetic:stories15m")
     message(FATAL_ERROR "unexpected model '${model}'")
   endif()
-  if(scenario STREQUAL "decode" OR scenario STREQUAL "turn")
+  if(scenario STREQUAL "decode" OR scenario STREQUAL "turn" OR scenario STREQUAL "concurrent")
     string(JSON generated GET "${line}" generated_tokens)
     if(NOT generated EQUAL 4)
       message(FATAL_ERROR "${scenario} generated ${generated} tokens, not the 4 asked: ${line}")
@@ -93,8 +99,8 @@ endforeach()
 
 # prefill: 16 and 1000 capped to the context; decode: one context; turn: one line a turn;
 # prefix: two sessions and a summary; spill: one length; kv-bytes: one KV type; codec: four
-# zstd levels, with and without the filter.
-set(expected prefill 2 decode 1 turn 2 prefix 3 spill 1 kv-bytes 1 codec 8)
+# zstd levels, with and without the filter; concurrent: 1 and 2 sessions, steps shared or not.
+set(expected prefill 2 decode 1 turn 2 prefix 3 spill 1 kv-bytes 1 codec 8 concurrent 4)
 set(report "")
 while(expected)
   list(POP_FRONT expected s n)

@@ -15,6 +15,7 @@ void run_prefill(BenchContext& ctx);   // scenario_prefill.cpp
 void run_decode(BenchContext& ctx);    // scenario_decode.cpp
 void run_codec(BenchContext& ctx);     // scenario_codec.cpp
 void run_spill(BenchContext& ctx);     // scenario_spill.cpp
+void run_concurrent(BenchContext& ctx);  // scenario_concurrent.cpp
 
 struct Scenario {
   std::string_view name;

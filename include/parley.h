@@ -9,10 +9,13 @@
  *   last. On failure an out-handle is set to NULL, and parley_last_error() holds a message.
  * - Options and filled structs start with `size_t struct_size`, set by the CALLER to the size
  *   it was compiled with (the *_init macros do that). The library reads or writes only that many
- *   bytes; a newer caller's extra fields must be zero. Fields are only ever appended.
- *   A struct_size below this version's struct (0 included) is INVALID_ARGUMENT; so is a
- *   non-zero byte past this version's fields in options. In a struct the library fills, the
- *   bytes past this version's fields (up to struct_size) are set to zero.
+ *   bytes; a newer caller's extra fields must be zero. Fields are only ever appended (each
+ *   says "since" when it came after 0.1), and a program built against an earlier version keeps
+ *   working: its smaller struct_size is honoured, the fields it lacks taking their defaults in
+ *   options and left unwritten in filled structs. A struct_size that no version had (0
+ *   included) is INVALID_ARGUMENT; so is a non-zero byte past this version's fields in
+ *   options. In a struct the library fills, the bytes past this version's fields (up to
+ *   struct_size) are set to zero.
  * - Strings are UTF-8 and NUL-terminated unless a length is given.
  * - Buffers: a call writes at most `cap` elements (a string is NUL-terminated within `cap`),
  *   sets `*needed` to the full size (a string's includes its NUL) and returns PARLEY_OK even
@@ -26,6 +29,9 @@
  * - Threads: an engine may be used from any thread. A session is used by one thread at a
  *   time: a second concurrent call on it returns PARLEY_E_BUSY (also from inside its own
  *   callback); only parley_session_interrupt() may be called at any time from any thread.
+ *   On the CPU, sessions that generate at the same time from different threads share their
+ *   decode steps (the weights are read once for all of them), and each reply is still, bit
+ *   for bit, the one it would be alone.
  * - No C++ exception ever crosses this interface. Any call that allocates memory may return
  *   PARLEY_E_OUT_OF_MEMORY when an allocation fails (SQLite's own included), also where its
  *   Errors line does not say so; the objects involved stay usable, and a failed open leaves
@@ -75,7 +81,7 @@ extern "C" {
  * (PARLEY_DEPRECATED) stays exported and working until the next major version. */
 
 #define PARLEY_VERSION_MAJOR 0
-#define PARLEY_VERSION_MINOR 1
+#define PARLEY_VERSION_MINOR 2
 #define PARLEY_VERSION_PATCH 0
 #define PARLEY_VERSION_NUMBER \
   (PARLEY_VERSION_MAJOR * 10000 + PARLEY_VERSION_MINOR * 100 + PARLEY_VERSION_PATCH)
@@ -227,6 +233,10 @@ typedef struct parley_engine_stats {
   uint64_t prefix_hits;         /* blocks found in the prefix cache */
   uint64_t prefix_misses;       /* lookups that found none */
   uint64_t store_bytes;         /* size of the store file; 0 without a store */
+  uint64_t decode_steps;        /* since 0.2: decode steps run; sessions generating at the
+                                   same time share them (see Threads above) */
+  uint64_t decode_tokens;       /* since 0.2: tokens those steps computed; decode_tokens /
+                                   decode_steps is the mean number of sessions per step */
 } parley_engine_stats;
 
 /** Engine-wide counters.

@@ -15,7 +15,7 @@ cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DPARLEY_TSAN=ON -DPARLEY_CUDA=OFF -DPARLEY_TESTS=ON -DPARLEY_SAMPLES=OFF \
   -DPARLEY_BENCH=OFF >/dev/null
 cmake --build "$build_dir" -j "$jobs" --target parley-tests-threads parley-store-writer \
-  parley-tests-backend parley-tests-abi parley-tests-integration
+  parley-tests-backend parley-tests-abi parley-tests-integration parley-tests-engine
 
 TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 ${TSAN_OPTIONS:-}" \
   ctest --test-dir "$build_dir" -L threads --output-on-failure -j "$jobs"

@@ -112,6 +112,8 @@ PARLEY_API parley_status parley_engine_get_stats(parley_engine* e, parley_engine
     r.kv_bytes_per_token = s.kv_bytes_per_token;
     r.kv_bytes_resident = s.kv_bytes_resident;
     r.kv_budget_bytes = s.kv_budget_bytes;
+    r.decode_steps = s.decode.steps;
+    r.decode_tokens = s.decode.tokens;
     write_out_struct(out, r);
   });
 }

@@ -2,25 +2,48 @@
 // has. The library reads or writes only that many bytes; fields it does not know must be 0.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstring>
 #include <string>
 
 #include "common/error.h"
+#include "parley.h"
 
 namespace parley::api {
 
-// Copies a caller's options struct. A size below this version's struct or non-zero bytes past
-// it (fields of a newer header this library cannot honour) are invalid_argument.
+// The struct_size values a caller may pass besides this version's sizeof (or more): the sizes
+// a struct had in earlier versions, whose programs keep working (the library then reads or
+// fills only that many bytes). Each struct lists its sizes here when it grows.
+template <typename T>
+constexpr bool is_earlier_size(size_t) {
+  return false;
+}
+template <>
+constexpr bool is_earlier_size<parley_engine_stats>(size_t size) {
+  return size == offsetof(parley_engine_stats, decode_steps);  // 0.1
+}
+
+template <typename T>
+bool is_known_size(size_t size) {
+  return size >= sizeof(T) || is_earlier_size<T>(size);
+}
+
+template <typename T>
+std::string size_refusal(const char* name, size_t size) {
+  return std::string(name) + "->struct_size is " + std::to_string(size) + "; expected " +
+         std::to_string(sizeof(T)) + " (sizeof in this version; use the *_init macro for " +
+         "options) or the size of an earlier version";
+}
+
+// Copies a caller's options struct. Fields past a smaller (earlier version's) struct_size take
+// their defaults (0). A size no version had, or non-zero bytes past this version's fields (a
+// newer header's fields this library cannot honour), are invalid_argument.
 template <typename T>
 T read_options(const T* user, const char* name) {
   if (!user) fail(Status::invalid_argument, std::string(name) + " is NULL");
   const size_t size = user->struct_size;
-  if (size < sizeof(T)) {
-    fail(Status::invalid_argument, std::string(name) + ".struct_size is " + std::to_string(size) +
-                                       "; expected at least " + std::to_string(sizeof(T)) +
-                                       " (use the *_init macro)");
-  }
+  if (!is_known_size<T>(size)) fail(Status::invalid_argument, size_refusal<T>(name, size));
   const auto* bytes = reinterpret_cast<const unsigned char*>(user);
   for (size_t i = sizeof(T); i < size; ++i) {
     if (bytes[i] != 0) {
@@ -30,7 +53,8 @@ T read_options(const T* user, const char* name) {
     }
   }
   T copy;
-  std::memcpy(&copy, user, sizeof(T));
+  std::memset(&copy, 0, sizeof(T));
+  std::memcpy(&copy, user, std::min(size, sizeof(T)));
   return copy;
 }
 
@@ -38,19 +62,19 @@ T read_options(const T* user, const char* name) {
 template <typename T>
 void check_out_struct(const T* user, const char* name) {
   if (!user) fail(Status::invalid_argument, std::string(name) + " is NULL");
-  if (user->struct_size < sizeof(T)) {
-    fail(Status::invalid_argument, std::string(name) + "->struct_size is " +
-                                       std::to_string(user->struct_size) + "; expected at least " +
-                                       std::to_string(sizeof(T)));
+  if (!is_known_size<T>(user->struct_size)) {
+    fail(Status::invalid_argument, size_refusal<T>(name, user->struct_size));
   }
 }
 
-// Writes a filled struct into the caller's: our fields, zeros for any newer ones.
+// Writes a filled struct into the caller's: as many of our fields as it has room for, zeros
+// for any newer ones.
 template <typename T>
 void write_out_struct(T* user, const T& value) {
   const size_t size = user->struct_size;
-  std::memset(reinterpret_cast<unsigned char*>(user) + sizeof(T), 0, size - sizeof(T));
-  std::memcpy(user, &value, sizeof(T));
+  auto* bytes = reinterpret_cast<unsigned char*>(user);
+  if (size > sizeof(T)) std::memset(bytes + sizeof(T), 0, size - sizeof(T));
+  std::memcpy(bytes, &value, std::min(size, sizeof(T)));
   user->struct_size = size;
 }
 

@@ -24,6 +24,13 @@ struct Batch {
   bool all_logits = false;          // logits for every token, else only for the last
 };
 
+// One sequence's share of a step that runs several sequences at once.
+struct SequenceStep {
+  Batch batch;
+  kv::KvView* kv = nullptr;
+  std::span<float> logits;  // as forward()'s
+};
+
 class Backend {
  public:
   virtual ~Backend() = default;
@@ -39,6 +46,20 @@ class Backend {
   // Thread-safety: any thread; calls on different sequences may run at the same time.
   // Throws Error(backend) on device failure; Error(internal) on a shape mismatch.
   virtual void forward(const Batch& batch, kv::KvView& kv, std::span<float> logits) = 0;
+
+  // How many sequences one forward_many() serves with a single read of the weights; 1 for a
+  // backend that runs them one after another.
+  virtual uint32_t max_sequences() const { return 1; }
+
+  // Runs each step as forward() would, with the same K/V and the same logits bit for bit, but
+  // together: their rows share every weight read (decode is bound by reading the weights, so N
+  // sequences cost about as much as one). The steps' KV views are distinct; at most
+  // max_sequences() steps, their tokens together at most max_batch().
+  // Throws as forward() does; after a throw any step may have written its K/V (running a step
+  // again writes the same values).
+  virtual void forward_many(std::span<const SequenceStep> steps) {
+    for (const SequenceStep& s : steps) forward(s.batch, *s.kv, s.logits);
+  }
 };
 
 // Called by a backend with each weight view (of the model it was made from) once it holds its

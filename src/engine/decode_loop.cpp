@@ -24,6 +24,7 @@ std::string Session::decode(sample::Sampler& sampler, const GenerateParams& para
   uint32_t generated = 0;
   double first_token_ms = 0;
   reply_closed_ = false;
+  StepBatcher::Decoder decoder(engine_->step_batcher());
   while (generated < limit && tokens_.size() < context) {
     if (interrupt_.load(std::memory_order_relaxed)) {
       cut = ReplyCut::cancelled;
@@ -54,7 +55,7 @@ std::string Session::decode(sample::Sampler& sampler, const GenerateParams& para
     if (generated == limit || tokens_.size() >= context) break;
 
     try {
-      feed_last_token();
+      feed_last_token(decoder);
     } catch (const Error& e) {
       // No KV memory left for the next token, even after spilling idle sessions: the reply
       // ends here, and what was streamed stays the turn (its last token is fed next turn).

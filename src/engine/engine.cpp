@@ -70,6 +70,7 @@ Engine::Engine(std::unique_ptr<model::LoadedModel> model, const EngineOptions& o
   backend_ = backend::make_backend(
       options.device, *model_, options.n_threads,
       [this](const model::TensorView& v) { model::release_weight_bytes(*model_, v); });
+  step_batcher_ = std::make_unique<StepBatcher>(*backend_, options.batch_decode);
   if (!options.store_path.empty()) {
     store_ = std::make_unique<store::Store>(options.store_path, options.store_options);
     idle_spill_ms_ = options.idle_spill_ms;
@@ -201,6 +202,7 @@ EngineStats Engine::stats() const {
   s.kv_bytes_resident = (s.blocks.used + s.blocks.cached) * pool_->layout().block_bytes();
   s.kv_budget_bytes = pool_->budget_bytes();
   if (store_) s.store_bytes = store_->file_bytes();
+  s.decode = step_batcher_->stats();
   return s;
 }
 

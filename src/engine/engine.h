@@ -13,6 +13,7 @@
 
 #include "backend/backend.h"
 #include "kv/block_pool.h"
+#include "engine/step_batcher.h"
 #include "store/store.h"
 #include "model/model_loader.h"
 #include "text/chat_template.h"
@@ -30,6 +31,7 @@ struct EngineOptions {
   std::string store_path;           // "" = sessions live in memory only
   store::StoreOptions store_options;
   uint32_t idle_spill_ms = 0;       // spill sessions idle this long; 0 = only under pressure
+  bool batch_decode = true;         // sessions generating at once share decode steps
 };
 
 struct EngineStats {
@@ -41,6 +43,7 @@ struct EngineStats {
   uint64_t kv_bytes_resident = 0;  // blocks referenced by sessions, plus cached prefix blocks
   uint64_t kv_budget_bytes = 0;
   uint64_t store_bytes = 0;
+  StepStats decode;
 };
 
 class Session;
@@ -58,6 +61,8 @@ class Engine {
   const model::ModelConfig& config() const { return model_->config; }
   const text::Tokenizer& tokenizer() const { return *tokenizer_; }
   backend::Backend& backend() { return *backend_; }
+  // Runs the decode steps of sessions that generate at the same time together.
+  StepBatcher& step_batcher() { return *step_batcher_; }
   kv::KvType kv_type() const { return pool_->layout().type(); }
   kv::KvShape kv_shape() const { return pool_->layout().shape(); }
   kv::BlockPool& kv_pool() { return *pool_; }
@@ -94,6 +99,7 @@ class Engine {
   std::unique_ptr<model::LoadedModel> model_;
   std::unique_ptr<text::Tokenizer> tokenizer_;
   std::unique_ptr<backend::Backend> backend_;
+  std::unique_ptr<StepBatcher> step_batcher_;
   std::unique_ptr<kv::BlockPool> pool_;
   std::unique_ptr<store::Store> store_;
   uint32_t context_length_ = 0;

@@ -39,14 +39,16 @@ uint32_t Session::prefill() {
   return from_cache;
 }
 
-void Session::feed_last_token() {
+void Session::feed_last_token(StepBatcher::Decoder& decoder) {
   const uint32_t pos = n_cached_;
   prepare_write(pos, pos + 1);
   auto view = blocks_.view(engine_->context_length());
-  backend::Batch batch;
-  batch.tokens = std::span<const int32_t>(tokens_).subspan(pos, 1);
-  batch.start_pos = pos;
-  engine_->backend().forward(batch, view, logits_);
+  backend::SequenceStep step;
+  step.batch.tokens = std::span<const int32_t>(tokens_).subspan(pos, 1);
+  step.batch.start_pos = pos;
+  step.kv = &view;
+  step.logits = logits_;
+  decoder.step(step);
   ++n_cached_;
   if (n_cached_ % kv::kBlockTokens == 0) blocks_.publish_full(tokens_, n_cached_);
 }

@@ -17,6 +17,7 @@
 #include <string_view>
 #include <vector>
 
+#include "engine/step_batcher.h"
 #include "kv/block_table.h"
 #include "store/store.h"
 #include "sample/sampler.h"
@@ -156,8 +157,9 @@ class Session {
   // leaves the last row's logits in logits_. Returns the tokens found in the prefix cache.
   // Stops between chunks when interrupted (n_cached_ then short of tokens_, logits_ stale).
   uint32_t prefill();
-  // Runs one token at position n_cached_ (the last of tokens_) and publishes a filled block.
-  void feed_last_token();
+  // Runs one token at position n_cached_ (the last of tokens_), as one of the decode steps
+  // that `decoder` shares with other sessions, and publishes a filled block.
+  void feed_last_token(StepBatcher::Decoder& decoder);
   // Makes positions [from, to) writable, spilling other sessions when the budget is short.
   void prepare_write(uint32_t from, uint32_t to);
   // Samples, streams and feeds reply tokens until a stop; returns the reply's text.

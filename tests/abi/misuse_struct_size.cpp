@@ -1,8 +1,10 @@
 // Rows: struct_size of every caller-sized struct. Options: 0, only the size field, a size
 // that ends inside a field, smaller than this version, larger with a non-zero tail -> all
 // INVALID_ARGUMENT; larger with a zero tail -> accepted. Filled structs: too small ->
-// INVALID_ARGUMENT; larger -> filled, with the tail set to zero. The *_init_sized entry
-// points write exactly `size` bytes (none below sizeof(size_t)).
+// INVALID_ARGUMENT; an earlier version's size (a program built against that header) -> filled
+// up to that size and not a byte further; larger -> filled, with the tail set to zero. The
+// *_init_sized entry points write exactly `size` bytes (none below sizeof(size_t)).
+#include <cstddef>
 #include <cstring>
 
 #include "misuse_matrix.h"
@@ -96,6 +98,26 @@ void out_rows(MisuseRows& r, const char* fn, Use use) {
                }});
 }
 
+// A filled struct of an earlier version's size: accepted, and nothing past that size written.
+// `written` checks a field the earlier version has.
+template <typename T, typename Use, typename Written>
+void earlier_size_row(MisuseRows& r, const char* fn, const char* what, size_t size, Use use,
+                      Written written) {
+  r.push_back({fn, what, PARLEY_OK, [size, use, written](MisuseWorld& w) {
+                 Padded<T> p;
+                 std::memset(&p, 0xAB, sizeof p);
+                 p.value.struct_size = size;
+                 const parley_status st = use(w, &p.value);
+                 if (st != PARLEY_OK) return st;
+                 const auto* bytes = reinterpret_cast<const unsigned char*>(&p);
+                 for (size_t i = size; i < sizeof p; ++i) {
+                   if (bytes[i] != 0xAB) return kRowCheckFailed;
+                 }
+                 return p.value.struct_size == size && written(p.value) ? PARLEY_OK
+                                                                        : kRowCheckFailed;
+               }});
+}
+
 // init_sized rows: the bytes written are exactly the size given.
 template <typename T>
 void init_rows(MisuseRows& r, const char* fn, void (*init)(T*, size_t)) {
@@ -157,10 +179,15 @@ MisuseRows struct_size_rows() {
         return parley_session_send(w.session(), "a", o, nullptr, nullptr, nullptr);
       });
 
-  out_rows<parley_engine_stats>(r, "parley_engine_get_stats",
-                                [](MisuseWorld& w, parley_engine_stats* s) {
-                                  return parley_engine_get_stats(w.engine(), s);
-                                });
+  const auto get_stats = [](MisuseWorld& w, parley_engine_stats* s) {
+    return parley_engine_get_stats(w.engine(), s);
+  };
+  out_rows<parley_engine_stats>(r, "parley_engine_get_stats", get_stats);
+  // 0.1's struct ended before decode_steps.
+  earlier_size_row<parley_engine_stats>(
+      r, "parley_engine_get_stats", "0.1's size: filled up to it, nothing past it",
+      offsetof(parley_engine_stats, decode_steps), get_stats,
+      [](const parley_engine_stats& s) { return s.kv_bytes_per_token > 0 && s.store_bytes == 0; });
   out_rows<parley_model_info>(r, "parley_engine_get_model_info",
                               [](MisuseWorld& w, parley_model_info* m) {
                                 return parley_engine_get_model_info(w.engine(), m);

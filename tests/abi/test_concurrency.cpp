@@ -165,6 +165,14 @@ TEST_CASE("sessions on different threads both finish with the same result as alo
   ty.join();
   CHECK(x == alone);
   CHECK(y == alone);
+  // Three replies of 12 tokens each took 11 decode tokens (prefill yields the first, the last
+  // is not fed back), whether the two at once shared steps or not.
+  parley_engine_stats stats;
+  stats.struct_size = sizeof stats;
+  REQUIRE(parley_engine_get_stats(e, &stats) == PARLEY_OK);
+  CHECK(stats.decode_tokens == 3 * 11);
+  CHECK(stats.decode_steps >= 2 * 11);
+  CHECK(stats.decode_steps <= stats.decode_tokens);
 }
 
 TEST_CASE("a session's send runs while another session's send is in progress") {

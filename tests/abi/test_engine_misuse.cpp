@@ -201,6 +201,29 @@ TEST_CASE("KV bytes per token follow the documented formula") {
   }
 }
 
+TEST_CASE("decode steps: a reply of n tokens alone takes n - 1 steps of one token") {
+  EngineHandle e(tiny_chat_model());
+  SessionHandle s(e);
+  auto stats = [&] {
+    parley_engine_stats st;
+    st.struct_size = sizeof st;
+    REQUIRE(parley_engine_get_stats(e, &st) == PARLEY_OK);
+    return st;
+  };
+  CHECK(stats().decode_steps == 0);
+  CHECK(stats().decode_tokens == 0);
+  // The prompt's prefill yields the first token, and the last one is fed back by the next
+  // turn's prefill: only the tokens in between take decode steps.
+  const uint32_t n = 9;
+  auto g = greedy_options(n);
+  REQUIRE(parley_session_send(s, "a", &g, nullptr, nullptr, nullptr) == PARLEY_OK);
+  CHECK(stats().decode_steps == n - 1);
+  CHECK(stats().decode_tokens == n - 1);
+  REQUIRE(parley_session_send(s, "b", &g, nullptr, nullptr, nullptr) == PARLEY_OK);
+  CHECK(stats().decode_steps == 2 * (n - 1));
+  CHECK(stats().decode_tokens == 2 * (n - 1));
+}
+
 TEST_CASE("the last error survives the getters and names the failing call") {
   parley_engine* e = nullptr;
   CHECK(parley_engine_open(nullptr, &e) == PARLEY_E_INVALID_ARGUMENT);

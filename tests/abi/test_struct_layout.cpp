@@ -78,7 +78,9 @@ static_assert(offsetof(parley_engine_stats, kv_budget_bytes) == 72);
 static_assert(offsetof(parley_engine_stats, prefix_hits) == 80);
 static_assert(offsetof(parley_engine_stats, prefix_misses) == 88);
 static_assert(offsetof(parley_engine_stats, store_bytes) == 96);
-static_assert(sizeof(parley_engine_stats) == 104);
+static_assert(offsetof(parley_engine_stats, decode_steps) == 104);
+static_assert(offsetof(parley_engine_stats, decode_tokens) == 112);
+static_assert(sizeof(parley_engine_stats) == 120);
 
 static_assert(offsetof(parley_model_info, name) == 8);
 static_assert(offsetof(parley_model_info, architecture) == 136);

@@ -46,6 +46,8 @@ namespace Parley
         public ulong prefix_hits;
         public ulong prefix_misses;
         public ulong store_bytes;
+        public ulong decode_steps;
+        public ulong decode_tokens;
     }
 
     [StructLayout(LayoutKind.Sequential)]

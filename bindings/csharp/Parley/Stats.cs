@@ -42,6 +42,8 @@ namespace Parley
             PrefixHits = (long)s.prefix_hits;
             PrefixMisses = (long)s.prefix_misses;
             StoreBytes = (long)s.store_bytes;
+            DecodeSteps = (long)s.decode_steps;
+            DecodeTokens = (long)s.decode_tokens;
         }
 
         public int SessionsActive { get; private set; }   // open sessions with KV in memory
@@ -57,5 +59,7 @@ namespace Parley
         public long PrefixHits { get; private set; }
         public long PrefixMisses { get; private set; }
         public long StoreBytes { get; private set; }
+        public long DecodeSteps { get; private set; }     // sessions generating at once share them
+        public long DecodeTokens { get; private set; }    // / DecodeSteps = sessions per step
     }
 }

@@ -41,6 +41,9 @@ namespace Parley.Tests
                 Assert.Equal(golden.PromptIds.Length, s.LastStats.PromptTokens, "prompt tokens");
                 Assert.Equal(32, s.LastStats.GeneratedTokens, "generated tokens");
                 Assert.Equal(KvSource.New, s.LastStats.KvSource, "kv source");
+                // Prefill yields the first token and the last is not fed back: 31 steps of one.
+                Assert.Equal(31L, engine.Stats.DecodeSteps, "decode steps");
+                Assert.Equal(31L, engine.Stats.DecodeTokens, "decode tokens");
                 // The reply is the text of exactly those ids, continuing the prompt.
                 Assert.Equal(engine.Detokenize(tokens), engine.Detokenize(golden.PromptIds) + reply, "reply text");
                 IList<Turn> turns = s.Turns;

@@ -38,6 +38,8 @@ int main(void) {
   FIELD(parley_engine_stats, prefix_hits);
   FIELD(parley_engine_stats, prefix_misses);
   FIELD(parley_engine_stats, store_bytes);
+  FIELD(parley_engine_stats, decode_steps);
+  FIELD(parley_engine_stats, decode_tokens);
 
   SIZE(parley_model_info);
   FIELD(parley_model_info, struct_size);

@@ -50,6 +50,8 @@ class EngineStats:
     prefix_hits: int
     prefix_misses: int
     store_bytes: int
+    decode_steps: int
+    decode_tokens: int
 
     @classmethod
     def from_struct(cls, s):

@@ -144,9 +144,14 @@ def test_sampling_with_a_seed_repeats(engine):
 
 def test_engine_stats(engine):
     with engine.session(template="raw") as s:
+        before = engine.stats
         s.send(PROMPT, **GREEDY)
         stats = engine.stats
         assert stats.sessions_active == 1
         assert stats.kv_blocks_used > 0
         assert stats.store_bytes == 0
+        assert isinstance(stats.decode_steps, int) and isinstance(stats.decode_tokens, int)
+        steps = stats.decode_steps - before.decode_steps
+        assert steps > 0
+        assert stats.decode_tokens - before.decode_tokens == steps  # alone: one token a step
         assert engine.sessions() == []  # no store

@@ -1,5 +1,6 @@
 #include "backend/cpu/cpu_backend.h"
 
+#include <algorithm>
 #include <memory>
 #include <mutex>
 #include <span>
@@ -50,6 +51,9 @@ void add_into(float* x, const float* y, size_t n) {
 // threads each take their own, so sessions run side by side.
 struct Workspace {
   std::vector<float> x, xn, q, k, v, att, proj, gate, up;
+  std::vector<float> logits;        // [logits rows, n_vocab] of a step of several sequences
+  std::vector<uint32_t> row_pos;    // [rows] each row's position in its sequence
+  std::vector<kv::KvView*> row_kv;  // [rows] each row's cache
 };
 
 // A layer's matrices as the products read them.
@@ -106,7 +110,8 @@ struct CpuBackend::Impl {
   void validate_batch(const Batch& batch, const kv::KvView& kv, size_t n_logits) const;
   std::unique_ptr<Workspace> take_workspace(size_t n);
   void return_workspace(std::unique_ptr<Workspace> ws);
-  void run_layer(int32_t l, const Batch& batch, kv::KvView& kv, Workspace& ws);
+  void run_layer(int32_t l, std::span<const SequenceStep> steps, Workspace& ws);
+  void compute_logits(std::span<const SequenceStep> steps, Workspace& ws);
 };
 
 void CpuBackend::Impl::validate_model() {
@@ -220,6 +225,8 @@ std::unique_ptr<Workspace> CpuBackend::Impl::take_workspace(size_t n) {
   for (auto* buf : {&ws->q, &ws->att}) buf->resize(n * q_dim());
   for (auto* buf : {&ws->k, &ws->v}) buf->resize(n * kv_dim());
   for (auto* buf : {&ws->gate, &ws->up}) buf->resize(n * hidden);
+  ws->row_pos.resize(n);
+  ws->row_kv.resize(n);
   return ws;
 }
 
@@ -228,11 +235,15 @@ void CpuBackend::Impl::return_workspace(std::unique_ptr<Workspace> ws) {
   idle_workspaces.push_back(std::move(ws));
 }
 
-// One transformer block over the batch's rows, x updated in place.
-void CpuBackend::Impl::run_layer(int32_t l, const Batch& batch, kv::KvView& kv, Workspace& ws) {
-  auto& [x, xn, q, k, v, att, proj, gate, up] = ws;
+// One transformer block over the rows of every step, x updated in place. Only attention
+// looks at which sequence a row belongs to.
+void CpuBackend::Impl::run_layer(int32_t l, std::span<const SequenceStep> steps, Workspace& ws) {
+  auto &x = ws.x, &xn = ws.xn, &q = ws.q, &k = ws.k, &v = ws.v, &att = ws.att, &proj = ws.proj;
+  auto &gate = ws.gate, &up = ws.up;
+  const std::vector<uint32_t>& row_pos = ws.row_pos;
+  const std::vector<kv::KvView*>& row_kv = ws.row_kv;
   const LayerMatrices& lw = layers[size_t(l)];
-  const size_t n = batch.tokens.size();
+  const size_t n = row_pos.size();
   const size_t dim = size_t(config.dim);
 
   // Attention: norm, projections, RoPE, K/V into the cache, then attend over the cache.
@@ -242,21 +253,24 @@ void CpuBackend::Impl::run_layer(int32_t l, const Batch& batch, kv::KvView& kv, 
   matmul_many({{&lw.wq, q.data()}, {&lw.wk, k.data()}, {&lw.wv, v.data()}}, xn.data(), n, pool);
   pool.parallel_for(n, [&](size_t begin, size_t end) {
     for (size_t i = begin; i < end; ++i) {
-      const uint32_t pos = batch.start_pos + uint32_t(i);
       rope_rows(&q[i * q_dim()], config.n_heads, &k[i * kv_dim()], config.n_kv_heads,
-                config.head_dim, pos, config.rope_theta);
-      kv.write(l, pos, &k[i * kv_dim()], &v[i * kv_dim()]);
+                config.head_dim, row_pos[i], config.rope_theta);
+      row_kv[i]->write(l, row_pos[i], &k[i * kv_dim()], &v[i * kv_dim()]);
     }
   });
-  AttentionArgs args;
-  args.q = q.data();
-  args.out = att.data();
-  args.n_rows = n;
-  args.start_pos = batch.start_pos;
-  args.layer = l;
-  args.n_heads = config.n_heads;
-  args.sliding_window = config.sliding_window;
-  attention(args, kv, pool);
+  size_t first_row = 0;
+  for (const SequenceStep& s : steps) {
+    AttentionArgs args;
+    args.q = &q[first_row * q_dim()];
+    args.out = &att[first_row * q_dim()];
+    args.n_rows = s.batch.tokens.size();
+    args.start_pos = s.batch.start_pos;
+    args.layer = l;
+    args.n_heads = config.n_heads;
+    args.sliding_window = config.sliding_window;
+    attention(args, *s.kv, pool);
+    first_row += args.n_rows;
+  }
   matmul(lw.wo, att.data(), n, proj.data(), pool);
   add_into(x.data(), proj.data(), n * dim);
 
@@ -280,23 +294,66 @@ CpuBackend::~CpuBackend() = default;
 
 uint32_t CpuBackend::max_batch() const { return kMaxBatch; }
 
+uint32_t CpuBackend::max_sequences() const { return kMaxBatch; }
+
 void CpuBackend::forward(const Batch& batch, kv::KvView& kv, std::span<float> logits) {
+  const SequenceStep step{batch, &kv, logits};
+  forward_many({&step, 1});
+}
+
+void CpuBackend::forward_many(std::span<const SequenceStep> steps) {
   Impl& m = *impl_;
-  m.validate_batch(batch, kv, logits.size());
-  const size_t n = batch.tokens.size();
+  require(!steps.empty(), Status::invalid_argument, "forward_many() needs at least one step");
+  size_t n = 0;
+  for (const SequenceStep& s : steps) {
+    require(s.kv != nullptr, Status::internal, "a step has no KV cache");
+    m.validate_batch(s.batch, *s.kv, s.logits.size());
+    n += s.batch.tokens.size();
+  }
+  require(n <= kMaxBatch, Status::internal, [&] {
+    return "steps of " + std::to_string(n) + " tokens in all exceed max_batch " +
+           std::to_string(kMaxBatch);
+  });
   const size_t dim = size_t(m.config.dim);
   auto ws = m.take_workspace(n);
 
-  for (size_t i = 0; i < n; ++i) m.embed(batch.tokens[i], &ws->x[i * dim]);
-  for (int32_t l = 0; l < m.config.n_layers; ++l) m.run_layer(l, batch, kv, *ws);
-
-  const size_t first = batch.all_logits ? 0 : n - 1;
-  for (size_t i = first; i < n; ++i) {
-    rmsnorm(&ws->x[i * dim], m.output_norm.data(), dim, m.config.rms_eps,
-            &ws->xn[(i - first) * dim]);
+  size_t row = 0;
+  for (const SequenceStep& s : steps) {
+    for (size_t i = 0; i < s.batch.tokens.size(); ++i, ++row) {
+      m.embed(s.batch.tokens[i], &ws->x[row * dim]);
+      ws->row_pos[row] = s.batch.start_pos + uint32_t(i);
+      ws->row_kv[row] = s.kv;
+    }
   }
-  matmul(*m.output, ws->xn.data(), n - first, logits.data(), m.pool);
+  for (int32_t l = 0; l < m.config.n_layers; ++l) m.run_layer(l, steps, *ws);
+  m.compute_logits(steps, *ws);
   m.return_workspace(std::move(ws));
+}
+
+// The final norm and the output product for the rows that want logits, every step's rows in
+// one product (the output matrix is read once); a lone step's go straight to its span.
+void CpuBackend::Impl::compute_logits(std::span<const SequenceStep> steps, Workspace& ws) {
+  const size_t dim = size_t(config.dim), n_vocab = size_t(config.n_vocab);
+  size_t row = 0, out_rows = 0;
+  for (const SequenceStep& s : steps) {
+    const size_t n = s.batch.tokens.size();
+    for (size_t i = s.batch.all_logits ? 0 : n - 1; i < n; ++i, ++out_rows) {
+      rmsnorm(&ws.x[(row + i) * dim], output_norm.data(), dim, config.rms_eps,
+              &ws.xn[out_rows * dim]);
+    }
+    row += n;
+  }
+  if (steps.size() == 1) {
+    matmul(*output, ws.xn.data(), out_rows, steps[0].logits.data(), pool);
+    return;
+  }
+  ws.logits.resize(out_rows * n_vocab);
+  matmul(*output, ws.xn.data(), out_rows, ws.logits.data(), pool);
+  const float* from = ws.logits.data();
+  for (const SequenceStep& s : steps) {
+    std::copy(from, from + s.logits.size(), s.logits.begin());
+    from += s.logits.size();
+  }
 }
 
 }  // namespace parley::backend::cpu

@@ -1,4 +1,5 @@
 // The CPU backend: a layer loop over F32/F16/BF16/Q8_0 weights on a persistent thread pool.
+// Several sequences' steps run as one: their rows go through each product together.
 #pragma once
 
 #include <memory>
@@ -24,6 +25,8 @@ class CpuBackend final : public Backend {
   std::string name() const override { return "cpu"; }
   uint32_t max_batch() const override;
   void forward(const Batch& batch, kv::KvView& kv, std::span<float> logits) override;
+  uint32_t max_sequences() const override;
+  void forward_many(std::span<const SequenceStep> steps) override;
 
  private:
   struct Impl;
