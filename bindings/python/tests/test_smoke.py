@@ -5,6 +5,8 @@ import json
 import os
 import pathlib
 import subprocess
+import threading
+import time
 
 import pytest
 
@@ -155,3 +157,36 @@ def test_engine_stats(engine):
         assert steps > 0
         assert stats.decode_tokens - before.decode_tokens == steps  # alone: one token a step
         assert engine.sessions() == []  # no store
+
+
+def test_sessions_on_several_threads_reply_as_they_do_alone(engine):
+    prompts = ["Once upon a time", "The little dog", "A girl named Lily went to the park"]
+    alone = []
+    for p in prompts:
+        with engine.session(template="raw") as s:
+            alone.append(s.send(p, **GREEDY))
+    before = engine.stats
+    replies = [None] * len(prompts)
+    all_streaming = threading.Barrier(len(prompts))
+
+    def reply(i):
+        with engine.session(template="raw") as s:
+            pieces = []
+            for piece in s.stream(prompts[i], **GREEDY):
+                if not pieces:
+                    all_streaming.wait(timeout=30)
+                pieces.append(piece)
+                time.sleep(0.0002)  # lets the other threads in on a machine with few cores
+            replies[i] = "".join(pieces)
+
+    threads = [threading.Thread(target=reply, args=(i,)) for i in range(len(prompts))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert replies == alone
+    after = engine.stats
+    tokens = after.decode_tokens - before.decode_tokens
+    steps = after.decode_steps - before.decode_steps
+    assert tokens == len(prompts) * (GREEDY["max_tokens"] - 1)
+    assert steps < tokens  # some steps served two or three of them
