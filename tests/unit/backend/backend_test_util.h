@@ -16,6 +16,21 @@
 
 namespace parley::test {
 
+// Grouped-query attention (8 query heads on 2 KV heads) with a hidden size that fills no
+// vector evenly: the shape of the consistency tests.
+inline TinySpec gqa_spec(model::DType dtype) {
+  TinySpec s;
+  s.n_vocab = 80;
+  s.dim = 64;
+  s.hidden_dim = 172;
+  s.n_heads = 8;
+  s.n_kv_heads = 2;
+  s.head_dim = 8;
+  s.dtype = dtype;
+  s.seed = 11;
+  return s;
+}
+
 inline kv::KvShape kv_shape_of(const model::ModelConfig& c) {
   return kv::KvShape{c.n_layers, c.n_kv_heads, c.head_dim};
 }

@@ -7,22 +7,6 @@
 #include "backend_test_util.h"
 
 namespace parley::test {
-namespace {
-
-TinySpec gqa_spec(model::DType dtype) {
-  TinySpec s;
-  s.n_vocab = 80;
-  s.dim = 64;
-  s.hidden_dim = 172;
-  s.n_heads = 8;
-  s.n_kv_heads = 2;
-  s.head_dim = 8;
-  s.dtype = dtype;
-  s.seed = 11;
-  return s;
-}
-
-}  // namespace
 
 TEST_CASE("N tokens then M more gives the logits of N + M at once") {
   for (kv::KvType kv_type : {kv::KvType::f32, kv::KvType::f16, kv::KvType::int8}) {
