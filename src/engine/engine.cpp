@@ -53,6 +53,8 @@ Engine::Engine(std::unique_ptr<model::LoadedModel> model, const EngineOptions& o
               " pieces but the model's vocab_size is " + std::to_string(cfg.n_vocab));
 
   context_length_ = options.context_length ? options.context_length : uint32_t(cfg.context_length);
+  worker_threads_ = options.n_threads > 0 ? uint32_t(options.n_threads)
+                                         : std::max(1u, std::thread::hardware_concurrency());
   require(context_length_ <= uint32_t(cfg.context_length), Status::invalid_argument,
           "context_length " + std::to_string(options.context_length) +
               " exceeds the model's trained context of " + std::to_string(cfg.context_length));

@@ -69,6 +69,8 @@ class Engine {
   // Where a session's chain of prefix blocks starts: the model, the KV format and the scope.
   uint64_t prefix_root(std::string_view cache_scope) const;
   uint32_t context_length() const { return context_length_; }
+  // Threads for work outside the backend (decoding restored KV): n_threads, or one per core.
+  uint32_t worker_threads() const { return worker_threads_; }
   text::TemplateKind default_template() const { return default_template_; }
 
   store::Store* store() { return store_.get(); }
@@ -103,6 +105,7 @@ class Engine {
   std::unique_ptr<kv::BlockPool> pool_;
   std::unique_ptr<store::Store> store_;
   uint32_t context_length_ = 0;
+  uint32_t worker_threads_ = 1;
   uint32_t idle_spill_ms_ = 0;
   text::TemplateKind default_template_ = text::TemplateKind::raw;
 

@@ -153,6 +153,13 @@ class Session {
   bool drop_oldest_to_fit(std::string_view user_text, std::vector<int32_t>& new_ids);
   // Brings spilled KV back from the store (resume.cpp); returns whether all of it came back.
   bool restore_kv();
+  // The stored blobs of full blocks [first, end) while they belong to this conversation's
+  // tokens; false when one did not (those before it are in `blobs`).
+  bool read_block_blobs(store::Store& store, const store::StoredKv& kv, size_t first, size_t end,
+                        std::vector<std::vector<std::byte>>& blobs);
+  // Decodes blobs of the full blocks from n_cached_ on into the cache and advances n_cached_
+  // up to the first that is bad (false then; a recomputable error is logged).
+  bool decode_block_blobs(const std::vector<std::vector<std::byte>>& blobs);
   // Feeds tokens_[n_cached_..] through the model, reusing published prefix blocks first;
   // leaves the last row's logits in logits_. Returns the tokens found in the prefix cache.
   // Stops between chunks when interrupted (n_cached_ then short of tokens_, logits_ stale).
