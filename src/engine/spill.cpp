@@ -3,8 +3,11 @@
 // filled last block as the session's own blob. The blocks are released only after the store's
 // transaction has committed.
 #include <algorithm>
+#include <exception>
+#include <vector>
 
 #include "common/error.h"
+#include "common/parallel_tasks.h"
 #include "engine/engine.h"
 #include "engine/session.h"
 #include "store/kv_codec.h"
@@ -30,13 +33,25 @@ bool Session::spill() {
   kv.kv_type = int32_t(layout.type());
   kv.n_tokens = n_stored;
   std::vector<store::PrefixBlob> new_blobs;
+  std::vector<const std::byte*> sources;  // of new_blobs, read here (a device may sync them)
   for (uint32_t b = 0; b < n_full; ++b) {
     kv.full_block_hashes.push_back(hashes[b]);
     if (!store->has_prefix_block(hashes[b])) {
-      new_blobs.push_back({hashes[b], store::encode_kv_block(layout, fingerprint,
-                                                              pool.read(blocks_.ids()[b]),
-                                                              kv::kBlockTokens)});
+      new_blobs.push_back({hashes[b], {}});
+      sources.push_back(pool.read(blocks_.ids()[b]));
     }
+  }
+  // Encoding is most of a spill: the blocks are encoded on the engine's threads at once.
+  std::vector<std::exception_ptr> errors(new_blobs.size());
+  run_tasks(new_blobs.size(), engine_->worker_threads(), [&](size_t i) {
+    try {
+      new_blobs[i].blob = store::encode_kv_block(layout, fingerprint, sources[i], kv::kBlockTokens);
+    } catch (...) {
+      errors[i] = std::current_exception();
+    }
+  });
+  for (const std::exception_ptr& e : errors) {
+    if (e) std::rethrow_exception(e);
   }
   if (const uint32_t tail = n_stored % kv::kBlockTokens) {
     kv.tail_blob = store::encode_kv_block(layout, fingerprint, pool.read(blocks_.ids()[n_full]), tail);
