@@ -5,8 +5,11 @@
 // N x (G - 1), over the time from the earliest first token to the latest last token; tpot is
 // each session's own gap between tokens. A shared step reads every weight once for all of its
 // sessions, so the bandwidth utilisation counts the weights once per step and the K/V once per
-// token.
+// token. Then a line with `beside_prompt_tokens`: one session generating while another's
+// prompt of P tokens (--prompt-tokens, the first value) is computed, from the first one's
+// first token on: its token gaps (tpot_ms_*, tpot_ms_max) and the prompt's prefill_tok_s.
 #include <algorithm>
+#include <future>
 #include <latch>
 #include <thread>
 
@@ -50,6 +53,79 @@ std::vector<SessionRun> run_sessions_together(const std::shared_ptr<engine::Engi
   }
   for (std::thread& t : threads) t.join();
   return runs;
+}
+
+// One session generates `gen_tokens`; another's prompt of `prompt_tokens` starts at the first
+// one's first token.
+void run_beside_prompt(BenchContext& ctx, kv::KvType kv) {
+  const BenchArgs& a = ctx.args();
+  const auto engine = ctx.make_engine(kv);
+  const uint32_t prompt = std::min(a.prompt_tokens.front(), engine->context_length() / 2);
+  if (a.gen_tokens + 17 > engine->context_length() || prompt < 2) {
+    ctx.write_skipped("concurrent", *engine, "--tokens or --prompt-tokens do not fit the context");
+    return;
+  }
+  warm_up(engine);
+  const std::string long_prompt = text_of_tokens(engine->tokenizer(), prompt - 1, 300);
+  const engine::StepStats before = engine->stats().decode;
+  std::promise<void> generating;
+  TimedTurn prompted;
+  std::thread other([&] {
+    engine::SessionOptions options;
+    options.chat_template = text::TemplateKind::raw;
+    options.cache_scope = "beside-prompt";
+    engine::Session session(engine, options);
+    generating.get_future().wait();
+    prompted = send_timed(session, long_prompt, fixed_length_params(1));
+  });
+  engine::SessionOptions options;
+  options.chat_template = text::TemplateKind::raw;
+  options.cache_scope = "beside-generating";
+  engine::Session session(engine, options);
+  std::vector<double> gaps;
+  double last = 0;
+  bool started = false;
+  const auto start_other = [&] {
+    if (!started) generating.set_value();
+    started = true;
+  };
+  engine::TurnStats stats;
+  try {
+    session.send(text_of_tokens(engine->tokenizer(), 16), fixed_length_params(a.gen_tokens),
+                 [&](std::string_view) {
+                   const double t = engine::now_ms();
+                   if (last != 0) gaps.push_back(t - last);
+                   last = t;
+                   start_other();
+                   return true;
+                 },
+                 stats);
+  } catch (...) {
+    start_other();  // the other thread waits for it
+    other.join();
+    throw;
+  }
+  start_other();  // a reply whose text all came at its end
+  other.join();
+
+  nlohmann::ordered_json line = ctx.line("concurrent", *engine);
+  line["prompt_tokens"] = prompted.stats.prompt_tokens;
+  line["context_tokens"] = stats.prompt_tokens;
+  line["generated_tokens"] = a.gen_tokens;
+  line["prefill_tok_s"] = prompted.prefill_tok_s();
+  line["ttft_ms"] = prompted.stats.ttft_ms;
+  put_decode_timings(line, gaps);
+  line["tpot_ms_max"] = gaps.empty() ? 0.0 : *std::max_element(gaps.begin(), gaps.end());
+  line["sessions"] = 2;
+  line["shared_steps"] = true;
+  line["beside_prompt_tokens"] = prompted.stats.prompt_tokens;
+  const engine::StepStats after = engine->stats().decode;
+  line["decode_steps"] = after.steps - before.steps;
+  line["sessions_per_step"] =
+      after.steps > before.steps
+          ? double(after.tokens - before.tokens) / double(after.steps - before.steps)
+          : 0.0;
+  ctx.write(line);
 }
 
 }  // namespace
@@ -111,6 +187,7 @@ void run_concurrent(BenchContext& ctx) {
         ctx.write(line);
       }
     }
+    run_beside_prompt(ctx, kv);
   }
 }
 

@@ -4,9 +4,10 @@
 // gets alone, and a session that generates alone never waits.
 //
 // Whoever finds no step running leads the next one: it waits for the sessions that were in the
-// last step and are still generating (for at most half a step's time), then runs every queued
-// step. A session that missed a step (its text callback took long) is not waited for again
-// until it has joined one, so a slow callback holds the others up once, not at every token.
+// last step and are still generating (half a step's time at most, within 1-10 ms), then runs
+// every queued step. A session that missed a step (its text callback took long) is not waited
+// for again until it has joined one, so a slow callback holds the others up once, not at every
+// token.
 #pragma once
 
 #include <atomic>

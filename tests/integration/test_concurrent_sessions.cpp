@@ -1,6 +1,6 @@
 // Sessions that generate at the same time share decode steps: each still gets, token for
-// token and logit for logit, the reply it gets alone; and one that stops reading its reply
-// for a while does not stop the others.
+// token and logit for logit, the reply it gets alone; one that stops reading its reply for a
+// while does not stop the others; a prompt computed meanwhile changes neither reply.
 #include <doctest/doctest.h>
 
 #include <chrono>
@@ -58,6 +58,10 @@ Reply run_turn(engine::Session& s, const std::string& text, const engine::Genera
   return {s.tokens(), std::vector<float>(span.begin(), span.end())};
 }
 
+bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
+  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+}
+
 engine::GenerateParams params(uint64_t seed) {
   engine::GenerateParams p;
   p.max_tokens = 48;
@@ -102,9 +106,7 @@ void check_shared_steps_change_nothing(const std::string& model, kv::KvType kv_t
     CAPTURE(i);
     const Reply r = together[i].get();
     CHECK(r.tokens == alone[i].tokens);
-    REQUIRE(r.last_logits.size() == alone[i].last_logits.size());
-    CHECK(std::memcmp(r.last_logits.data(), alone[i].last_logits.data(),
-                      r.last_logits.size() * sizeof(float)) == 0);
+    CHECK(same_bits(r.last_logits, alone[i].last_logits));
   }
   const engine::StepStats st = engine->stats().decode;
   CHECK(st.tokens == kPrompts.size() * (params(0).max_tokens - 1));
@@ -145,4 +147,37 @@ TEST_CASE("a session whose reader stalls does not stall the others") {
   others_done.set_value();
   const Reply a = stalled.get();
   CHECK(a.tokens.size() > params(0).max_tokens);
+}
+
+TEST_CASE("a prompt computed while another session generates changes neither reply") {
+  std::string long_prompt;
+  for (int i = 0; i < 90; ++i) long_prompt += std::string(1, char('a' + i % 26)) + " ";
+  for (kv::KvType kv_type : {kv::KvType::int8, kv::KvType::f32}) {
+    CAPTURE(std::string(kv::kv_type_name(kv_type)));
+    Reply generating_alone, prompted_alone;
+    {
+      auto engine = open_engine(small_synthetic_model(), kv_type);
+      engine::Session a(engine, session_options("", "raw", "a"));
+      generating_alone = run_turn(a, kPrompts[0], params(0));
+      engine::Session b(engine, session_options("", "raw", "b"));
+      prompted_alone = run_turn(b, long_prompt, params(1));
+    }
+    auto engine = open_engine(small_synthetic_model(), kv_type);
+    std::promise<void> generating;
+    auto prompted = std::async(std::launch::async, [&] {
+      generating.get_future().wait();  // the prompt is computed while the other generates
+      engine::Session b(engine, session_options("", "raw", "b"));
+      return run_turn(b, long_prompt, params(1));
+    });
+    engine::Session a(engine, session_options("", "raw", "a"));
+    const Reply r = run_turn(a, kPrompts[0], params(0), [&](bool first) {
+      if (first) generating.set_value();
+      std::this_thread::sleep_for(std::chrono::microseconds(200));
+    });
+    CHECK(r.tokens == generating_alone.tokens);
+    CHECK(same_bits(r.last_logits, generating_alone.last_logits));
+    const Reply p = prompted.get();
+    CHECK(p.tokens == prompted_alone.tokens);
+    CHECK(same_bits(p.last_logits, prompted_alone.last_logits));
+  }
 }
