@@ -7,10 +7,18 @@
 
 namespace parley {
 
-void run_tasks(size_t n, size_t threads, const std::function<void(size_t)>& task) {
+std::vector<std::exception_ptr> run_tasks(size_t n, size_t threads,
+                                          const std::function<void(size_t)>& task) {
+  std::vector<std::exception_ptr> errors(n);
   std::atomic<size_t> next{0};
   const auto work = [&] {
-    for (size_t i = next.fetch_add(1); i < n; i = next.fetch_add(1)) task(i);
+    for (size_t i = next.fetch_add(1); i < n; i = next.fetch_add(1)) {
+      try {
+        task(i);
+      } catch (...) {
+        errors[i] = std::current_exception();
+      }
+    }
   };
   std::vector<std::thread> helpers;
   try {
@@ -22,6 +30,7 @@ void run_tasks(size_t n, size_t threads, const std::function<void(size_t)>& task
   }
   work();
   for (std::thread& t : helpers) t.join();
+  return errors;
 }
 
 }  // namespace parley

@@ -68,18 +68,13 @@ bool Session::decode_block_blobs(const std::vector<std::vector<std::byte>>& blob
   }
   // Decoding is most of a restore (zstd decodes about 1 GB/s per core): the blocks are
   // decoded on the engine's threads at once, then taken in order up to the first bad one.
-  std::vector<std::exception_ptr> errors(blobs.size());
-  run_tasks(blobs.size(), engine_->worker_threads(), [&](size_t i) {
-    try {
-      const auto info = store::decode_kv_block(blobs[i], layout, fingerprint, targets[i]);
-      // A shorter blob (a tail's, in the wrong row) is valid alone but leaves slots unset.
-      require(info.n_tokens == kv::kBlockTokens, Status::corrupt, [&] {
-        return "KV blob holds " + std::to_string(info.n_tokens) + " tokens where a full block of " +
-               std::to_string(kv::kBlockTokens) + " belongs";
-      });
-    } catch (...) {
-      errors[i] = std::current_exception();
-    }
+  const auto errors = run_tasks(blobs.size(), engine_->worker_threads(), [&](size_t i) {
+    const auto info = store::decode_kv_block(blobs[i], layout, fingerprint, targets[i]);
+    // A shorter blob (a tail's, in the wrong row) is valid alone but leaves slots unset.
+    require(info.n_tokens == kv::kBlockTokens, Status::corrupt, [&] {
+      return "KV blob holds " + std::to_string(info.n_tokens) + " tokens where a full block of " +
+             std::to_string(kv::kBlockTokens) + " belongs";
+    });
   });
   for (size_t i = 0; i < blobs.size(); ++i) {
     if (errors[i]) {

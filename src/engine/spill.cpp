@@ -42,13 +42,8 @@ bool Session::spill() {
     }
   }
   // Encoding is most of a spill: the blocks are encoded on the engine's threads at once.
-  std::vector<std::exception_ptr> errors(new_blobs.size());
-  run_tasks(new_blobs.size(), engine_->worker_threads(), [&](size_t i) {
-    try {
-      new_blobs[i].blob = store::encode_kv_block(layout, fingerprint, sources[i], kv::kBlockTokens);
-    } catch (...) {
-      errors[i] = std::current_exception();
-    }
+  const auto errors = run_tasks(new_blobs.size(), engine_->worker_threads(), [&](size_t i) {
+    new_blobs[i].blob = store::encode_kv_block(layout, fingerprint, sources[i], kv::kBlockTokens);
   });
   for (const std::exception_ptr& e : errors) {
     if (e) std::rethrow_exception(e);

@@ -3,6 +3,8 @@
 
 #include <atomic>
 #include <chrono>
+#include <stdexcept>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -16,8 +18,32 @@ TEST_CASE("run_tasks runs every index exactly once, for any count of tasks and t
       CAPTURE(n);
       CAPTURE(threads);
       std::vector<std::atomic<int>> runs(n);
-      run_tasks(n, threads, [&](size_t i) { runs[i].fetch_add(1); });
-      for (size_t i = 0; i < n; ++i) CHECK(runs[i].load() == 1);
+      const auto errors = run_tasks(n, threads, [&](size_t i) { runs[i].fetch_add(1); });
+      REQUIRE(errors.size() == n);
+      for (size_t i = 0; i < n; ++i) {
+        CHECK(runs[i].load() == 1);
+        CHECK(!errors[i]);
+      }
+    }
+  }
+}
+
+TEST_CASE("run_tasks returns what each task threw, by index, and runs the others") {
+  std::vector<std::atomic<int>> runs(50);
+  const auto errors = run_tasks(50, 3, [&](size_t i) {
+    runs[i].fetch_add(1);
+    if (i % 7 == 3) throw std::runtime_error("task " + std::to_string(i));
+  });
+  REQUIRE(errors.size() == 50);
+  for (size_t i = 0; i < 50; ++i) {
+    CAPTURE(i);
+    CHECK(runs[i].load() == 1);
+    REQUIRE(bool(errors[i]) == (i % 7 == 3));
+    if (!errors[i]) continue;
+    try {
+      std::rethrow_exception(errors[i]);
+    } catch (const std::runtime_error& e) {
+      CHECK(std::string(e.what()) == "task " + std::to_string(i));
     }
   }
 }
