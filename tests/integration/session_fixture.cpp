@@ -55,16 +55,10 @@ engine::TurnStats greedy_turn(engine::Session& s, const std::string& text, uint3
 }
 
 const std::string& small_synthetic_model() {
-  static const auto dir = std::make_unique<TempDir>();
-  static const std::string path = [] {
-    SynthSpec spec;
-    spec.context_length = 128;
-    spec.n_kv_heads = 1;
-    const std::string p = (dir->path() / "small.gguf").string();
-    write_gguf(spec, make_synth_weights(spec), make_spm_vocab(spec.n_vocab), p);
-    return p;
-  }();
-  return path;
+  SynthSpec spec;
+  spec.context_length = 128;
+  spec.n_kv_heads = 1;
+  return synthetic_gguf_once("small", spec);
 }
 
 }  // namespace parley::test

@@ -33,16 +33,10 @@ constexpr int kTurnsPerChild = 8;  // 16 x 8 turns of <= 26 tokens fit the conte
 
 // A tiny random model with a long context, so many kills fit one conversation.
 const std::string& crash_model() {
-  static const auto dir = std::make_unique<TempDir>();
-  static const std::string path = [] {
-    SynthSpec spec;
-    spec.context_length = 4096;
-    spec.n_kv_heads = 1;
-    const std::string p = (dir->path() / "crash.gguf").string();
-    write_gguf(spec, make_synth_weights(spec), make_spm_vocab(spec.n_vocab), p);
-    return p;
-  }();
-  return path;
+  SynthSpec spec;
+  spec.context_length = 4096;
+  spec.n_kv_heads = 1;
+  return synthetic_gguf_once("crash", spec);
 }
 
 std::string session_of(int round) { return "crash-" + std::to_string(round / kRoundsPerSession); }

@@ -23,17 +23,11 @@ namespace {
 // A context of several CPU prefill chunks (512 tokens), each taking milliseconds, so the stop
 // requests are seen well before the last one, however the threads are scheduled.
 const std::string& long_context_model() {
-  static const auto dir = std::make_unique<TempDir>();
-  static const std::string path = [] {
-    SynthSpec spec;
-    spec.dim = 256;
-    spec.hidden_dim = 512;
-    spec.context_length = 2048;
-    const std::string p = (dir->path() / "long.gguf").string();
-    write_gguf(spec, make_synth_weights(spec), make_spm_vocab(spec.n_vocab), p);
-    return p;
-  }();
-  return path;
+  SynthSpec spec;
+  spec.dim = 256;
+  spec.hidden_dim = 512;
+  spec.context_length = 2048;
+  return synthetic_gguf_once("long-interrupt", spec);
 }
 
 }  // namespace

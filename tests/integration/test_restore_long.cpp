@@ -20,16 +20,10 @@ namespace {
 constexpr uint32_t kReply = 6;
 
 const std::string& long_context_model() {
-  static const auto dir = std::make_unique<TempDir>();
-  static const std::string path = [] {
-    SynthSpec spec;
-    spec.context_length = 2048;
-    spec.n_kv_heads = 1;
-    const std::string p = (dir->path() / "long.gguf").string();
-    write_gguf(spec, make_synth_weights(spec), make_spm_vocab(spec.n_vocab), p);
-    return p;
-  }();
-  return path;
+  SynthSpec spec;
+  spec.context_length = 2048;
+  spec.n_kv_heads = 1;
+  return synthetic_gguf_once("long-restore", spec);
 }
 
 // About 1,300 tokens of plain words: over 80 full blocks.

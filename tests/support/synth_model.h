@@ -83,6 +83,10 @@ SynthVocab make_spm_vocab(int32_t n_vocab);
 void write_gguf(const SynthSpec& spec, const SynthWeights& weights, const SynthVocab& vocab,
                 const std::filesystem::path& path);
 
+// A GGUF file of spec's random model with make_spm_vocab's vocabulary, written on the first
+// call for `name` into a folder removed at exit; later calls for that name return its path.
+const std::string& synthetic_gguf_once(const std::string& name, const SynthSpec& spec);
+
 struct HfDirOptions {
   int n_shards = 1;           // > 1: model-0000i-of-0000n.safetensors + index
   std::string chat_template;  // written to tokenizer_config.json when not empty

@@ -101,6 +101,20 @@ struct Stepper {
   }
 };
 
+// Sessions in step with each other, each on its own thread from its base token, `n` steps
+// each; the errors they saw, in all.
+int run_in_step(engine::StepBatcher& batcher, const std::vector<int32_t>& bases, int n) {
+  std::barrier sync(std::ptrdiff_t(bases.size()));
+  std::vector<std::future<int>> sessions;
+  for (int32_t base : bases) {
+    sessions.push_back(std::async(std::launch::async,
+                                  [&, base] { return Stepper{batcher, base, n, &sync}.run(); }));
+  }
+  int errors = 0;
+  for (auto& s : sessions) errors += s.get();
+  return errors;
+}
+
 }  // namespace
 
 TEST_CASE("a session generating alone runs each step by itself") {
@@ -116,11 +130,7 @@ TEST_CASE("a session generating alone runs each step by itself") {
 TEST_CASE("sessions generating at once share steps, each getting its own result") {
   RecordingBackend backend(8);
   engine::StepBatcher batcher(backend, true);
-  std::barrier sync(3);
-  auto a = std::async(std::launch::async, [&] { return Stepper{batcher, 0, 40, &sync}.run(); });
-  auto b = std::async(std::launch::async, [&] { return Stepper{batcher, 1000, 40, &sync}.run(); });
-  auto c = std::async(std::launch::async, [&] { return Stepper{batcher, 2000, 40, &sync}.run(); });
-  CHECK(a.get() + b.get() + c.get() == 0);
+  CHECK(run_in_step(batcher, {0, 1000, 2000}, 40) == 0);
   CHECK(backend.shared > 0);
   const engine::StepStats s = batcher.stats();
   CHECK(s.tokens == 120);
@@ -132,11 +142,7 @@ TEST_CASE("sessions generating at once share steps, each getting its own result"
 TEST_CASE("no more sequences share a step than the backend takes") {
   RecordingBackend backend(2);
   engine::StepBatcher batcher(backend, true);
-  std::barrier sync(3);
-  auto a = std::async(std::launch::async, [&] { return Stepper{batcher, 0, 30, &sync}.run(); });
-  auto b = std::async(std::launch::async, [&] { return Stepper{batcher, 500, 30, &sync}.run(); });
-  auto c = std::async(std::launch::async, [&] { return Stepper{batcher, 900, 30, &sync}.run(); });
-  CHECK(a.get() + b.get() + c.get() == 0);
+  CHECK(run_in_step(batcher, {0, 500, 900}, 30) == 0);
   CHECK(backend.shared > 0);
   for (size_t n : backend.sizes) CHECK(n == 2);
   CHECK(batcher.stats().tokens == 90);
@@ -200,10 +206,7 @@ TEST_CASE("sessions step one by one when batching is off or the backend runs one
   for (const auto& [enabled, max_sequences] : {std::pair{false, 8u}, std::pair{true, 1u}}) {
     RecordingBackend backend(max_sequences);
     engine::StepBatcher batcher(backend, enabled);
-    std::barrier sync(2);
-    auto a = std::async(std::launch::async, [&] { return Stepper{batcher, 0, 20, &sync}.run(); });
-    auto b = std::async(std::launch::async, [&] { return Stepper{batcher, 50, 20, &sync}.run(); });
-    CHECK(a.get() + b.get() == 0);
+    CHECK(run_in_step(batcher, {0, 50}, 20) == 0);
     CHECK(backend.shared == 0);
     CHECK(backend.alone == 40);
     CHECK(batcher.stats().steps == 40);
