@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "common/error.h"
+#include "model/ggml_quants.h"
 
 namespace parley::model {
 
@@ -147,7 +148,8 @@ class GgufParser {
 
 namespace {
 
-// ggml type id -> our dtype, or an error that names the tensor and the type.
+// ggml type id -> the dtype its tensor is held in, or an error that names the tensor and the
+// type. The 4- to 6-bit block types are held as Q8_0 (ggml_quants.h).
 DType tensor_dtype(uint32_t type, const std::string& context) {
   switch (type) {
     case kGgmlF32:
@@ -161,11 +163,13 @@ DType tensor_dtype(uint32_t type, const std::string& context) {
     default:
       break;
   }
+  if (q8_0_convertible_type(type)) return DType::q8_0;
   const std::string_view name = ggml_type_name(type);
   if (name.empty())
     fail(Status::bad_model, "GGUF: " + context + "unknown dtype " + std::to_string(type));
   fail(Status::unsupported, "GGUF: " + context + "tensor type " + std::string(name) +
-                                " is not supported (F32, F16, BF16 and Q8_0 are)");
+                                " is not supported (F32, F16, BF16, Q8_0, " +
+                                std::string(q8_0_convertible_type_names()) + " are)");
 }
 
 }  // namespace
@@ -297,15 +301,20 @@ void GgufParser::read_tensor_infos(GgufFile& f, uint64_t n_tensors) {
     }
     t.ggml_type = read<uint32_t>("type");
     t.dtype = tensor_dtype(t.ggml_type, context_);
-    if (t.dtype == DType::q8_0 && t.ne[0] % kQ8BlockValues != 0) {
-      bad("Q8_0 needs ne[0] to be a multiple of 32, got " + std::to_string(t.ne[0]));
+    t.blocks = q8_0_convertible_type(t.ggml_type);
+    const uint64_t block_values = t.blocks ? t.blocks->block_values : uint64_t(kQ8BlockValues);
+    if (t.dtype == DType::q8_0 && uint64_t(t.ne[0]) % block_values != 0) {
+      bad(std::string(t.blocks ? t.blocks->name : "Q8_0") + " needs ne[0] to be a multiple of " +
+          std::to_string(block_values) + ", got " + std::to_string(t.ne[0]));
     }
     const uint64_t rows = uint64_t(n_elements / t.ne[0]);
     // The row's bytes are checked too: ne[0] * 4 wraps (to 0 for ne[0] = 2^62) while the
     // element count still fits.
     uint64_t row = 0, n_bytes = 0;
     bool row_wraps = false;
-    if (t.dtype == DType::q8_0) {
+    if (t.blocks) {
+      row = block_row_bytes(*t.blocks, uint64_t(t.ne[0]));  // at most 0.82 bytes per value
+    } else if (t.dtype == DType::q8_0) {
       row = row_bytes(t.dtype, size_t(t.ne[0]));  // n / 32 * 34 < 2n: cannot wrap
     } else {
       row_wraps = __builtin_mul_overflow(uint64_t(t.ne[0]), uint64_t(row_bytes(t.dtype, 1)), &row);

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "model/dtype.h"
+#include "model/ggml_quants.h"
 
 namespace parley::model {
 
@@ -35,7 +36,8 @@ enum class GgufValueType : uint32_t {
 
 std::string_view gguf_value_type_name(GgufValueType t);
 
-// ggml tensor type ids we can load (the others are recognised only to name them).
+// ggml tensor type ids we hold as they are (the block types of ggml_quants.h are converted;
+// the others are recognised only to name them).
 inline constexpr uint32_t kGgmlF32 = 0;
 inline constexpr uint32_t kGgmlF16 = 1;
 inline constexpr uint32_t kGgmlQ4_0 = 2;
@@ -67,7 +69,8 @@ struct GgufTensorInfo {
   uint32_t n_dims = 0;
   std::array<int64_t, 4> ne{1, 1, 1, 1};  // ne[0] is the innermost (contiguous) dimension
   uint32_t ggml_type = 0;
-  DType dtype = DType::f32;
+  DType dtype = DType::f32;         // the type the tensor is held in once loaded
+  const GgmlBlockType* blocks = nullptr;  // the file's 4- to 6-bit blocks, converted to Q8_0
   uint64_t offset = 0;              // from the start of the data section
   std::span<const std::byte> data;  // n_bytes bytes inside the file
   int64_t n_elements() const { return ne[0] * ne[1] * ne[2] * ne[3]; }

@@ -23,18 +23,21 @@ namespace {
 constexpr size_t kMaxJsonBytes = 16u * 1000u * 1000u;
 constexpr size_t kMaxTokenizerModelBytes = 64u * 1000u * 1000u;
 
+void drop_source_pages(const LoadedModel& m, const FileTensor& t) {
+  TensorView source;
+  source.name = t.name;
+  source.data = t.data;
+  source.n_bytes = t.n_bytes;
+  drop_file_pages(m, source);
+}
+
 // Tensors rewritten at load (q/k rows un-permuted, norms converted, tensors realigned) were
 // read from the file into buffers of their own; their file pages are not needed again.
 void drop_rewritten_sources(const std::vector<FileTensor>& tensors, const LoadedModel& m) {
   std::unordered_set<const std::byte*> in_use;
   for (const TensorView* v : weight_views(m.weights)) in_use.insert(v->data);
   for (const FileTensor& t : tensors) {
-    if (in_use.count(t.data)) continue;
-    TensorView source;
-    source.name = t.name;
-    source.data = t.data;
-    source.n_bytes = t.n_bytes;
-    drop_file_pages(m, source);
+    if (!in_use.count(t.data)) drop_source_pages(m, t);
   }
 }
 
@@ -45,11 +48,14 @@ void load_gguf(const GgufFile& file, LoadedModel& m) {
   std::vector<FileTensor> tensors;
   tensors.reserve(file.tensors.size());
   for (const GgufTensorInfo& t : file.tensors) {
-    FileTensor ft{t.name, t.dtype, {}, t.data.data(), t.data.size()};
+    FileTensor ft{t.name, t.dtype, {}, t.data.data(), t.data.size(), t.blocks};
     for (uint32_t d = t.n_dims; d-- > 0;) ft.shape.push_back(t.ne[d]);  // ne is innermost first
     tensors.push_back(std::move(ft));
   }
-  m.weights = build_weights(tensors, TensorNaming::gguf, m.config, /*tie_output=*/false);
+  // A tensor of ggml blocks leaves its file pages as soon as it is converted, so that the
+  // process never holds the file and the converted model at once.
+  m.weights = build_weights(tensors, TensorNaming::gguf, m.config, /*tie_output=*/false,
+                            [&](const FileTensor& t) { drop_source_pages(m, t); });
   drop_rewritten_sources(tensors, m);
   m.tokenizer.kind = TokenizerSource::Kind::gguf_vocab;
   m.tokenizer.vocab = std::move(info.vocab);

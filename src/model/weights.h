@@ -8,11 +8,13 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "model/dtype.h"
+#include "model/ggml_quants.h"
 #include "model/model_config.h"
 
 namespace parley::model {
@@ -79,10 +81,11 @@ std::vector<const TensorView*> weight_views(const Weights& weights);
 // A tensor as a file lists it, before it is given a role and checked against the config.
 struct FileTensor {
   std::string name;
-  DType dtype = DType::f32;
+  DType dtype = DType::f32;  // the type it is held in once loaded
   std::vector<int64_t> shape;  // outermost first: [rows, cols] for a matrix, [n] for a vector
   const std::byte* data = nullptr;
   size_t n_bytes = 0;
+  const GgmlBlockType* blocks = nullptr;  // set when the file holds ggml blocks held as Q8_0
 };
 
 enum class TensorNaming {
@@ -94,9 +97,12 @@ enum class TensorNaming {
 // Gives every tensor the model needs its role, checking its shape against `config` (which
 // must be validate()d). The output matrix is tied to the token embedding when
 // `tie_output` is set or the file has none. Tensors with other names are ignored.
-// Throws Error(bad_model) naming a missing or misshapen tensor.
+// Throws Error(bad_model) naming a missing or misshapen tensor. `converted`, when given, is
+// called for each tensor of ggml blocks once its Q8_0 copy is made, so that the caller can
+// let go of the source bytes before the next tensor is converted.
 Weights build_weights(const std::vector<FileTensor>& tensors, TensorNaming naming,
-                      const ModelConfig& config, bool tie_output);
+                      const ModelConfig& config, bool tie_output,
+                      const std::function<void(const FileTensor&)>& converted = {});
 
 // Parameters the model computes with (a tied output matrix counts once).
 uint64_t count_parameters(const Weights& weights);

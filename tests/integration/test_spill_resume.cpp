@@ -135,6 +135,7 @@ TEST_CASE("a send refused for its options or its length leaves a spilled session
   const auto a = greedy_turn(spilled, kNext.text, kNext.n);
   const auto b = greedy_turn(resident, kNext.text, kNext.n);
   CHECK(a.kv_source == engine::KvSource::restored);
+  CHECK(b.kv_source == engine::KvSource::resident);
   CHECK(spilled.tokens() == resident.tokens());
   CHECK(same_logits(spilled.last_logits(), resident.last_logits()));
 }

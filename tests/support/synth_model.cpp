@@ -7,6 +7,7 @@
 #include <random>
 #include <stdexcept>
 
+#include "support/ggml_blocks.h"
 #include "support/gguf_builder.h"
 #include "support/safetensors_builder.h"
 #include "support/tensor_codec.h"
@@ -78,6 +79,7 @@ struct OutTensor {
   int64_t rows, cols;
   const std::vector<float>* values;
   DType dtype;
+  uint32_t block_type = 0;  // a ggml block type written instead of dtype; 0: none
 };
 
 std::string base26(int k) {
@@ -119,6 +121,30 @@ DType synth_matrix_dtype(const SynthSpec& spec, int64_t cols) {
   return spec.dtype;
 }
 
+uint32_t synth_matrix_block_type(const SynthSpec& spec, int64_t cols, bool output) {
+  const uint32_t type = output && spec.output_block_type ? spec.output_block_type
+                                                         : spec.block_type;
+  if (type == 0 || cols % int64_t(ggml_block_values(type)) != 0) return 0;
+  return type;
+}
+
+SynthWeights synth_block_values(const SynthSpec& s, const SynthWeights& w) {
+  SynthWeights out = w;
+  auto replace = [&](std::vector<float>& v, int64_t cols, bool output) {
+    const uint32_t type = synth_matrix_block_type(s, cols, output);
+    if (type) v = encode_ggml_blocks(type, v).values;
+  };
+  const int64_t q_cols = int64_t(s.n_heads) * s.hd();
+  replace(out.tok_embd, s.dim, false);
+  for (SynthLayer& L : out.layers) {
+    for (auto* m : {&L.wq, &L.wk, &L.wv, &L.w_gate, &L.w_up}) replace(*m, s.dim, false);
+    replace(L.wo, q_cols, false);
+    replace(L.w_down, s.hidden_dim, false);
+  }
+  if (!s.tied) replace(out.output, s.dim, true);
+  return out;
+}
+
 SynthVocab make_spm_vocab(int32_t n_vocab) {
   if (n_vocab < 260) throw std::invalid_argument("an SPM vocabulary needs at least 260 pieces");
   SynthVocab v;
@@ -145,7 +171,9 @@ namespace {
 std::vector<OutTensor> gguf_tensors(const SynthSpec& s, const SynthWeights& w) {
   const int64_t q_rows = int64_t(s.n_heads) * s.hd(), kv_rows = int64_t(s.n_kv_heads) * s.hd();
   auto mat = [&](std::string name, int64_t rows, int64_t cols, const std::vector<float>& v) {
-    return OutTensor{std::move(name), rows, cols, &v, synth_matrix_dtype(s, cols)};
+    const bool output = name == "output.weight";
+    return OutTensor{std::move(name), rows, cols, &v, synth_matrix_dtype(s, cols),
+                     synth_matrix_block_type(s, cols, output)};
   };
   auto vec = [&](std::string name, const std::vector<float>& v) {
     return OutTensor{std::move(name), 0, int64_t(v.size()), &v, DType::f32};
@@ -212,10 +240,11 @@ void write_gguf(const SynthSpec& s, const SynthWeights& w, const SynthVocab& v,
   GgufBuilder info;
   uint64_t offset = 0;
   for (const OutTensor& t : tensors) {
-    data.push_back(encode_tensor(t.dtype, *t.values));
+    data.push_back(t.block_type ? encode_ggml_blocks(t.block_type, *t.values).bytes
+                                : encode_tensor(t.dtype, *t.values));
     const std::vector<int64_t> ne =
         t.rows ? std::vector<int64_t>{t.cols, t.rows} : std::vector<int64_t>{t.cols};
-    info.tensor_info(t.name, ne, ggml_id(t.dtype), offset);
+    info.tensor_info(t.name, ne, t.block_type ? t.block_type : ggml_id(t.dtype), offset);
     offset += (data.back().size() + kAlignment - 1) / kAlignment * kAlignment;
   }
   GgufBuilder file;

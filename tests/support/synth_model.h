@@ -25,6 +25,12 @@ struct SynthSpec {
   float rms_eps = 1e-5f;
   bool tied = false;                       // no separate output matrix
   model::DType dtype = model::DType::f32;  // matrices; norm vectors are always F32
+  // GGUF only: a ggml 4- to 6-bit block type (ggml_blocks.h) the matrices are written in
+  // instead of dtype where their rows are whole blocks (the others keep dtype); 0: none. The
+  // output matrix takes output_block_type when that is set, as llama.cpp's mixes give it more
+  // bits.
+  uint32_t block_type = 0;
+  uint32_t output_block_type = 0;
   uint64_t seed = 1;
 
   int32_t hd() const { return head_dim ? head_dim : dim / n_heads; }
@@ -58,6 +64,14 @@ SynthWeights make_synth_weights(const SynthSpec& spec);
 // The type a matrix with `cols` columns is written in: spec.dtype, except that Q8_0 falls
 // back to F16 when cols is not a multiple of 32 (as llama.cpp's tools do).
 model::DType synth_matrix_dtype(const SynthSpec& spec, int64_t cols);
+
+// The block type a matrix with `cols` columns is written in (the output matrix's when
+// `output`), or 0 when it is written in synth_matrix_dtype().
+uint32_t synth_matrix_block_type(const SynthSpec& spec, int64_t cols, bool output);
+
+// `weights` with every matrix that spec writes in a block type replaced by the values its
+// blocks stand for: what a loader that converts blocks exactly would hand back.
+SynthWeights synth_block_values(const SynthSpec& spec, const SynthWeights& weights);
 
 // The tokenizer metadata of a GGUF file (tokenizer.ggml.*).
 struct SynthVocab {

@@ -161,8 +161,12 @@ void tensor_cases(Cases& c) {
         "Q8_0 needs ne[0]", "block-quantized row not a whole number of blocks");
   c.bad("type-unknown", with_tensor("output_norm.weight", {8}, 99), "unknown dtype 99",
         "tensor type id ggml never defined");
-  c.add("type-unsupported", with_tensor("output_norm.weight", {8}, ggml_type::Q4_K).bytes(),
-        "UNSUPPORTED", "Q4_K", "known tensor type this build cannot run");
+  c.bad("k-row-not-blocks", with_tensor("token_embd.weight", {8, 264}, ggml_type::Q4_K),
+        "Q4_K needs ne[0] to be a multiple of 256", "K-quant row not a whole super-block");
+  c.bad("q4-data-past-end", with_tensor("token_embd.weight", {4096, 264}, ggml_type::Q4_0),
+        "past the end of the file", "4-bit tensor larger than the file");
+  c.add("type-unsupported", with_tensor("output_norm.weight", {8}, ggml_type::Q3_K).bytes(),
+        "UNSUPPORTED", "Q3_K", "known tensor type this build cannot run");
   c.bad("shape-mismatch", with_tensor("blk.0.attn_q.weight", {8, 6}),
         "blk.0.attn_q.weight", "tensor shape disagrees with the hyperparameters");
   {

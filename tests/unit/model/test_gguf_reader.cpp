@@ -328,10 +328,35 @@ TEST_CASE("GGUF: tensor types: supported, known but unsupported, unknown") {
     CHECK_NOTHROW(parse_gguf(as_span(one_tensor_file({64, 2}, t))));
   }
   CHECK(parse_gguf(as_span(one_tensor_file({64, 2}, mt::BF16))).tensors[0].dtype == DType::bf16);
-  CHECK_PARLEY_ERROR(parse_gguf(as_span(one_tensor_file({64, 2}, mt::Q4_0))), Status::unsupported,
-                     "'blk.0.attn_q.weight'", "Q4_0");
-  CHECK_PARLEY_ERROR(parse_gguf(as_span(one_tensor_file({256, 2}, mt::Q4_K))), Status::unsupported,
-                     "Q4_K");
+  // ggml's 4- to 6-bit blocks are held as Q8_0; the directory keeps their size in the file.
+  const struct {
+    uint32_t type;
+    int64_t ne0;
+    size_t row_bytes;
+  } blocks[] = {{2, 64, 36},  {3, 64, 40},   {6, 64, 44},  {7, 64, 48},
+                {12, 512, 288}, {13, 512, 352}, {14, 512, 420}};
+  for (const auto& b : blocks) {
+    CAPTURE(b.type);
+    const GgufFile f = parse_gguf(as_span(one_tensor_file({b.ne0, 3}, b.type)));
+    CHECK(f.tensors[0].dtype == DType::q8_0);
+    REQUIRE(f.tensors[0].blocks != nullptr);
+    CHECK(f.tensors[0].blocks->ggml_type == b.type);
+    CHECK(f.tensors[0].data.size() == 3 * b.row_bytes);
+  }
+  CHECK(parse_gguf(as_span(one_tensor_file({64, 2}, mt::Q8_0))).tensors[0].blocks == nullptr);
+  CHECK_PARLEY_ERROR(parse_gguf(as_span(one_tensor_file({128, 2}, mt::Q4_K))), Status::bad_model,
+                     "'blk.0.attn_q.weight'", "Q4_K needs ne[0] to be a multiple of 256");
+  CHECK_PARLEY_ERROR(parse_gguf(as_span(one_tensor_file({48, 2}, mt::Q4_0))), Status::bad_model,
+                     "Q4_0 needs ne[0] to be a multiple of 32");
+  CHECK_PARLEY_ERROR(parse_gguf(as_span(one_tensor_file({4096, 64}, mt::Q4_0))),
+                     Status::bad_model, "past the end of the file");
+  for (uint32_t t : {10u, 11u, 20u, 23u}) {  // Q2_K, Q3_K, IQ4_NL, IQ4_XS
+    CAPTURE(t);
+    CHECK_PARLEY_ERROR(parse_gguf(as_span(one_tensor_file({256, 2}, t))), Status::unsupported,
+                       "'blk.0.attn_q.weight'", "is not supported", "Q4_K, Q5_K and Q6_K are");
+  }
+  CHECK_PARLEY_ERROR(parse_gguf(as_span(one_tensor_file({256, 2}, 11))), Status::unsupported,
+                     "tensor type Q3_K");
   CHECK_PARLEY_ERROR(parse_gguf(as_span(one_tensor_file({64, 2}, 28))), Status::unsupported, "F64");
   for (uint32_t t : {40u, 99u, 0xffffffffu}) {
     CAPTURE(t);

@@ -409,15 +409,13 @@ TEST_CASE("loader: GGUF files that parse but do not make a model") {
     CHECK_PARLEY_ERROR(load_model((tmp / "m.gguf").string()), Status::unsupported,
                        "architecture 'gemma'");
   }
-  SUBCASE("a Q4_0 tensor") {
+  SUBCASE("a Q3_K tensor") {
     parley::test::GgufBuilder b;
     b.header(1, 1).kv_str("general.architecture", "llama");
-    b.tensor_info("token_embd.weight", {32, 4}, parley::test::ggml_type::Q4_0, 0)
-        .pad_to(32)
-        .raw(std::string(72, '\0'));
-    parley::test::write_bytes(tmp / "q4.gguf", b.bytes());
-    CHECK_PARLEY_ERROR(load_model((tmp / "q4.gguf").string()), Status::unsupported,
-                       "'token_embd.weight'", "Q4_0");
+    b.tensor_info("token_embd.weight", {256, 4}, 11, 0).pad_to(32).raw(std::string(440, '\0'));
+    parley::test::write_bytes(tmp / "q3.gguf", b.bytes());
+    CHECK_PARLEY_ERROR(load_model((tmp / "q3.gguf").string()), Status::unsupported,
+                       "'token_embd.weight'", "Q3_K");
   }
   SUBCASE("inconsistent hyperparameters") {
     SynthSpec bad = spec;

@@ -1,0 +1,211 @@
+#include "model/ggml_quants.h"
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstring>
+
+namespace parley::model {
+
+namespace {
+
+constexpr uint32_t kQK = 256;  // values in a K-type super-block
+
+// ggml type ids and block sizes (ggml-common.h's block_* structs).
+constexpr std::array<GgmlBlockType, 7> kTypes{{
+    {2, "Q4_0", 32, 18, true},
+    {3, "Q4_1", 32, 20, false},
+    {6, "Q5_0", 32, 22, true},
+    {7, "Q5_1", 32, 24, false},
+    {12, "Q4_K", kQK, 144, false},
+    {13, "Q5_K", kQK, 176, false},
+    {14, "Q6_K", kQK, 210, false},
+}};
+
+uint16_t u16_at(const std::byte* p) {
+  uint16_t v;
+  std::memcpy(&v, p, 2);
+  return v;
+}
+
+uint32_t u32_at(const std::byte* p) {
+  uint32_t v;
+  std::memcpy(&v, p, 4);
+  return v;
+}
+
+float f16_at(const std::byte* p) { return f16_to_f32(u16_at(p)); }
+
+const uint8_t* bytes_at(const std::byte* p) { return reinterpret_cast<const uint8_t*>(p); }
+
+// Q4_0: d, then 16 bytes whose low nibbles are values 0-15 and high nibbles 16-31;
+// value = d * (nibble - 8). Q5_0 adds a 32-bit word of fifth bits (bit i for value i);
+// value = d * (code - 16). Both are Q8_0 blocks with the same d.
+void q4_0_to_q8_0(const std::byte* b, Q8Block& out) {
+  out.d = u16_at(b);
+  const uint8_t* qs = bytes_at(b + 2);
+  for (int j = 0; j < 16; ++j) {
+    out.q[j] = int8_t((qs[j] & 0x0f) - 8);
+    out.q[j + 16] = int8_t((qs[j] >> 4) - 8);
+  }
+}
+
+void q5_0_to_q8_0(const std::byte* b, Q8Block& out) {
+  out.d = u16_at(b);
+  const uint32_t qh = u32_at(b + 2);
+  const uint8_t* qs = bytes_at(b + 6);
+  for (int j = 0; j < 16; ++j) {
+    out.q[j] = int8_t(((qs[j] & 0x0f) | (((qh >> j) & 1u) << 4)) - 16);
+    out.q[j + 16] = int8_t(((qs[j] >> 4) | (((qh >> (j + 16)) & 1u) << 4)) - 16);
+  }
+}
+
+// Q4_1 / Q5_1: as Q4_0 / Q5_0 with a minimum m: value = d * code + m, codes unsigned.
+void q4_1_values(const std::byte* b, float* y) {
+  const float d = f16_at(b), m = f16_at(b + 2);
+  const uint8_t* qs = bytes_at(b + 4);
+  for (int j = 0; j < 16; ++j) {
+    y[j] = float(qs[j] & 0x0f) * d + m;
+    y[j + 16] = float(qs[j] >> 4) * d + m;
+  }
+}
+
+void q5_1_values(const std::byte* b, float* y) {
+  const float d = f16_at(b), m = f16_at(b + 2);
+  const uint32_t qh = u32_at(b + 4);
+  const uint8_t* qs = bytes_at(b + 8);
+  for (int j = 0; j < 16; ++j) {
+    y[j] = float((qs[j] & 0x0f) | (((qh >> j) & 1u) << 4)) * d + m;
+    y[j + 16] = float((qs[j] >> 4) | (((qh >> (j + 16)) & 1u) << 4)) * d + m;
+  }
+}
+
+// The 6-bit scale and minimum of sub-block j (0-7) of a Q4_K / Q5_K super-block: 12 bytes
+// hold sub-blocks 0-3 in the low 6 bits of bytes 0-3 (scales) and 4-7 (minimums), and 4-7
+// in the nibbles of bytes 8-11 with their top two bits in the spare bits of bytes 0-7.
+void k_scale_min(int j, const uint8_t* s, uint8_t& scale, uint8_t& min) {
+  if (j < 4) {
+    scale = s[j] & 63;
+    min = s[j + 4] & 63;
+  } else {
+    scale = uint8_t((s[j + 4] & 0x0f) | ((s[j - 4] >> 6) << 4));
+    min = uint8_t((s[j + 4] >> 4) | ((s[j] >> 6) << 4));
+  }
+}
+
+// Q4_K: d, dmin, 12 scale bytes, then 128 bytes: each 32 of them hold two sub-blocks of 32
+// values (low nibbles the first, high nibbles the second). value = d*scale*code - dmin*min.
+// Q5_K puts 32 bytes of fifth bits before the nibbles: bit j of byte l for value l of
+// sub-block j. (Loops run along l, with no branch inside, so that they vectorize.)
+template <bool kFifthBits>
+void k_values(const std::byte* b, float* y) {
+  const float d = f16_at(b), dmin = f16_at(b + 2);
+  const uint8_t* scales = bytes_at(b + 4);
+  const uint8_t* qh = bytes_at(b + 16);
+  const uint8_t* qs = bytes_at(b + (kFifthBits ? 48 : 16));
+  for (int sub = 0; sub < 8; ++sub) {
+    uint8_t scale, min;
+    k_scale_min(sub, scales, scale, min);
+    const float ds = d * float(scale), dm = dmin * float(min);
+    const uint8_t* q = qs + 32 * (sub / 2);
+    const int shift = 4 * (sub % 2);
+    for (int l = 0; l < 32; ++l) {
+      int code = (q[l] >> shift) & 0x0f;
+      if constexpr (kFifthBits) code |= ((qh[l] >> sub) & 1) << 4;
+      y[32 * sub + l] = ds * float(code) - dm;
+    }
+  }
+}
+
+// Q6_K: 128 bytes of low nibbles, 64 of high 2-bit pairs, 16 int8 scales (one per 16
+// values), d. Each half of 128 values takes 64 low bytes and 32 high bytes: value 32k + l
+// (k = 0-3) of the half has its low nibble in byte l (k even) or l + 32 (k odd), low nibble
+// for k < 2 and high for k >= 2, and its top two bits at bit 2k of high byte l.
+// value = d * scale * (code - 32).
+void q6_k_values(const std::byte* b, float* y) {
+  const uint8_t* ql = bytes_at(b);
+  const uint8_t* qh = bytes_at(b + 128);
+  const int8_t* sc = reinterpret_cast<const int8_t*>(b + 192);
+  const float d = f16_at(b + 208);
+  for (int h = 0; h < 2; ++h) {
+    for (int k = 0; k < 4; ++k) {
+      const uint8_t* low = ql + 64 * h + 32 * (k % 2);
+      const uint8_t* high = qh + 32 * h;
+      const int low_shift = k < 2 ? 0 : 4;
+      for (int part = 0; part < 2; ++part) {  // 16 values per scale
+        const float ds = d * float(sc[8 * h + 2 * k + part]);
+        for (int l = 16 * part; l < 16 * part + 16; ++l) {
+          const int code = ((low[l] >> low_shift) & 0x0f) | (((high[l] >> (2 * k)) & 3) << 4);
+          y[128 * h + 32 * k + l] = ds * float(code - 32);
+        }
+      }
+    }
+  }
+}
+
+// 32 values -> a Q8_0 block whose stored F16 scale is also the one quantized with, so no
+// value moves by more than half a step of the scale the reader sees.
+void quantize_q8_0(const float* x, Q8Block& out) {
+  float lanes[8] = {};  // eight running maxima instead of one chain of 32
+  float probe[8] = {};  // x * 0 is NaN for a NaN or an infinity, else 0
+  for (int i = 0; i < kQ8BlockValues; i += 8) {
+    for (int k = 0; k < 8; ++k) {
+      lanes[k] = std::max(lanes[k], std::fabs(x[i + k]));
+      probe[k] += x[i + k] * 0.0f;
+    }
+  }
+  const float amax = *std::max_element(lanes, lanes + 8);
+  // F16 may round the scale down, among its subnormals by so much that codes would pass
+  // 127; the next F16 value up keeps every code within +-127.
+  uint16_t bits = f32_to_f16(amax / 127.0f);
+  if (f16_to_f32(bits) * 127.0f < amax && bits < 0x7c00) ++bits;
+  out.d = bits;
+  const float d = f16_to_f32(bits);
+  const float id = d > 0.0f ? 1.0f / d : 0.0f;
+  if (std::any_of(probe, probe + 8, [](float p) { return p != 0.0f; })) {
+    // A broken weight: converting NaN to an integer is undefined, so such values become 0.
+    for (int i = 0; i < kQ8BlockValues; ++i) {
+      out.q[i] = std::isfinite(x[i] * id) ? int8_t(std::lround(x[i] * id)) : int8_t(0);
+    }
+    return;
+  }
+  // Adding 1.5 * 2^23 rounds to an integer (half to even) in a way that vectorizes, where
+  // lround is a call per value.
+  constexpr float kRound = 12582912.0f;
+  for (int i = 0; i < kQ8BlockValues; ++i) out.q[i] = int8_t(int((x[i] * id + kRound) - kRound));
+}
+
+}  // namespace
+
+const GgmlBlockType* q8_0_convertible_type(uint32_t ggml_type) {
+  for (const GgmlBlockType& t : kTypes) {
+    if (t.ggml_type == ggml_type) return &t;
+  }
+  return nullptr;
+}
+
+std::string_view q8_0_convertible_type_names() {
+  return "Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K and Q6_K";
+}
+
+void convert_row_to_q8_0(const GgmlBlockType& type, const std::byte* src, size_t n_values,
+                         Q8Block* dst) {
+  float values[kQK];
+  for (size_t b = 0; b < n_values / type.block_values; ++b, src += type.block_bytes) {
+    switch (type.ggml_type) {
+      case 2: q4_0_to_q8_0(src, *dst++); continue;
+      case 6: q5_0_to_q8_0(src, *dst++); continue;
+      case 3: q4_1_values(src, values); break;
+      case 7: q5_1_values(src, values); break;
+      case 12: k_values<false>(src, values); break;
+      case 13: k_values<true>(src, values); break;
+      case 14: q6_k_values(src, values); break;
+      default: return;
+    }
+    for (uint32_t i = 0; i < type.block_values; i += kQ8BlockValues) {
+      quantize_q8_0(values + i, *dst++);
+    }
+  }
+}
+
+}  // namespace parley::model

@@ -1,0 +1,229 @@
+// ggml's 4- to 6-bit block types converted to Q8_0: hand-built blocks whose values follow
+// from ggml's dequantization formulas, and random blocks from the test-side writer.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "model/ggml_quants.h"
+#include "support/ggml_blocks.h"
+
+namespace {
+
+using parley::model::convert_row_to_q8_0;
+using parley::model::f16_to_f32;
+using parley::model::GgmlBlockType;
+using parley::model::q8_0_convertible_type;
+using parley::model::Q8Block;
+
+constexpr uint16_t kF16Quarter = 0x3400, kF16Half = 0x3800, kF16One = 0x3c00, kF16MinusTwo = 0xc000;
+
+const GgmlBlockType& type_of(uint32_t id) {
+  const GgmlBlockType* t = q8_0_convertible_type(id);
+  REQUIRE(t != nullptr);
+  return *t;
+}
+
+std::vector<Q8Block> convert(uint32_t id, const std::string& bytes, size_t n_values) {
+  std::vector<Q8Block> out(n_values / 32);
+  convert_row_to_q8_0(type_of(id), reinterpret_cast<const std::byte*>(bytes.data()), n_values,
+                      out.data());
+  return out;
+}
+
+float value_of(const std::vector<Q8Block>& q, size_t i) {
+  return f16_to_f32(q[i / 32].d) * float(q[i / 32].q[i % 32]);
+}
+
+// Every converted value within half a step of its block's Q8_0 scale of `want` (the float
+// slack covers the product d * q rounding to float).
+void check_within_half_step(const std::vector<Q8Block>& got, const std::vector<float>& want) {
+  REQUIRE(got.size() * 32 == want.size());
+  size_t worst_at = 0;
+  double worst = 0.0;
+  for (size_t i = 0; i < want.size(); ++i) {
+    const double step = f16_to_f32(got[i / 32].d);
+    const double err = std::fabs(double(value_of(got, i)) - double(want[i])) / step;
+    if (step > 0 && err > worst) worst = err, worst_at = i;
+    if (step == 0) CHECK(want[i] == 0.0f);
+  }
+  INFO("worst at value " << worst_at << ": " << want[worst_at] << " became "
+                         << value_of(got, worst_at));
+  CHECK(worst <= 0.5 + 1e-4);
+}
+
+void put_u16(std::string& s, size_t at, uint16_t v) { std::memcpy(s.data() + at, &v, 2); }
+
+}  // namespace
+
+TEST_CASE("ggml blocks: the types loaded as Q8_0, their block sizes and which are exact") {
+  const struct {
+    uint32_t id;
+    const char* name;
+    uint32_t values, bytes;
+    bool exact;
+  } want[] = {{2, "Q4_0", 32, 18, true},     {3, "Q4_1", 32, 20, false},
+              {6, "Q5_0", 32, 22, true},     {7, "Q5_1", 32, 24, false},
+              {12, "Q4_K", 256, 144, false}, {13, "Q5_K", 256, 176, false},
+              {14, "Q6_K", 256, 210, false}};
+  for (const auto& w : want) {
+    CAPTURE(w.name);
+    const GgmlBlockType& t = type_of(w.id);
+    CHECK(t.name == w.name);
+    CHECK(t.block_values == w.values);
+    CHECK(t.block_bytes == w.bytes);
+    CHECK(t.exact_in_q8_0 == w.exact);
+    CHECK(std::string(parley::model::q8_0_convertible_type_names()).find(w.name) !=
+          std::string::npos);
+  }
+  for (uint32_t other : {0u, 1u, 8u, 10u, 11u, 15u, 20u, 30u, 99u}) {
+    CAPTURE(other);
+    CHECK(q8_0_convertible_type(other) == nullptr);
+  }
+}
+
+TEST_CASE("ggml blocks: Q4_0 and Q5_0 keep their scale and codes") {
+  SUBCASE("Q4_0: low nibbles are values 0-15, high nibbles 16-31, minus 8") {
+    std::string b(18, '\0');
+    put_u16(b, 0, kF16Half);
+    for (int j = 0; j < 16; ++j) b[size_t(2 + j)] = char(j | ((15 - j) << 4));
+    const auto q = convert(2, b, 32);
+    CHECK(q[0].d == kF16Half);
+    for (int j = 0; j < 16; ++j) {
+      CAPTURE(j);
+      CHECK(q[0].q[j] == j - 8);
+      CHECK(q[0].q[j + 16] == 7 - j);
+    }
+  }
+  SUBCASE("Q5_0: bit j of the 32-bit word after d is value j's fifth bit, minus 16") {
+    std::string b(22, '\0');
+    put_u16(b, 0, kF16One);
+    const uint32_t qh = 0x80000001u;  // values 0 and 31
+    std::memcpy(b.data() + 2, &qh, 4);
+    b[6 + 3] = char(0x5a);  // value 3: 0xa, value 19: 0x5
+    const auto q = convert(6, b, 32);
+    CHECK(q[0].d == kF16One);
+    for (int j = 0; j < 32; ++j) {
+      CAPTURE(j);
+      const int want = j == 0 || j == 31 ? 0 : j == 3 ? 10 - 16 : j == 19 ? 5 - 16 : -16;
+      CHECK(q[0].q[j] == want);
+    }
+  }
+}
+
+TEST_CASE("ggml blocks: types with a minimum or sub-block scales are re-quantized") {
+  SUBCASE("Q4_1: d * code + m") {
+    std::string b(20, '\0');
+    put_u16(b, 0, kF16One);
+    put_u16(b, 2, kF16MinusTwo);
+    b[4] = char(0xf3);  // value 0: code 3, value 16: code 15
+    std::vector<float> want(32, -2.0f);
+    want[0] = 1.0f;
+    want[16] = 13.0f;
+    check_within_half_step(convert(3, b, 32), want);
+  }
+  SUBCASE("Q5_1: d * code + m, fifth bits after m") {
+    std::string b(24, '\0');
+    put_u16(b, 0, kF16Half);
+    put_u16(b, 2, kF16One);
+    const uint32_t qh = 1u << 20;  // value 20
+    std::memcpy(b.data() + 4, &qh, 4);
+    b[8 + 4] = char(0x21);  // value 4: code 1, value 20: code 2 + 16
+    std::vector<float> want(32, 1.0f);
+    want[4] = 1.5f;
+    want[20] = 0.5f * 18 + 1.0f;
+    check_within_half_step(convert(7, b, 32), want);
+  }
+  // Sub-block 1 (scale 3, minimum 1) takes the 6-bit path of bytes 1 and 5; sub-block 5
+  // (scale 37, minimum 50) the split path: low nibbles in byte 9, top bits in bytes 1 and 5.
+  auto k_scales = [](std::string& b) {
+    put_u16(b, 0, kF16One);   // d
+    put_u16(b, 2, kF16Half);  // dmin
+    b[4 + 1] = char(3 | (37 >> 4) << 6);
+    b[4 + 5] = char(1 | (50 >> 4) << 6);
+    b[4 + 9] = char((37 & 0xf) | (50 & 0xf) << 4);
+  };
+  auto k_want = [](float sub5_value0, float sub1_value2) {
+    std::vector<float> want(256, 0.0f);
+    for (int l = 0; l < 32; ++l) want[size_t(32 + l)] = -0.5f, want[size_t(160 + l)] = -25.0f;
+    want[160] = sub5_value0;
+    want[34] = sub1_value2;
+    return want;
+  };
+  SUBCASE("Q4_K: d * scale * code - dmin * min, sub-blocks 2i and 2i+1 share 32 bytes") {
+    std::string b(144, '\0');
+    k_scales(b);
+    b[16 + 64] = char(0x70);  // sub-block 4 value 0: code 0; sub-block 5 value 0: code 7
+    b[16 + 2] = char(0x90);   // sub-block 1 value 2: code 9
+    check_within_half_step(convert(12, b, 256), k_want(37 * 7 - 25.0f, 3 * 9 - 0.5f));
+  }
+  SUBCASE("Q5_K: fifth bits before the codes, bit j of byte l for value l of sub-block j") {
+    std::string b(176, '\0');
+    k_scales(b);
+    b[16 + 0] = char(1 << 5);   // sub-block 5 value 0
+    b[16 + 2] = char(1 << 1);   // sub-block 1 value 2
+    b[48 + 64] = char(0x70);
+    b[48 + 2] = char(0x90);
+    check_within_half_step(convert(13, b, 256), k_want(37 * 23 - 25.0f, 3 * 25 - 0.5f));
+  }
+  SUBCASE("Q6_K: d * scale * (code - 32), 16 signed scales, d last") {
+    std::string b(210, '\0');
+    put_u16(b, 208, kF16Quarter);
+    b[192 + 2] = char(3);    // values 32-47
+    b[192 + 15] = char(-5);  // values 240-255
+    // Value 244 (second half, k = 3, l = 20): high nibble of ql[64 + 20 + 32], top bits 6-7
+    // of qh[32 + 20]. Value 33 (first half, k = 1, l = 1): low nibble of ql[1 + 32], bits
+    // 2-3 of qh[1].
+    b[116] = char(0xb0);
+    b[128 + 52] = char(0x80);
+    b[33] = char(0x0f);
+    b[128 + 1] = char(0x04);
+    std::vector<float> want(256, 0.0f);
+    for (int i = 32; i < 48; ++i) want[size_t(i)] = 0.25f * 3 * -32;
+    for (int i = 240; i < 256; ++i) want[size_t(i)] = 0.25f * -5 * -32;
+    want[244] = 0.25f * -5 * ((11 | 2 << 4) - 32);
+    want[33] = 0.25f * 3 * ((15 | 1 << 4) - 32);
+    check_within_half_step(convert(14, b, 256), want);
+  }
+}
+
+TEST_CASE("ggml blocks: random blocks of every type convert to what they stand for") {
+  std::mt19937 rng(7);
+  std::normal_distribution<float> normal(0.0f, 0.05f);
+  std::vector<float> x(1024);
+  for (float& v : x) v = normal(rng);
+  x[5] = 0.9f;  // an outlier, as trained weights have
+  std::fill(x.begin() + 512, x.begin() + 544, 0.0f);  // a block of zeros
+  std::vector<float> tiny(512);  // scales among F16's subnormals, which round coarsely
+  for (float& v : tiny) v = normal(rng) * 1e-4f;
+  x.insert(x.end(), tiny.begin(), tiny.end());
+  for (uint32_t id : parley::test::kGgmlBlockTypes) {
+    CAPTURE(parley::test::ggml_block_type_name(id));
+    const auto blocks = parley::test::encode_ggml_blocks(id, x);
+    REQUIRE(blocks.bytes.size() == x.size() / type_of(id).block_values * type_of(id).block_bytes);
+    const auto q = convert(id, blocks.bytes, x.size());
+    if (type_of(id).exact_in_q8_0) {
+      for (size_t i = 0; i < x.size(); ++i) {
+        CAPTURE(i);
+        CHECK(value_of(q, i) == blocks.values[i]);
+      }
+    } else {
+      check_within_half_step(q, blocks.values);
+    }
+  }
+}
+
+TEST_CASE("ggml blocks: a NaN or infinite scale gives zeros, not undefined conversions") {
+  for (uint16_t bad : {uint16_t(0x7e00), uint16_t(0x7c00), uint16_t(0xfc00)}) {  // NaN, +-inf
+    CAPTURE(bad);
+    std::string b(20, '\0');
+    put_u16(b, 0, bad);
+    put_u16(b, 2, kF16One);
+    for (int j = 0; j < 16; ++j) b[size_t(4 + j)] = char(0x5a);
+    const auto q = convert(3, b, 32);
+    for (int j = 0; j < 32; ++j) CHECK(q[0].q[j] == 0);
+  }
+}

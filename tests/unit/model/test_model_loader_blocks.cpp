@@ -1,0 +1,119 @@
+// GGUF files whose matrices are in ggml's 4- to 6-bit block types load as Q8_0 holding the
+// values the test-side writer's blocks stand for.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "model/model_loader.h"
+#include "support/ggml_blocks.h"
+#include "support/shared_assets.h"
+#include "support/synth_model.h"
+#include "support/tensor_codec.h"
+
+using parley::model::DType;
+using parley::model::load_model;
+using parley::model::Q8Block;
+using parley::model::TensorView;
+using parley::test::SynthSpec;
+
+namespace {
+
+// Q4_0 and Q5_0 values exactly; the others within half a step of each 32 values' Q8_0 scale.
+void check_block_values(const TensorView& v, const std::vector<float>& want, bool exact) {
+  CAPTURE(v.name);
+  REQUIRE(v.dtype == DType::q8_0);
+  REQUIRE(size_t(v.n_elements()) == want.size());
+  const auto* blocks = reinterpret_cast<const Q8Block*>(v.data);
+  size_t off = 0;
+  for (size_t i = 0; i < want.size(); ++i) {
+    const float step = parley::model::f16_to_f32(blocks[i / 32].d);
+    const float got = step * float(blocks[i / 32].q[i % 32]);
+    const bool ok = exact ? got == want[i] : std::fabs(got - want[i]) <= 0.5001f * step;
+    if (!ok && off++ == 0) {
+      INFO("value " << i << ": " << want[i] << " loaded as " << got << " (step " << step << ")");
+      CHECK(ok);
+    }
+  }
+  CHECK(off == 0);
+}
+
+void check_model(const parley::model::LoadedModel& m, const SynthSpec& spec,
+                 const parley::test::SynthWeights& written) {
+  const parley::test::SynthWeights want = parley::test::synth_block_values(spec, written);
+  auto matrix = [&](const TensorView& v, const std::vector<float>& values, bool output) {
+    const uint32_t type = parley::test::synth_matrix_block_type(spec, v.cols, output);
+    if (type == 0) {
+      CHECK(v.dtype == spec.dtype);
+      CHECK(parley::test::decode_view(v) == parley::test::round_trip(spec.dtype, values));
+      return;
+    }
+    const bool exact = type == parley::test::ggml_block_type::Q4_0 ||
+                       type == parley::test::ggml_block_type::Q5_0;
+    check_block_values(v, values, exact);
+  };
+  matrix(m.weights.tok_embd, want.tok_embd, false);
+  for (size_t l = 0; l < want.layers.size(); ++l) {
+    const auto& L = m.weights.layers[l];
+    const auto& W = want.layers[l];
+    CHECK(parley::test::decode_view(L.attn_norm) == W.attn_norm);
+    CHECK(parley::test::decode_view(L.ffn_norm) == W.ffn_norm);
+    matrix(L.wq, W.wq, false);
+    matrix(L.wk, W.wk, false);
+    matrix(L.wv, W.wv, false);
+    matrix(L.wo, W.wo, false);
+    matrix(L.w_gate, W.w_gate, false);
+    matrix(L.w_up, W.w_up, false);
+    matrix(L.w_down, W.w_down, false);
+  }
+  if (!spec.tied) matrix(m.weights.output, want.output, true);
+}
+
+SynthSpec block_spec(uint32_t type) {
+  SynthSpec s;  // rows of 256 and 512: whole blocks of every type
+  s.dim = 256;
+  s.hidden_dim = 512;
+  s.n_heads = 4;
+  s.n_kv_heads = 2;
+  s.block_type = type;
+  return s;
+}
+
+}  // namespace
+
+TEST_CASE("loader: GGUF matrices in ggml's 4- to 6-bit block types load as Q8_0") {
+  parley::test::TempDir dir;
+  const auto vocab = parley::test::make_spm_vocab(320);
+  for (uint32_t type : parley::test::kGgmlBlockTypes) {
+    CAPTURE(parley::test::ggml_block_type_name(type));
+    const SynthSpec spec = block_spec(type);
+    const auto w = parley::test::make_synth_weights(spec);
+    parley::test::write_gguf(spec, w, vocab, dir / "m.gguf");
+    check_model(*load_model((dir / "m.gguf").string()), spec, w);
+  }
+}
+
+TEST_CASE("loader: a mix of block types and a matrix that is not whole blocks, as in Q4_K_M") {
+  parley::test::TempDir dir;
+  SynthSpec spec = block_spec(parley::test::ggml_block_type::Q4_K);
+  spec.output_block_type = parley::test::ggml_block_type::Q6_K;
+  spec.hidden_dim = 96;  // ffn_down rows of 96 values stay F16
+  spec.dtype = DType::f16;
+  const auto w = parley::test::make_synth_weights(spec);
+  parley::test::write_gguf(spec, w, parley::test::make_spm_vocab(320), dir / "m.gguf");
+  const auto m = load_model((dir / "m.gguf").string());
+  CHECK(m->weights.layers[0].w_down.dtype == DType::f16);
+  CHECK(m->weights.layers[0].w_gate.dtype == DType::q8_0);
+  check_model(*m, spec, w);
+
+  SUBCASE("tied output") {
+    spec.tied = true;
+    const auto tied = parley::test::make_synth_weights(spec);
+    parley::test::write_gguf(spec, tied, parley::test::make_spm_vocab(320), dir / "t.gguf");
+    const auto t = load_model((dir / "t.gguf").string());
+    CHECK(t->weights.tied_output);
+    CHECK(t->weights.output.data == t->weights.tok_embd.data);
+    check_model(*t, spec, tied);
+  }
+}
