@@ -3,8 +3,9 @@
 #include <charconv>
 #include <stdexcept>
 #include <string_view>
-#include <thread>
 #include <utility>
+
+#include "common/thread_count.h"
 
 namespace parley::bench {
 namespace {
@@ -182,7 +183,7 @@ const char* usage_text() {
 }
 
 int resolved_threads(const BenchArgs& args) {
-  return args.threads > 0 ? args.threads : int(std::thread::hardware_concurrency());
+  return int(resolved_thread_count(args.threads));
 }
 
 }  // namespace parley::bench

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "fast_random.h"
+#include "common/thread_count.h"
 #include "model/fingerprint.h"
 #include "synthetic_vocab.h"
 
@@ -27,8 +28,7 @@ constexpr size_t kChunkValues = size_t(1) << 20;  // unit of parallel work and o
 
 template <class Fn>
 void parallel_for(size_t n, const Fn& fn) {
-  const size_t n_threads =
-      std::max<size_t>(1, std::min<size_t>(n, std::thread::hardware_concurrency()));
+  const size_t n_threads = std::max<size_t>(1, std::min(n, core_count()));
   std::atomic<size_t> next{0};
   auto work = [&] {
     for (size_t i; (i = next.fetch_add(1)) < n;) fn(i);

@@ -11,6 +11,7 @@
 
 #include "common/error.h"
 #include "common/log.h"
+#include "common/thread_count.h"
 #include "engine/clock.h"
 #include "engine/janitor.h"
 #include "engine/session.h"
@@ -53,8 +54,7 @@ Engine::Engine(std::unique_ptr<model::LoadedModel> model, const EngineOptions& o
               " pieces but the model's vocab_size is " + std::to_string(cfg.n_vocab));
 
   context_length_ = options.context_length ? options.context_length : uint32_t(cfg.context_length);
-  worker_threads_ = options.n_threads > 0 ? uint32_t(options.n_threads)
-                                         : std::max(1u, std::thread::hardware_concurrency());
+  worker_threads_ = uint32_t(resolved_thread_count(options.n_threads));
   require(context_length_ <= uint32_t(cfg.context_length), Status::invalid_argument,
           "context_length " + std::to_string(options.context_length) +
               " exceeds the model's trained context of " + std::to_string(cfg.context_length));

@@ -7,11 +7,11 @@
 #include <cstring>
 #include <exception>
 #include <new>
-#include <thread>
 #include <unordered_map>
 
 #include "common/error.h"
 #include "common/parallel_tasks.h"
+#include "common/thread_count.h"
 
 namespace parley::model {
 
@@ -149,7 +149,7 @@ class Builder {
     constexpr size_t kRowsPerTask = 64;
     const size_t rows = size_t(v.rows);
     const size_t tasks = (rows + kRowsPerTask - 1) / kRowsPerTask;
-    const auto failures = run_tasks(tasks, std::thread::hardware_concurrency(), [&](size_t i) {
+    const auto failures = run_tasks(tasks, core_count(), [&](size_t i) {
       for (size_t r = i * kRowsPerTask; r < std::min(rows, (i + 1) * kRowsPerTask); ++r) {
         convert_row_to_q8_0(*t.blocks, t.data + r * file_row, cols,
                             reinterpret_cast<Q8Block*>(out + r * row_bytes(DType::q8_0, cols)));

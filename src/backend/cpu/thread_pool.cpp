@@ -5,6 +5,7 @@
 #include <string>
 
 #include "common/error.h"
+#include "common/thread_count.h"
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
@@ -56,8 +57,7 @@ bool spin_until(const Done& done) {
 ThreadPool::ThreadPool(int32_t n_threads) {
   require(n_threads >= 0, Status::invalid_argument,
           "thread count must be 0 (one per core) or positive, got " + std::to_string(n_threads));
-  size_t total = n_threads > 0 ? size_t(n_threads) : std::thread::hardware_concurrency();
-  total = std::max<size_t>(total, 1);
+  const size_t total = resolved_thread_count(n_threads);
   workers_.reserve(total - 1);
   try {
     for (size_t i = 0; i + 1 < total; ++i) workers_.emplace_back([this] { worker_loop(); });

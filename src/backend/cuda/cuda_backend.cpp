@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "backend/cuda/cuda_check.h"
+#include "common/thread_count.h"
 #include "kernels/head_dim_dispatch.cuh"
 #include "kernels/launch.h"
 
@@ -328,7 +329,7 @@ void CudaBackend::scatter_as_copied(const parley_cuda_batch& b, const parley_cud
   constexpr int32_t kMaxThreads = 8;
   const uint32_t first_block = b.start_pos / kernels::kKvBlockTokens;
   const uint32_t last_block = (b.start_pos + b.n_tokens - 1) / kernels::kKvBlockTokens;
-  const auto cores = int32_t(std::max(1u, std::thread::hardware_concurrency()));
+  const auto cores = int32_t(core_count());
   const int32_t parts = std::clamp(std::min(cores / 2, int32_t(last_block - first_block + 1)), 1, kMaxThreads);
   std::vector<cudaError_t> errors(size_t(parts), cudaSuccess);
   auto work = [&](int32_t part) {

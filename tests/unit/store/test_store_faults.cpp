@@ -8,6 +8,7 @@
 
 #include "common/error.h"
 #include "store/store.h"
+#include "support/error_check.h"
 #include "support/faulty_vfs.h"
 #include "support/shared_assets.h"
 #include "support/stored_session.h"
@@ -37,17 +38,13 @@ StoredKv kv_of(std::vector<uint64_t> hashes, size_t tail_bytes, uint32_t n_token
   return kv;
 }
 
-// The storage error a call throws; fails the test if it throws nothing or something else.
+// The message of the storage error a call throws; fails the test if it throws nothing or
+// something else.
 template <class F>
 std::string storage_error_of(F&& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    CHECK(e.status() == Status::storage);
-    return e.what();
-  }
-  FAIL("expected Error(storage)");
-  return "";
+  const auto [status, message] = parley::test::error_of(f);
+  CHECK_MESSAGE(status == Status::storage, message);
+  return message;
 }
 
 bool contains(const std::string& text, const std::string& part) {
