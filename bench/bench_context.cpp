@@ -50,7 +50,9 @@ nlohmann::ordered_json BenchContext::line(std::string_view scenario, engine::Eng
   // The SIMD target the CPU kernels dispatched to (AVX3 = AVX-512, AVX2, ..., SCALAR).
   if (engine.backend().name() == "cpu") l["simd"] = backend::cpu::matmul_target_name();
   l["kv"] = kv::kv_type_name(engine.kv_type());
-  l["weights"] = model::dtype_name(engine.model().weights.layers.at(0).wq.dtype);
+  // A file's 4- to 6-bit blocks by their name (held as Q8_0).
+  const model::TensorView& wq = engine.model().weights.layers.at(0).wq;
+  l["weights"] = wq.file_blocks ? wq.file_blocks->name : model::dtype_name(wq.dtype);
   l["kv_bytes_per_token"] = engine.stats().kv_bytes_per_token;
   if (copy_bandwidth_.gb_per_s > 0) l["bandwidth_gbs"] = copy_bandwidth_.gb_per_s;
   if (copy_bandwidth_.read_gb_per_s > 0) l["read_bandwidth_gbs"] = copy_bandwidth_.read_gb_per_s;

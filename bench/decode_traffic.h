@@ -1,5 +1,5 @@
-// Bytes one decode step must read from memory: every weight once (the embedding only one
-// row), plus the K/V of every token in the context.
+// Bytes one decode step must read from memory: every weight once, as the CPU holds it (the
+// embedding only one row), plus the K/V of every token in the context.
 #pragma once
 
 #include <cstdint>

@@ -159,6 +159,7 @@ class Builder {
       if (e) std::rethrow_exception(e);
     }
     v.data = out;
+    v.file_blocks = t.blocks;
     if (converted_) converted_(t);
     return v;
   }

@@ -28,6 +28,7 @@ struct TensorView {
   int64_t cols = 0;
   const std::byte* data = nullptr;  // rows * row_bytes(dtype, cols) bytes
   size_t n_bytes = 0;
+  const GgmlBlockType* file_blocks = nullptr;  // the file's ggml blocks it was converted from
 
   bool empty() const { return data == nullptr; }
   int64_t n_elements() const { return rows * cols; }

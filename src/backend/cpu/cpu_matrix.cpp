@@ -16,49 +16,85 @@ namespace parley::backend::cpu {
 namespace {
 
 constexpr size_t kLine = 64;
+constexpr size_t kBlock = model::kQ8BlockValues;
+
+// Whether every code of a Q8_0 matrix lies in [-8, 7], as those of a Q4_0 file do: then its
+// rows pack into 4 bits per value. (A matrix quantized to Q8_0 itself reaches +-127 in every
+// block that is not all zeros.)
+bool codes_fit_in_nibbles(const model::TensorView& w) {
+  if (w.dtype != model::DType::q8_0 || w.empty()) return false;
+  const size_t blocks = size_t(w.rows) * (size_t(w.cols) / kBlock);
+  const auto* src = reinterpret_cast<const model::Q8Block*>(w.data);
+  for (size_t b = 0; b < blocks; ++b) {
+    int8_t lo = 0, hi = 0;
+    for (int8_t q : src[b].q) lo = std::min(lo, q), hi = std::max(hi, q);
+    if (lo < -8 || hi > 7) return false;
+  }
+  return true;
+}
+
+// Bytes of a packed row's values: scales start at a multiple of 32 bytes, so that a vector
+// of up to 16 of them never crosses a line.
+size_t packed_value_bytes(size_t cols, bool nibbles) {
+  return nibbles ? round_up(cols / 2, 32) : cols;
+}
 
 // The scales padded to 32 bytes, so that the kernels read them in whole vectors.
-size_t packed_stride(size_t cols) {
-  return round_up(cols + round_up(cols / model::kQ8BlockValues * sizeof(uint16_t), 32), kLine);
+size_t packed_stride(size_t cols, bool nibbles) {
+  const size_t scale_bytes = round_up(cols / kBlock * sizeof(uint16_t), 32);
+  return round_up(packed_value_bytes(cols, nibbles) + scale_bytes, kLine);
 }
 
 // The bytes of one row as tiled: packed for Q8_0.
-size_t row_bytes_of(const model::TensorView& w) {
-  return w.dtype == model::DType::q8_0 ? packed_stride(size_t(w.cols))
+size_t row_bytes_of(const model::TensorView& w, bool nibbles) {
+  return w.dtype == model::DType::q8_0 ? packed_stride(size_t(w.cols), nibbles)
                                        : model::row_bytes(w.dtype, size_t(w.cols));
 }
 
-size_t tile_stride_of(const model::TensorView& w) {
-  return round_up(row_bytes_of(w), kLine) * kTileRows;
+size_t tile_stride_of(const model::TensorView& w, bool nibbles) {
+  return round_up(row_bytes_of(w, nibbles), kLine) * kTileRows;
 }
 
 size_t tiles_of(const model::TensorView& w) { return (size_t(w.rows) + kTileRows - 1) / kTileRows; }
 
-// Row r of a Q8_0 matrix packed into `out` (packed_stride bytes).
-void pack_row(const model::TensorView& w, size_t r, std::byte* out) {
-  const size_t cols = size_t(w.cols), blocks = cols / model::kQ8BlockValues;
+// Row r of a Q8_0 matrix packed into `out` (packed_stride bytes): values as bytes, or as
+// nibbles (code + 8; block b's 16 bytes from 16b, value k in the low nibble of byte k and
+// value k + 16 in its high nibble), then the scales.
+void pack_row(const model::TensorView& w, size_t r, bool nibbles, std::byte* out) {
+  const size_t cols = size_t(w.cols), blocks = cols / kBlock;
   const auto* src = reinterpret_cast<const model::Q8Block*>(w.row(int64_t(r)));
-  auto* values = reinterpret_cast<int8_t*>(out);
-  auto* scales = reinterpret_cast<uint16_t*>(out + cols);
+  auto* values = reinterpret_cast<uint8_t*>(out);
+  const size_t value_bytes = packed_value_bytes(cols, nibbles);
+  auto* scales = reinterpret_cast<uint16_t*>(out + value_bytes);
   for (size_t b = 0; b < blocks; ++b) {
-    std::memcpy(values + b * model::kQ8BlockValues, src[b].q, model::kQ8BlockValues);
+    if (nibbles) {
+      for (size_t k = 0; k < kBlock / 2; ++k) {
+        values[b * kBlock / 2 + k] =
+            uint8_t((src[b].q[k] + 8) | (src[b].q[k + kBlock / 2] + 8) << 4);
+      }
+    } else {
+      std::memcpy(values + b * kBlock, src[b].q, kBlock);
+    }
     scales[b] = src[b].d;
   }
-  const size_t used = cols + blocks * sizeof(uint16_t);
-  std::memset(out + used, 0, packed_stride(cols) - used);  // every byte defined
+  const size_t values_used = nibbles ? cols / 2 : cols;
+  std::memset(out + values_used, 0, value_bytes - values_used);
+  const size_t used = value_bytes + blocks * sizeof(uint16_t);
+  std::memset(out + used, 0, packed_stride(cols, nibbles) - used);  // every byte defined
 }
 
 // Tiles [t0, t1) of w into `out` (tiled layout, cpu_matrix.h), every byte written once.
-void tile_rows(const model::TensorView& w, size_t stride, size_t t0, size_t t1, std::byte* out) {
+void tile_rows(const model::TensorView& w, bool nibbles, size_t stride, size_t t0, size_t t1,
+               std::byte* out) {
   const bool q8 = w.dtype == model::DType::q8_0;
-  const size_t row_bytes = row_bytes_of(w);
+  const size_t row_bytes = row_bytes_of(w, nibbles);
   std::vector<std::byte> packed(q8 ? row_bytes : 0);
   for (size_t t = t0; t < t1; ++t) {
     std::byte* tile = out + t * stride;
     for (size_t i = 0; i < kTileRows; ++i) {
       const size_t r = t * kTileRows + i;
       const bool real = r < size_t(w.rows);
-      if (real && q8 && row_bytes > 0) pack_row(w, r, packed.data());
+      if (real && q8 && row_bytes > 0) pack_row(w, r, nibbles, packed.data());
       const std::byte* row = !real ? nullptr : q8 ? packed.data() : w.row(int64_t(r));
       for (size_t b = 0; b < stride / kTileRows; b += kLine) {
         std::byte* chunk = tile + CpuMatrix::in_tile_offset(i, b);
@@ -74,17 +110,23 @@ void tile_rows(const model::TensorView& w, size_t stride, size_t t0, size_t t1, 
 
 void CpuMatrix::FreeBytes::operator()(std::byte* p) const { std::free(p); }
 
-size_t CpuMatrix::copy_bytes(const model::TensorView& w) {
-  return std::max(tiles_of(w) * tile_stride_of(w), kLine);
+bool CpuMatrix::packs_nibbles(const model::TensorView& w, Packing packing) {
+  return packing == Packing::smallest && codes_fit_in_nibbles(w);
 }
 
-CpuMatrix::CpuMatrix(const model::TensorView& w, ThreadPool* pool, MatrixArena* arena)
+size_t CpuMatrix::copy_bytes(const model::TensorView& w, Packing packing) {
+  return std::max(tiles_of(w) * tile_stride_of(w, packs_nibbles(w, packing)), kLine);
+}
+
+CpuMatrix::CpuMatrix(const model::TensorView& w, ThreadPool* pool, MatrixArena* arena,
+                     Packing packing)
     : view_(w) {
   const bool q8 = w.dtype == model::DType::q8_0;
   require(!q8 || size_t(w.cols) % model::kQ8BlockValues == 0, Status::internal,
           "Q8_0 matrix " + w.name + " has a row length not a multiple of 32");
-  stride_ = tile_stride_of(w);
-  const size_t bytes = copy_bytes(w);
+  nibbles_ = packs_nibbles(w, packing);
+  stride_ = tile_stride_of(w, nibbles_);
+  const size_t bytes = std::max(tiles_of(w) * stride_, kLine);
   std::byte* copy = nullptr;
   if (arena) {
     copy = arena->take(bytes);
@@ -95,7 +137,7 @@ CpuMatrix::CpuMatrix(const model::TensorView& w, ThreadPool* pool, MatrixArena* 
     copy = owned_.get();
   }
   const size_t tiles = tiles_of(w);
-  const auto fill = [&](size_t t0, size_t t1) { tile_rows(w, stride_, t0, t1, copy); };
+  const auto fill = [&](size_t t0, size_t t1) { tile_rows(w, nibbles_, stride_, t0, t1, copy); };
   if (pool) {
     pool->parallel_for(tiles, fill);
   } else {
@@ -109,10 +151,19 @@ void CpuMatrix::dequantize_row(int64_t r, float* out) const {
   const size_t cols = size_t(view_.cols);
   const auto at = [&](size_t b) { return view_.data + tiled_offset(stride_, size_t(r), b); };
   if (dtype() == model::DType::q8_0) {
+    const size_t value_bytes = packed_value_bytes(cols, nibbles_);
     for (size_t k = 0; k < cols; ++k) {
       uint16_t d;
-      std::memcpy(&d, at(cols + k / model::kQ8BlockValues * sizeof(uint16_t)), sizeof d);
-      out[k] = model::f16_to_f32(d) * float(int8_t(*at(k)));
+      std::memcpy(&d, at(value_bytes + k / kBlock * sizeof(uint16_t)), sizeof d);
+      int code;
+      if (nibbles_) {
+        const size_t b = k / kBlock, j = k % kBlock;
+        const auto byte = uint8_t(*at(b * kBlock / 2 + j % (kBlock / 2)));
+        code = (j < kBlock / 2 ? byte & 0x0f : byte >> 4) - 8;
+      } else {
+        code = int8_t(*at(k));
+      }
+      out[k] = model::f16_to_f32(d) * float(code);
     }
     return;
   }

@@ -6,6 +6,9 @@
 // blocks) every other 32-byte load straddles two cache lines and each block's scale is a load
 // and a conversion of its own; packed, two blocks' values fill one line and up to 16 scales
 // convert in one vector. Q8_0 decode ran 1.1-1.4x faster so on a 2-core AVX-512 machine.
+// A Q8_0 matrix whose codes all fit in 4 bits (one converted from a Q4_0 file) packs its
+// values in nibbles: half the bytes to stream, the same products bit for bit (TinyLlama shape:
+// decode 1.5x faster than Q8_0, prefill 0.86x for the unpacking; bench/RESULTS.md).
 //
 // Rows are then tiled (Q8_0 rows as packed, F32/F16/BF16 rows as they are): a product reads
 // kTileRows rows side by side, so those rows lie side by side, 64 bytes of each in turn. Row
@@ -34,6 +37,11 @@ class ThreadPool;
 // Rows per tile of a tiled matrix: the products' register tile.
 inline constexpr size_t kTileRows = 4;
 
+// How a Q8_0 matrix packs: `smallest` puts a matrix whose codes all lie in [-8, 7] (one
+// converted from a Q4_0 file) in 4 bits per value, half the bytes for products to stream;
+// `bytes` keeps 8 (for tests that compare the two).
+enum class Packing { smallest, bytes };
+
 class CpuMatrix {
  public:
   // w copied into the layout above: into `arena` (which must outlive this object) when one is
@@ -41,10 +49,13 @@ class CpuMatrix {
   // touches of fresh memory run faster side by side). w is not read again. Error(internal) for
   // a Q8_0 row that is not whole blocks of 32 values.
   explicit CpuMatrix(const model::TensorView& w, ThreadPool* pool = nullptr,
-                     MatrixArena* arena = nullptr);
+                     MatrixArena* arena = nullptr, Packing packing = Packing::smallest);
 
   // The bytes the copy of w takes (at least one line).
-  static size_t copy_bytes(const model::TensorView& w);
+  static size_t copy_bytes(const model::TensorView& w, Packing packing = Packing::smallest);
+
+  // Whether w's copy holds 4-bit codes (see Packing).
+  static bool packs_nibbles(const model::TensorView& w, Packing packing = Packing::smallest);
 
   model::DType dtype() const { return view_.dtype; }
   int64_t rows() const { return view_.rows; }
@@ -71,9 +82,15 @@ class CpuMatrix {
   }
 
   // A packed Q8_0 row: `cols` int8 values from byte 0, then cols / 32 F16 scales from byte
-  // `cols`, then zeros to at least the next multiple of 32 bytes; this many bytes in all (a
-  // multiple of 64).
+  // q8_value_bytes() (= cols), then zeros to at least the next multiple of 32 bytes; this
+  // many bytes in all (a multiple of 64). With nibbles(), block b's 32 codes + 8 are the 16
+  // bytes from 16b, value k in the low nibble of byte k, value k + 16 in its high nibble, and
+  // the scales start at cols / 2 rounded up to 32 bytes.
   size_t q8_row_bytes() const { return stride_ / kTileRows; }
+  bool nibbles() const { return nibbles_; }
+  size_t q8_value_bytes() const {
+    return nibbles_ ? (size_t(view_.cols) / 2 + 31) / 32 * 32 : size_t(view_.cols);
+  }
 
   // out[cols] = row r as floats, from the copy (the token embedding of a model whose output
   // matrix is tied to it is looked up here, so that the file's pages are not needed again).
@@ -86,6 +103,7 @@ class CpuMatrix {
   model::TensorView view_;
   std::unique_ptr<std::byte, FreeBytes> owned_;  // the copy, unless an arena holds it
   size_t stride_ = 0;                            // bytes per tile
+  bool nibbles_ = false;                         // Q8_0 codes held in 4 bits
 };
 
 }  // namespace parley::backend::cpu

@@ -12,7 +12,8 @@ namespace parley::backend::cpu {
 
 // y[i * y_stride + r] = sum over blocks b of (weight scale) x (activation scale) x
 // (exact integer dot product of the block's values), for r in [r0, r1) and every activation
-// row i of x; w is a packed Q8_0 matrix (CpuMatrix) with x.cols columns.
+// row i of x; w is a packed Q8_0 matrix (CpuMatrix, its codes in bytes or in nibbles: the
+// same results) with x.cols columns.
 //
 // Summation order, the same for every batch size: per row pair, each block's integer sum
 // (split into lanes) is converted to float, times the activation scale, then the weight

@@ -45,10 +45,13 @@ void check_model(const parley::model::LoadedModel& m, const SynthSpec& spec,
   auto matrix = [&](const TensorView& v, const std::vector<float>& values, bool output) {
     const uint32_t type = parley::test::synth_matrix_block_type(spec, v.cols, output);
     if (type == 0) {
+      CHECK(v.file_blocks == nullptr);
       CHECK(v.dtype == spec.dtype);
       CHECK(parley::test::decode_view(v) == parley::test::round_trip(spec.dtype, values));
       return;
     }
+    REQUIRE(v.file_blocks != nullptr);
+    CHECK(v.file_blocks->ggml_type == type);
     const bool exact = type == parley::test::ggml_block_type::Q4_0 ||
                        type == parley::test::ggml_block_type::Q5_0;
     check_block_values(v, values, exact);
