@@ -8,7 +8,7 @@
 // convert in one vector. Q8_0 decode ran 1.1-1.4x faster so on a 2-core AVX-512 machine.
 // A Q8_0 matrix whose codes all fit in 4 bits (one converted from a Q4_0 file) packs its
 // values in nibbles: half the bytes to stream, the same products bit for bit (TinyLlama shape:
-// decode 1.5x faster than Q8_0, prefill 0.86x for the unpacking; bench/RESULTS.md).
+// decode 1.4-1.5x faster than Q8_0, prefill 0.81-0.86x for the unpacking; bench/RESULTS.md).
 //
 // Rows are then tiled (Q8_0 rows as packed, F32/F16/BF16 rows as they are): a product reads
 // kTileRows rows side by side, so those rows lie side by side, 64 bytes of each in turn. Row
