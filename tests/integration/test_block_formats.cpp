@@ -9,7 +9,7 @@
 
 #include "model_runner.h"
 #include "parley.h"
-#include "support/c_api_options.h"
+#include "support/c_api_sessions.h"
 #include "support/ggml_blocks.h"
 #include "support/gguf_builder.h"
 #include "support/safetensors_builder.h"
@@ -38,23 +38,7 @@ SynthSpec q4_k_m_like() {
 }
 
 std::vector<int32_t> greedy_reply(const std::string& path) {
-  parley_engine_options eo;
-  parley_engine_options_init(&eo);
-  eo.model_path = path.c_str();
-  parley_engine* e = nullptr;
-  REQUIRE_MESSAGE(parley_engine_open(&eo, &e) == PARLEY_OK, parley_last_error());
-  parley_session* s = nullptr;
-  REQUIRE(parley_session_create(e, nullptr, &s) == PARLEY_OK);
-  const parley_generate_options g = greedy_options(24);
-  REQUIRE_MESSAGE(parley_session_send(s, "ab cd", &g, nullptr, nullptr, nullptr) == PARLEY_OK,
-                  parley_last_error());
-  size_t n = 0;
-  REQUIRE(parley_session_get_tokens(s, nullptr, 0, &n) == PARLEY_OK);
-  std::vector<int32_t> ids(n);
-  REQUIRE(parley_session_get_tokens(s, ids.data(), n, &n) == PARLEY_OK);
-  parley_session_close(s);
-  parley_engine_close(e);
-  return ids;
+  return greedy_session_tokens(path, PARLEY_KV_DEFAULT, "ab cd", 24);
 }
 
 }  // namespace

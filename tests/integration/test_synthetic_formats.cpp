@@ -8,7 +8,7 @@
 
 #include "model_runner.h"
 #include "parley.h"
-#include "support/c_api_options.h"
+#include "support/c_api_sessions.h"
 #include "support/shared_assets.h"
 #include "support/synth_model.h"
 #include "text/spm_model_proto.h"
@@ -124,23 +124,7 @@ TEST_CASE("greedy replies through the C ABI agree between the two forms") {
   const auto spec = spec_for(kShapes[2], model::DType::f32, 3);
   const auto [gguf, hf] = write_both(spec, dir);
   auto reply_ids = [](const std::string& path) {
-    parley_engine_options eo;
-    parley_engine_options_init(&eo);
-    eo.model_path = path.c_str();
-    eo.kv_type = PARLEY_KV_F32;
-    parley_engine* e = nullptr;
-    REQUIRE_MESSAGE(parley_engine_open(&eo, &e) == PARLEY_OK, parley_last_error());
-    parley_session* s = nullptr;
-    REQUIRE(parley_session_create(e, nullptr, &s) == PARLEY_OK);
-    const parley_generate_options g = greedy_options(30);
-    REQUIRE(parley_session_send(s, "ab cd", &g, nullptr, nullptr, nullptr) == PARLEY_OK);
-    size_t n = 0;
-    REQUIRE(parley_session_get_tokens(s, nullptr, 0, &n) == PARLEY_OK);
-    std::vector<int32_t> ids(n);
-    REQUIRE(parley_session_get_tokens(s, ids.data(), n, &n) == PARLEY_OK);
-    parley_session_close(s);
-    parley_engine_close(e);
-    return ids;
+    return greedy_session_tokens(path, PARLEY_KV_F32, "ab cd", 30);
   };
   const auto a = reply_ids(gguf);
   CHECK(a.size() > 30);

@@ -3,7 +3,12 @@
 
 #include <doctest/doctest.h>
 
+#include <cstdint>
+#include <string>
+#include <vector>
+
 #include "parley.h"
+#include "support/c_api_options.h"
 
 namespace parley::test {
 
@@ -16,6 +21,30 @@ inline parley_session* create_raw_session(parley_engine* e, const char* id) {
   parley_session* s = nullptr;
   REQUIRE_MESSAGE(parley_session_create(e, &so, &s) == PARLEY_OK, parley_last_error());
   return s;
+}
+
+// Every token of a new session (prompt and reply) after one greedy reply of max_tokens to
+// `prompt`, on an engine of its own over `model_path` with the given KV type.
+inline std::vector<int32_t> greedy_session_tokens(const std::string& model_path, int32_t kv_type,
+                                                  const char* prompt, uint32_t max_tokens) {
+  parley_engine_options eo;
+  parley_engine_options_init(&eo);
+  eo.model_path = model_path.c_str();
+  eo.kv_type = kv_type;
+  parley_engine* e = nullptr;
+  REQUIRE_MESSAGE(parley_engine_open(&eo, &e) == PARLEY_OK, parley_last_error());
+  parley_session* s = nullptr;
+  REQUIRE(parley_session_create(e, nullptr, &s) == PARLEY_OK);
+  const parley_generate_options g = greedy_options(max_tokens);
+  REQUIRE_MESSAGE(parley_session_send(s, prompt, &g, nullptr, nullptr, nullptr) == PARLEY_OK,
+                  parley_last_error());
+  size_t n = 0;
+  REQUIRE(parley_session_get_tokens(s, nullptr, 0, &n) == PARLEY_OK);
+  std::vector<int32_t> ids(n);
+  REQUIRE(parley_session_get_tokens(s, ids.data(), n, &n) == PARLEY_OK);
+  parley_session_close(s);
+  parley_engine_close(e);
+  return ids;
 }
 
 }  // namespace parley::test
