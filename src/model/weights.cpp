@@ -118,12 +118,17 @@ class Builder {
     v.cols = cols;
     v.data = t->data;
     v.n_bytes = t->n_bytes;
-    if (t->blocks) return converted_to_q8_0(*t, v);
-    if (v.n_bytes != size_t(v.rows) * row_bytes(v.dtype, size_t(v.cols))) {
-      fail(Status::bad_model,
-           "tensor '" + name + "' holds " + std::to_string(v.n_bytes) + " bytes, its shape needs " +
-               std::to_string(size_t(v.rows) * row_bytes(v.dtype, size_t(v.cols))));
+    // A row's bytes as the file stores them: ggml blocks, or elements of dtype.
+    const size_t file_row = t->blocks ? block_row_bytes(*t->blocks, size_t(cols))
+                                      : row_bytes(v.dtype, size_t(cols));
+    const bool whole_blocks = !t->blocks || size_t(cols) % t->blocks->block_values == 0;
+    if (!whole_blocks || v.n_bytes != size_t(v.rows) * file_row) {
+      fail(Status::bad_model, "tensor '" + name + "' holds " + std::to_string(v.n_bytes) +
+                                  " bytes, its shape needs " +
+                                  std::to_string(size_t(v.rows) * file_row) +
+                                  (t->blocks ? " as " + std::string(t->blocks->name) : ""));
     }
+    if (t->blocks) return converted_to_q8_0(*t, v, file_row);
     if (reinterpret_cast<uintptr_t>(v.data) % element_alignment(v.dtype) != 0) {
       // Formats do not promise aligned tensor data; consumers may load elements directly.
       std::byte* copy = own(w_, v.n_bytes);
@@ -133,17 +138,11 @@ class Builder {
     return v;
   }
 
-  // The file's 4- to 6-bit blocks as Q8_0 blocks the weights own, the rows shared out among
-  // the cores (a 7B model's 6.7e9 values take seconds on one).
-  TensorView converted_to_q8_0(const FileTensor& t, TensorView v) {
+  // The file's 4- to 6-bit blocks (rows of file_row bytes, checked by take()) as Q8_0 blocks
+  // the weights own, the rows shared out among the cores (a 7B model's 6.7e9 values take
+  // seconds on one).
+  TensorView converted_to_q8_0(const FileTensor& t, TensorView v, size_t file_row) {
     const size_t cols = size_t(v.cols);
-    const uint64_t file_row = block_row_bytes(*t.blocks, cols);
-    if (cols % t.blocks->block_values != 0 || t.n_bytes != size_t(v.rows) * file_row) {
-      fail(Status::bad_model, "tensor '" + t.name + "' holds " + std::to_string(t.n_bytes) +
-                                  " bytes, its shape needs " +
-                                  std::to_string(size_t(v.rows) * file_row) + " as " +
-                                  std::string(t.blocks->name));
-    }
     v.n_bytes = size_t(v.rows) * row_bytes(DType::q8_0, cols);
     std::byte* out = own(w_, v.n_bytes);
     constexpr size_t kRowsPerTask = 64;

@@ -50,14 +50,6 @@ SessionHandle::SessionHandle(parley_engine* e, const char* chat_template) {
   REQUIRE_MESSAGE(st == PARLEY_OK, parley_last_error());
 }
 
-std::vector<int32_t> session_tokens(parley_session* s) {
-  size_t n = 0;
-  REQUIRE(parley_session_get_tokens(s, nullptr, 0, &n) == PARLEY_OK);
-  std::vector<int32_t> ids(n);
-  REQUIRE(parley_session_get_tokens(s, ids.data(), ids.size(), &n) == PARLEY_OK);
-  return ids;
-}
-
 bool last_error_mentions(const char* needle) {
   return std::strstr(parley_last_error(), needle) != nullptr;
 }

@@ -7,6 +7,7 @@
 
 #include "parley.h"
 #include "support/c_api_options.h"  // greedy_options
+#include "support/c_api_sessions.h"  // session_tokens
 
 namespace parley::test {
 
@@ -33,8 +34,6 @@ struct SessionHandle {
   SessionHandle& operator=(const SessionHandle&) = delete;
   operator parley_session*() const { return s; }
 };
-
-std::vector<int32_t> session_tokens(parley_session* s);
 
 // Whether this thread's parley_last_error() contains `needle`.
 bool last_error_mentions(const char* needle);

@@ -7,6 +7,7 @@
 
 #include "parley.h"
 #include "support/c_api_options.h"
+#include "support/c_api_sessions.h"
 #include "support/shared_assets.h"
 #include "support/synth_model.h"
 
@@ -46,14 +47,6 @@ std::vector<int32_t> tokenize(parley_engine* e, const std::string& text) {
   return ids;
 }
 
-std::vector<int32_t> tokens_of(parley_session* s) {
-  size_t n = 0;
-  REQUIRE(parley_session_get_tokens(s, nullptr, 0, &n) == PARLEY_OK);
-  std::vector<int32_t> ids(n);
-  REQUIRE(parley_session_get_tokens(s, ids.data(), n, &n) == PARLEY_OK);
-  return ids;
-}
-
 void append(std::vector<int32_t>& to, const std::vector<int32_t>& ids) {
   to.insert(to.end(), ids.begin(), ids.end());
 }
@@ -88,7 +81,7 @@ TEST_CASE("the model's template is the default; the session option wins") {
     append(want, tokenize(e, "\n"));
     want.push_back(m.im_start);
     append(want, tokenize(e, "assistant\n"));
-    const auto got = tokens_of(s);
+    const auto got = session_tokens(s);
     REQUIRE(st.prompt_tokens == want.size());
     CHECK(std::vector<int32_t>(got.begin(), got.begin() + long(want.size())) == want);
     // The user's "</s>" and "<|im_...|>" are characters: the control ids appear only where
@@ -111,7 +104,7 @@ TEST_CASE("the model's template is the default; the session option wins") {
     REQUIRE(parley_session_send(s, "ab", &g, nullptr, nullptr, nullptr) == PARLEY_OK);
     std::vector<int32_t> want = {1};
     append(want, tokenize(e, "ab"));
-    const auto got = tokens_of(s);
+    const auto got = session_tokens(s);
     CHECK(std::vector<int32_t>(got.begin(), got.end() - 1) == want);
     parley_session_close(s);
   }

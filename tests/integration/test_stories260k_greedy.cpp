@@ -8,6 +8,7 @@
 #include "golden.h"
 #include "parley.h"
 #include "support/c_api_options.h"
+#include "support/c_api_sessions.h"
 #include "support/shared_assets.h"
 
 using namespace parley::test;
@@ -35,10 +36,7 @@ Reply greedy_reply(parley_engine* e, const std::string& prompt, uint32_t max_tok
     return 0;
   };
   r.status = parley_session_send(s, prompt.c_str(), &g, collect, &r.text, &r.stats);
-  size_t n = 0;
-  REQUIRE(parley_session_get_tokens(s, nullptr, 0, &n) == PARLEY_OK);
-  r.all_ids.resize(n);
-  REQUIRE(parley_session_get_tokens(s, r.all_ids.data(), n, &n) == PARLEY_OK);
+  r.all_ids = session_tokens(s);
   parley_session_close(s);
   return r;
 }

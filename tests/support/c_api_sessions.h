@@ -23,6 +23,15 @@ inline parley_session* create_raw_session(parley_engine* e, const char* id) {
   return s;
 }
 
+// Every token a session holds (prompts and replies), through the two-call size protocol.
+inline std::vector<int32_t> session_tokens(parley_session* s) {
+  size_t n = 0;
+  REQUIRE(parley_session_get_tokens(s, nullptr, 0, &n) == PARLEY_OK);
+  std::vector<int32_t> ids(n);
+  REQUIRE(parley_session_get_tokens(s, ids.data(), n, &n) == PARLEY_OK);
+  return ids;
+}
+
 // Every token of a new session (prompt and reply) after one greedy reply of max_tokens to
 // `prompt`, on an engine of its own over `model_path` with the given KV type.
 inline std::vector<int32_t> greedy_session_tokens(const std::string& model_path, int32_t kv_type,
@@ -38,10 +47,7 @@ inline std::vector<int32_t> greedy_session_tokens(const std::string& model_path,
   const parley_generate_options g = greedy_options(max_tokens);
   REQUIRE_MESSAGE(parley_session_send(s, prompt, &g, nullptr, nullptr, nullptr) == PARLEY_OK,
                   parley_last_error());
-  size_t n = 0;
-  REQUIRE(parley_session_get_tokens(s, nullptr, 0, &n) == PARLEY_OK);
-  std::vector<int32_t> ids(n);
-  REQUIRE(parley_session_get_tokens(s, ids.data(), n, &n) == PARLEY_OK);
+  std::vector<int32_t> ids = session_tokens(s);
   parley_session_close(s);
   parley_engine_close(e);
   return ids;
