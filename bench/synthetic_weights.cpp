@@ -92,11 +92,34 @@ void fill_q8_0(std::byte* dst, size_t n_values, float amplitude, uint64_t seed) 
   });
 }
 
-// The type a tensor is stored in: norm vectors (`rows` = 0) in F32; Q8_0 needs rows of whole
-// 32-value blocks, other matrices fall back to F16 (as llama.cpp's tools do).
+// Q4_1 blocks with a fixed scale and minimum (values from -amplitude to amplitude) and
+// uniform 4-bit codes.
+void fill_q4_1(std::byte* dst, size_t n_values, float amplitude, uint64_t seed) {
+  const size_t n_blocks = n_values / model::kQ8BlockValues;
+  const size_t blocks_per_chunk = kChunkValues / model::kQ8BlockValues;
+  const uint16_t d = model::f32_to_f16(2.0f * amplitude / 15.0f);
+  const uint16_t m = model::f32_to_f16(-amplitude);
+  parallel_for((n_blocks + blocks_per_chunk - 1) / blocks_per_chunk, [&](size_t chunk) {
+    Xorshift64 rng(seed ^ (chunk * 0x9e3779b97f4a7c15ull));
+    const size_t end = std::min(n_blocks, (chunk + 1) * blocks_per_chunk);
+    for (size_t b = chunk * blocks_per_chunk; b < end; ++b) {
+      model::Q4_1Block blk;
+      blk.d = d;
+      blk.m = m;
+      for (int i = 0; i < model::kQ4BlockBytes; i += 8) {
+        const uint64_t bits = rng.next();
+        std::memcpy(blk.q + i, &bits, 8);
+      }
+      std::memcpy(dst + b * sizeof(model::Q4_1Block), &blk, sizeof blk);
+    }
+  });
+}
+
+// The type a tensor is stored in: norm vectors (`rows` = 0) in F32; Q8_0 and Q4_1 need rows of
+// whole 32-value blocks, other matrices fall back to F16 (as llama.cpp's tools do).
 DType stored_dtype(DType wanted, int64_t rows, int64_t cols) {
   if (rows == 0) return DType::f32;
-  return wanted == DType::q8_0 && cols % model::kQ8BlockValues != 0 ? DType::f16 : wanted;
+  return model::is_blocked(wanted) && cols % model::kQ8BlockValues != 0 ? DType::f16 : wanted;
 }
 
 size_t stored_bytes(DType wanted, int64_t rows, int64_t cols) {
@@ -139,6 +162,9 @@ struct TensorMaker {
         break;
       case DType::q8_0:
         fill_q8_0(data, n, a, tensor_seed);
+        break;
+      case DType::q4_1:
+        fill_q4_1(data, n, a, tensor_seed);
         break;
     }
     std::vector<int64_t> shape =

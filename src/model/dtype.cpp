@@ -1,5 +1,7 @@
 #include "model/dtype.h"
 
+#include <cstring>
+
 namespace parley::model {
 
 std::string_view dtype_name(DType t) {
@@ -8,8 +10,47 @@ std::string_view dtype_name(DType t) {
     case DType::f16: return "F16";
     case DType::bf16: return "BF16";
     case DType::q8_0: return "Q8_0";
+    case DType::q4_1: return "Q4_1";
   }
   return "?";
+}
+
+void dequantize(DType t, const std::byte* src, size_t n, float* dst) {
+  switch (t) {
+    case DType::f32:
+      std::memcpy(dst, src, n * 4);
+      return;
+    case DType::f16:
+    case DType::bf16:
+      for (size_t i = 0; i < n; ++i) {
+        uint16_t h;
+        std::memcpy(&h, src + 2 * i, 2);
+        dst[i] = t == DType::f16 ? f16_to_f32(h) : bf16_to_f32(h);
+      }
+      return;
+    case DType::q8_0:
+      for (size_t b = 0; b < n / kQ8BlockValues; ++b) {
+        Q8Block blk;
+        std::memcpy(&blk, src + b * sizeof(Q8Block), sizeof blk);
+        const float d = f16_to_f32(blk.d);
+        for (int i = 0; i < kQ8BlockValues; ++i) {
+          dst[b * kQ8BlockValues + size_t(i)] = d * float(blk.q[i]);
+        }
+      }
+      return;
+    case DType::q4_1:
+      for (size_t b = 0; b < n / kQ8BlockValues; ++b) {
+        Q4_1Block blk;
+        std::memcpy(&blk, src + b * sizeof(Q4_1Block), sizeof blk);
+        const float d = f16_to_f32(blk.d), m = f16_to_f32(blk.m);
+        float* y = dst + b * kQ8BlockValues;
+        for (int j = 0; j < kQ4BlockBytes; ++j) {
+          y[j] = d * float(blk.q[j] & 0x0f) + m;
+          y[j + kQ4BlockBytes] = d * float(blk.q[j] >> 4) + m;
+        }
+      }
+      return;
+  }
 }
 
 }  // namespace parley::model

@@ -9,7 +9,7 @@
 
 namespace parley::model {
 
-enum class DType : uint8_t { f32, f16, bf16, q8_0 };
+enum class DType : uint8_t { f32, f16, bf16, q8_0, q4_1 };
 
 std::string_view dtype_name(DType t);
 
@@ -21,13 +21,28 @@ struct Q8Block {
 };
 static_assert(sizeof(Q8Block) == 34);
 
-// Bytes of a row of `n` values; n must be a multiple of 32 for Q8_0 (checked by the readers).
+// Q4_1 (ggml): blocks of 32 values, an F16 scale d and an F16 minimum m, then 16 bytes whose
+// low nibbles are values 0-15 and high nibbles 16-31; value = d * code + m, codes 0-15.
+inline constexpr int kQ4BlockBytes = 16;
+struct Q4_1Block {
+  uint16_t d;  // F16 bits
+  uint16_t m;  // F16 bits
+  uint8_t q[kQ4BlockBytes];
+};
+static_assert(sizeof(Q4_1Block) == 20);
+
+// Whether t is one of ggml's block types (rows of whole blocks of 32 values).
+constexpr bool is_blocked(DType t) { return t == DType::q8_0 || t == DType::q4_1; }
+
+// Bytes of a row of `n` values; n must be a multiple of 32 for Q8_0 and Q4_1 (checked by the
+// readers).
 constexpr size_t row_bytes(DType t, size_t n) {
   switch (t) {
     case DType::f32: return n * 4;
     case DType::f16: return n * 2;
     case DType::bf16: return n * 2;
     case DType::q8_0: return n / kQ8BlockValues * sizeof(Q8Block);
+    case DType::q4_1: return n / kQ8BlockValues * sizeof(Q4_1Block);
   }
   return 0;
 }
@@ -80,6 +95,10 @@ inline uint16_t f32_to_f16(float f) {
   if (rem > 0x1000u || (rem == 0x1000u && (r & 1u))) ++r;
   return uint16_t(sign | r);
 }
+
+// dst[n] = the n values of type t at src (no alignment needed); n a multiple of 32 for the
+// block types. Q4_1 as ggml computes it: d * code + m.
+void dequantize(DType t, const std::byte* src, size_t n, float* dst);
 
 inline float bf16_to_f32(uint16_t h) { return std::bit_cast<float>(uint32_t(h) << 16); }
 

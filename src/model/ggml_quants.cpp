@@ -12,14 +12,14 @@ namespace {
 constexpr uint32_t kQK = 256;  // values in a K-type super-block
 
 // ggml type ids and block sizes (ggml-common.h's block_* structs).
-constexpr std::array<GgmlBlockType, 7> kTypes{{
-    {2, "Q4_0", 32, 18, true},
-    {3, "Q4_1", 32, 20, false},
-    {6, "Q5_0", 32, 22, true},
-    {7, "Q5_1", 32, 24, false},
-    {12, "Q4_K", kQK, 144, false},
-    {13, "Q5_K", kQK, 176, false},
-    {14, "Q6_K", kQK, 210, false},
+// (Q4_1, type 3, is held as it is: gguf_reader.cpp.)
+constexpr std::array<GgmlBlockType, 6> kTypes{{
+    {2, "Q4_0", 32, 18, DType::q8_0, true},
+    {6, "Q5_0", 32, 22, DType::q8_0, true},
+    {7, "Q5_1", 32, 24, DType::q8_0, false},
+    {12, "Q4_K", kQK, 144, DType::q4_1, false},
+    {13, "Q5_K", kQK, 176, DType::q8_0, false},
+    {14, "Q6_K", kQK, 210, DType::q8_0, false},
 }};
 
 uint16_t u16_at(const std::byte* p) {
@@ -60,16 +60,7 @@ void q5_0_to_q8_0(const std::byte* b, Q8Block& out) {
   }
 }
 
-// Q4_1 / Q5_1: as Q4_0 / Q5_0 with a minimum m: value = d * code + m, codes unsigned.
-void q4_1_values(const std::byte* b, float* y) {
-  const float d = f16_at(b), m = f16_at(b + 2);
-  const uint8_t* qs = bytes_at(b + 4);
-  for (int j = 0; j < 16; ++j) {
-    y[j] = float(qs[j] & 0x0f) * d + m;
-    y[j + 16] = float(qs[j] >> 4) * d + m;
-  }
-}
-
+// Q5_1: as Q5_0 with a minimum m: value = d * code + m, codes unsigned.
 void q5_1_values(const std::byte* b, float* y) {
   const float d = f16_at(b), m = f16_at(b + 2);
   const uint32_t qh = u32_at(b + 4);
@@ -97,6 +88,7 @@ void k_scale_min(int j, const uint8_t* s, uint8_t& scale, uint8_t& min) {
 // values (low nibbles the first, high nibbles the second). value = d*scale*code - dmin*min.
 // Q5_K puts 32 bytes of fifth bits before the nibbles: bit j of byte l for value l of
 // sub-block j. (Loops run along l, with no branch inside, so that they vectorize.)
+// (Q4_K itself is converted to Q4_1 by q4_k_to_q4_1, which needs no float values.)
 template <bool kFifthBits>
 void k_values(const std::byte* b, float* y) {
   const float d = f16_at(b), dmin = f16_at(b + 2);
@@ -115,6 +107,33 @@ void k_values(const std::byte* b, float* y) {
       y[32 * sub + l] = ds * float(code) - dm;
     }
   }
+}
+
+// Q4_K -> eight Q4_1 blocks, one per sub-block, the codes moved from the Q4_K nibble order
+// (two sub-blocks per 32 bytes) to Q4_1's (values j and j + 16 in byte j). False when a
+// scale or minimum overflows F16.
+bool q4_k_to_q4_1(const std::byte* b, Q4_1Block* out) {
+  const float d = f16_at(b), dmin = f16_at(b + 2);
+  const uint8_t* scales = bytes_at(b + 4);
+  const uint8_t* qs = bytes_at(b + 16);
+  bool in_range = true;
+  for (int sub = 0; sub < 8; ++sub) {
+    uint8_t scale, min;
+    k_scale_min(sub, scales, scale, min);
+    const float ds = d * float(scale), dm = -(dmin * float(min));
+    Q4_1Block& o = out[sub];
+    o.d = f32_to_f16(ds);
+    o.m = f32_to_f16(dm);
+    // Inf or NaN after rounding from a finite product: too large for F16.
+    in_range = in_range && ((o.d & 0x7c00u) != 0x7c00u || !std::isfinite(ds)) &&
+               ((o.m & 0x7c00u) != 0x7c00u || !std::isfinite(dm));
+    const uint8_t* q = qs + 32 * (sub / 2);
+    const int shift = 4 * (sub % 2);
+    for (int j = 0; j < 16; ++j) {
+      o.q[j] = uint8_t(((q[j] >> shift) & 0x0f) | (((q[j + 16] >> shift) & 0x0f) << 4));
+    }
+  }
+  return in_range;
 }
 
 // Q6_K: 128 bytes of low nibbles, 64 of high 2-bit pairs, 16 int8 scales (one per 16
@@ -177,35 +196,38 @@ void quantize_q8_0(const float* x, Q8Block& out) {
 
 }  // namespace
 
-const GgmlBlockType* q8_0_convertible_type(uint32_t ggml_type) {
+const GgmlBlockType* convertible_block_type(uint32_t ggml_type) {
   for (const GgmlBlockType& t : kTypes) {
     if (t.ggml_type == ggml_type) return &t;
   }
   return nullptr;
 }
 
-std::string_view q8_0_convertible_type_names() {
-  return "Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K and Q6_K";
+std::string_view convertible_block_type_names() {
+  return "Q4_0, Q5_0, Q5_1, Q4_K, Q5_K and Q6_K";
 }
 
-void convert_row_to_q8_0(const GgmlBlockType& type, const std::byte* src, size_t n_values,
-                         Q8Block* dst) {
+bool convert_row(const GgmlBlockType& type, const std::byte* src, size_t n_values,
+                 std::byte* dst_bytes) {
   float values[kQK];
+  auto* dst = reinterpret_cast<Q8Block*>(dst_bytes);
   for (size_t b = 0; b < n_values / type.block_values; ++b, src += type.block_bytes) {
     switch (type.ggml_type) {
       case 2: q4_0_to_q8_0(src, *dst++); continue;
       case 6: q5_0_to_q8_0(src, *dst++); continue;
-      case 3: q4_1_values(src, values); break;
+      case 12:
+        if (!q4_k_to_q4_1(src, reinterpret_cast<Q4_1Block*>(dst_bytes) + 8 * b)) return false;
+        continue;
       case 7: q5_1_values(src, values); break;
-      case 12: k_values<false>(src, values); break;
       case 13: k_values<true>(src, values); break;
       case 14: q6_k_values(src, values); break;
-      default: return;
+      default: return false;
     }
     for (uint32_t i = 0; i < type.block_values; i += kQ8BlockValues) {
       quantize_q8_0(values + i, *dst++);
     }
   }
+  return true;
 }
 
 }  // namespace parley::model

@@ -1,8 +1,14 @@
-// ggml's 4-, 5- and 6-bit block types as GGUF files hold them, converted at load to Q8_0 so
-// that every backend needs one quantized path. Q4_0 and Q5_0 fit Q8_0 exactly (the same F16
-// scale, the codes made signed). The types with a minimum or with sub-block scales (Q4_1,
-// Q5_1, Q4_K, Q5_K, Q6_K) are re-quantized per 32 values: each value moves by at most half a
-// Q8_0 step (1/254 of its 32 values' largest magnitude), a small part of their own step.
+// ggml's 4-, 5- and 6-bit block types as GGUF files hold them, converted at load to one of the
+// two block types the backends compute with (Q8_0 and Q4_1, dtype.h; Q4_1 files are held as
+// they are).
+//
+// Q4_0 and Q5_0 fit Q8_0 exactly (the same F16 scale, the codes made signed). Q4_K fits Q4_1
+// per 32-value sub-block, its 4-bit codes kept: the sub-block's scale d * s and minimum
+// -dmin * m are rounded to F16, which moves each value by at most 2^-11 of its sub-block's
+// range plus 2^-11 of the minimum, far below the codes' own step (1/15 of the range); half
+// the memory Q8_0 takes. The types with 5 or 6 bits (Q5_1, Q5_K, Q6_K) are re-quantized to
+// Q8_0 per 32 values: each value moves by at most half a Q8_0 step (1/254 of its 32 values'
+// largest magnitude), a small part of their own step.
 #pragma once
 
 #include <cstddef>
@@ -18,14 +24,15 @@ struct GgmlBlockType {
   std::string_view name;
   uint32_t block_values = 0;  // 32, or 256 for the K types
   uint32_t block_bytes = 0;
-  bool exact_in_q8_0 = false;
+  DType held = DType::q8_0;  // what it is converted to: Q8_0 or Q4_1
+  bool exact = false;        // whether every value converts without rounding
 };
 
-// The block type of ggml type id `ggml_type` when it is one loaded as Q8_0, else nullptr.
-const GgmlBlockType* q8_0_convertible_type(uint32_t ggml_type);
+// The block type of ggml type id `ggml_type` when it is one converted at load, else nullptr.
+const GgmlBlockType* convertible_block_type(uint32_t ggml_type);
 
-// "Q4_0, Q4_1, ...": the types q8_0_convertible_type() accepts, for messages.
-std::string_view q8_0_convertible_type_names();
+// "Q4_0, Q5_0, ...": the types convertible_block_type() accepts, for messages.
+std::string_view convertible_block_type_names();
 
 // Bytes of a row of `n_values` values (a multiple of type.block_values).
 constexpr uint64_t block_row_bytes(const GgmlBlockType& type, uint64_t n_values) {
@@ -33,8 +40,10 @@ constexpr uint64_t block_row_bytes(const GgmlBlockType& type, uint64_t n_values)
 }
 
 // One row of `n_values` values (a multiple of type.block_values) in `type` -> n_values / 32
-// Q8_0 blocks. `src` needs no alignment.
-void convert_row_to_q8_0(const GgmlBlockType& type, const std::byte* src, size_t n_values,
-                         Q8Block* dst);
+// blocks of type.held at `dst` (aligned to 2). `src` needs no alignment. False, the row left
+// incomplete, when a Q4_K sub-block's scale or minimum lies beyond F16's range (2^16), which
+// Q4_1 cannot hold.
+bool convert_row(const GgmlBlockType& type, const std::byte* src, size_t n_values,
+                 std::byte* dst);
 
 }  // namespace parley::model

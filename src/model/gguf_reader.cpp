@@ -149,7 +149,7 @@ class GgufParser {
 namespace {
 
 // ggml type id -> the dtype its tensor is held in, or an error that names the tensor and the
-// type. The 4- to 6-bit block types are held as Q8_0 (ggml_quants.h).
+// type. The other 4- to 6-bit block types are converted to Q8_0 or Q4_1 (ggml_quants.h).
 DType tensor_dtype(uint32_t type, const std::string& context) {
   switch (type) {
     case kGgmlF32:
@@ -158,18 +158,20 @@ DType tensor_dtype(uint32_t type, const std::string& context) {
       return DType::f16;
     case kGgmlQ8_0:
       return DType::q8_0;
+    case kGgmlQ4_1:
+      return DType::q4_1;
     case kGgmlBF16:
       return DType::bf16;
     default:
       break;
   }
-  if (q8_0_convertible_type(type)) return DType::q8_0;
+  if (const GgmlBlockType* blocks = convertible_block_type(type)) return blocks->held;
   const std::string_view name = ggml_type_name(type);
   if (name.empty())
     fail(Status::bad_model, "GGUF: " + context + "unknown dtype " + std::to_string(type));
   fail(Status::unsupported, "GGUF: " + context + "tensor type " + std::string(name) +
-                                " is not supported (F32, F16, BF16, Q8_0, " +
-                                std::string(q8_0_convertible_type_names()) + " are)");
+                                " is not supported (F32, F16, BF16, Q8_0, Q4_1, " +
+                                std::string(convertible_block_type_names()) + " are)");
 }
 
 }  // namespace
@@ -301,11 +303,12 @@ void GgufParser::read_tensor_infos(GgufFile& f, uint64_t n_tensors) {
     }
     t.ggml_type = read<uint32_t>("type");
     t.dtype = tensor_dtype(t.ggml_type, context_);
-    t.blocks = q8_0_convertible_type(t.ggml_type);
+    t.blocks = convertible_block_type(t.ggml_type);
     const uint64_t block_values = t.blocks ? t.blocks->block_values : uint64_t(kQ8BlockValues);
-    if (t.dtype == DType::q8_0 && uint64_t(t.ne[0]) % block_values != 0) {
-      bad(std::string(t.blocks ? t.blocks->name : "Q8_0") + " needs ne[0] to be a multiple of " +
-          std::to_string(block_values) + ", got " + std::to_string(t.ne[0]));
+    if (is_blocked(t.dtype) && uint64_t(t.ne[0]) % block_values != 0) {
+      bad(std::string(t.blocks ? t.blocks->name : dtype_name(t.dtype)) +
+          " needs ne[0] to be a multiple of " + std::to_string(block_values) + ", got " +
+          std::to_string(t.ne[0]));
     }
     const uint64_t rows = uint64_t(n_elements / t.ne[0]);
     // The row's bytes are checked too: ne[0] * 4 wraps (to 0 for ne[0] = 2^62) while the
@@ -314,7 +317,7 @@ void GgufParser::read_tensor_infos(GgufFile& f, uint64_t n_tensors) {
     bool row_wraps = false;
     if (t.blocks) {
       row = block_row_bytes(*t.blocks, uint64_t(t.ne[0]));  // at most 0.82 bytes per value
-    } else if (t.dtype == DType::q8_0) {
+    } else if (is_blocked(t.dtype)) {
       row = row_bytes(t.dtype, size_t(t.ne[0]));  // n / 32 * 34 < 2n: cannot wrap
     } else {
       row_wraps = __builtin_mul_overflow(uint64_t(t.ne[0]), uint64_t(row_bytes(t.dtype, 1)), &row);

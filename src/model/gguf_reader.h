@@ -41,6 +41,7 @@ std::string_view gguf_value_type_name(GgufValueType t);
 inline constexpr uint32_t kGgmlF32 = 0;
 inline constexpr uint32_t kGgmlF16 = 1;
 inline constexpr uint32_t kGgmlQ4_0 = 2;
+inline constexpr uint32_t kGgmlQ4_1 = 3;
 inline constexpr uint32_t kGgmlQ8_0 = 8;
 inline constexpr uint32_t kGgmlBF16 = 30;
 
@@ -70,7 +71,7 @@ struct GgufTensorInfo {
   std::array<int64_t, 4> ne{1, 1, 1, 1};  // ne[0] is the innermost (contiguous) dimension
   uint32_t ggml_type = 0;
   DType dtype = DType::f32;         // the type the tensor is held in once loaded
-  const GgmlBlockType* blocks = nullptr;  // the file's 4- to 6-bit blocks, converted to Q8_0
+  const GgmlBlockType* blocks = nullptr;  // the file's blocks when converted (ggml_quants.h)
   uint64_t offset = 0;              // from the start of the data section
   std::span<const std::byte> data;  // n_bytes bytes inside the file
   int64_t n_elements() const { return ne[0] * ne[1] * ne[2] * ne[3]; }

@@ -3,6 +3,7 @@
 #include <sys/mman.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
 #include <cstring>
 #include <exception>
@@ -62,31 +63,6 @@ std::byte* own(Weights& w, size_t n_bytes) {
   return w.owned.back().data();
 }
 
-void dequantize_row(DType t, const std::byte* src, size_t n, float* dst) {
-  switch (t) {
-    case DType::f32:
-      std::memcpy(dst, src, n * 4);
-      return;
-    case DType::f16:
-    case DType::bf16:
-      for (size_t i = 0; i < n; ++i) {
-        uint16_t h;
-        std::memcpy(&h, src + 2 * i, 2);
-        dst[i] = t == DType::f16 ? f16_to_f32(h) : bf16_to_f32(h);
-      }
-      return;
-    case DType::q8_0:
-      for (size_t b = 0; b < n / kQ8BlockValues; ++b) {
-        Q8Block blk;
-        std::memcpy(&blk, src + b * sizeof(Q8Block), sizeof blk);
-        const float d = f16_to_f32(blk.d);
-        for (int i = 0; i < kQ8BlockValues; ++i)
-          dst[b * kQ8BlockValues + size_t(i)] = d * float(blk.q[i]);
-      }
-      return;
-  }
-}
-
 class Builder {
  public:
   Builder(const std::vector<FileTensor>& tensors, TensorNaming naming, Weights& w,
@@ -128,7 +104,7 @@ class Builder {
                                   std::to_string(size_t(v.rows) * file_row) +
                                   (t->blocks ? " as " + std::string(t->blocks->name) : ""));
     }
-    if (t->blocks) return converted_to_q8_0(*t, v, file_row);
+    if (t->blocks) return converted(*t, v, file_row);
     if (reinterpret_cast<uintptr_t>(v.data) % element_alignment(v.dtype) != 0) {
       // Formats do not promise aligned tensor data; consumers may load elements directly.
       std::byte* copy = own(w_, v.n_bytes);
@@ -138,24 +114,32 @@ class Builder {
     return v;
   }
 
-  // The file's 4- to 6-bit blocks (rows of file_row bytes, checked by take()) as Q8_0 blocks
-  // the weights own, the rows shared out among the cores (a 7B model's 6.7e9 values take
-  // seconds on one).
-  TensorView converted_to_q8_0(const FileTensor& t, TensorView v, size_t file_row) {
+  // The file's 4- to 6-bit blocks (rows of file_row bytes, checked by take()) as Q8_0 or Q4_1
+  // blocks the weights own, the rows shared out among the cores (a 7B model's 6.7e9 values
+  // take seconds on one).
+  TensorView converted(const FileTensor& t, TensorView v, size_t file_row) {
     const size_t cols = size_t(v.cols);
-    v.n_bytes = size_t(v.rows) * row_bytes(DType::q8_0, cols);
+    const size_t held_row = row_bytes(t.blocks->held, cols);
+    v.n_bytes = size_t(v.rows) * held_row;
     std::byte* out = own(w_, v.n_bytes);
     constexpr size_t kRowsPerTask = 64;
     const size_t rows = size_t(v.rows);
     const size_t tasks = (rows + kRowsPerTask - 1) / kRowsPerTask;
+    std::atomic<bool> in_range{true};
     const auto failures = run_tasks(tasks, core_count(), [&](size_t i) {
       for (size_t r = i * kRowsPerTask; r < std::min(rows, (i + 1) * kRowsPerTask); ++r) {
-        convert_row_to_q8_0(*t.blocks, t.data + r * file_row, cols,
-                            reinterpret_cast<Q8Block*>(out + r * row_bytes(DType::q8_0, cols)));
+        if (!convert_row(*t.blocks, t.data + r * file_row, cols, out + r * held_row)) {
+          in_range = false;
+        }
       }
     });
     for (const std::exception_ptr& e : failures) {
       if (e) std::rethrow_exception(e);
+    }
+    if (!in_range) {
+      fail(Status::bad_model, "tensor '" + t.name + "' (" + std::string(t.blocks->name) +
+                                  ") has a block scale or minimum beyond F16's range, which " +
+                                  std::string(dtype_name(t.blocks->held)) + " cannot hold");
     }
     v.data = out;
     v.file_blocks = t.blocks;
@@ -169,7 +153,7 @@ class Builder {
     if (v.dtype == DType::f32) return v;
     std::byte* out = own(w_, size_t(dim) * 4);
     std::vector<float> values(static_cast<size_t>(dim));
-    dequantize_row(v.dtype, v.data, size_t(dim), values.data());
+    dequantize(v.dtype, v.data, size_t(dim), values.data());
     std::memcpy(out, values.data(), values.size() * 4);
     v.dtype = DType::f32;
     v.data = out;

@@ -3,7 +3,7 @@
 // copied a weight, the model may let its bytes go (weight_release.h): the view is then empty,
 // its data null and its shape kept.
 // Guarantees after build_weights(): every view's data is aligned to its element type (4 bytes
-// for F32, 2 for F16/BF16/Q8_0), and the norm vectors are F32.
+// for F32, 2 for F16/BF16/Q8_0/Q4_1), and the norm vectors are F32.
 #pragma once
 
 #include <cstddef>
@@ -86,7 +86,7 @@ struct FileTensor {
   std::vector<int64_t> shape;  // outermost first: [rows, cols] for a matrix, [n] for a vector
   const std::byte* data = nullptr;
   size_t n_bytes = 0;
-  const GgmlBlockType* blocks = nullptr;  // set when the file holds ggml blocks held as Q8_0
+  const GgmlBlockType* blocks = nullptr;  // set when the file's ggml blocks are converted
 };
 
 enum class TensorNaming {
@@ -99,7 +99,7 @@ enum class TensorNaming {
 // must be validate()d). The output matrix is tied to the token embedding when
 // `tie_output` is set or the file has none. Tensors with other names are ignored.
 // Throws Error(bad_model) naming a missing or misshapen tensor. `converted`, when given, is
-// called for each tensor of ggml blocks once its Q8_0 copy is made, so that the caller can
+// called for each tensor of ggml blocks once its converted copy is made, so that the caller can
 // let go of the source bytes before the next tensor is converted.
 Weights build_weights(const std::vector<FileTensor>& tensors, TensorNaming naming,
                       const ModelConfig& config, bool tie_output,

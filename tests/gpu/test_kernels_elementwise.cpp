@@ -75,6 +75,36 @@ TEST_CASE("convert: F32 -> F16 and BF16 round as the model's converters; Q8_0 ->
   }
 }
 
+TEST_CASE("convert: Q4_1 -> F32 as the model decodes it, exactly") {
+  PARLEY_GPU_OR_SKIP();
+  std::mt19937 rng(8);
+  for (int64_t rows : {1, 5}) {
+    for (int64_t cols : {32, 4128}) {
+      CAPTURE(rows);
+      CAPTURE(cols);
+      const size_t n = size_t(rows * cols), blocks = n / 32;
+      std::vector<model::Q4_1Block> q(blocks);
+      for (size_t b = 0; b < blocks; ++b) {
+        q[b].d = model::f32_to_f16(0.003f * float(b % 11 + 1));
+        q[b].m = model::f32_to_f16(-0.02f * float(b % 7));
+        for (uint8_t& byte : q[b].q) byte = uint8_t(rng());
+      }
+      std::vector<float> want(n);
+      model::dequantize(model::DType::q4_1, reinterpret_cast<const std::byte*>(q.data()), n,
+                        want.data());
+      GuardedBuffer src(blocks * sizeof(model::Q4_1Block)), out(n * 4);
+      src.upload(q.data(), blocks * sizeof(model::Q4_1Block));
+      check_cuda_ok(kernels::launch_convert(
+          {src.get(), kernels::kQ4_1, out.get(), kernels::kF32, rows, cols}, 0));
+      const auto got = out.read<float>(n);
+      size_t wrong = 0;
+      for (size_t i = 0; i < n; ++i) wrong += got[i] != want[i];
+      CHECK(wrong == 0);
+      CHECK(out.guards_intact());
+    }
+  }
+}
+
 TEST_CASE("embed: rows of an F32 or F16 table, exactly") {
   PARLEY_GPU_OR_SKIP();
   const int32_t vocab = 301, dim = 67;

@@ -58,17 +58,18 @@ TEST_CASE("a Q4_K_M-style GGUF replies through the C ABI and tracks its weights 
   CHECK(reply.size() > 24);
   CHECK(reply == greedy_reply((dir / "blocks.gguf").string()));  // deterministic
 
-  // Below the ABI: the same positions' logits from both files. Re-quantizing to Q8_0 and the
-  // products' activation rounding move them a little (test_cpu_backend_ggml_blocks.cpp
-  // bounds that): measured max |diff| 0.104, the top token the same at 37 of 40 positions of
-  // this random model, whose logits lie close together.
+  // Below the ABI: the same positions' logits from both files. Holding Q4_K as Q4_1 (F16
+  // scales), re-quantizing Q6_K to Q8_0 and the products' activation rounding move them a
+  // little (test_cpu_backend_ggml_blocks.cpp bounds each): measured max |diff| 0.024, the top
+  // token the same at 39 of 40 positions of this random model, whose logits lie close
+  // together.
   std::vector<int32_t> ids;
   for (int i = 0; i < 40; ++i) ids.push_back((i * 37 + 11) % spec.n_vocab);
   const auto a = ModelRunner((dir / "blocks.gguf").string()).logits(ids, kv::KvType::f32);
   const auto b = ModelRunner((dir / "values.gguf").string()).logits(ids, kv::KvType::f32);
   const auto c = compare_logits(a, b, size_t(spec.n_vocab));
   INFO("max |diff| " << c.max_abs_diff << ", top-1 agreement " << c.top1_agree << "/" << c.rows);
-  CHECK(c.max_abs_diff <= 0.15);
+  CHECK(c.max_abs_diff <= 0.06);
   CHECK(c.top1_agree * 100 >= c.rows * 85);
 }
 

@@ -55,6 +55,8 @@ uint32_t ggml_id(DType t) {
       return ggml_type::BF16;
     case DType::q8_0:
       return ggml_type::Q8_0;
+    case DType::q4_1:
+      return ggml_type::Q4_1;
   }
   return 0;
 }
@@ -68,9 +70,11 @@ std::string safetensors_name(DType t) {
     case DType::bf16:
       return "BF16";
     case DType::q8_0:
+    case DType::q4_1:
       break;
   }
-  throw std::invalid_argument("safetensors has no Q8_0");
+  throw std::invalid_argument(t == DType::q8_0 ? "safetensors has no Q8_0"
+                                               : "safetensors has no Q4_1");
 }
 
 // One tensor to write: its name, [rows, cols] (rows = 0 for a vector), values and type.
@@ -117,7 +121,7 @@ SynthWeights make_synth_weights(const SynthSpec& s) {
 }
 
 DType synth_matrix_dtype(const SynthSpec& spec, int64_t cols) {
-  if (spec.dtype == DType::q8_0 && cols % model::kQ8BlockValues != 0) return DType::f16;
+  if (model::is_blocked(spec.dtype) && cols % model::kQ8BlockValues != 0) return DType::f16;
   return spec.dtype;
 }
 

@@ -1,5 +1,6 @@
 #include "support/tensor_codec.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <stdexcept>
@@ -29,6 +30,28 @@ void encode_q8_0(std::string& out, std::span<const float> x) {
   }
 }
 
+// ggml's quantize_row_q4_1_ref: per 32 values d = (max - min) / 15, m = min,
+// code = min(15, int((x - min) / d + 0.5)); d and m stored F16.
+void encode_q4_1(std::string& out, std::span<const float> x) {
+  if (x.size() % model::kQ8BlockValues != 0)
+    throw std::invalid_argument("Q4_1 needs multiples of 32 values");
+  for (size_t b = 0; b < x.size(); b += model::kQ8BlockValues) {
+    const auto block = x.subspan(b, model::kQ8BlockValues);
+    const float lo = *std::min_element(block.begin(), block.end());
+    const float hi = *std::max_element(block.begin(), block.end());
+    const float d = (hi - lo) / 15.0f;
+    const float id = d != 0.0f ? 1.0f / d : 0.0f;
+    model::Q4_1Block blk{};
+    blk.d = model::f32_to_f16(d);
+    blk.m = model::f32_to_f16(lo);
+    const auto code = [&](size_t j) {
+      return uint8_t(std::min(15, int((block[j] - lo) * id + 0.5f)));
+    };
+    for (size_t j = 0; j < 16; ++j) blk.q[j] = uint8_t(code(j) | code(j + 16) << 4);
+    out.append(reinterpret_cast<const char*>(&blk), sizeof blk);
+  }
+}
+
 }  // namespace
 
 std::string encode_tensor(DType dtype, std::span<const float> values) {
@@ -45,6 +68,9 @@ std::string encode_tensor(DType dtype, std::span<const float> values) {
       break;
     case DType::q8_0:
       encode_q8_0(out, values);
+      break;
+    case DType::q4_1:
+      encode_q4_1(out, values);
       break;
   }
   return out;
@@ -70,6 +96,17 @@ std::vector<float> decode_tensor(DType dtype, const std::byte* data, size_t n) {
         std::memcpy(&blk, data + b * sizeof blk, sizeof blk);
         for (int j = 0; j < model::kQ8BlockValues; ++j) {
           out[b * model::kQ8BlockValues + size_t(j)] = model::f16_to_f32(blk.d) * float(blk.q[j]);
+        }
+      }
+      break;
+    case DType::q4_1:  // value = d * code + m; values j and j + 16 in byte j
+      for (size_t b = 0; b < n / model::kQ8BlockValues; ++b) {
+        model::Q4_1Block blk;
+        std::memcpy(&blk, data + b * sizeof blk, sizeof blk);
+        const float d = model::f16_to_f32(blk.d), m = model::f16_to_f32(blk.m);
+        for (size_t j = 0; j < 16; ++j) {
+          out[b * 32 + j] = d * float(blk.q[j] & 15) + m;
+          out[b * 32 + j + 16] = d * float(blk.q[j] >> 4) + m;
         }
       }
       break;

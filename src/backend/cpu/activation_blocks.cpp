@@ -20,7 +20,7 @@ using DF = hn::CappedTag<float, ActivationBlocks::kBlock>;
 using DI = hn::Rebind<int32_t, DF>;
 using D16 = hn::Rebind<int16_t, DF>;
 
-void quantize_block(const float* x, int16_t* q, float* scale) {
+void quantize_block(const float* x, int16_t* q, float* scale, float* sum) {
   const DF df;
   const D16 d16;
   const size_t lanes = hn::Lanes(df);
@@ -34,6 +34,7 @@ void quantize_block(const float* x, int16_t* q, float* scale) {
   const float block_max = hn::GetLane(hn::MaxOfLanes(df, amax));
   if (!hn::AllTrue(df, finite) || block_max == 0.0f) {
     *scale = hn::AllTrue(df, finite) ? 0.0f : std::numeric_limits<float>::quiet_NaN();
+    *sum = *scale;  // 0 or NaN
     for (size_t k = 0; k < ActivationBlocks::kBlock; k += lanes) {
       hn::StoreU(hn::Zero(d16), d16, q + k);
     }
@@ -42,10 +43,13 @@ void quantize_block(const float* x, int16_t* q, float* scale) {
   *scale = block_max / ActivationBlocks::kMax;
   // |x * inv| <= 32767 up to one rounding of the product, which cannot carry it past 32767.5.
   const auto inv = hn::Set(df, ActivationBlocks::kMax / block_max);
+  auto total = hn::Zero(DI());  // |sum| <= 32 * 32767: exact in int32 and in float
   for (size_t k = 0; k < ActivationBlocks::kBlock; k += lanes) {
     const auto rounded = hn::NearestInt(hn::Mul(hn::LoadU(df, x + k), inv));
+    total = hn::Add(total, rounded);
     hn::StoreU(hn::DemoteTo(d16, rounded), d16, q + k);
   }
+  *sum = *scale * float(hn::GetLane(hn::SumOfLanes(DI(), total)));
 }
 
 void QuantizeActivations(const float* x, size_t n, size_t cols, ActivationBlocks& out) {
@@ -54,10 +58,12 @@ void QuantizeActivations(const float* x, size_t n, size_t cols, ActivationBlocks
   out.cols = cols;
   out.q.resize(n * cols);
   out.scale.resize(n * blocks + ActivationBlocks::kScalePadding);
+  out.sum.resize(n * blocks + ActivationBlocks::kScalePadding);
   for (size_t i = 0; i < n; ++i) {
     for (size_t b = 0; b < blocks; ++b) {
       const size_t k = i * cols + b * ActivationBlocks::kBlock;
-      quantize_block(x + k, out.q.data() + k, out.scale.data() + i * blocks + b);
+      const size_t at = i * blocks + b;
+      quantize_block(x + k, out.q.data() + k, out.scale.data() + at, out.sum.data() + at);
     }
   }
 }

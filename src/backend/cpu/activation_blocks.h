@@ -27,11 +27,15 @@ struct ActivationBlocks {
 
   std::vector<int16_t> q;    // [n, cols]
   std::vector<float> scale;  // [n, cols / kBlock], then kScalePadding floats of no use
+  // [n, cols / kBlock], then kScalePadding floats: scale x (the block's exact sum of q), for
+  // the products with weights that have a minimum (Q4_1: sum of (d * code + m) * x).
+  std::vector<float> sum;
   size_t n = 0;
   size_t cols = 0;
 
   const int16_t* q_row(size_t i) const { return q.data() + i * cols; }
   const float* scale_row(size_t i) const { return scale.data() + i * (cols / kBlock); }
+  const float* sum_row(size_t i) const { return sum.data() + i * (cols / kBlock); }
 };
 
 // Quantizes x [n, cols] into out (its buffers reused); cols must be a multiple of 32. The best

@@ -27,9 +27,9 @@ void check_shape(const model::TensorView& t, const std::string& what, int64_t ro
           "weight " + what + " (" + t.name + ") is [" + std::to_string(t.rows) + ", " +
               std::to_string(t.cols) + "], expected [" + std::to_string(rows) + ", " +
               std::to_string(cols) + "]");
-  require(t.dtype != model::DType::q8_0 || cols % model::kQ8BlockValues == 0, Status::internal,
-          "weight " + what + " is Q8_0 with rows of " + std::to_string(cols) +
-              " values, not a multiple of 32");
+  require(!model::is_blocked(t.dtype) || cols % model::kQ8BlockValues == 0, Status::internal,
+          "weight " + what + " is " + std::string(model::dtype_name(t.dtype)) + " with rows of " +
+              std::to_string(cols) + " values, not a multiple of 32");
 }
 
 // Norm weights are tiny: keep them as floats whatever their stored type.

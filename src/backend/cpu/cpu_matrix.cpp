@@ -39,16 +39,20 @@ size_t packed_value_bytes(size_t cols, bool nibbles) {
   return nibbles ? round_up(cols / 2, 32) : cols;
 }
 
-// The scales padded to 32 bytes, so that the kernels read them in whole vectors.
-size_t packed_stride(size_t cols, bool nibbles) {
-  const size_t scale_bytes = round_up(cols / kBlock * sizeof(uint16_t), 32);
-  return round_up(packed_value_bytes(cols, nibbles) + scale_bytes, kLine);
+// F16 scales (or minimums) padded to 32 bytes, so that the kernels read them in whole vectors.
+size_t packed_scale_bytes(size_t cols) { return round_up(cols / kBlock * sizeof(uint16_t), 32); }
+
+size_t packed_stride(const model::TensorView& w, bool nibbles) {
+  const size_t cols = size_t(w.cols);
+  const size_t scale_sets = w.dtype == model::DType::q4_1 ? 2 : 1;  // + the minimums
+  return round_up(packed_value_bytes(cols, nibbles) + scale_sets * packed_scale_bytes(cols),
+                  kLine);
 }
 
-// The bytes of one row as tiled: packed for Q8_0.
+// The bytes of one row as tiled: packed for Q8_0 and Q4_1.
 size_t row_bytes_of(const model::TensorView& w, bool nibbles) {
-  return w.dtype == model::DType::q8_0 ? packed_stride(size_t(w.cols), nibbles)
-                                       : model::row_bytes(w.dtype, size_t(w.cols));
+  return model::is_blocked(w.dtype) ? packed_stride(w, nibbles)
+                                    : model::row_bytes(w.dtype, size_t(w.cols));
 }
 
 size_t tile_stride_of(const model::TensorView& w, bool nibbles) {
@@ -60,12 +64,11 @@ size_t tiles_of(const model::TensorView& w) { return (size_t(w.rows) + kTileRows
 // Row r of a Q8_0 matrix packed into `out` (packed_stride bytes): values as bytes, or as
 // nibbles (code + 8; block b's 16 bytes from 16b, value k in the low nibble of byte k and
 // value k + 16 in its high nibble), then the scales.
-void pack_row(const model::TensorView& w, size_t r, bool nibbles, std::byte* out) {
+void pack_q8_0_row(const model::TensorView& w, size_t r, bool nibbles, std::byte* out) {
   const size_t cols = size_t(w.cols), blocks = cols / kBlock;
   const auto* src = reinterpret_cast<const model::Q8Block*>(w.row(int64_t(r)));
   auto* values = reinterpret_cast<uint8_t*>(out);
-  const size_t value_bytes = packed_value_bytes(cols, nibbles);
-  auto* scales = reinterpret_cast<uint16_t*>(out + value_bytes);
+  auto* scales = reinterpret_cast<uint16_t*>(out + packed_value_bytes(cols, nibbles));
   for (size_t b = 0; b < blocks; ++b) {
     if (nibbles) {
       for (size_t k = 0; k < kBlock / 2; ++k) {
@@ -77,25 +80,44 @@ void pack_row(const model::TensorView& w, size_t r, bool nibbles, std::byte* out
     }
     scales[b] = src[b].d;
   }
-  const size_t values_used = nibbles ? cols / 2 : cols;
-  std::memset(out + values_used, 0, value_bytes - values_used);
-  const size_t used = value_bytes + blocks * sizeof(uint16_t);
-  std::memset(out + used, 0, packed_stride(cols, nibbles) - used);  // every byte defined
+}
+
+// Row r of a Q4_1 matrix packed into `out`: the blocks' nibbles as they are, the scales, the
+// minimums.
+void pack_q4_1_row(const model::TensorView& w, size_t r, std::byte* out) {
+  const size_t cols = size_t(w.cols), blocks = cols / kBlock;
+  const auto* src = reinterpret_cast<const model::Q4_1Block*>(w.row(int64_t(r)));
+  auto* scales = reinterpret_cast<uint16_t*>(out + packed_value_bytes(cols, true));
+  auto* minimums = scales + packed_scale_bytes(cols) / sizeof(uint16_t);
+  for (size_t b = 0; b < blocks; ++b) {
+    std::memcpy(out + b * model::kQ4BlockBytes, src[b].q, model::kQ4BlockBytes);
+    scales[b] = src[b].d;
+    minimums[b] = src[b].m;
+  }
+}
+
+void pack_row(const model::TensorView& w, size_t r, bool nibbles, std::byte* out) {
+  std::memset(out, 0, packed_stride(w, nibbles));  // every byte defined, padding zero
+  if (w.dtype == model::DType::q4_1) {
+    pack_q4_1_row(w, r, out);
+  } else {
+    pack_q8_0_row(w, r, nibbles, out);
+  }
 }
 
 // Tiles [t0, t1) of w into `out` (tiled layout, cpu_matrix.h), every byte written once.
 void tile_rows(const model::TensorView& w, bool nibbles, size_t stride, size_t t0, size_t t1,
                std::byte* out) {
-  const bool q8 = w.dtype == model::DType::q8_0;
+  const bool packs = model::is_blocked(w.dtype);
   const size_t row_bytes = row_bytes_of(w, nibbles);
-  std::vector<std::byte> packed(q8 ? row_bytes : 0);
+  std::vector<std::byte> packed(packs ? row_bytes : 0);
   for (size_t t = t0; t < t1; ++t) {
     std::byte* tile = out + t * stride;
     for (size_t i = 0; i < kTileRows; ++i) {
       const size_t r = t * kTileRows + i;
       const bool real = r < size_t(w.rows);
-      if (real && q8 && row_bytes > 0) pack_row(w, r, nibbles, packed.data());
-      const std::byte* row = !real ? nullptr : q8 ? packed.data() : w.row(int64_t(r));
+      if (real && packs && row_bytes > 0) pack_row(w, r, nibbles, packed.data());
+      const std::byte* row = !real ? nullptr : packs ? packed.data() : w.row(int64_t(r));
       for (size_t b = 0; b < stride / kTileRows; b += kLine) {
         std::byte* chunk = tile + CpuMatrix::in_tile_offset(i, b);
         const size_t n = real && b < row_bytes ? std::min(kLine, row_bytes - b) : 0;
@@ -111,7 +133,7 @@ void tile_rows(const model::TensorView& w, bool nibbles, size_t stride, size_t t
 void CpuMatrix::FreeBytes::operator()(std::byte* p) const { std::free(p); }
 
 bool CpuMatrix::packs_nibbles(const model::TensorView& w, Packing packing) {
-  return packing == Packing::smallest && codes_fit_in_nibbles(w);
+  return w.dtype == model::DType::q4_1 || (packing == Packing::smallest && codes_fit_in_nibbles(w));
 }
 
 size_t CpuMatrix::copy_bytes(const model::TensorView& w, Packing packing) {
@@ -121,9 +143,10 @@ size_t CpuMatrix::copy_bytes(const model::TensorView& w, Packing packing) {
 CpuMatrix::CpuMatrix(const model::TensorView& w, ThreadPool* pool, MatrixArena* arena,
                      Packing packing)
     : view_(w) {
-  const bool q8 = w.dtype == model::DType::q8_0;
-  require(!q8 || size_t(w.cols) % model::kQ8BlockValues == 0, Status::internal,
-          "Q8_0 matrix " + w.name + " has a row length not a multiple of 32");
+  require(!model::is_blocked(w.dtype) || size_t(w.cols) % model::kQ8BlockValues == 0,
+          Status::internal,
+          std::string(model::dtype_name(w.dtype)) + " matrix " + w.name +
+              " has a row length not a multiple of 32");
   nibbles_ = packs_nibbles(w, packing);
   stride_ = tile_stride_of(w, nibbles_);
   const size_t bytes = std::max(tiles_of(w) * stride_, kLine);
@@ -150,20 +173,26 @@ CpuMatrix::CpuMatrix(const model::TensorView& w, ThreadPool* pool, MatrixArena* 
 void CpuMatrix::dequantize_row(int64_t r, float* out) const {
   const size_t cols = size_t(view_.cols);
   const auto at = [&](size_t b) { return view_.data + tiled_offset(stride_, size_t(r), b); };
-  if (dtype() == model::DType::q8_0) {
-    const size_t value_bytes = packed_value_bytes(cols, nibbles_);
+  if (model::is_blocked(dtype())) {
+    const bool q4_1 = dtype() == model::DType::q4_1;
+    const auto f16_at = [&](size_t byte) {
+      uint16_t h;
+      std::memcpy(&h, at(byte), sizeof h);
+      return model::f16_to_f32(h);
+    };
     for (size_t k = 0; k < cols; ++k) {
-      uint16_t d;
-      std::memcpy(&d, at(value_bytes + k / kBlock * sizeof(uint16_t)), sizeof d);
+      const size_t b = k / kBlock, j = k % kBlock;
+      const float d = f16_at(packed_value_bytes() + b * sizeof(uint16_t));
       int code;
       if (nibbles_) {
-        const size_t b = k / kBlock, j = k % kBlock;
         const auto byte = uint8_t(*at(b * kBlock / 2 + j % (kBlock / 2)));
-        code = (j < kBlock / 2 ? byte & 0x0f : byte >> 4) - 8;
+        code = (j < kBlock / 2 ? byte & 0x0f : byte >> 4) - (q4_1 ? 0 : 8);
       } else {
         code = int8_t(*at(k));
       }
-      out[k] = model::f16_to_f32(d) * float(code);
+      // As the products weigh it: Q4_1's d * code + m in one rounding of each step.
+      out[k] = q4_1 ? d * float(code) + f16_at(minimums_offset() + b * sizeof(uint16_t))
+                    : d * float(code);
     }
     return;
   }
@@ -179,7 +208,8 @@ void CpuMatrix::dequantize_row(int64_t r, float* out) const {
         out[k] = dtype() == model::DType::f16 ? model::f16_to_f32(h) : model::bf16_to_f32(h);
         break;
       }
-      case model::DType::q8_0: break;
+      case model::DType::q8_0:
+      case model::DType::q4_1: break;
     }
   }
 }

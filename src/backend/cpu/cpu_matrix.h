@@ -9,6 +9,8 @@
 // A Q8_0 matrix whose codes all fit in 4 bits (one converted from a Q4_0 file) packs its
 // values in nibbles: half the bytes to stream, the same products bit for bit (TinyLlama shape:
 // decode 1.4-1.5x faster than Q8_0, prefill 0.81-0.86x for the unpacking; bench/RESULTS.md).
+// Q4_1 rows are packed the same way, their codes in nibbles, then their scales, then their
+// minimums.
 //
 // Rows are then tiled (Q8_0 rows as packed, F32/F16/BF16 rows as they are): a product reads
 // kTileRows rows side by side, so those rows lie side by side, 64 bytes of each in turn. Row
@@ -39,7 +41,7 @@ inline constexpr size_t kTileRows = 4;
 
 // How a Q8_0 matrix packs: `smallest` puts a matrix whose codes all lie in [-8, 7] (one
 // converted from a Q4_0 file) in 4 bits per value, half the bytes for products to stream;
-// `bytes` keeps 8 (for tests that compare the two).
+// `bytes` keeps 8 (for tests that compare the two). Q4_1 matrices are in 4 bits either way.
 enum class Packing { smallest, bytes };
 
 class CpuMatrix {
@@ -47,14 +49,14 @@ class CpuMatrix {
   // w copied into the layout above: into `arena` (which must outlive this object) when one is
   // given, else into memory this object owns; on the pool's threads when one is given (first
   // touches of fresh memory run faster side by side). w is not read again. Error(internal) for
-  // a Q8_0 row that is not whole blocks of 32 values.
+  // a Q8_0 or Q4_1 row that is not whole blocks of 32 values.
   explicit CpuMatrix(const model::TensorView& w, ThreadPool* pool = nullptr,
                      MatrixArena* arena = nullptr, Packing packing = Packing::smallest);
 
   // The bytes the copy of w takes (at least one line).
   static size_t copy_bytes(const model::TensorView& w, Packing packing = Packing::smallest);
 
-  // Whether w's copy holds 4-bit codes (see Packing).
+  // Whether w's copy holds 4-bit codes (see Packing): Q4_1, or Q8_0 that fits.
   static bool packs_nibbles(const model::TensorView& w, Packing packing = Packing::smallest);
 
   model::DType dtype() const { return view_.dtype; }
@@ -82,14 +84,19 @@ class CpuMatrix {
   }
 
   // A packed Q8_0 row: `cols` int8 values from byte 0, then cols / 32 F16 scales from byte
-  // q8_value_bytes() (= cols), then zeros to at least the next multiple of 32 bytes; this
+  // packed_value_bytes() (= cols), then zeros to at least the next multiple of 32 bytes; this
   // many bytes in all (a multiple of 64). With nibbles(), block b's 32 codes + 8 are the 16
   // bytes from 16b, value k in the low nibble of byte k, value k + 16 in its high nibble, and
-  // the scales start at cols / 2 rounded up to 32 bytes.
-  size_t q8_row_bytes() const { return stride_ / kTileRows; }
+  // the scales start at cols / 2 rounded up to 32 bytes. A packed Q4_1 row is in nibbles
+  // too, its codes as they are (0-15), and its F16 minimums follow the scales from byte
+  // minimums_offset() (a multiple of 32), then zeros to a multiple of 32 bytes.
+  size_t packed_row_bytes() const { return stride_ / kTileRows; }
   bool nibbles() const { return nibbles_; }
-  size_t q8_value_bytes() const {
+  size_t packed_value_bytes() const {
     return nibbles_ ? (size_t(view_.cols) / 2 + 31) / 32 * 32 : size_t(view_.cols);
+  }
+  size_t minimums_offset() const {
+    return packed_value_bytes() + (size_t(view_.cols) / 32 * 2 + 31) / 32 * 32;
   }
 
   // out[cols] = row r as floats, from the copy (the token embedding of a model whose output
@@ -103,7 +110,7 @@ class CpuMatrix {
   model::TensorView view_;
   std::unique_ptr<std::byte, FreeBytes> owned_;  // the copy, unless an arena holds it
   size_t stride_ = 0;                            // bytes per tile
-  bool nibbles_ = false;                         // Q8_0 codes held in 4 bits
+  bool nibbles_ = false;                         // codes held in 4 bits
 };
 
 }  // namespace parley::backend::cpu

@@ -285,7 +285,8 @@ void MatmulRows(const CpuMatrix& w, const float* x, size_t n, float* y, size_t y
     case model::DType::f32: matmul_rows_of<F32Rows>(p, r0, r1); break;
     case model::DType::f16: matmul_rows_of<F16Rows>(p, r0, r1); break;
     case model::DType::bf16: matmul_rows_of<BF16Rows>(p, r0, r1); break;
-    case model::DType::q8_0: break;  // rejected by matmul_rows
+    case model::DType::q8_0:
+    case model::DType::q4_1: break;  // rejected by matmul_rows
   }
 }
 
@@ -305,8 +306,9 @@ HWY_EXPORT(Target);
 
 void matmul_rows(const CpuMatrix& w, const float* x, size_t n, float* y, size_t y_stride,
                  size_t r0, size_t r1) {
-  if (w.dtype() == model::DType::q8_0) {  // no string built on the hot path
-    fail(Status::internal, "Q8_0 matrix " + w.name() + " needs quantized activations");
+  if (model::is_blocked(w.dtype())) {  // no string built on the hot path
+    fail(Status::internal, std::string(model::dtype_name(w.dtype())) + " matrix " + w.name() +
+                               " needs quantized activations");
   }
   HWY_DYNAMIC_DISPATCH(MatmulRows)(w, x, n, y, y_stride, r0, r1);
 }

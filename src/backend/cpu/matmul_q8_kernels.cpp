@@ -95,26 +95,31 @@ HWY_INLINE VF block_dot(const int8_t* wq, const int16_t* xq) {
   return hn::ConvertTo(df, hn::RearrangeToOddPlusEven(sum0, sum1));
 }
 
+// How a matrix copy holds its codes (cpu_matrix.h): Q8_0 in bytes, Q8_0 in nibbles (code +
+// 8), Q4_1 in nibbles (codes 0-15, and a minimum per block).
+enum class Codes { bytes, nibbles, nibbles_with_minimums };
+
 // A block held in 4 bits (cpu_matrix.h): 16 bytes, value k in the low nibble of byte k and
-// value k + 16 in the high one, each code + 8, unpacked once into the 16-bit lanes block_dot
-// promotes bytes to, then multiplied with every activation row of the tile (in prefill,
-// unpacking per row and activation row cost 40 % of the speed). codes_dot sums as block_dot
-// does, so a matrix in nibbles gives the bits the same codes in bytes give.
+// value k + 16 in the high one, unpacked once into the 16-bit lanes block_dot promotes bytes
+// to (less kBias: 8 for Q8_0's signed codes), then multiplied with every activation row of
+// the tile (in prefill, unpacking per row and activation row cost 40 % of the speed).
+// codes_dot sums as block_dot does, so a matrix in nibbles gives the bits the same codes in
+// bytes give.
 constexpr size_t kParts = kBlock / hn::MaxLanes(D16());
 using V16 = hn::Vec<D16>;
 
 // (A template over the tag, so that targets without Combine never compile its branch.)
-template <class DI16>
+template <int8_t kBias, class DI16>
 HWY_INLINE void unpack_nibbles(DI16 d16, const uint8_t* wq, hn::Vec<DI16> (&out)[kParts]) {
   const hn::Rebind<int8_t, DI16> d8;
   const hn::RebindToUnsigned<decltype(d8)> du8;
-  const auto eight = hn::Set(d8, int8_t(8));
+  const auto bias = hn::Set(d8, kBias);
   if constexpr (kParts == 1) {  // the whole block in one vector
     const hn::Half<decltype(du8)> dh;
     const auto bytes = hn::LoadU(dh, wq);
     const auto low = hn::And(bytes, hn::Set(dh, uint8_t(0x0f)));
     const auto codes = Combine(du8, hn::ShiftRight<4>(bytes), low);  // found by ADL
-    out[0] = hn::PromoteTo(d16, hn::Sub(hn::BitCast(d8, codes), eight));
+    out[0] = hn::PromoteTo(d16, hn::Sub(hn::BitCast(d8, codes), bias));
   } else {
     HWY_UNROLL(32)
     for (size_t part = 0; part < kParts; ++part) {
@@ -122,7 +127,7 @@ HWY_INLINE void unpack_nibbles(DI16 d16, const uint8_t* wq, hn::Vec<DI16> (&out)
       const auto bytes = hn::LoadU(du8, wq + j % (kBlock / 2));
       const auto codes = j < kBlock / 2 ? hn::And(bytes, hn::Set(du8, uint8_t(0x0f)))
                                         : hn::ShiftRight<4>(bytes);
-      out[part] = hn::PromoteTo(d16, hn::Sub(hn::BitCast(d8, codes), eight));
+      out[part] = hn::PromoteTo(d16, hn::Sub(hn::BitCast(d8, codes), bias));
     }
   }
 }
@@ -146,14 +151,35 @@ HWY_INLINE VF codes_dot(const V16 (&w16)[kParts], const int16_t* xq) {
 struct TileRows {
   const std::byte* tile;
   size_t first;
-  size_t value_bytes;  // where a packed row's scales start
+  size_t value_bytes;      // where a packed row's scales start
+  size_t minimums_offset;  // where a packed Q4_1 row's minimums start
   HWY_INLINE const std::byte* at(size_t r, size_t byte) const {
     return tile + CpuMatrix::in_tile_offset(first + r, byte);
   }
   HWY_INLINE const hwy::float16_t* scales(size_t r, size_t b) const {
     return reinterpret_cast<const hwy::float16_t*>(at(r, value_bytes + b * sizeof(uint16_t)));
   }
+  HWY_INLINE const hwy::float16_t* minimums(size_t r, size_t b) const {
+    return reinterpret_cast<const hwy::float16_t*>(
+        at(r, minimums_offset + b * sizeof(uint16_t)));
+  }
 };
+
+// The minimums' part of a Q4_1 row's product with one activation row: the sum over blocks of
+// (minimum) x (activation scale x sum of the block's codes), lane-wise in block order, then
+// across lanes. Vectors of up to 16 minimums from a multiple of 16 stay inside a line, as the
+// scales do; activation sums past the row's last block (padding, or the next row's) are
+// masked off.
+HWY_INLINE float minimum_term(const TileRows& w, size_t r, const float* x_sums, size_t blocks) {
+  const DF df;
+  const hn::Rebind<hwy::float16_t, DF> dh;
+  auto sum = hn::Zero(df);
+  for (size_t b = 0; b < blocks; b += hn::Lanes(df)) {
+    const auto x = hn::IfThenElseZero(hn::FirstN(df, blocks - b), hn::LoadU(df, x_sums + b));
+    sum = hn::MulAdd(hn::PromoteTo(df, hn::LoadU(dh, w.minimums(r, b))), x, sum);
+  }
+  return hn::GetLane(hn::SumOfLanes(df, sum));
+}
 
 // The scales of blocks [b0, b0 + count), weight row by activation row: each weight scale
 // times the activation block's, so that a block's integer sum is scaled by one multiply. A
@@ -176,13 +202,16 @@ HWY_INLINE void block_scales(const TileRows& w, const float* const (&xs)[C], siz
   }
 }
 
-// Weight rows [r, r + R) x activation rows [i, i + C), over whole rows, their blocks held in
-// bytes or (kNibbles) in 4 bits. The loops over the tile are unrolled so that its
-// accumulators live in registers (GCC -O2 would keep them in memory).
-template <size_t R, size_t C, bool kNibbles>
+// Weight rows [r, r + R) x activation rows [i, i + C), over whole rows, their codes held as
+// kCodes says. The loops over the tile are unrolled so that its accumulators live in
+// registers (GCC -O2 would keep them in memory).
+template <size_t R, size_t C, Codes kCodes>
 HWY_INLINE void tile(const Problem& p, size_t r, size_t i) {
   const DF df;
-  const TileRows w{p.w.tile(r / kTileRows), r % kTileRows, p.w.q8_value_bytes()};
+  constexpr bool kNibbles = kCodes != Codes::bytes;
+  constexpr int8_t kBias = kCodes == Codes::nibbles ? 8 : 0;
+  const TileRows w{p.w.tile(r / kTileRows), r % kTileRows, p.w.packed_value_bytes(),
+                   p.w.minimums_offset()};
   const int16_t* xq[C];
   const float* xs[C];
   for (size_t c = 0; c < C; ++c) {
@@ -224,8 +253,8 @@ HWY_INLINE void tile(const Problem& p, size_t r, size_t i) {
             if (k >= in_line) break;
             const size_t b = g + k;
             V16 w16[kParts];
-            unpack_nibbles(D16(), reinterpret_cast<const uint8_t*>(row_line) + k * kBlockBytes,
-                           w16);
+            unpack_nibbles<kBias>(
+                D16(), reinterpret_cast<const uint8_t*>(row_line) + k * kBlockBytes, w16);
             HWY_UNROLL(8)
             for (size_t c = 0; c < C; ++c) {
               acc[rr][c] = hn::MulAdd(codes_dot(w16, x_at[c] + b * kBlock),
@@ -250,48 +279,54 @@ HWY_INLINE void tile(const Problem& p, size_t r, size_t i) {
   HWY_UNROLL(8)
   for (size_t rr = 0; rr < R; ++rr) {
     // The lines of the later row's scales, which the loop's hints do not reach.
-    for (size_t at = p.scales_line; at < p.w.q8_row_bytes(); at += 64) {
+    for (size_t at = p.scales_line; at < p.w.packed_row_bytes(); at += 64) {
       p.prefetch(w.at(rr, at) + p.ahead_bytes);
       p.prefetch_far(w.at(rr, at) + p.ahead_bytes);
     }
     HWY_UNROLL(8)
     for (size_t c = 0; c < C; ++c) {
-      p.y[(i + c) * p.y_stride + r + rr] = hn::GetLane(hn::SumOfLanes(df, acc[rr][c]));
+      float y = hn::GetLane(hn::SumOfLanes(df, acc[rr][c]));
+      if constexpr (kCodes == Codes::nibbles_with_minimums) {
+        y += minimum_term(w, rr, p.x.sum_row(i + c), p.blocks);
+      }
+      p.y[(i + c) * p.y_stride + r + rr] = y;
     }
   }
 }
 
-template <size_t R, bool kNibbles>
+template <size_t R, Codes kCodes>
 HWY_INLINE void rows_times_block(const Problem& p, size_t r, size_t i0, size_t i1) {
   size_t i = i0;
-  for (; i + kTileCols <= i1; i += kTileCols) tile<R, kTileCols, kNibbles>(p, r, i);
-  for (; i < i1; ++i) tile<R, 1, kNibbles>(p, r, i);
+  for (; i + kTileCols <= i1; i += kTileCols) tile<R, kTileCols, kCodes>(p, r, i);
+  for (; i < i1; ++i) tile<R, 1, kCodes>(p, r, i);
 }
 
-template <bool kNibbles>
+template <Codes kCodes>
 HWY_INLINE void matmul_rows(const Problem& p, size_t r0, size_t r1) {
   for (size_t i0 = 0; i0 < p.x.n; i0 += kActivationBlock) {
     const size_t i1 = std::min(p.x.n, i0 + kActivationBlock);
     size_t r = r0;
-    for (; r < r1 && r % kTileRows != 0; ++r) rows_times_block<1, kNibbles>(p, r, i0, i1);
+    for (; r < r1 && r % kTileRows != 0; ++r) rows_times_block<1, kCodes>(p, r, i0, i1);
     for (; r + kTileRows <= r1; r += kTileRows) {
-      rows_times_block<kTileRows, kNibbles>(p, r, i0, i1);
+      rows_times_block<kTileRows, kCodes>(p, r, i0, i1);
     }
-    for (; r < r1; ++r) rows_times_block<1, kNibbles>(p, r, i0, i1);
+    for (; r < r1; ++r) rows_times_block<1, kCodes>(p, r, i0, i1);
   }
 }
 
 void MatmulRowsQ8(const CpuMatrix& w, const ActivationBlocks& x, float* y, size_t y_stride,
                   size_t r0, size_t r1) {
-  const size_t row_bytes = w.q8_row_bytes();
+  const size_t row_bytes = w.packed_row_bytes();
   const Problem p{w, x, y, y_stride, x.cols / kBlock,
                   prefetch_rows_ahead(kTileRows, row_bytes, kPrefetchMinBytes) * row_bytes,
-                  w.q8_value_bytes() / 64 * 64, x.n <= kActivationBlock};
+                  w.packed_value_bytes() / 64 * 64, x.n <= kActivationBlock};
   prefetch_bytes(w.tile(r0 / kTileRows), std::min((r1 - r0) * row_bytes, p.ahead_bytes));
-  if (w.nibbles()) {
-    matmul_rows<true>(p, r0, r1);
+  if (w.dtype() == model::DType::q4_1) {
+    matmul_rows<Codes::nibbles_with_minimums>(p, r0, r1);
+  } else if (w.nibbles()) {
+    matmul_rows<Codes::nibbles>(p, r0, r1);
   } else {
-    matmul_rows<false>(p, r0, r1);
+    matmul_rows<Codes::bytes>(p, r0, r1);
   }
 }
 

@@ -65,7 +65,7 @@ Activations prepare(const float* x, size_t n, size_t cols, bool any_q8) {
 void product_rows(const CpuMatrix& w, const Activations& a, float* y, size_t y_stride, size_t r0,
                   size_t r1) {
   if (r0 == r1) return;  // a part of a matrix with fewer rows than threads
-  if (w.dtype() == model::DType::q8_0) {
+  if (model::is_blocked(w.dtype())) {
     matmul_rows_q8(w, *a.blocks, y, y_stride, r0, r1);
   } else {
     matmul_rows(w, a.x, a.n, y, y_stride, r0, r1);
@@ -88,7 +88,7 @@ void matmul_many(std::initializer_list<MatmulOutput> outputs, const float* x, si
       fail(Status::internal, "fused products of " + o.w->name() + " differ in row length");
     }
     total += split.units_of(*o.w);
-    any_q8 = any_q8 || o.w->dtype() == model::DType::q8_0;
+    any_q8 = any_q8 || model::is_blocked(o.w->dtype());
   }
   if (total == 0) return;
   const Activations a = prepare(x, n, size_t(outputs.begin()->w->cols()), any_q8);
@@ -113,7 +113,7 @@ void matmul_swiglu(const CpuMatrix& gate, const CpuMatrix& up, const float* x, s
     fail(Status::internal, "gate " + gate.name() + " and up " + up.name() + " differ in shape");
   }
   const size_t rows = size_t(gate.rows());
-  const bool any_q8 = gate.dtype() == model::DType::q8_0 || up.dtype() == model::DType::q8_0;
+  const bool any_q8 = model::is_blocked(gate.dtype()) || model::is_blocked(up.dtype());
   const Activations a = prepare(x, n, size_t(gate.cols()), any_q8);
   const RowSplit split(n, pool);
   pool.parallel_for(split.units_of(gate), [&](size_t u0, size_t u1) {
@@ -128,29 +128,7 @@ void matmul_swiglu(const CpuMatrix& gate, const CpuMatrix& up, const float* x, s
 }
 
 void dequantize_row(const model::TensorView& w, int64_t r, float* out) {
-  const std::byte* row = w.row(r);
-  const size_t cols = size_t(w.cols);
-  switch (w.dtype) {
-    case model::DType::f32: std::memcpy(out, row, cols * sizeof(float)); break;
-    case model::DType::f16: {
-      const auto* h = reinterpret_cast<const uint16_t*>(row);
-      for (size_t i = 0; i < cols; ++i) out[i] = model::f16_to_f32(h[i]);
-      break;
-    }
-    case model::DType::bf16: {
-      const auto* h = reinterpret_cast<const uint16_t*>(row);
-      for (size_t i = 0; i < cols; ++i) out[i] = model::bf16_to_f32(h[i]);
-      break;
-    }
-    case model::DType::q8_0: {
-      const auto* blocks = reinterpret_cast<const model::Q8Block*>(row);
-      for (size_t i = 0; i < cols; ++i) {
-        const model::Q8Block& b = blocks[i / model::kQ8BlockValues];
-        out[i] = model::f16_to_f32(b.d) * float(b.q[i % model::kQ8BlockValues]);
-      }
-      break;
-    }
-  }
+  model::dequantize(w.dtype, w.row(r), size_t(w.cols), out);
 }
 
 }  // namespace parley::backend::cpu

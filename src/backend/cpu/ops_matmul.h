@@ -1,7 +1,8 @@
-// Products with weight matrices of any stored type (F32, F16, BF16, Q8_0), and embedding
+// Products with weight matrices of any stored type (F32, F16, BF16, Q8_0, Q4_1), and embedding
 // lookup. F32/F16/BF16 weights are converted to float as they are read and multiply float
-// activations; Q8_0 weights (packed, cpu_matrix.h) multiply the activations quantized to
-// 16-bit blocks (activation_blocks.h) in integer arithmetic, each block's sum scaled in float.
+// activations; Q8_0 and Q4_1 weights (packed, cpu_matrix.h) multiply the activations quantized
+// to 16-bit blocks (activation_blocks.h) in integer arithmetic, each block's sum scaled in
+// float.
 #pragma once
 
 #include <cstddef>

@@ -137,10 +137,10 @@ TEST_CASE("F32: a sliding window attends only to the last window positions") {
   compare_with_reference("MHA hd8 window 1", one, KvType::f32, 12, kF32Tolerance);
 }
 
-TEST_CASE("F16, BF16 and Q8_0 weights match the reference on the same dequantized weights") {
-  for (DType t : {DType::f16, DType::bf16, DType::q8_0}) {
+TEST_CASE("F16, BF16, Q8_0, Q4_1 weights match the reference on the same dequantized weights") {
+  for (DType t : {DType::f16, DType::bf16, DType::q8_0, DType::q4_1}) {
     const std::string name(model::dtype_name(t));
-    const double tolerance = t == DType::q8_0 ? kQ8Tolerance : kF32Tolerance;
+    const double tolerance = model::is_blocked(t) ? kQ8Tolerance : kF32Tolerance;
     // gqa_hd8 with Q8_0 keeps w_down (rows of 172) in F16: a mixed model, as GGUF has.
     compare_with_reference(name + " GQA hd8", with(gqa_hd8(), t, false), KvType::f32, 24,
                            tolerance);

@@ -68,14 +68,15 @@ struct TensorInFile {
   model::TensorView view;
 };
 
-// Every row of m, dequantized, is w's row exactly.
+// Every row of m, dequantized, is w's row exactly (as a float: Q4_1's d * code + m is exact
+// in double, and rounded once in float).
 void check_every_row(const backend::cpu::CpuMatrix& m, const model::TensorView& w) {
   const std::vector<double> all = decode_tensor(w);
   std::vector<float> row(static_cast<size_t>(w.cols));
   for (int64_t r = 0; r < w.rows; ++r) {
     m.dequantize_row(r, row.data());
     for (int64_t k = 0; k < w.cols; ++k) {
-      CHECK(double(row[size_t(k)]) == all[size_t(r * w.cols + k)]);
+      CHECK(row[size_t(k)] == float(all[size_t(r * w.cols + k)]));
     }
   }
 }
@@ -99,7 +100,7 @@ TEST_CASE("a packed matrix holds the file's rows: values, scales, 64-byte rows, 
       CHECK(reinterpret_cast<uintptr_t>(m.view().data) % 64 == 0);
       // Scales padded to 32 bytes (the kernels read them in whole vectors), rows to 64.
       const size_t scale_bytes = size_t(cols) / 32 * 2, padded = (scale_bytes + 31) / 32 * 32;
-      const size_t row_bytes = m.q8_row_bytes();
+      const size_t row_bytes = m.packed_row_bytes();
       CHECK(row_bytes % 64 == 0);
       CHECK(row_bytes >= size_t(cols) + padded);
       CHECK(row_bytes < size_t(cols) + padded + 64);
@@ -122,6 +123,41 @@ TEST_CASE("a packed matrix holds the file's rows: values, scales, 64-byte rows, 
       CHECK(std::equal(expected.begin(), expected.end(), m.view().data));
       check_every_row(m, w);
     }
+  }
+}
+
+TEST_CASE("a packed Q4_1 matrix holds the file's nibbles, then its scales, then its minimums") {
+  std::mt19937 rng(17);
+  for (int64_t cols : {int64_t(32), int64_t(544), int64_t(5632)}) {
+    model::Weights owner;
+    const int64_t rows = 6;
+    const model::TensorView w = make_tensor(owner, "w", DType::q4_1, rows, cols,
+                                            random_values(size_t(rows * cols), 3.0f, rng));
+    const backend::cpu::CpuMatrix m(w);
+    INFO("cols " << cols);
+    CHECK(m.nibbles());
+    CHECK(backend::cpu::CpuMatrix::packs_nibbles(w, backend::cpu::Packing::bytes));
+    // Values in cols / 2 bytes, then scales and minimums each padded to 32 bytes, rows to 64.
+    const size_t values = (size_t(cols) / 2 + 31) / 32 * 32;
+    const size_t scales = (size_t(cols) / 32 * 2 + 31) / 32 * 32;
+    CHECK(m.packed_value_bytes() == values);
+    CHECK(m.minimums_offset() == values + scales);
+    CHECK(m.packed_row_bytes() == (values + 2 * scales + 63) / 64 * 64);
+    CHECK(m.view().n_bytes == backend::cpu::CpuMatrix::copy_bytes(w));
+    std::vector<std::byte> expected(m.view().n_bytes, std::byte{0});
+    const auto at = [&](size_t r, size_t b) {
+      return backend::cpu::CpuMatrix::tiled_offset(m.tile_stride(), r, b);
+    };
+    for (size_t r = 0; r < size_t(rows); ++r) {
+      const auto* blocks = reinterpret_cast<const model::Q4_1Block*>(w.row(int64_t(r)));
+      for (size_t b = 0; b < size_t(cols) / 32; ++b) {
+        for (size_t k = 0; k < 16; ++k) expected[at(r, b * 16 + k)] = std::byte(blocks[b].q[k]);
+        std::memcpy(&expected[at(r, values + 2 * b)], &blocks[b].d, 2);
+        std::memcpy(&expected[at(r, values + scales + 2 * b)], &blocks[b].m, 2);
+      }
+    }
+    CHECK(std::equal(expected.begin(), expected.end(), m.view().data));
+    check_every_row(m, w);
   }
 }
 

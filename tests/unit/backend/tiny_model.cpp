@@ -3,46 +3,13 @@
 #include <cmath>
 #include <cstring>
 #include <memory>
+#include <stdexcept>
+#include <string>
 
 #include "model/dtype.h"
+#include "support/tensor_codec.h"
 
 namespace parley::test {
-namespace {
-
-std::vector<std::byte> encode(model::DType dtype, int64_t rows, int64_t cols,
-                              const std::vector<float>& values) {
-  std::vector<std::byte> bytes(size_t(rows) * model::row_bytes(dtype, size_t(cols)));
-  switch (dtype) {
-    case model::DType::f32: std::memcpy(bytes.data(), values.data(), bytes.size()); break;
-    case model::DType::f16:
-    case model::DType::bf16: {
-      auto* out = reinterpret_cast<uint16_t*>(bytes.data());
-      for (size_t i = 0; i < values.size(); ++i) {
-        out[i] = dtype == model::DType::f16 ? model::f32_to_f16(values[i])
-                                            : model::f32_to_bf16(values[i]);
-      }
-      break;
-    }
-    case model::DType::q8_0: {  // ggml's reference quantizer: d = amax / 127, q = round(x / d)
-      auto* blocks = reinterpret_cast<model::Q8Block*>(bytes.data());
-      for (size_t b = 0; b < values.size() / model::kQ8BlockValues; ++b) {
-        const float* x = &values[b * model::kQ8BlockValues];
-        float amax = 0.0f;
-        for (int i = 0; i < model::kQ8BlockValues; ++i) amax = std::fmax(amax, std::fabs(x[i]));
-        const float d = amax / 127.0f;
-        const float id = d != 0.0f ? 1.0f / d : 0.0f;
-        blocks[b].d = model::f32_to_f16(d);
-        for (int i = 0; i < model::kQ8BlockValues; ++i) {
-          blocks[b].q[i] = static_cast<int8_t>(std::round(x[i] * id));
-        }
-      }
-      break;
-    }
-  }
-  return bytes;
-}
-
-}  // namespace
 
 std::vector<float> random_values(size_t n, float scale, std::mt19937& rng) {
   std::uniform_real_distribution<float> dist(-scale, scale);
@@ -62,7 +29,8 @@ void fill_kv_randomly(kv::KvCache& kv, int32_t layer, uint32_t positions, std::m
 
 model::TensorView make_tensor(model::Weights& owner, const std::string& name, model::DType dtype,
                               int64_t rows, int64_t cols, const std::vector<float>& values) {
-  const std::vector<std::byte> bytes = encode(dtype, rows, cols, values);
+  if (values.size() != size_t(rows * cols)) throw std::invalid_argument("wrong value count");
+  const std::string bytes = encode_tensor(dtype, values);
   model::OwnedBytes buffer(bytes.size());
   std::memcpy(buffer.data(), bytes.data(), bytes.size());
   model::TensorView t;
@@ -95,6 +63,13 @@ std::vector<double> decode_tensor(const model::TensorView& t) {
           v = double(model::f16_to_f32(b.d)) * double(b.q[c % model::kQ8BlockValues]);
           break;
         }
+        case model::DType::q4_1: {  // value j and j + 16 in the nibbles of byte j
+          const auto& b = reinterpret_cast<const model::Q4_1Block*>(row)[c / 32];
+          const uint8_t byte = b.q[c % 16];
+          const int code = c % 32 < 16 ? byte & 0x0f : byte >> 4;
+          v = double(model::f16_to_f32(b.d)) * code + double(model::f16_to_f32(b.m));
+          break;
+        }
       }
       out[size_t(r * t.cols + c)] = v;
     }
@@ -120,13 +95,13 @@ TinyModel make_tiny_model(const TinySpec& s) {
   std::mt19937 rng(s.seed);
   model::Weights& w = m.weights;
   auto matrix = [&](const std::string& name, int64_t rows, int64_t cols, float scale) {
-    const model::DType t = s.dtype == model::DType::q8_0 && cols % model::kQ8BlockValues != 0
+    const model::DType t = model::is_blocked(s.dtype) && cols % model::kQ8BlockValues != 0
                                ? model::DType::f16
                                : s.dtype;
     return make_tensor(w, name, t, rows, cols, random_values(size_t(rows * cols), scale, rng));
   };
   auto norm = [&](const std::string& name) {
-    const model::DType t = s.dtype == model::DType::q8_0 ? model::DType::f32 : s.dtype;
+    const model::DType t = model::is_blocked(s.dtype) ? model::DType::f32 : s.dtype;
     std::vector<float> v = random_values(size_t(s.dim), 0.2f, rng);
     for (float& x : v) x += 1.0f;
     return make_tensor(w, name, t, 1, s.dim, v);

@@ -1,5 +1,6 @@
-// ggml's 4- to 6-bit block types converted to Q8_0: hand-built blocks whose values follow
-// from ggml's dequantization formulas, and random blocks from the test-side writer.
+// ggml's 4- to 6-bit block types converted at load (to Q8_0, or Q4_K to Q4_1): hand-built
+// blocks whose values follow from ggml's dequantization formulas, and random blocks from the
+// test-side writer.
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -13,75 +14,110 @@
 
 namespace {
 
-using parley::model::convert_row_to_q8_0;
+using parley::model::convert_row;
+using parley::model::convertible_block_type;
+using parley::model::DType;
 using parley::model::f16_to_f32;
 using parley::model::GgmlBlockType;
-using parley::model::q8_0_convertible_type;
+using parley::model::Q4_1Block;
 using parley::model::Q8Block;
 
 constexpr uint16_t kF16Quarter = 0x3400, kF16Half = 0x3800, kF16One = 0x3c00, kF16MinusTwo = 0xc000;
+constexpr uint16_t kF16Max = 0x7bff;  // 65504
 
 const GgmlBlockType& type_of(uint32_t id) {
-  const GgmlBlockType* t = q8_0_convertible_type(id);
+  const GgmlBlockType* t = convertible_block_type(id);
   REQUIRE(t != nullptr);
   return *t;
 }
 
-std::vector<Q8Block> convert(uint32_t id, const std::string& bytes, size_t n_values) {
-  std::vector<Q8Block> out(n_values / 32);
-  convert_row_to_q8_0(type_of(id), reinterpret_cast<const std::byte*>(bytes.data()), n_values,
-                      out.data());
-  return out;
-}
+// The converted row's blocks and the values they stand for (model::dequantize).
+struct Converted {
+  std::vector<std::byte> bytes;
+  std::vector<float> values;
+  bool in_range = false;
+  const Q8Block* q8() const { return reinterpret_cast<const Q8Block*>(bytes.data()); }
+  const Q4_1Block* q4() const { return reinterpret_cast<const Q4_1Block*>(bytes.data()); }
+};
 
-float value_of(const std::vector<Q8Block>& q, size_t i) {
-  return f16_to_f32(q[i / 32].d) * float(q[i / 32].q[i % 32]);
+Converted convert(uint32_t id, const std::string& bytes, size_t n_values) {
+  const GgmlBlockType& t = type_of(id);
+  Converted c;
+  c.bytes.resize(parley::model::row_bytes(t.held, n_values));
+  c.in_range = convert_row(t, reinterpret_cast<const std::byte*>(bytes.data()), n_values,
+                           c.bytes.data());
+  c.values.resize(n_values);
+  parley::model::dequantize(t.held, c.bytes.data(), n_values, c.values.data());
+  return c;
 }
 
 // Every converted value within half a step of its block's Q8_0 scale of `want` (the float
 // slack covers the product d * q rounding to float).
-void check_within_half_step(const std::vector<Q8Block>& got, const std::vector<float>& want) {
-  REQUIRE(got.size() * 32 == want.size());
+void check_within_half_step(const Converted& got, const std::vector<float>& want) {
+  REQUIRE(got.values.size() == want.size());
   size_t worst_at = 0;
   double worst = 0.0;
   for (size_t i = 0; i < want.size(); ++i) {
-    const double step = f16_to_f32(got[i / 32].d);
-    const double err = std::fabs(double(value_of(got, i)) - double(want[i])) / step;
+    const double step = f16_to_f32(got.q8()[i / 32].d);
+    const double err = std::fabs(double(got.values[i]) - double(want[i])) / step;
     if (step > 0 && err > worst) worst = err, worst_at = i;
     if (step == 0) CHECK(want[i] == 0.0f);
   }
   INFO("worst at value " << worst_at << ": " << want[worst_at] << " became "
-                         << value_of(got, worst_at));
+                         << got.values[worst_at]);
   CHECK(worst <= 0.5 + 1e-4);
+}
+
+// Q4_1 blocks from Q4_K: each value within F16's rounding of its sub-block's scale (times a
+// code of at most 15) and minimum, 2^-11 of each, of `want`.
+void check_within_f16_rounding(const Converted& got, const std::vector<float>& want) {
+  REQUIRE(got.values.size() == want.size());
+  size_t bad = 0;
+  for (size_t i = 0; i < want.size(); ++i) {
+    const Q4_1Block& b = got.q4()[i / 32];
+    const double bound = (15.0 * std::fabs(f16_to_f32(b.d)) + std::fabs(f16_to_f32(b.m))) *
+                             0x1.0p-11 * 1.001 + 1e-30;
+    const double err = std::fabs(double(got.values[i]) - double(want[i]));
+    if (!(err <= bound)) {
+      if (bad++ < 5) CHECK_MESSAGE(err <= bound, "value " << i << ": " << got.values[i]
+                                                          << " for " << want[i]);
+    }
+  }
+  CHECK(bad == 0);
 }
 
 void put_u16(std::string& s, size_t at, uint16_t v) { std::memcpy(s.data() + at, &v, 2); }
 
 }  // namespace
 
-TEST_CASE("ggml blocks: the types loaded as Q8_0, their block sizes and which are exact") {
+TEST_CASE("ggml blocks: the types converted at load, their block sizes, held types, exactness") {
   const struct {
     uint32_t id;
     const char* name;
     uint32_t values, bytes;
+    DType held;
     bool exact;
-  } want[] = {{2, "Q4_0", 32, 18, true},     {3, "Q4_1", 32, 20, false},
-              {6, "Q5_0", 32, 22, true},     {7, "Q5_1", 32, 24, false},
-              {12, "Q4_K", 256, 144, false}, {13, "Q5_K", 256, 176, false},
-              {14, "Q6_K", 256, 210, false}};
+  } want[] = {{2, "Q4_0", 32, 18, DType::q8_0, true},
+              {6, "Q5_0", 32, 22, DType::q8_0, true},
+              {7, "Q5_1", 32, 24, DType::q8_0, false},
+              {12, "Q4_K", 256, 144, DType::q4_1, false},
+              {13, "Q5_K", 256, 176, DType::q8_0, false},
+              {14, "Q6_K", 256, 210, DType::q8_0, false}};
   for (const auto& w : want) {
     CAPTURE(w.name);
     const GgmlBlockType& t = type_of(w.id);
     CHECK(t.name == w.name);
     CHECK(t.block_values == w.values);
     CHECK(t.block_bytes == w.bytes);
-    CHECK(t.exact_in_q8_0 == w.exact);
-    CHECK(std::string(parley::model::q8_0_convertible_type_names()).find(w.name) !=
+    CHECK(t.held == w.held);
+    CHECK(t.exact == w.exact);
+    CHECK(std::string(parley::model::convertible_block_type_names()).find(w.name) !=
           std::string::npos);
   }
-  for (uint32_t other : {0u, 1u, 8u, 10u, 11u, 15u, 20u, 30u, 99u}) {
+  // Q4_1 (3) is held as it is; the others are not block types that load.
+  for (uint32_t other : {0u, 1u, 3u, 8u, 10u, 11u, 15u, 20u, 30u, 99u}) {
     CAPTURE(other);
-    CHECK(q8_0_convertible_type(other) == nullptr);
+    CHECK(convertible_block_type(other) == nullptr);
   }
 }
 
@@ -91,11 +127,11 @@ TEST_CASE("ggml blocks: Q4_0 and Q5_0 keep their scale and codes") {
     put_u16(b, 0, kF16Half);
     for (int j = 0; j < 16; ++j) b[size_t(2 + j)] = char(j | ((15 - j) << 4));
     const auto q = convert(2, b, 32);
-    CHECK(q[0].d == kF16Half);
+    CHECK(q.q8()[0].d == kF16Half);
     for (int j = 0; j < 16; ++j) {
       CAPTURE(j);
-      CHECK(q[0].q[j] == j - 8);
-      CHECK(q[0].q[j + 16] == 7 - j);
+      CHECK(q.q8()[0].q[j] == j - 8);
+      CHECK(q.q8()[0].q[j + 16] == 7 - j);
     }
   }
   SUBCASE("Q5_0: bit j of the 32-bit word after d is value j's fifth bit, minus 16") {
@@ -105,26 +141,16 @@ TEST_CASE("ggml blocks: Q4_0 and Q5_0 keep their scale and codes") {
     std::memcpy(b.data() + 2, &qh, 4);
     b[6 + 3] = char(0x5a);  // value 3: 0xa, value 19: 0x5
     const auto q = convert(6, b, 32);
-    CHECK(q[0].d == kF16One);
+    CHECK(q.q8()[0].d == kF16One);
     for (int j = 0; j < 32; ++j) {
       CAPTURE(j);
       const int want = j == 0 || j == 31 ? 0 : j == 3 ? 10 - 16 : j == 19 ? 5 - 16 : -16;
-      CHECK(q[0].q[j] == want);
+      CHECK(q.q8()[0].q[j] == want);
     }
   }
 }
 
-TEST_CASE("ggml blocks: types with a minimum or sub-block scales are re-quantized") {
-  SUBCASE("Q4_1: d * code + m") {
-    std::string b(20, '\0');
-    put_u16(b, 0, kF16One);
-    put_u16(b, 2, kF16MinusTwo);
-    b[4] = char(0xf3);  // value 0: code 3, value 16: code 15
-    std::vector<float> want(32, -2.0f);
-    want[0] = 1.0f;
-    want[16] = 13.0f;
-    check_within_half_step(convert(3, b, 32), want);
-  }
+TEST_CASE("ggml blocks: Q4_K becomes Q4_1 per sub-block; Q5_1, Q5_K, Q6_K are re-quantized") {
   SUBCASE("Q5_1: d * code + m, fifth bits after m") {
     std::string b(24, '\0');
     put_u16(b, 0, kF16Half);
@@ -158,7 +184,36 @@ TEST_CASE("ggml blocks: types with a minimum or sub-block scales are re-quantize
     k_scales(b);
     b[16 + 64] = char(0x70);  // sub-block 4 value 0: code 0; sub-block 5 value 0: code 7
     b[16 + 2] = char(0x90);   // sub-block 1 value 2: code 9
-    check_within_half_step(convert(12, b, 256), k_want(37 * 7 - 25.0f, 3 * 9 - 0.5f));
+    b[16 + 18] = char(0x0c);  // sub-block 0 value 18: code 12 (scale 0: value 0)
+    const auto q = convert(12, b, 256);
+    CHECK(q.in_range);
+    // Every scale and minimum here is exact in F16: so are the values.
+    const auto want = k_want(37 * 7 - 25.0f, 3 * 9 - 0.5f);
+    for (size_t i = 0; i < 256; ++i) {
+      CAPTURE(i);
+      CHECK(q.values[i] == want[i]);
+    }
+    CHECK(f16_to_f32(q.q4()[5].d) == 37.0f);
+    CHECK(f16_to_f32(q.q4()[5].m) == -25.0f);
+    // The codes themselves, in Q4_1's order: value j low nibble, j + 16 high, of byte j.
+    CHECK(q.q4()[5].q[0] == 0x07);
+    CHECK(q.q4()[1].q[2] == 0x09);
+    CHECK(q.q4()[0].q[2] == 0xc0);
+  }
+  SUBCASE("Q4_K: a scale or minimum beyond F16's range is reported") {
+    for (const bool minimum : {false, true}) {
+      CAPTURE(minimum);
+      std::string b(144, '\0');
+      put_u16(b, minimum ? 2 : 0, kF16Max);
+      b[4 + 2] = char(2);  // sub-block 2: scale 2 (or, below, minimum 2)
+      b[4 + 6] = char(2);
+      CHECK_FALSE(convert(12, b, 256).in_range);
+    }
+    std::string fits(144, '\0');
+    put_u16(fits, 0, kF16Max);
+    put_u16(fits, 2, kF16Max);
+    fits[4 + 2] = char(1), fits[4 + 6] = char(1);  // 65504 * 1 still fits
+    CHECK(convert(12, fits, 256).in_range);
   }
   SUBCASE("Q5_K: fifth bits before the codes, bit j of byte l for value l of sub-block j") {
     std::string b(176, '\0');
@@ -201,15 +256,19 @@ TEST_CASE("ggml blocks: random blocks of every type convert to what they stand f
   for (float& v : tiny) v = normal(rng) * 1e-4f;
   x.insert(x.end(), tiny.begin(), tiny.end());
   for (uint32_t id : parley::test::kGgmlBlockTypes) {
+    if (id == parley::test::ggml_block_type::Q4_1) continue;  // held as it is
     CAPTURE(parley::test::ggml_block_type_name(id));
     const auto blocks = parley::test::encode_ggml_blocks(id, x);
     REQUIRE(blocks.bytes.size() == x.size() / type_of(id).block_values * type_of(id).block_bytes);
     const auto q = convert(id, blocks.bytes, x.size());
-    if (type_of(id).exact_in_q8_0) {
+    CHECK(q.in_range);
+    if (type_of(id).exact) {
       for (size_t i = 0; i < x.size(); ++i) {
         CAPTURE(i);
-        CHECK(value_of(q, i) == blocks.values[i]);
+        CHECK(q.values[i] == blocks.values[i]);
       }
+    } else if (type_of(id).held == DType::q4_1) {
+      check_within_f16_rounding(q, blocks.values);
     } else {
       check_within_half_step(q, blocks.values);
     }
@@ -219,11 +278,11 @@ TEST_CASE("ggml blocks: random blocks of every type convert to what they stand f
 TEST_CASE("ggml blocks: a NaN or infinite scale gives zeros, not undefined conversions") {
   for (uint16_t bad : {uint16_t(0x7e00), uint16_t(0x7c00), uint16_t(0xfc00)}) {  // NaN, +-inf
     CAPTURE(bad);
-    std::string b(20, '\0');
+    std::string b(24, '\0');  // Q5_1
     put_u16(b, 0, bad);
     put_u16(b, 2, kF16One);
-    for (int j = 0; j < 16; ++j) b[size_t(4 + j)] = char(0x5a);
-    const auto q = convert(3, b, 32);
-    for (int j = 0; j < 32; ++j) CHECK(q[0].q[j] == 0);
+    for (int j = 0; j < 16; ++j) b[size_t(8 + j)] = char(0x5a);
+    const auto q = convert(7, b, 32);
+    for (int j = 0; j < 32; ++j) CHECK(q.q8()[0].q[j] == 0);
   }
 }

@@ -1,5 +1,5 @@
-// GGUF files whose matrices are in ggml's 4- to 6-bit block types load as Q8_0 holding the
-// values the test-side writer's blocks stand for.
+// GGUF files whose matrices are in ggml's 4- to 6-bit block types load as Q8_0 or Q4_1
+// holding the values the test-side writer's blocks stand for.
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -7,32 +7,45 @@
 #include <vector>
 
 #include "model/model_loader.h"
+#include "support/error_check.h"
 #include "support/ggml_blocks.h"
 #include "support/shared_assets.h"
 #include "support/synth_model.h"
 #include "support/tensor_codec.h"
 
 using parley::model::DType;
+using parley::model::f16_to_f32;
 using parley::model::load_model;
+using parley::model::Q4_1Block;
 using parley::model::Q8Block;
 using parley::model::TensorView;
 using parley::test::SynthSpec;
 
 namespace {
 
-// Q4_0 and Q5_0 values exactly; the others within half a step of each 32 values' Q8_0 scale.
+// Q4_0 and Q5_0 values exactly (held as Q8_0); Q4_K's within F16's rounding of each
+// sub-block's scale and minimum (held as Q4_1); the others within half a step of each 32
+// values' Q8_0 scale.
 void check_block_values(const TensorView& v, const std::vector<float>& want, bool exact) {
   CAPTURE(v.name);
-  REQUIRE(v.dtype == DType::q8_0);
+  REQUIRE(parley::model::is_blocked(v.dtype));
   REQUIRE(size_t(v.n_elements()) == want.size());
-  const auto* blocks = reinterpret_cast<const Q8Block*>(v.data);
+  const std::vector<float> got = parley::test::decode_view(v);
+  const auto* q8 = reinterpret_cast<const Q8Block*>(v.data);
+  const auto* q4 = reinterpret_cast<const Q4_1Block*>(v.data);
   size_t off = 0;
   for (size_t i = 0; i < want.size(); ++i) {
-    const float step = parley::model::f16_to_f32(blocks[i / 32].d);
-    const float got = step * float(blocks[i / 32].q[i % 32]);
-    const bool ok = exact ? got == want[i] : std::fabs(got - want[i]) <= 0.5001f * step;
+    float bound = 0.0f;
+    if (v.dtype == DType::q8_0) {
+      bound = 0.5001f * f16_to_f32(q8[i / 32].d);
+    } else {
+      bound = (15.0f * std::fabs(f16_to_f32(q4[i / 32].d)) +
+               std::fabs(f16_to_f32(q4[i / 32].m))) * 0x1.0p-11f * 1.001f;
+    }
+    const bool ok = exact ? got[i] == want[i] : std::fabs(got[i] - want[i]) <= bound;
     if (!ok && off++ == 0) {
-      INFO("value " << i << ": " << want[i] << " loaded as " << got << " (step " << step << ")");
+      INFO("value " << i << ": " << want[i] << " loaded as " << got[i] << " (bound " << bound
+                    << ")");
       CHECK(ok);
     }
   }
@@ -50,8 +63,15 @@ void check_model(const parley::model::LoadedModel& m, const SynthSpec& spec,
       CHECK(parley::test::decode_view(v) == parley::test::round_trip(spec.dtype, values));
       return;
     }
+    if (type == parley::test::ggml_block_type::Q4_1) {  // held as the file has it
+      CHECK(v.file_blocks == nullptr);
+      CHECK(v.dtype == DType::q4_1);
+      CHECK(parley::test::decode_view(v) == values);
+      return;
+    }
     REQUIRE(v.file_blocks != nullptr);
     CHECK(v.file_blocks->ggml_type == type);
+    CHECK(v.dtype == (type == parley::test::ggml_block_type::Q4_K ? DType::q4_1 : DType::q8_0));
     const bool exact = type == parley::test::ggml_block_type::Q4_0 ||
                        type == parley::test::ggml_block_type::Q5_0;
     check_block_values(v, values, exact);
@@ -85,7 +105,7 @@ SynthSpec block_spec(uint32_t type) {
 
 }  // namespace
 
-TEST_CASE("loader: GGUF matrices in ggml's 4- to 6-bit block types load as Q8_0") {
+TEST_CASE("loader: GGUF matrices in ggml's 4- to 6-bit block types load as Q8_0 or Q4_1") {
   parley::test::TempDir dir;
   const auto vocab = parley::test::make_spm_vocab(320);
   for (uint32_t type : parley::test::kGgmlBlockTypes) {
@@ -107,7 +127,8 @@ TEST_CASE("loader: a mix of block types and a matrix that is not whole blocks, a
   parley::test::write_gguf(spec, w, parley::test::make_spm_vocab(320), dir / "m.gguf");
   const auto m = load_model((dir / "m.gguf").string());
   CHECK(m->weights.layers[0].w_down.dtype == DType::f16);
-  CHECK(m->weights.layers[0].w_gate.dtype == DType::q8_0);
+  CHECK(m->weights.layers[0].w_gate.dtype == DType::q4_1);
+  CHECK(m->weights.output.dtype == DType::q8_0);
   check_model(*m, spec, w);
 
   SUBCASE("tied output") {
@@ -119,4 +140,16 @@ TEST_CASE("loader: a mix of block types and a matrix that is not whole blocks, a
     CHECK(t->weights.output.data == t->weights.tok_embd.data);
     check_model(*t, spec, tied);
   }
+}
+
+TEST_CASE("loader: a Q4_K matrix whose sub-block scales pass F16's range is refused, named") {
+  parley::test::TempDir dir;
+  const SynthSpec spec = block_spec(parley::test::ggml_block_type::Q4_K);
+  auto w = parley::test::make_synth_weights(spec);
+  // Sub-block scales of ~3e6 (values up to 5e7): the super-block's d still fits F16, d times
+  // a 6-bit scale does not.
+  for (size_t i = 0; i < 32; ++i) w.layers[0].wq[i] = 5e7f * float(i) / 31.0f;
+  parley::test::write_gguf(spec, w, parley::test::make_spm_vocab(320), dir / "m.gguf");
+  CHECK_PARLEY_ERROR(load_model((dir / "m.gguf").string()), parley::Status::bad_model,
+                     "'blk.0.attn_q.weight'", "Q4_K", "F16's range");
 }
