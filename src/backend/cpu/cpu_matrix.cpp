@@ -61,9 +61,13 @@ size_t tile_stride_of(const model::TensorView& w, bool nibbles) {
 
 size_t tiles_of(const model::TensorView& w) { return (size_t(w.rows) + kTileRows - 1) / kTileRows; }
 
-// Row r of a Q8_0 matrix packed into `out` (packed_stride bytes): values as bytes, or as
-// nibbles (code + 8; block b's 16 bytes from 16b, value k in the low nibble of byte k and
-// value k + 16 in its high nibble), then the scales.
+// Where value k of block b lies in a row of nibbles (cpu_matrix.h): blocks 2i and 2i + 1
+// share the 32 bytes from 32i, value k of each in byte k, the even block's in the low nibble.
+size_t nibble_byte(size_t b, size_t k) { return b / 2 * kBlock + k; }
+int nibble_shift(size_t b) { return int(b % 2) * 4; }
+
+// Row r of a Q8_0 matrix packed into `out` (packed_stride bytes, zeroed): values as bytes, or
+// as nibbles (code + 8), then the scales.
 void pack_q8_0_row(const model::TensorView& w, size_t r, bool nibbles, std::byte* out) {
   const size_t cols = size_t(w.cols), blocks = cols / kBlock;
   const auto* src = reinterpret_cast<const model::Q8Block*>(w.row(int64_t(r)));
@@ -71,9 +75,8 @@ void pack_q8_0_row(const model::TensorView& w, size_t r, bool nibbles, std::byte
   auto* scales = reinterpret_cast<uint16_t*>(out + packed_value_bytes(cols, nibbles));
   for (size_t b = 0; b < blocks; ++b) {
     if (nibbles) {
-      for (size_t k = 0; k < kBlock / 2; ++k) {
-        values[b * kBlock / 2 + k] =
-            uint8_t((src[b].q[k] + 8) | (src[b].q[k + kBlock / 2] + 8) << 4);
+      for (size_t k = 0; k < kBlock; ++k) {
+        values[nibble_byte(b, k)] |= uint8_t((src[b].q[k] + 8) << nibble_shift(b));
       }
     } else {
       std::memcpy(values + b * kBlock, src[b].q, kBlock);
@@ -82,15 +85,20 @@ void pack_q8_0_row(const model::TensorView& w, size_t r, bool nibbles, std::byte
   }
 }
 
-// Row r of a Q4_1 matrix packed into `out`: the blocks' nibbles as they are, the scales, the
-// minimums.
+// Row r of a Q4_1 matrix packed into `out` (zeroed): the codes in nibbles, the scales, the
+// minimums. (A Q4_1 block has value k in byte k % 16, the low nibble for k < 16.)
 void pack_q4_1_row(const model::TensorView& w, size_t r, std::byte* out) {
   const size_t cols = size_t(w.cols), blocks = cols / kBlock;
   const auto* src = reinterpret_cast<const model::Q4_1Block*>(w.row(int64_t(r)));
+  auto* values = reinterpret_cast<uint8_t*>(out);
   auto* scales = reinterpret_cast<uint16_t*>(out + packed_value_bytes(cols, true));
   auto* minimums = scales + packed_scale_bytes(cols) / sizeof(uint16_t);
   for (size_t b = 0; b < blocks; ++b) {
-    std::memcpy(out + b * model::kQ4BlockBytes, src[b].q, model::kQ4BlockBytes);
+    for (size_t k = 0; k < kBlock; ++k) {
+      const uint8_t byte = src[b].q[k % model::kQ4BlockBytes];
+      const int code = k < model::kQ4BlockBytes ? byte & 0x0f : byte >> 4;
+      values[nibble_byte(b, k)] |= uint8_t(code << nibble_shift(b));
+    }
     scales[b] = src[b].d;
     minimums[b] = src[b].m;
   }
@@ -185,8 +193,7 @@ void CpuMatrix::dequantize_row(int64_t r, float* out) const {
       const float d = f16_at(packed_value_bytes() + b * sizeof(uint16_t));
       int code;
       if (nibbles_) {
-        const auto byte = uint8_t(*at(b * kBlock / 2 + j % (kBlock / 2)));
-        code = (j < kBlock / 2 ? byte & 0x0f : byte >> 4) - (q4_1 ? 0 : 8);
+        code = (uint8_t(*at(nibble_byte(b, j))) >> nibble_shift(b) & 0x0f) - (q4_1 ? 0 : 8);
       } else {
         code = int8_t(*at(k));
       }

@@ -85,11 +85,12 @@ class CpuMatrix {
 
   // A packed Q8_0 row: `cols` int8 values from byte 0, then cols / 32 F16 scales from byte
   // packed_value_bytes() (= cols), then zeros to at least the next multiple of 32 bytes; this
-  // many bytes in all (a multiple of 64). With nibbles(), block b's 32 codes + 8 are the 16
-  // bytes from 16b, value k in the low nibble of byte k, value k + 16 in its high nibble, and
-  // the scales start at cols / 2 rounded up to 32 bytes. A packed Q4_1 row is in nibbles
-  // too, its codes as they are (0-15), and its F16 minimums follow the scales from byte
-  // minimums_offset() (a multiple of 32), then zeros to a multiple of 32 bytes.
+  // many bytes in all (a multiple of 64). With nibbles(), the codes + 8 are in 4 bits, two
+  // blocks to 32 bytes: value k of blocks 2i and 2i + 1 in the low and high nibble of byte
+  // 32i + k (one widening load of 32 bytes gives both blocks' codes in 16-bit lanes, a mask
+  // and a shift apart), and the scales start at cols / 2 rounded up to 32 bytes. A packed
+  // Q4_1 row is in nibbles too, its codes as they are (0-15), and its F16 minimums follow the
+  // scales from byte minimums_offset() (a multiple of 32), then zeros to a multiple of 32.
   size_t packed_row_bytes() const { return stride_ / kTileRows; }
   bool nibbles() const { return nibbles_; }
   size_t packed_value_bytes() const {

@@ -99,36 +99,27 @@ HWY_INLINE VF block_dot(const int8_t* wq, const int16_t* xq) {
 // 8), Q4_1 in nibbles (codes 0-15, and a minimum per block).
 enum class Codes { bytes, nibbles, nibbles_with_minimums };
 
-// A block held in 4 bits (cpu_matrix.h): 16 bytes, value k in the low nibble of byte k and
-// value k + 16 in the high one, unpacked once into the 16-bit lanes block_dot promotes bytes
-// to (less kBias: 8 for Q8_0's signed codes), then multiplied with every activation row of
-// the tile (in prefill, unpacking per row and activation row cost 40 % of the speed).
-// codes_dot sums as block_dot does, so a matrix in nibbles gives the bits the same codes in
-// bytes give.
+// Two blocks held in 4 bits (cpu_matrix.h): 32 bytes, value k of the even block in the low
+// nibble of byte k and of the odd block in the high one. Widened to 16-bit lanes as loaded
+// (x86 has no 8-bit shifts), a mask gives the even block's codes and a shift by 4 the odd
+// one's, less kBias (8 for Q8_0's signed codes): the lanes block_dot promotes bytes to. Each
+// is unpacked once and multiplied with every activation row of the tile (in prefill,
+// unpacking per row and activation row cost 40 % of the speed). codes_dot sums as block_dot
+// does, so a matrix in nibbles gives the bits the same codes in bytes give.
 constexpr size_t kParts = kBlock / hn::MaxLanes(D16());
 using V16 = hn::Vec<D16>;
 
-// (A template over the tag, so that targets without Combine never compile its branch.)
-template <int8_t kBias, class DI16>
-HWY_INLINE void unpack_nibbles(DI16 d16, const uint8_t* wq, hn::Vec<DI16> (&out)[kParts]) {
-  const hn::Rebind<int8_t, DI16> d8;
-  const hn::RebindToUnsigned<decltype(d8)> du8;
-  const auto bias = hn::Set(d8, kBias);
-  if constexpr (kParts == 1) {  // the whole block in one vector
-    const hn::Half<decltype(du8)> dh;
-    const auto bytes = hn::LoadU(dh, wq);
-    const auto low = hn::And(bytes, hn::Set(dh, uint8_t(0x0f)));
-    const auto codes = Combine(du8, hn::ShiftRight<4>(bytes), low);  // found by ADL
-    out[0] = hn::PromoteTo(d16, hn::Sub(hn::BitCast(d8, codes), bias));
-  } else {
-    HWY_UNROLL(32)
-    for (size_t part = 0; part < kParts; ++part) {
-      const size_t j = part * hn::MaxLanes(d16);
-      const auto bytes = hn::LoadU(du8, wq + j % (kBlock / 2));
-      const auto codes = j < kBlock / 2 ? hn::And(bytes, hn::Set(du8, uint8_t(0x0f)))
-                                        : hn::ShiftRight<4>(bytes);
-      out[part] = hn::PromoteTo(d16, hn::Sub(hn::BitCast(d8, codes), bias));
-    }
+template <int8_t kBias>
+HWY_INLINE void unpack_pair(const uint8_t* wq, V16 (&even)[kParts], V16 (&odd)[kParts]) {
+  const D16 d16;
+  const hn::Rebind<uint8_t, D16> du8;
+  const auto bias = hn::Set(d16, int16_t(kBias));
+  const auto low_bits = hn::Set(d16, int16_t(0x0f));
+  HWY_UNROLL(32)
+  for (size_t part = 0; part < kParts; ++part) {
+    const auto bytes = hn::PromoteTo(d16, hn::LoadU(du8, wq + part * hn::Lanes(d16)));
+    even[part] = hn::Sub(hn::And(bytes, low_bits), bias);
+    odd[part] = hn::Sub(hn::ShiftRight<4>(bytes), bias);
   }
 }
 
@@ -248,17 +239,21 @@ HWY_INLINE void tile(const Problem& p, size_t r, size_t i) {
         p.prefetch(row_line + p.ahead_bytes);
         p.prefetch_far(row_line + p.ahead_bytes);
         if constexpr (kNibbles) {
-          HWY_UNROLL(4)
-          for (size_t k = 0; k < kPerLine; ++k) {
+          HWY_UNROLL(2)
+          for (size_t k = 0; k < kPerLine; k += 2) {  // a pair of blocks per 32 bytes
             if (k >= in_line) break;
+            V16 even[kParts], odd[kParts];
+            unpack_pair<kBias>(reinterpret_cast<const uint8_t*>(row_line) + k * kBlockBytes,
+                               even, odd);
             const size_t b = g + k;
-            V16 w16[kParts];
-            unpack_nibbles<kBias>(
-                D16(), reinterpret_cast<const uint8_t*>(row_line) + k * kBlockBytes, w16);
             HWY_UNROLL(8)
             for (size_t c = 0; c < C; ++c) {
-              acc[rr][c] = hn::MulAdd(codes_dot(w16, x_at[c] + b * kBlock),
+              acc[rr][c] = hn::MulAdd(codes_dot(even, x_at[c] + b * kBlock),
                                       hn::Set(df, scales[rr][c][b]), acc[rr][c]);
+              if (k + 1 < in_line) {
+                acc[rr][c] = hn::MulAdd(codes_dot(odd, x_at[c] + (b + 1) * kBlock),
+                                        hn::Set(df, scales[rr][c][b + 1]), acc[rr][c]);
+              }
             }
           }
         } else {

@@ -126,7 +126,7 @@ TEST_CASE("a packed matrix holds the file's rows: values, scales, 64-byte rows, 
   }
 }
 
-TEST_CASE("a packed Q4_1 matrix holds the file's nibbles, then its scales, then its minimums") {
+TEST_CASE("a packed Q4_1 matrix holds its codes in pairs of blocks, its scales, its minimums") {
   std::mt19937 rng(17);
   for (int64_t cols : {int64_t(32), int64_t(544), int64_t(5632)}) {
     model::Weights owner;
@@ -151,7 +151,12 @@ TEST_CASE("a packed Q4_1 matrix holds the file's nibbles, then its scales, then 
     for (size_t r = 0; r < size_t(rows); ++r) {
       const auto* blocks = reinterpret_cast<const model::Q4_1Block*>(w.row(int64_t(r)));
       for (size_t b = 0; b < size_t(cols) / 32; ++b) {
-        for (size_t k = 0; k < 16; ++k) expected[at(r, b * 16 + k)] = std::byte(blocks[b].q[k]);
+        // ggml's value k: byte k % 16, low nibble for k < 16; packed: blocks 2i and 2i + 1
+        // in the low and high nibbles of the 32 bytes from 32i, value k in byte k.
+        for (size_t k = 0; k < 32; ++k) {
+          const int code = k < 16 ? blocks[b].q[k] & 15 : blocks[b].q[k - 16] >> 4;
+          expected[at(r, b / 2 * 32 + k)] |= std::byte(code << (b % 2 * 4));
+        }
         std::memcpy(&expected[at(r, values + 2 * b)], &blocks[b].d, 2);
         std::memcpy(&expected[at(r, values + scales + 2 * b)], &blocks[b].m, 2);
       }
