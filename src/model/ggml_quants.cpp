@@ -84,17 +84,16 @@ void k_scale_min(int j, const uint8_t* s, uint8_t& scale, uint8_t& min) {
   }
 }
 
-// Q4_K: d, dmin, 12 scale bytes, then 128 bytes: each 32 of them hold two sub-blocks of 32
-// values (low nibbles the first, high nibbles the second). value = d*scale*code - dmin*min.
-// Q5_K puts 32 bytes of fifth bits before the nibbles: bit j of byte l for value l of
-// sub-block j. (Loops run along l, with no branch inside, so that they vectorize.)
-// (Q4_K itself is converted to Q4_1 by q4_k_to_q4_1, which needs no float values.)
-template <bool kFifthBits>
-void k_values(const std::byte* b, float* y) {
+// Q5_K: d, dmin, 12 scale bytes, 32 bytes of fifth bits (bit j of byte l for value l of
+// sub-block j), then 128 bytes of nibbles: each 32 of them hold two sub-blocks of 32 values
+// (low nibbles the first, high nibbles the second), as Q4_K's do.
+// value = d * scale * code - dmin * min. (Loops run along l, with no branch inside, so that
+// they vectorize.)
+void q5_k_values(const std::byte* b, float* y) {
   const float d = f16_at(b), dmin = f16_at(b + 2);
   const uint8_t* scales = bytes_at(b + 4);
   const uint8_t* qh = bytes_at(b + 16);
-  const uint8_t* qs = bytes_at(b + (kFifthBits ? 48 : 16));
+  const uint8_t* qs = bytes_at(b + 48);
   for (int sub = 0; sub < 8; ++sub) {
     uint8_t scale, min;
     k_scale_min(sub, scales, scale, min);
@@ -102,15 +101,15 @@ void k_values(const std::byte* b, float* y) {
     const uint8_t* q = qs + 32 * (sub / 2);
     const int shift = 4 * (sub % 2);
     for (int l = 0; l < 32; ++l) {
-      int code = (q[l] >> shift) & 0x0f;
-      if constexpr (kFifthBits) code |= ((qh[l] >> sub) & 1) << 4;
+      const int code = ((q[l] >> shift) & 0x0f) | ((qh[l] >> sub) & 1) << 4;
       y[32 * sub + l] = ds * float(code) - dm;
     }
   }
 }
 
-// Q4_K -> eight Q4_1 blocks, one per sub-block, the codes moved from the Q4_K nibble order
-// (two sub-blocks per 32 bytes) to Q4_1's (values j and j + 16 in byte j). False when a
+// Q4_K: d, dmin, 12 scale bytes, then 128 bytes of nibbles, two sub-blocks per 32 bytes (low
+// nibbles the first). value = d * scale * code - dmin * min. -> eight Q4_1 blocks, one per
+// sub-block, the codes moved to Q4_1's order (values j and j + 16 in byte j). False when a
 // scale or minimum overflows F16.
 bool q4_k_to_q4_1(const std::byte* b, Q4_1Block* out) {
   const float d = f16_at(b), dmin = f16_at(b + 2);
@@ -219,7 +218,7 @@ bool convert_row(const GgmlBlockType& type, const std::byte* src, size_t n_value
         if (!q4_k_to_q4_1(src, reinterpret_cast<Q4_1Block*>(dst_bytes) + 8 * b)) return false;
         continue;
       case 7: q5_1_values(src, values); break;
-      case 13: k_values<true>(src, values); break;
+      case 13: q5_k_values(src, values); break;
       case 14: q6_k_values(src, values); break;
       default: return false;
     }
