@@ -8,6 +8,7 @@
 #include <cstring>
 #include <string>
 #include <thread>
+#include <type_traits>
 #include <vector>
 
 #include "fast_random.h"
@@ -92,31 +93,37 @@ void fill_q8_0(std::byte* dst, size_t n_values, float amplitude, uint64_t seed) 
   });
 }
 
-// Q4_1 blocks with a fixed scale and minimum (values from -amplitude to amplitude) and
-// uniform 4-bit codes.
-void fill_q4_1(std::byte* dst, size_t n_values, float amplitude, uint64_t seed) {
+// Q4_1 or Q5_1 blocks with a fixed scale and minimum (values from -amplitude to amplitude)
+// and uniform 4- or 5-bit codes.
+template <class Block>
+void fill_with_minimum(std::byte* dst, size_t n_values, float amplitude, uint64_t seed) {
+  constexpr bool kFifthBits = std::is_same_v<Block, model::Q5_1Block>;
   const size_t n_blocks = n_values / model::kQ8BlockValues;
   const size_t blocks_per_chunk = kChunkValues / model::kQ8BlockValues;
-  const uint16_t d = model::f32_to_f16(2.0f * amplitude / 15.0f);
+  const uint16_t d = model::f32_to_f16(2.0f * amplitude / (kFifthBits ? 31.0f : 15.0f));
   const uint16_t m = model::f32_to_f16(-amplitude);
   parallel_for((n_blocks + blocks_per_chunk - 1) / blocks_per_chunk, [&](size_t chunk) {
     Xorshift64 rng(seed ^ (chunk * 0x9e3779b97f4a7c15ull));
     const size_t end = std::min(n_blocks, (chunk + 1) * blocks_per_chunk);
     for (size_t b = chunk * blocks_per_chunk; b < end; ++b) {
-      model::Q4_1Block blk;
+      Block blk;
       blk.d = d;
       blk.m = m;
       for (int i = 0; i < model::kQ4BlockBytes; i += 8) {
         const uint64_t bits = rng.next();
         std::memcpy(blk.q + i, &bits, 8);
       }
-      std::memcpy(dst + b * sizeof(model::Q4_1Block), &blk, sizeof blk);
+      if constexpr (kFifthBits) {
+        const uint64_t bits = rng.next();
+        std::memcpy(blk.qh, &bits, 4);
+      }
+      std::memcpy(dst + b * sizeof(Block), &blk, sizeof blk);
     }
   });
 }
 
-// The type a tensor is stored in: norm vectors (`rows` = 0) in F32; Q8_0 and Q4_1 need rows of
-// whole 32-value blocks, other matrices fall back to F16 (as llama.cpp's tools do).
+// The type a tensor is stored in: norm vectors (`rows` = 0) in F32; the block types need rows
+// of whole 32-value blocks, other matrices fall back to F16 (as llama.cpp's tools do).
 DType stored_dtype(DType wanted, int64_t rows, int64_t cols) {
   if (rows == 0) return DType::f32;
   return model::is_blocked(wanted) && cols % model::kQ8BlockValues != 0 ? DType::f16 : wanted;
@@ -164,7 +171,10 @@ struct TensorMaker {
         fill_q8_0(data, n, a, tensor_seed);
         break;
       case DType::q4_1:
-        fill_q4_1(data, n, a, tensor_seed);
+        fill_with_minimum<model::Q4_1Block>(data, n, a, tensor_seed);
+        break;
+      case DType::q5_1:
+        fill_with_minimum<model::Q5_1Block>(data, n, a, tensor_seed);
         break;
     }
     std::vector<int64_t> shape =

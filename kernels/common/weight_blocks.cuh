@@ -12,6 +12,7 @@ namespace parley::kernels {
 
 inline constexpr int kQ8_0BlockBytes = 34;  // F16 scale, 32 int8 codes
 inline constexpr int kQ4_1BlockBytes = 20;  // F16 scale, F16 minimum, 16 bytes of nibbles
+inline constexpr int kQ5_1BlockBytes = 24;  // as Q4_1, with a 32-bit word of fifth bits
 
 PARLEY_HD float f16_bits_to_float(uint32_t h) {
   const uint32_t exponent = (h >> 10) & 0x1fu, mantissa = h & 0x3ffu;
@@ -40,6 +41,16 @@ PARLEY_HD float q4_1_value(const uint8_t* row, int64_t c) {
   const int j = int(c % 32);
   const uint8_t byte = block[4 + j % 16];
   const int code = j < 16 ? byte & 0x0f : byte >> 4;
+  return f16_at(block) * float(code) + f16_at(block + 2);
+}
+
+// Q5_1: as Q4_1, the fifth bit of value j bit j of the little-endian word after m.
+PARLEY_HD float q5_1_value(const uint8_t* row, int64_t c) {
+  const uint8_t* block = row + (c / 32) * kQ5_1BlockBytes;
+  const int j = int(c % 32);
+  const uint8_t byte = block[8 + j % 16];
+  const int fifth = (block[4 + j / 8] >> (j % 8)) & 1;
+  const int code = (j < 16 ? byte & 0x0f : byte >> 4) | fifth << 4;
   return f16_at(block) * float(code) + f16_at(block + 2);
 }
 

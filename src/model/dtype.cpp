@@ -11,6 +11,7 @@ std::string_view dtype_name(DType t) {
     case DType::bf16: return "BF16";
     case DType::q8_0: return "Q8_0";
     case DType::q4_1: return "Q4_1";
+    case DType::q5_1: return "Q5_1";
   }
   return "?";
 }
@@ -47,6 +48,22 @@ void dequantize(DType t, const std::byte* src, size_t n, float* dst) {
         for (int j = 0; j < kQ4BlockBytes; ++j) {
           y[j] = d * float(blk.q[j] & 0x0f) + m;
           y[j + kQ4BlockBytes] = d * float(blk.q[j] >> 4) + m;
+        }
+      }
+      return;
+    case DType::q5_1:
+      for (size_t b = 0; b < n / kQ8BlockValues; ++b) {
+        Q5_1Block blk;
+        std::memcpy(&blk, src + b * sizeof(Q5_1Block), sizeof blk);
+        const float d = f16_to_f32(blk.d), m = f16_to_f32(blk.m);
+        uint32_t qh;
+        std::memcpy(&qh, blk.qh, 4);
+        float* y = dst + b * kQ8BlockValues;
+        for (int j = 0; j < kQ4BlockBytes; ++j) {
+          const uint32_t low = (blk.q[j] & 0x0fu) | ((qh >> j) & 1u) << 4;
+          const uint32_t high = (blk.q[j] >> 4) | ((qh >> (j + 16)) & 1u) << 4;
+          y[j] = d * float(low) + m;
+          y[j + kQ4BlockBytes] = d * float(high) + m;
         }
       }
       return;

@@ -9,7 +9,7 @@
 
 namespace parley::model {
 
-enum class DType : uint8_t { f32, f16, bf16, q8_0, q4_1 };
+enum class DType : uint8_t { f32, f16, bf16, q8_0, q4_1, q5_1 };
 
 std::string_view dtype_name(DType t);
 
@@ -31,11 +31,26 @@ struct Q4_1Block {
 };
 static_assert(sizeof(Q4_1Block) == 20);
 
-// Whether t is one of ggml's block types (rows of whole blocks of 32 values).
-constexpr bool is_blocked(DType t) { return t == DType::q8_0 || t == DType::q4_1; }
+// Q5_1 (ggml): as Q4_1 with a fifth bit per code, bit j of the little-endian word qh for
+// value j; value = d * code + m, codes 0-31.
+struct Q5_1Block {
+  uint16_t d;  // F16 bits
+  uint16_t m;  // F16 bits
+  uint8_t qh[4];
+  uint8_t q[kQ4BlockBytes];
+};
+static_assert(sizeof(Q5_1Block) == 24);
 
-// Bytes of a row of `n` values; n must be a multiple of 32 for Q8_0 and Q4_1 (checked by the
-// readers).
+// Whether t is one of ggml's block types (rows of whole blocks of 32 values).
+constexpr bool is_blocked(DType t) {
+  return t == DType::q8_0 || t == DType::q4_1 || t == DType::q5_1;
+}
+
+// Whether t's blocks have a minimum (value = d * code + m).
+constexpr bool has_minimums(DType t) { return t == DType::q4_1 || t == DType::q5_1; }
+
+// Bytes of a row of `n` values; n must be a multiple of 32 for the block types (checked by
+// the readers).
 constexpr size_t row_bytes(DType t, size_t n) {
   switch (t) {
     case DType::f32: return n * 4;
@@ -43,6 +58,7 @@ constexpr size_t row_bytes(DType t, size_t n) {
     case DType::bf16: return n * 2;
     case DType::q8_0: return n / kQ8BlockValues * sizeof(Q8Block);
     case DType::q4_1: return n / kQ8BlockValues * sizeof(Q4_1Block);
+    case DType::q5_1: return n / kQ8BlockValues * sizeof(Q5_1Block);
   }
   return 0;
 }
@@ -97,7 +113,7 @@ inline uint16_t f32_to_f16(float f) {
 }
 
 // dst[n] = the n values of type t at src (no alignment needed); n a multiple of 32 for the
-// block types. Q4_1 as ggml computes it: d * code + m.
+// block types. Q4_1 and Q5_1 as ggml computes them: d * code + m.
 void dequantize(DType t, const std::byte* src, size_t n, float* dst);
 
 inline float bf16_to_f32(uint16_t h) { return std::bit_cast<float>(uint32_t(h) << 16); }

@@ -12,13 +12,12 @@ namespace {
 constexpr uint32_t kQK = 256;  // values in a K-type super-block
 
 // ggml type ids and block sizes (ggml-common.h's block_* structs).
-// (Q4_1, type 3, is held as it is: gguf_reader.cpp.)
-constexpr std::array<GgmlBlockType, 6> kTypes{{
+// (Q4_1 and Q5_1, types 3 and 7, are held as they are: gguf_reader.cpp.)
+constexpr std::array<GgmlBlockType, 5> kTypes{{
     {2, "Q4_0", 32, 18, DType::q8_0, true},
     {6, "Q5_0", 32, 22, DType::q8_0, true},
-    {7, "Q5_1", 32, 24, DType::q8_0, false},
     {12, "Q4_K", kQK, 144, DType::q4_1, false},
-    {13, "Q5_K", kQK, 176, DType::q8_0, false},
+    {13, "Q5_K", kQK, 176, DType::q5_1, false},
     {14, "Q6_K", kQK, 210, DType::q8_0, false},
 }};
 
@@ -60,17 +59,6 @@ void q5_0_to_q8_0(const std::byte* b, Q8Block& out) {
   }
 }
 
-// Q5_1: as Q5_0 with a minimum m: value = d * code + m, codes unsigned.
-void q5_1_values(const std::byte* b, float* y) {
-  const float d = f16_at(b), m = f16_at(b + 2);
-  const uint32_t qh = u32_at(b + 4);
-  const uint8_t* qs = bytes_at(b + 8);
-  for (int j = 0; j < 16; ++j) {
-    y[j] = float((qs[j] & 0x0f) | (((qh >> j) & 1u) << 4)) * d + m;
-    y[j + 16] = float((qs[j] >> 4) | (((qh >> (j + 16)) & 1u) << 4)) * d + m;
-  }
-}
-
 // The 6-bit scale and minimum of sub-block j (0-7) of a Q4_K / Q5_K super-block: 12 bytes
 // hold sub-blocks 0-3 in the low 6 bits of bytes 0-3 (scales) and 4-7 (minimums), and 4-7
 // in the nibbles of bytes 8-11 with their top two bits in the spare bits of bytes 0-7.
@@ -84,52 +72,57 @@ void k_scale_min(int j, const uint8_t* s, uint8_t& scale, uint8_t& min) {
   }
 }
 
-// Q5_K: d, dmin, 12 scale bytes, 32 bytes of fifth bits (bit j of byte l for value l of
-// sub-block j), then 128 bytes of nibbles: each 32 of them hold two sub-blocks of 32 values
-// (low nibbles the first, high nibbles the second), as Q4_K's do.
-// value = d * scale * code - dmin * min. (Loops run along l, with no branch inside, so that
-// they vectorize.)
-void q5_k_values(const std::byte* b, float* y) {
-  const float d = f16_at(b), dmin = f16_at(b + 2);
-  const uint8_t* scales = bytes_at(b + 4);
-  const uint8_t* qh = bytes_at(b + 16);
-  const uint8_t* qs = bytes_at(b + 48);
-  for (int sub = 0; sub < 8; ++sub) {
-    uint8_t scale, min;
-    k_scale_min(sub, scales, scale, min);
-    const float ds = d * float(scale), dm = dmin * float(min);
-    const uint8_t* q = qs + 32 * (sub / 2);
-    const int shift = 4 * (sub % 2);
-    for (int l = 0; l < 32; ++l) {
-      const int code = ((q[l] >> shift) & 0x0f) | ((qh[l] >> sub) & 1) << 4;
-      y[32 * sub + l] = ds * float(code) - dm;
-    }
-  }
+// Sub-block `sub` of a Q4_K or Q5_K super-block as a block with a minimum: its scale d * s
+// and minimum -dmin * m rounded to F16. False when either overflows F16.
+template <class Block>
+bool k_scale_and_minimum(float d, float dmin, const uint8_t* scales, int sub, Block& out) {
+  uint8_t scale, min;
+  k_scale_min(sub, scales, scale, min);
+  const float ds = d * float(scale), dm = -(dmin * float(min));
+  out.d = f32_to_f16(ds);
+  out.m = f32_to_f16(dm);
+  // Inf or NaN after rounding from a finite product: too large for F16.
+  return ((out.d & 0x7c00u) != 0x7c00u || !std::isfinite(ds)) &&
+         ((out.m & 0x7c00u) != 0x7c00u || !std::isfinite(dm));
 }
 
 // Q4_K: d, dmin, 12 scale bytes, then 128 bytes of nibbles, two sub-blocks per 32 bytes (low
 // nibbles the first). value = d * scale * code - dmin * min. -> eight Q4_1 blocks, one per
-// sub-block, the codes moved to Q4_1's order (values j and j + 16 in byte j). False when a
-// scale or minimum overflows F16.
+// sub-block, the codes moved to Q4_1's order (values j and j + 16 in byte j). Q5_K puts 32
+// bytes of fifth bits before the nibbles, bit j of byte l for value l of sub-block j; -> eight
+// Q5_1 blocks, the fifth bits gathered into each block's 32-bit word (bit l for value l).
+// False when a scale or minimum overflows F16.
 bool q4_k_to_q4_1(const std::byte* b, Q4_1Block* out) {
   const float d = f16_at(b), dmin = f16_at(b + 2);
   const uint8_t* scales = bytes_at(b + 4);
   const uint8_t* qs = bytes_at(b + 16);
   bool in_range = true;
   for (int sub = 0; sub < 8; ++sub) {
-    uint8_t scale, min;
-    k_scale_min(sub, scales, scale, min);
-    const float ds = d * float(scale), dm = -(dmin * float(min));
-    Q4_1Block& o = out[sub];
-    o.d = f32_to_f16(ds);
-    o.m = f32_to_f16(dm);
-    // Inf or NaN after rounding from a finite product: too large for F16.
-    in_range = in_range && ((o.d & 0x7c00u) != 0x7c00u || !std::isfinite(ds)) &&
-               ((o.m & 0x7c00u) != 0x7c00u || !std::isfinite(dm));
+    in_range = k_scale_and_minimum(d, dmin, scales, sub, out[sub]) && in_range;
     const uint8_t* q = qs + 32 * (sub / 2);
     const int shift = 4 * (sub % 2);
     for (int j = 0; j < 16; ++j) {
-      o.q[j] = uint8_t(((q[j] >> shift) & 0x0f) | (((q[j + 16] >> shift) & 0x0f) << 4));
+      out[sub].q[j] = uint8_t(((q[j] >> shift) & 0x0f) | (((q[j + 16] >> shift) & 0x0f) << 4));
+    }
+  }
+  return in_range;
+}
+
+bool q5_k_to_q5_1(const std::byte* b, Q5_1Block* out) {
+  const float d = f16_at(b), dmin = f16_at(b + 2);
+  const uint8_t* scales = bytes_at(b + 4);
+  const uint8_t* qh = bytes_at(b + 16);
+  const uint8_t* qs = bytes_at(b + 48);
+  bool in_range = true;
+  for (int sub = 0; sub < 8; ++sub) {
+    in_range = k_scale_and_minimum(d, dmin, scales, sub, out[sub]) && in_range;
+    const uint8_t* q = qs + 32 * (sub / 2);
+    const int shift = 4 * (sub % 2);
+    uint32_t fifth = 0;
+    for (int l = 0; l < 32; ++l) fifth |= uint32_t((qh[l] >> sub) & 1) << l;
+    std::memcpy(out[sub].qh, &fifth, 4);
+    for (int j = 0; j < 16; ++j) {
+      out[sub].q[j] = uint8_t(((q[j] >> shift) & 0x0f) | (((q[j + 16] >> shift) & 0x0f) << 4));
     }
   }
   return in_range;
@@ -202,9 +195,7 @@ const GgmlBlockType* convertible_block_type(uint32_t ggml_type) {
   return nullptr;
 }
 
-std::string_view convertible_block_type_names() {
-  return "Q4_0, Q5_0, Q5_1, Q4_K, Q5_K and Q6_K";
-}
+std::string_view convertible_block_type_names() { return "Q4_0, Q5_0, Q4_K, Q5_K and Q6_K"; }
 
 bool convert_row(const GgmlBlockType& type, const std::byte* src, size_t n_values,
                  std::byte* dst_bytes) {
@@ -217,8 +208,9 @@ bool convert_row(const GgmlBlockType& type, const std::byte* src, size_t n_value
       case 12:
         if (!q4_k_to_q4_1(src, reinterpret_cast<Q4_1Block*>(dst_bytes) + 8 * b)) return false;
         continue;
-      case 7: q5_1_values(src, values); break;
-      case 13: q5_k_values(src, values); break;
+      case 13:
+        if (!q5_k_to_q5_1(src, reinterpret_cast<Q5_1Block*>(dst_bytes) + 8 * b)) return false;
+        continue;
       case 14: q6_k_values(src, values); break;
       default: return false;
     }

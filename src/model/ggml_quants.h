@@ -1,14 +1,14 @@
-// ggml's 4-, 5- and 6-bit block types as GGUF files hold them, converted at load to one of the
-// two block types the backends compute with (Q8_0 and Q4_1, dtype.h; Q4_1 files are held as
-// they are).
+// ggml's 4- to 6-bit block types as GGUF files hold them, converted at load to one of the
+// block types the backends compute with (Q8_0, Q4_1 and Q5_1, dtype.h; Q4_1 and Q5_1 files
+// are held as they are).
 //
-// Q4_0 and Q5_0 fit Q8_0 exactly (the same F16 scale, the codes made signed). Q4_K fits Q4_1
-// per 32-value sub-block, its 4-bit codes kept: the sub-block's scale d * s and minimum
-// -dmin * m are rounded to F16, which moves each value by at most 2^-11 of its sub-block's
-// range plus 2^-11 of the minimum, far below the codes' own step (1/15 of the range); half
-// the memory Q8_0 takes. The types with 5 or 6 bits (Q5_1, Q5_K, Q6_K) are re-quantized to
-// Q8_0 per 32 values: each value moves by at most half a Q8_0 step (1/254 of its 32 values'
-// largest magnitude), a small part of their own step.
+// Q4_0 and Q5_0 fit Q8_0 exactly (the same F16 scale, the codes made signed). Q4_K fits Q4_1,
+// and Q5_K Q5_1, per 32-value sub-block, their codes kept: the sub-block's scale d * s and
+// minimum -dmin * m are rounded to F16, which moves each value by at most 2^-11 of the scale
+// times the largest code (15 or 31) plus 2^-11 of the minimum, far below the codes' own step;
+// 0.63 and 0.75 bytes per weight where Q8_0 takes 1.06. Q6_K is re-quantized to Q8_0 per 32
+// values: each value moves by at most half a Q8_0 step (1/254 of its 32 values' largest
+// magnitude), a small part of its own step.
 #pragma once
 
 #include <cstddef>
@@ -24,7 +24,7 @@ struct GgmlBlockType {
   std::string_view name;
   uint32_t block_values = 0;  // 32, or 256 for the K types
   uint32_t block_bytes = 0;
-  DType held = DType::q8_0;  // what it is converted to: Q8_0 or Q4_1
+  DType held = DType::q8_0;  // what it is converted to: Q8_0, Q4_1 or Q5_1
   bool exact = false;        // whether every value converts without rounding
 };
 
@@ -41,8 +41,8 @@ constexpr uint64_t block_row_bytes(const GgmlBlockType& type, uint64_t n_values)
 
 // One row of `n_values` values (a multiple of type.block_values) in `type` -> n_values / 32
 // blocks of type.held at `dst` (aligned to 2). `src` needs no alignment. False, the row left
-// incomplete, when a Q4_K sub-block's scale or minimum lies beyond F16's range (2^16), which
-// Q4_1 cannot hold.
+// incomplete, when a Q4_K or Q5_K sub-block's scale or minimum lies beyond F16's range
+// (2^16), which Q4_1 and Q5_1 cannot hold.
 bool convert_row(const GgmlBlockType& type, const std::byte* src, size_t n_values,
                  std::byte* dst);
 

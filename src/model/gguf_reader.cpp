@@ -149,7 +149,8 @@ class GgufParser {
 namespace {
 
 // ggml type id -> the dtype its tensor is held in, or an error that names the tensor and the
-// type. The other 4- to 6-bit block types are converted to Q8_0 or Q4_1 (ggml_quants.h).
+// type. The other 4- to 6-bit block types are converted to Q8_0, Q4_1 or Q5_1
+// (ggml_quants.h).
 DType tensor_dtype(uint32_t type, const std::string& context) {
   switch (type) {
     case kGgmlF32:
@@ -160,6 +161,8 @@ DType tensor_dtype(uint32_t type, const std::string& context) {
       return DType::q8_0;
     case kGgmlQ4_1:
       return DType::q4_1;
+    case kGgmlQ5_1:
+      return DType::q5_1;
     case kGgmlBF16:
       return DType::bf16;
     default:
@@ -170,7 +173,7 @@ DType tensor_dtype(uint32_t type, const std::string& context) {
   if (name.empty())
     fail(Status::bad_model, "GGUF: " + context + "unknown dtype " + std::to_string(type));
   fail(Status::unsupported, "GGUF: " + context + "tensor type " + std::string(name) +
-                                " is not supported (F32, F16, BF16, Q8_0, Q4_1, " +
+                                " is not supported (F32, F16, BF16, Q8_0, Q4_1, Q5_1, " +
                                 std::string(convertible_block_type_names()) + " are)");
 }
 

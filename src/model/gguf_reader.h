@@ -42,6 +42,7 @@ inline constexpr uint32_t kGgmlF32 = 0;
 inline constexpr uint32_t kGgmlF16 = 1;
 inline constexpr uint32_t kGgmlQ4_0 = 2;
 inline constexpr uint32_t kGgmlQ4_1 = 3;
+inline constexpr uint32_t kGgmlQ5_1 = 7;
 inline constexpr uint32_t kGgmlQ8_0 = 8;
 inline constexpr uint32_t kGgmlBF16 = 30;
 

@@ -21,8 +21,8 @@ inline constexpr uint32_t UINT8 = 0, INT8 = 1, UINT16 = 2, INT16 = 3, UINT32 = 4
 
 // ggml tensor type ids.
 namespace ggml_type {
-inline constexpr uint32_t F32 = 0, F16 = 1, Q4_0 = 2, Q4_1 = 3, Q8_0 = 8, Q3_K = 11, Q4_K = 12,
-                          BF16 = 30;
+inline constexpr uint32_t F32 = 0, F16 = 1, Q4_0 = 2, Q4_1 = 3, Q5_1 = 7, Q8_0 = 8, Q3_K = 11,
+                          Q4_K = 12, BF16 = 30;
 }
 
 class GgufBuilder {

@@ -57,6 +57,8 @@ uint32_t ggml_id(DType t) {
       return ggml_type::Q8_0;
     case DType::q4_1:
       return ggml_type::Q4_1;
+    case DType::q5_1:
+      return ggml_type::Q5_1;
   }
   return 0;
 }
@@ -71,10 +73,10 @@ std::string safetensors_name(DType t) {
       return "BF16";
     case DType::q8_0:
     case DType::q4_1:
+    case DType::q5_1:
       break;
   }
-  throw std::invalid_argument(t == DType::q8_0 ? "safetensors has no Q8_0"
-                                               : "safetensors has no Q4_1");
+  throw std::invalid_argument("safetensors has no ggml block types");
 }
 
 // One tensor to write: its name, [rows, cols] (rows = 0 for a vector), values and type.

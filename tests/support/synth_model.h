@@ -61,8 +61,8 @@ struct SynthWeights {
 // norm weights ~ 1 + N(0, 0.1^2).
 SynthWeights make_synth_weights(const SynthSpec& spec);
 
-// The type a matrix with `cols` columns is written in: spec.dtype, except that Q8_0 and Q4_1
-// fall back to F16 when cols is not a multiple of 32 (as llama.cpp's tools do).
+// The type a matrix with `cols` columns is written in: spec.dtype, except that the block
+// types fall back to F16 when cols is not a multiple of 32 (as llama.cpp's tools do).
 model::DType synth_matrix_dtype(const SynthSpec& spec, int64_t cols);
 
 // The block type a matrix with `cols` columns is written in (the output matrix's when

@@ -30,24 +30,30 @@ void encode_q8_0(std::string& out, std::span<const float> x) {
   }
 }
 
-// ggml's quantize_row_q4_1_ref: per 32 values d = (max - min) / 15, m = min,
-// code = min(15, int((x - min) / d + 0.5)); d and m stored F16.
-void encode_q4_1(std::string& out, std::span<const float> x) {
+// ggml's quantize_row_q4_1_ref and quantize_row_q5_1_ref: per 32 values
+// d = (max - min) / (2^bits - 1), m = min, code = min(2^bits - 1, int((x - min) / d + 0.5));
+// d and m stored F16; Q5_1's fifth bits in a 32-bit word, bit j for value j.
+template <class Block, int kBits>
+void encode_with_minimum(std::string& out, std::span<const float> x) {
   if (x.size() % model::kQ8BlockValues != 0)
-    throw std::invalid_argument("Q4_1 needs multiples of 32 values");
+    throw std::invalid_argument("Q4_1 and Q5_1 need multiples of 32 values");
+  constexpr int kMax = (1 << kBits) - 1;
   for (size_t b = 0; b < x.size(); b += model::kQ8BlockValues) {
     const auto block = x.subspan(b, model::kQ8BlockValues);
     const float lo = *std::min_element(block.begin(), block.end());
     const float hi = *std::max_element(block.begin(), block.end());
-    const float d = (hi - lo) / 15.0f;
+    const float d = (hi - lo) / float(kMax);
     const float id = d != 0.0f ? 1.0f / d : 0.0f;
-    model::Q4_1Block blk{};
+    Block blk{};
     blk.d = model::f32_to_f16(d);
     blk.m = model::f32_to_f16(lo);
-    const auto code = [&](size_t j) {
-      return uint8_t(std::min(15, int((block[j] - lo) * id + 0.5f)));
-    };
-    for (size_t j = 0; j < 16; ++j) blk.q[j] = uint8_t(code(j) | code(j + 16) << 4);
+    const auto code = [&](size_t j) { return std::min(kMax, int((block[j] - lo) * id + 0.5f)); };
+    uint32_t fifth = 0;
+    for (size_t j = 0; j < 16; ++j) {
+      blk.q[j] = uint8_t((code(j) & 15) | (code(j + 16) & 15) << 4);
+      fifth |= uint32_t(code(j) >> 4) << j | uint32_t(code(j + 16) >> 4) << (j + 16);
+    }
+    if constexpr (kBits == 5) std::memcpy(blk.qh, &fifth, 4);
     out.append(reinterpret_cast<const char*>(&blk), sizeof blk);
   }
 }
@@ -70,7 +76,10 @@ std::string encode_tensor(DType dtype, std::span<const float> values) {
       encode_q8_0(out, values);
       break;
     case DType::q4_1:
-      encode_q4_1(out, values);
+      encode_with_minimum<model::Q4_1Block, 4>(out, values);
+      break;
+    case DType::q5_1:
+      encode_with_minimum<model::Q5_1Block, 5>(out, values);
       break;
   }
   return out;
@@ -107,6 +116,19 @@ std::vector<float> decode_tensor(DType dtype, const std::byte* data, size_t n) {
         for (size_t j = 0; j < 16; ++j) {
           out[b * 32 + j] = d * float(blk.q[j] & 15) + m;
           out[b * 32 + j + 16] = d * float(blk.q[j] >> 4) + m;
+        }
+      }
+      break;
+    case DType::q5_1:  // as Q4_1, bit j of the word qh the fifth bit of value j
+      for (size_t b = 0; b < n / model::kQ8BlockValues; ++b) {
+        model::Q5_1Block blk;
+        std::memcpy(&blk, data + b * sizeof blk, sizeof blk);
+        const float d = model::f16_to_f32(blk.d), m = model::f16_to_f32(blk.m);
+        const uint32_t qh = uint32_t(blk.qh[0]) | uint32_t(blk.qh[1]) << 8 |
+                            uint32_t(blk.qh[2]) << 16 | uint32_t(blk.qh[3]) << 24;
+        for (size_t j = 0; j < 16; ++j) {
+          out[b * 32 + j] = d * float((blk.q[j] & 15) | ((qh >> j) & 1) << 4) + m;
+          out[b * 32 + j + 16] = d * float((blk.q[j] >> 4) | ((qh >> (j + 16)) & 1) << 4) + m;
         }
       }
       break;

@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <new>
+#include <type_traits>
 #include <vector>
 
 #include "backend/cpu/matrix_arena.h"
@@ -42,11 +43,19 @@ size_t packed_value_bytes(size_t cols, bool nibbles) {
 // F16 scales (or minimums) padded to 32 bytes, so that the kernels read them in whole vectors.
 size_t packed_scale_bytes(size_t cols) { return round_up(cols / kBlock * sizeof(uint16_t), 32); }
 
+// Where Q5_1's fifth bits start: at a line, so that 16 blocks' words fill one.
+size_t packed_fifth_bits_offset(size_t cols) {
+  return round_up(packed_value_bytes(cols, true) + 2 * packed_scale_bytes(cols), kLine);
+}
+
 size_t packed_stride(const model::TensorView& w, bool nibbles) {
   const size_t cols = size_t(w.cols);
-  const size_t scale_sets = w.dtype == model::DType::q4_1 ? 2 : 1;  // + the minimums
-  return round_up(packed_value_bytes(cols, nibbles) + scale_sets * packed_scale_bytes(cols),
-                  kLine);
+  if (w.dtype == model::DType::q5_1) {  // a 32-bit word of fifth bits per block
+    return round_up(packed_fifth_bits_offset(cols) + cols / kBlock * 4, kLine);
+  }
+  size_t bytes = packed_value_bytes(cols, nibbles) + packed_scale_bytes(cols);
+  if (model::has_minimums(w.dtype)) bytes += packed_scale_bytes(cols);
+  return round_up(bytes, kLine);
 }
 
 // The bytes of one row as tiled: packed for Q8_0 and Q4_1.
@@ -85,14 +94,17 @@ void pack_q8_0_row(const model::TensorView& w, size_t r, bool nibbles, std::byte
   }
 }
 
-// Row r of a Q4_1 matrix packed into `out` (zeroed): the codes in nibbles, the scales, the
-// minimums. (A Q4_1 block has value k in byte k % 16, the low nibble for k < 16.)
-void pack_q4_1_row(const model::TensorView& w, size_t r, std::byte* out) {
+// Row r of a Q4_1 or Q5_1 matrix packed into `out` (zeroed): the low four bits of the codes
+// in nibbles, the scales, the minimums, and for Q5_1 each block's word of fifth bits as it
+// is. (A block has value k's low bits in byte k % 16, the low nibble for k < 16.)
+template <class Block>
+void pack_with_minimums_row(const model::TensorView& w, size_t r, std::byte* out) {
   const size_t cols = size_t(w.cols), blocks = cols / kBlock;
-  const auto* src = reinterpret_cast<const model::Q4_1Block*>(w.row(int64_t(r)));
+  const auto* src = reinterpret_cast<const Block*>(w.row(int64_t(r)));
   auto* values = reinterpret_cast<uint8_t*>(out);
   auto* scales = reinterpret_cast<uint16_t*>(out + packed_value_bytes(cols, true));
   auto* minimums = scales + packed_scale_bytes(cols) / sizeof(uint16_t);
+  std::byte* fifth_bits = out + packed_fifth_bits_offset(cols);
   for (size_t b = 0; b < blocks; ++b) {
     for (size_t k = 0; k < kBlock; ++k) {
       const uint8_t byte = src[b].q[k % model::kQ4BlockBytes];
@@ -101,15 +113,18 @@ void pack_q4_1_row(const model::TensorView& w, size_t r, std::byte* out) {
     }
     scales[b] = src[b].d;
     minimums[b] = src[b].m;
+    if constexpr (std::is_same_v<Block, model::Q5_1Block>) {
+      std::memcpy(fifth_bits + 4 * b, src[b].qh, 4);
+    }
   }
 }
 
 void pack_row(const model::TensorView& w, size_t r, bool nibbles, std::byte* out) {
   std::memset(out, 0, packed_stride(w, nibbles));  // every byte defined, padding zero
-  if (w.dtype == model::DType::q4_1) {
-    pack_q4_1_row(w, r, out);
-  } else {
-    pack_q8_0_row(w, r, nibbles, out);
+  switch (w.dtype) {
+    case model::DType::q4_1: pack_with_minimums_row<model::Q4_1Block>(w, r, out); break;
+    case model::DType::q5_1: pack_with_minimums_row<model::Q5_1Block>(w, r, out); break;
+    default: pack_q8_0_row(w, r, nibbles, out); break;
   }
 }
 
@@ -141,7 +156,8 @@ void tile_rows(const model::TensorView& w, bool nibbles, size_t stride, size_t t
 void CpuMatrix::FreeBytes::operator()(std::byte* p) const { std::free(p); }
 
 bool CpuMatrix::packs_nibbles(const model::TensorView& w, Packing packing) {
-  return w.dtype == model::DType::q4_1 || (packing == Packing::smallest && codes_fit_in_nibbles(w));
+  return model::has_minimums(w.dtype) ||
+         (packing == Packing::smallest && codes_fit_in_nibbles(w));
 }
 
 size_t CpuMatrix::copy_bytes(const model::TensorView& w, Packing packing) {
@@ -182,7 +198,8 @@ void CpuMatrix::dequantize_row(int64_t r, float* out) const {
   const size_t cols = size_t(view_.cols);
   const auto at = [&](size_t b) { return view_.data + tiled_offset(stride_, size_t(r), b); };
   if (model::is_blocked(dtype())) {
-    const bool q4_1 = dtype() == model::DType::q4_1;
+    const bool minimums = model::has_minimums(dtype());
+    const bool fifth_bits = dtype() == model::DType::q5_1;
     const auto f16_at = [&](size_t byte) {
       uint16_t h;
       std::memcpy(&h, at(byte), sizeof h);
@@ -193,13 +210,14 @@ void CpuMatrix::dequantize_row(int64_t r, float* out) const {
       const float d = f16_at(packed_value_bytes() + b * sizeof(uint16_t));
       int code;
       if (nibbles_) {
-        code = (uint8_t(*at(nibble_byte(b, j))) >> nibble_shift(b) & 0x0f) - (q4_1 ? 0 : 8);
+        code = (uint8_t(*at(nibble_byte(b, j))) >> nibble_shift(b) & 0x0f) - (minimums ? 0 : 8);
       } else {
         code = int8_t(*at(k));
       }
-      // As the products weigh it: Q4_1's d * code + m in one rounding of each step.
-      out[k] = q4_1 ? d * float(code) + f16_at(minimums_offset() + b * sizeof(uint16_t))
-                    : d * float(code);
+      if (fifth_bits) code |= (uint8_t(*at(fifth_bits_offset() + 4 * b + j / 8)) >> j % 8 & 1) << 4;
+      // As the products weigh it: d * code + m in one rounding of each step.
+      out[k] = minimums ? d * float(code) + f16_at(minimums_offset() + b * sizeof(uint16_t))
+                        : d * float(code);
     }
     return;
   }
@@ -216,7 +234,8 @@ void CpuMatrix::dequantize_row(int64_t r, float* out) const {
         break;
       }
       case model::DType::q8_0:
-      case model::DType::q4_1: break;
+      case model::DType::q4_1:
+      case model::DType::q5_1: break;
     }
   }
 }

@@ -9,8 +9,8 @@
 // A Q8_0 matrix whose codes all fit in 4 bits (one converted from a Q4_0 file) packs its
 // values in nibbles: half the bytes to stream, the same products bit for bit (TinyLlama shape:
 // decode 1.4-1.5x faster than Q8_0, prefill 0.81-0.86x for the unpacking; bench/RESULTS.md).
-// Q4_1 rows are packed the same way, their codes in nibbles, then their scales, then their
-// minimums.
+// Q4_1 and Q5_1 rows are packed the same way, their codes in nibbles, then their scales,
+// their minimums and (Q5_1) their fifth bits.
 //
 // Rows are then tiled (Q8_0 rows as packed, F32/F16/BF16 rows as they are): a product reads
 // kTileRows rows side by side, so those rows lie side by side, 64 bytes of each in turn. Row
@@ -41,7 +41,8 @@ inline constexpr size_t kTileRows = 4;
 
 // How a Q8_0 matrix packs: `smallest` puts a matrix whose codes all lie in [-8, 7] (one
 // converted from a Q4_0 file) in 4 bits per value, half the bytes for products to stream;
-// `bytes` keeps 8 (for tests that compare the two). Q4_1 matrices are in 4 bits either way.
+// `bytes` keeps 8 (for tests that compare the two). Q4_1 and Q5_1 matrices are in 4 bits
+// (plus fifth bits) either way.
 enum class Packing { smallest, bytes };
 
 class CpuMatrix {
@@ -49,14 +50,14 @@ class CpuMatrix {
   // w copied into the layout above: into `arena` (which must outlive this object) when one is
   // given, else into memory this object owns; on the pool's threads when one is given (first
   // touches of fresh memory run faster side by side). w is not read again. Error(internal) for
-  // a Q8_0 or Q4_1 row that is not whole blocks of 32 values.
+  // a Q8_0, Q4_1 or Q5_1 row that is not whole blocks of 32 values.
   explicit CpuMatrix(const model::TensorView& w, ThreadPool* pool = nullptr,
                      MatrixArena* arena = nullptr, Packing packing = Packing::smallest);
 
   // The bytes the copy of w takes (at least one line).
   static size_t copy_bytes(const model::TensorView& w, Packing packing = Packing::smallest);
 
-  // Whether w's copy holds 4-bit codes (see Packing): Q4_1, or Q8_0 that fits.
+  // Whether w's copy holds 4-bit codes (see Packing): Q4_1, Q5_1, or Q8_0 that fits.
   static bool packs_nibbles(const model::TensorView& w, Packing packing = Packing::smallest);
 
   model::DType dtype() const { return view_.dtype; }
@@ -90,7 +91,10 @@ class CpuMatrix {
   // 32i + k (one widening load of 32 bytes gives both blocks' codes in 16-bit lanes, a mask
   // and a shift apart), and the scales start at cols / 2 rounded up to 32 bytes. A packed
   // Q4_1 row is in nibbles too, its codes as they are (0-15), and its F16 minimums follow the
-  // scales from byte minimums_offset() (a multiple of 32), then zeros to a multiple of 32.
+  // scales from byte minimums_offset() (a multiple of 32), then zeros to a multiple of 32. A
+  // packed Q5_1 row holds its codes' low four bits so, then each block's 32-bit word of fifth
+  // bits (bit k for value k) from fifth_bits_offset() (a multiple of 64, so that the words of
+  // blocks 16i to 16i + 15 fill one 64-byte chunk).
   size_t packed_row_bytes() const { return stride_ / kTileRows; }
   bool nibbles() const { return nibbles_; }
   size_t packed_value_bytes() const {
@@ -98,6 +102,9 @@ class CpuMatrix {
   }
   size_t minimums_offset() const {
     return packed_value_bytes() + (size_t(view_.cols) / 32 * 2 + 31) / 32 * 32;
+  }
+  size_t fifth_bits_offset() const {
+    return (minimums_offset() + (size_t(view_.cols) / 32 * 2 + 31) / 32 * 32 + 63) / 64 * 64;
   }
 
   // out[cols] = row r as floats, from the copy (the token embedding of a model whose output

@@ -96,8 +96,9 @@ HWY_INLINE VF block_dot(const int8_t* wq, const int16_t* xq) {
 }
 
 // How a matrix copy holds its codes (cpu_matrix.h): Q8_0 in bytes, Q8_0 in nibbles (code +
-// 8), Q4_1 in nibbles (codes 0-15, and a minimum per block).
-enum class Codes { bytes, nibbles, nibbles_with_minimums };
+// 8), Q4_1 in nibbles (codes 0-15, and a minimum per block), Q5_1 in nibbles and fifth bits
+// (codes 0-31, and a minimum per block).
+enum class Codes { bytes, nibbles, nibbles_with_minimums, five_bits_with_minimums };
 
 // Two blocks held in 4 bits (cpu_matrix.h): 32 bytes, value k of the even block in the low
 // nibble of byte k and of the odd block in the high one. Widened to 16-bit lanes as loaded
@@ -123,6 +124,21 @@ HWY_INLINE void unpack_pair(const uint8_t* wq, V16 (&even)[kParts], V16 (&odd)[k
   }
 }
 
+// Q5_1's fifth bits: 16 added to the lanes of part `part` of a block's codes whose bit is
+// set in the block's 32-bit word at `bits` (bit k for value k). One lane per part only on the
+// scalar target.
+static_assert(hn::MaxLanes(D16()) >= 8 || hn::MaxLanes(D16()) == 1);
+HWY_INLINE V16 with_fifth_bits(V16 codes, const uint8_t* bits, size_t part) {
+  const D16 d16;
+  if constexpr (hn::MaxLanes(D16()) >= 8) {
+    const auto set = hn::LoadMaskBits(d16, bits + part * hn::MaxLanes(d16) / 8);
+    return hn::IfThenElse(set, hn::Add(codes, hn::Set(d16, int16_t(16))), codes);
+  } else {
+    const int bit = (bits[part / 8] >> (part % 8)) & 1;
+    return hn::Add(codes, hn::Set(d16, int16_t(bit << 4)));
+  }
+}
+
 HWY_INLINE VF codes_dot(const V16 (&w16)[kParts], const int16_t* xq) {
   const D16 d16;
   const D32 d32;
@@ -142,8 +158,9 @@ HWY_INLINE VF codes_dot(const V16 (&w16)[kParts], const int16_t* xq) {
 struct TileRows {
   const std::byte* tile;
   size_t first;
-  size_t value_bytes;      // where a packed row's scales start
-  size_t minimums_offset;  // where a packed Q4_1 row's minimums start
+  size_t value_bytes;        // where a packed row's scales start
+  size_t minimums_offset;    // where a packed Q4_1 or Q5_1 row's minimums start
+  size_t fifth_bits_offset;  // where a packed Q5_1 row's fifth bits start
   HWY_INLINE const std::byte* at(size_t r, size_t byte) const {
     return tile + CpuMatrix::in_tile_offset(first + r, byte);
   }
@@ -154,9 +171,12 @@ struct TileRows {
     return reinterpret_cast<const hwy::float16_t*>(
         at(r, minimums_offset + b * sizeof(uint16_t)));
   }
+  HWY_INLINE const uint8_t* fifth_bits(size_t r, size_t b) const {
+    return reinterpret_cast<const uint8_t*>(at(r, fifth_bits_offset + 4 * b));
+  }
 };
 
-// The minimums' part of a Q4_1 row's product with one activation row: the sum over blocks of
+// The minimums' part of a Q4_1 or Q5_1 row's product with one activation row: the sum over blocks of
 // (minimum) x (activation scale x sum of the block's codes), lane-wise in block order, then
 // across lanes. Vectors of up to 16 minimums from a multiple of 16 stay inside a line, as the
 // scales do; activation sums past the row's last block (padding, or the next row's) are
@@ -200,9 +220,11 @@ template <size_t R, size_t C, Codes kCodes>
 HWY_INLINE void tile(const Problem& p, size_t r, size_t i) {
   const DF df;
   constexpr bool kNibbles = kCodes != Codes::bytes;
+  constexpr bool kMinimums = kCodes == Codes::nibbles_with_minimums ||
+                             kCodes == Codes::five_bits_with_minimums;
   constexpr int8_t kBias = kCodes == Codes::nibbles ? 8 : 0;
   const TileRows w{p.w.tile(r / kTileRows), r % kTileRows, p.w.packed_value_bytes(),
-                   p.w.minimums_offset()};
+                   p.w.minimums_offset(), p.w.fifth_bits_offset()};
   const int16_t* xq[C];
   const float* xs[C];
   for (size_t c = 0; c < C; ++c) {
@@ -219,6 +241,11 @@ HWY_INLINE void tile(const Problem& p, size_t r, size_t i) {
   for (size_t b0 = 0; b0 < p.blocks; b0 += kScaleGroup) {
     const size_t count = std::min(kScaleGroup, p.blocks - b0);
     block_scales<R, C>(w, xs, b0, count, scales);
+    // Q5_1: the group's 16 words of fifth bits fill one 64-byte chunk of each row.
+    const uint8_t* fifth[R];
+    if constexpr (kCodes == Codes::five_bits_with_minimums) {
+      for (size_t rr = 0; rr < R; ++rr) fifth[rr] = w.fifth_bits(rr, b0);
+    }
     // Line by line: a 64-byte line of a row holds two blocks (four in 4 bits), and the
     // tile's rows have theirs side by side (cpu_matrix.h), so every load below is a fixed
     // step from `line`.
@@ -246,6 +273,16 @@ HWY_INLINE void tile(const Problem& p, size_t r, size_t i) {
             unpack_pair<kBias>(reinterpret_cast<const uint8_t*>(row_line) + k * kBlockBytes,
                                even, odd);
             const size_t b = g + k;
+            if constexpr (kCodes == Codes::five_bits_with_minimums) {
+              const bool has_odd = k + 1 < in_line;  // (no word past the row's last block)
+              HWY_UNROLL(32)
+              for (size_t part = 0; part < kParts; ++part) {
+                even[part] = with_fifth_bits(even[part], fifth[rr] + 4 * b, part);
+                if (has_odd) {
+                  odd[part] = with_fifth_bits(odd[part], fifth[rr] + 4 * (b + 1), part);
+                }
+              }
+            }
             HWY_UNROLL(8)
             for (size_t c = 0; c < C; ++c) {
               acc[rr][c] = hn::MulAdd(codes_dot(even, x_at[c] + b * kBlock),
@@ -281,9 +318,7 @@ HWY_INLINE void tile(const Problem& p, size_t r, size_t i) {
     HWY_UNROLL(8)
     for (size_t c = 0; c < C; ++c) {
       float y = hn::GetLane(hn::SumOfLanes(df, acc[rr][c]));
-      if constexpr (kCodes == Codes::nibbles_with_minimums) {
-        y += minimum_term(w, rr, p.x.sum_row(i + c), p.blocks);
-      }
+      if constexpr (kMinimums) y += minimum_term(w, rr, p.x.sum_row(i + c), p.blocks);
       p.y[(i + c) * p.y_stride + r + rr] = y;
     }
   }
@@ -316,7 +351,9 @@ void MatmulRowsQ8(const CpuMatrix& w, const ActivationBlocks& x, float* y, size_
                   prefetch_rows_ahead(kTileRows, row_bytes, kPrefetchMinBytes) * row_bytes,
                   w.packed_value_bytes() / 64 * 64, x.n <= kActivationBlock};
   prefetch_bytes(w.tile(r0 / kTileRows), std::min((r1 - r0) * row_bytes, p.ahead_bytes));
-  if (w.dtype() == model::DType::q4_1) {
+  if (w.dtype() == model::DType::q5_1) {
+    matmul_rows<Codes::five_bits_with_minimums>(p, r0, r1);
+  } else if (w.dtype() == model::DType::q4_1) {
     matmul_rows<Codes::nibbles_with_minimums>(p, r0, r1);
   } else if (w.nibbles()) {
     matmul_rows<Codes::nibbles>(p, r0, r1);

@@ -165,6 +165,8 @@ void tensor_cases(Cases& c) {
         "Q4_K needs ne[0] to be a multiple of 256", "K-quant row not a whole super-block");
   c.bad("q4-1-row-not-blocks", with_tensor("token_embd.weight", {8, 264}, ggml_type::Q4_1),
         "Q4_1 needs ne[0]", "Q4_1 (held as it is) row not a whole number of blocks");
+  c.bad("q5-1-row-not-blocks", with_tensor("token_embd.weight", {8, 264}, ggml_type::Q5_1),
+        "Q5_1 needs ne[0]", "Q5_1 (held as it is) row not a whole number of blocks");
   c.bad("q4-data-past-end", with_tensor("token_embd.weight", {4096, 264}, ggml_type::Q4_0),
         "past the end of the file", "4-bit tensor larger than the file");
   c.add("type-unsupported", with_tensor("output_norm.weight", {8}, ggml_type::Q3_K).bytes(),

@@ -35,10 +35,15 @@ TEST_CASE("activation blocks: scale = amax / 32767, |x - scale q| <= scale / 2")
       peak = std::max(peak, std::abs(int(b.q[k])));
     }
     CHECK(peak == 32767);  // the largest value maps to the end of the range
+    // The block's sum for weights with a minimum: its scale times its codes' exact sum.
+    int64_t codes = 0;
+    for (size_t k = blk * 32; k < blk * 32 + 32; ++k) codes += b.q[k];
+    CHECK(b.sum[blk] == b.scale[blk] * float(codes));
   }
-  // Row accessors point at each row's values and scales.
+  // Row accessors point at each row's values, scales and sums.
   CHECK(b.q_row(2) == b.q.data() + 2 * cols);
   CHECK(b.scale_row(2) == b.scale.data() + 2 * cols / 32);
+  CHECK(b.sum_row(2) == b.sum.data() + 2 * cols / 32);
 }
 
 TEST_CASE("activation blocks: zeros give scale 0, a NaN or infinity gives scale NaN") {
@@ -51,6 +56,9 @@ TEST_CASE("activation blocks: zeros give scale 0, a NaN or infinity gives scale 
   CHECK(b.scale[0] == 0.0f);
   CHECK(std::isnan(b.scale[1]));
   CHECK(std::isnan(b.scale[2]));
+  CHECK(b.sum[0] == 0.0f);
+  CHECK(std::isnan(b.sum[1]));
+  CHECK(std::isnan(b.sum[2]));
   for (int16_t q : b.q) CHECK(q == 0);
 }
 

@@ -137,8 +137,8 @@ TEST_CASE("F32: a sliding window attends only to the last window positions") {
   compare_with_reference("MHA hd8 window 1", one, KvType::f32, 12, kF32Tolerance);
 }
 
-TEST_CASE("F16, BF16, Q8_0, Q4_1 weights match the reference on the same dequantized weights") {
-  for (DType t : {DType::f16, DType::bf16, DType::q8_0, DType::q4_1}) {
+TEST_CASE("F16, BF16 and block weights match the reference on the same dequantized weights") {
+  for (DType t : {DType::f16, DType::bf16, DType::q8_0, DType::q4_1, DType::q5_1}) {
     const std::string name(model::dtype_name(t));
     const double tolerance = model::is_blocked(t) ? kQ8Tolerance : kF32Tolerance;
     // gqa_hd8 with Q8_0 keeps w_down (rows of 172) in F16: a mixed model, as GGUF has.

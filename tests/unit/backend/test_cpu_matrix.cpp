@@ -126,43 +126,62 @@ TEST_CASE("a packed matrix holds the file's rows: values, scales, 64-byte rows, 
   }
 }
 
-TEST_CASE("a packed Q4_1 matrix holds its codes in pairs of blocks, its scales, its minimums") {
-  std::mt19937 rng(17);
-  for (int64_t cols : {int64_t(32), int64_t(544), int64_t(5632)}) {
-    model::Weights owner;
-    const int64_t rows = 6;
-    const model::TensorView w = make_tensor(owner, "w", DType::q4_1, rows, cols,
-                                            random_values(size_t(rows * cols), 3.0f, rng));
-    const backend::cpu::CpuMatrix m(w);
-    INFO("cols " << cols);
-    CHECK(m.nibbles());
-    CHECK(backend::cpu::CpuMatrix::packs_nibbles(w, backend::cpu::Packing::bytes));
-    // Values in cols / 2 bytes, then scales and minimums each padded to 32 bytes, rows to 64.
-    const size_t values = (size_t(cols) / 2 + 31) / 32 * 32;
-    const size_t scales = (size_t(cols) / 32 * 2 + 31) / 32 * 32;
-    CHECK(m.packed_value_bytes() == values);
-    CHECK(m.minimums_offset() == values + scales);
-    CHECK(m.packed_row_bytes() == (values + 2 * scales + 63) / 64 * 64);
-    CHECK(m.view().n_bytes == backend::cpu::CpuMatrix::copy_bytes(w));
-    std::vector<std::byte> expected(m.view().n_bytes, std::byte{0});
-    const auto at = [&](size_t r, size_t b) {
-      return backend::cpu::CpuMatrix::tiled_offset(m.tile_stride(), r, b);
-    };
-    for (size_t r = 0; r < size_t(rows); ++r) {
-      const auto* blocks = reinterpret_cast<const model::Q4_1Block*>(w.row(int64_t(r)));
-      for (size_t b = 0; b < size_t(cols) / 32; ++b) {
-        // ggml's value k: byte k % 16, low nibble for k < 16; packed: blocks 2i and 2i + 1
-        // in the low and high nibbles of the 32 bytes from 32i, value k in byte k.
-        for (size_t k = 0; k < 32; ++k) {
-          const int code = k < 16 ? blocks[b].q[k] & 15 : blocks[b].q[k - 16] >> 4;
-          expected[at(r, b / 2 * 32 + k)] |= std::byte(code << (b % 2 * 4));
+// Q4_1 and Q5_1 blocks share their start (d, m) and their low bits' layout (ggml's value k in
+// byte k % 16 of the 16 code bytes, the low nibble for k < 16); Q5_1 adds the word of fifth
+// bits between m and the codes.
+template <class Block>
+void check_packed_with_minimums(DType type, int64_t cols, std::mt19937& rng) {
+  model::Weights owner;
+  const int64_t rows = 6;
+  const model::TensorView w =
+      make_tensor(owner, "w", type, rows, cols, random_values(size_t(rows * cols), 3.0f, rng));
+  const backend::cpu::CpuMatrix m(w);
+  INFO(model::dtype_name(type) << " cols " << cols);
+  CHECK(m.nibbles());
+  CHECK(backend::cpu::CpuMatrix::packs_nibbles(w, backend::cpu::Packing::bytes));
+  // Values in cols / 2 bytes, then scales and minimums each padded to 32 bytes, (Q5_1) the
+  // fifth bits from the next multiple of 64, rows to 64.
+  const bool q5 = type == DType::q5_1;
+  const size_t values = (size_t(cols) / 2 + 31) / 32 * 32;
+  const size_t scales = (size_t(cols) / 32 * 2 + 31) / 32 * 32;
+  const size_t fifth_at = (values + 2 * scales + 63) / 64 * 64;
+  CHECK(m.packed_value_bytes() == values);
+  CHECK(m.minimums_offset() == values + scales);
+  if (q5) CHECK(m.fifth_bits_offset() == fifth_at);
+  const size_t end = q5 ? fifth_at + size_t(cols) / 32 * 4 : values + 2 * scales;
+  CHECK(m.packed_row_bytes() == (end + 63) / 64 * 64);
+  CHECK(m.view().n_bytes == backend::cpu::CpuMatrix::copy_bytes(w));
+  std::vector<std::byte> expected(m.view().n_bytes, std::byte{0});
+  const auto at = [&](size_t r, size_t b) {
+    return backend::cpu::CpuMatrix::tiled_offset(m.tile_stride(), r, b);
+  };
+  for (size_t r = 0; r < size_t(rows); ++r) {
+    const auto* blocks = reinterpret_cast<const Block*>(w.row(int64_t(r)));
+    for (size_t b = 0; b < size_t(cols) / 32; ++b) {
+      // Packed: blocks 2i and 2i + 1 in the low and high nibbles of the 32 bytes from 32i,
+      // value k in byte k.
+      for (size_t k = 0; k < 32; ++k) {
+        const int code = k < 16 ? blocks[b].q[k] & 15 : blocks[b].q[k - 16] >> 4;
+        expected[at(r, b / 2 * 32 + k)] |= std::byte(code << (b % 2 * 4));
+      }
+      std::memcpy(&expected[at(r, values + 2 * b)], &blocks[b].d, 2);
+      std::memcpy(&expected[at(r, values + scales + 2 * b)], &blocks[b].m, 2);
+      if constexpr (sizeof(Block) == sizeof(model::Q5_1Block)) {
+        for (size_t i = 0; i < 4; ++i) {
+          expected[at(r, fifth_at + 4 * b + i)] = std::byte(blocks[b].qh[i]);
         }
-        std::memcpy(&expected[at(r, values + 2 * b)], &blocks[b].d, 2);
-        std::memcpy(&expected[at(r, values + scales + 2 * b)], &blocks[b].m, 2);
       }
     }
-    CHECK(std::equal(expected.begin(), expected.end(), m.view().data));
-    check_every_row(m, w);
+  }
+  CHECK(std::equal(expected.begin(), expected.end(), m.view().data));
+  check_every_row(m, w);
+}
+
+TEST_CASE("a packed Q4_1 or Q5_1 matrix holds its codes in pairs of blocks, scales, minimums") {
+  std::mt19937 rng(17);
+  for (int64_t cols : {int64_t(32), int64_t(544), int64_t(5632)}) {
+    check_packed_with_minimums<model::Q4_1Block>(DType::q4_1, cols, rng);
+    check_packed_with_minimums<model::Q5_1Block>(DType::q5_1, cols, rng);
   }
 }
 

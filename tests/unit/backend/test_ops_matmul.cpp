@@ -5,6 +5,7 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <cstring>
 #include <random>
 #include <string>
 
@@ -21,19 +22,22 @@ namespace {
 
 using model::DType;
 
-// A Q4_1 product is summed as two parts, the codes' (d * code * x) and the minimums'
+// A Q4_1 or Q5_1 product is summed as two parts, the codes' (d * code * x) and the minimums'
 // (m * x): its float rounding is relative to their magnitudes, which may exceed the product's
 // own when they cancel. The largest sum of |d * code * x| + |m * x| over the outputs.
-double q4_1_term_magnitude(const model::TensorView& w, const std::vector<double>& wd,
-                           const std::vector<double>& xd, size_t n) {
+double term_magnitude(const model::TensorView& w, const std::vector<double>& wd,
+                      const std::vector<double>& xd, size_t n) {
   const size_t cols = size_t(w.cols);
   double largest = 0.0;
   for (size_t i = 0; i < n; ++i) {
     for (int64_t r = 0; r < w.rows; ++r) {
-      const auto* blocks = reinterpret_cast<const model::Q4_1Block*>(w.row(r));
+      const std::byte* row = w.row(r);
+      const size_t block_bytes = model::row_bytes(w.dtype, 32);
       double sum = 0.0;
       for (size_t c = 0; c < cols; ++c) {
-        const double m = model::f16_to_f32(blocks[c / 32].m);
+        uint16_t m_bits;  // both block types hold d, then m, at the start of each block
+        std::memcpy(&m_bits, row + c / 32 * block_bytes + 2, 2);
+        const double m = model::f16_to_f32(m_bits);
         const double code_part = std::fabs(wd[size_t(r) * cols + c] - m);
         sum += (code_part + std::fabs(m)) * std::fabs(xd[i * cols + c]);
       }
@@ -43,8 +47,8 @@ double q4_1_term_magnitude(const model::TensorView& w, const std::vector<double>
   return largest;
 }
 
-// Max |y - x W^T| relative to the largest |y| of the exact product (for Q4_1, to the largest
-// magnitude of its two parts).
+// Max |y - x W^T| relative to the largest |y| of the exact product (for Q4_1 and Q5_1, to
+// the largest magnitude of their two parts).
 double matmul_error(DType dtype, int64_t rows, int64_t cols, size_t n, int32_t threads) {
   std::mt19937 rng(uint32_t(rows * 131 + cols * 7 + n));
   model::Weights owner;
@@ -72,7 +76,7 @@ double matmul_error(DType dtype, int64_t rows, int64_t cols, size_t n, int32_t t
       scale = std::max(scale, std::fabs(exact));
     }
   }
-  if (dtype == DType::q4_1) scale = std::max(scale, q4_1_term_magnitude(w, wd, xd, n));
+  if (model::has_minimums(dtype)) scale = std::max(scale, term_magnitude(w, wd, xd, n));
   return worst / scale;
 }
 
@@ -91,8 +95,8 @@ TEST_CASE("matmul matches a double product for every weight type and awkward siz
       CHECK(err < 1e-6);  // float accumulation over at most 4097 terms
     }
   }
-  // Q4_1 rows of 17 blocks: its minimums are read 16 at a time, the last group short.
-  for (DType t : {DType::q8_0, DType::q4_1}) {
+  // Rows of 17 blocks: minimums are read 16 at a time, the last group short.
+  for (DType t : {DType::q8_0, DType::q4_1, DType::q5_1}) {
     for (Shape s : {Shape{1, 32, 1}, Shape{7, 96, 2}, Shape{64, 64, 5}, Shape{19, 4096, 6},
                     Shape{9, 160, 37}, Shape{6, 544, 3}}) {  // 37: more than one activation block
       const double err = matmul_error(t, s.rows, s.cols, s.n, 3);
@@ -104,7 +108,7 @@ TEST_CASE("matmul matches a double product for every weight type and awkward siz
 
 TEST_CASE("matmul gives the same bits for any thread count and any batch split") {
   // n = 40 takes the batched paths (float panels; more than one Q8_0 activation block).
-  for (DType t : {DType::f32, DType::f16, DType::bf16, DType::q8_0, DType::q4_1}) {
+  for (DType t : {DType::f32, DType::f16, DType::bf16, DType::q8_0, DType::q4_1, DType::q5_1}) {
     for (size_t n : {size_t(7), size_t(40)}) {
       std::mt19937 rng(5);
       model::Weights owner;
@@ -132,7 +136,7 @@ TEST_CASE("matmul gives the same bits for any thread count and any batch split")
 // into units of rows: matrices with fewer rows than threads, or rows not a multiple of them,
 // and batches on both sides of that limit, against one thread.
 TEST_CASE("fused products give the same bits for any thread count, however the rows split") {
-  for (DType t : {DType::f32, DType::f16, DType::q8_0, DType::q4_1}) {
+  for (DType t : {DType::f32, DType::f16, DType::q8_0, DType::q4_1, DType::q5_1}) {
     for (int64_t rows : {1, 3, 6, 67}) {
       for (size_t n : {size_t(1), size_t(8), size_t(9)}) {
         std::mt19937 rng(uint32_t(rows * 3 + int64_t(n)));
@@ -170,8 +174,8 @@ TEST_CASE("fused products give the same bits for any thread count, however the r
   }
 }
 
-TEST_CASE("packing rejects a Q8_0 or Q4_1 matrix whose rows are not whole blocks") {
-  for (DType t : {DType::q8_0, DType::q4_1}) {
+TEST_CASE("packing rejects a matrix of blocks whose rows are not whole blocks") {
+  for (DType t : {DType::q8_0, DType::q4_1, DType::q5_1}) {
     model::Weights owner;
     model::TensorView w = make_tensor(owner, "w", t, 2, 64, std::vector<float>(128, 1.0f));
     w.cols = 48;  // a shape a reader would never accept
@@ -180,30 +184,33 @@ TEST_CASE("packing rejects a Q8_0 or Q4_1 matrix whose rows are not whole blocks
   }
 }
 
-// A Q4_1 row of 5 blocks reads its minimums and the activation sums 16 at a time: the sums
-// past the row's end (the next activation row's) must not reach its result.
-TEST_CASE("Q4_1 products: a NaN in one activation row leaves the other rows' results alone") {
-  std::mt19937 rng(11);
-  model::Weights owner;
-  const int64_t rows = 9, cols = 160;
-  const model::TensorView w = make_tensor(owner, "w", DType::q4_1, rows, cols,
-                                          random_values(size_t(rows * cols), 1.0f, rng));
-  std::vector<float> x = random_values(3 * size_t(cols), 1.0f, rng);
-  x[size_t(cols) + 7] = NAN;  // row 1
-  std::vector<float> y(3 * size_t(rows));
-  backend::cpu::ThreadPool pool(2);
-  backend::cpu::matmul(backend::cpu::CpuMatrix(w), x.data(), 3, y.data(), pool);
-  for (int64_t r = 0; r < rows; ++r) {
-    CAPTURE(r);
-    CHECK(std::isfinite(y[size_t(r)]));
-    CHECK(std::isnan(y[size_t(rows + r)]));
-    CHECK(std::isfinite(y[size_t(2 * rows + r)]));
+// A Q4_1 or Q5_1 row of 5 blocks reads its minimums and the activation sums 16 at a time:
+// the sums past the row's end (the next activation row's) must not reach its result.
+TEST_CASE("products with minimums: a NaN in one activation row leaves the others alone") {
+  for (DType t : {DType::q4_1, DType::q5_1}) {
+    CAPTURE(model::dtype_name(t));
+    std::mt19937 rng(11);
+    model::Weights owner;
+    const int64_t rows = 9, cols = 160;
+    const model::TensorView w =
+        make_tensor(owner, "w", t, rows, cols, random_values(size_t(rows * cols), 1.0f, rng));
+    std::vector<float> x = random_values(3 * size_t(cols), 1.0f, rng);
+    x[size_t(cols) + 7] = NAN;  // row 1
+    std::vector<float> y(3 * size_t(rows));
+    backend::cpu::ThreadPool pool(2);
+    backend::cpu::matmul(backend::cpu::CpuMatrix(w), x.data(), 3, y.data(), pool);
+    for (int64_t r = 0; r < rows; ++r) {
+      CAPTURE(r);
+      CHECK(std::isfinite(y[size_t(r)]));
+      CHECK(std::isnan(y[size_t(rows + r)]));
+      CHECK(std::isfinite(y[size_t(2 * rows + r)]));
+    }
   }
 }
 
 TEST_CASE("dequantize_row decodes one row of each type exactly") {
   std::mt19937 rng(9);
-  for (DType t : {DType::f32, DType::f16, DType::bf16, DType::q8_0, DType::q4_1}) {
+  for (DType t : {DType::f32, DType::f16, DType::bf16, DType::q8_0, DType::q4_1, DType::q5_1}) {
     model::Weights owner;
     const model::TensorView w = make_tensor(owner, "e", t, 5, 64, random_values(5 * 64, 2.0f, rng));
     const std::vector<double> all = decode_tensor(w);

@@ -112,9 +112,10 @@ TEST_CASE("matmul agrees with the scalar target on every target, every weight ty
     int64_t rows, cols;
     size_t n;  // 1: decode; 3: a few rows; 9, 40: the batched paths
   };
-  for (DType t : {DType::f32, DType::f16, DType::bf16, DType::q8_0}) {
-    // Q8_0 rows are whole blocks of 32; the others take any length.
-    const int64_t c1 = t == DType::q8_0 ? 160 : 172, c2 = t == DType::q8_0 ? 4096 : 4100;
+  for (DType t : {DType::f32, DType::f16, DType::bf16, DType::q8_0, DType::q4_1, DType::q5_1}) {
+    // Block types' rows are whole blocks of 32; the others take any length.
+    const bool blocked = model::is_blocked(t);
+    const int64_t c1 = blocked ? 160 : 172, c2 = blocked ? 4096 : 4100;
     for (Shape s : {Shape{13, c1, 1}, Shape{37, c2, 1}, Shape{6, c1, 3}, Shape{21, c2, 9},
                     Shape{5, 96, 40}, Shape{1, 32, 1}}) {
       std::mt19937 rng(uint32_t(s.rows * 17 + s.cols + s.n));
@@ -145,7 +146,7 @@ TEST_CASE("matmul agrees with the scalar target on every target, every weight ty
 }
 
 TEST_CASE("fused gate/up with SwiGLU agrees with the scalar target on every target") {
-  for (DType t : {DType::f16, DType::q8_0}) {
+  for (DType t : {DType::f16, DType::q8_0, DType::q5_1}) {
     std::mt19937 rng(41);
     model::Weights owner;
     const int64_t rows = 45, cols = 96;
@@ -254,6 +255,11 @@ TEST_CASE("activation blocks: every target gives the scalar target's bits") {
     for (size_t i = 0; i < want.scale.size(); ++i) {
       INFO("block " << i);
       CHECK((std::isnan(want.scale[i]) ? std::isnan(got.scale[i]) : got.scale[i] == want.scale[i]));
+    }
+    REQUIRE(got.sum.size() == want.sum.size());
+    for (size_t i = 0; i < n * cols / 32; ++i) {  // (the padding after them is of no use)
+      INFO("block " << i << " sum");
+      CHECK((std::isnan(want.sum[i]) ? std::isnan(got.sum[i]) : got.sum[i] == want.sum[i]));
     }
   }
 }

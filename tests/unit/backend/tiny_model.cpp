@@ -70,6 +70,14 @@ std::vector<double> decode_tensor(const model::TensorView& t) {
           v = double(model::f16_to_f32(b.d)) * code + double(model::f16_to_f32(b.m));
           break;
         }
+        case model::DType::q5_1: {  // as Q4_1, bit j of the word qh the fifth bit of value j
+          const auto& b = reinterpret_cast<const model::Q5_1Block*>(row)[c / 32];
+          const uint8_t byte = b.q[c % 16];
+          const int fifth = (b.qh[c % 32 / 8] >> (c % 8)) & 1;
+          const int code = (c % 32 < 16 ? byte & 0x0f : byte >> 4) | fifth << 4;
+          v = double(model::f16_to_f32(b.d)) * code + double(model::f16_to_f32(b.m));
+          break;
+        }
       }
       out[size_t(r * t.cols + c)] = v;
     }

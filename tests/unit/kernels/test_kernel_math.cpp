@@ -181,7 +181,7 @@ TEST_CASE("visible_keys: from the first row's window start to the last row") {
   CHECK(early.last == 5);
 }
 
-TEST_CASE("weight blocks: F16 bits, Q8_0 and Q4_1 values as their formulas give") {
+TEST_CASE("weight blocks: F16 bits, Q8_0, Q4_1 and Q5_1 values as their formulas give") {
   // Every F16 value against the model's converter (a separate implementation).
   for (uint32_t h = 0; h < 0x10000u; ++h) {
     const float want = parley::model::f16_to_f32(uint16_t(h)), got = f16_bits_to_float(h);
@@ -194,6 +194,7 @@ TEST_CASE("weight blocks: F16 bits, Q8_0 and Q4_1 values as their formulas give"
   // Two blocks of each type with chosen scales, minimums and codes, at an odd address.
   const float d[2] = {0.5f, -0.125f}, m[2] = {-1.0f, 3.25f};
   std::vector<uint8_t> q8(1 + 2 * kQ8_0BlockBytes), q4(1 + 2 * kQ4_1BlockBytes);
+  std::vector<uint8_t> q5(1 + 2 * kQ5_1BlockBytes);
   const auto put_f16 = [](uint8_t* p, float v) {
     const uint16_t h = parley::model::f32_to_f16(v);
     p[0] = uint8_t(h & 0xff);
@@ -201,6 +202,7 @@ TEST_CASE("weight blocks: F16 bits, Q8_0 and Q4_1 values as their formulas give"
   };
   const auto q8_code = [](int b, int j) { return (b * 37 + j * 11) % 255 - 127; };
   const auto q4_code = [](int b, int j) { return (b * 5 + j * 7) % 16; };
+  const auto q5_code = [](int b, int j) { return (b * 13 + j * 11) % 32; };
   for (int b = 0; b < 2; ++b) {
     uint8_t* blk8 = q8.data() + 1 + b * kQ8_0BlockBytes;
     put_f16(blk8, d[b]);
@@ -209,10 +211,19 @@ TEST_CASE("weight blocks: F16 bits, Q8_0 and Q4_1 values as their formulas give"
     put_f16(blk4, d[b]);
     put_f16(blk4 + 2, m[b]);
     for (int j = 0; j < 16; ++j) blk4[4 + j] = uint8_t(q4_code(b, j) | q4_code(b, j + 16) << 4);
+    // Q5_1: d, m, a little-endian word whose bit j is value j's fifth bit, then as Q4_1.
+    uint8_t* blk5 = q5.data() + 1 + b * kQ5_1BlockBytes;
+    put_f16(blk5, d[b]);
+    put_f16(blk5 + 2, m[b]);
+    for (int j = 0; j < 32; ++j) blk5[4 + j / 8] |= uint8_t((q5_code(b, j) >> 4) << (j % 8));
+    for (int j = 0; j < 16; ++j) {
+      blk5[8 + j] = uint8_t((q5_code(b, j) & 15) | (q5_code(b, j + 16) & 15) << 4);
+    }
   }
   for (int c = 0; c < 64; ++c) {
     const int b = c / 32, j = c % 32;
     CHECK(q8_0_value(q8.data() + 1, c) == d[b] * float(q8_code(b, j)));
     CHECK(q4_1_value(q4.data() + 1, c) == d[b] * float(q4_code(b, j)) + m[b]);
+    CHECK(q5_1_value(q5.data() + 1, c) == d[b] * float(q5_code(b, j)) + m[b]);
   }
 }

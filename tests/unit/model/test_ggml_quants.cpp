@@ -1,12 +1,13 @@
-// ggml's 4- to 6-bit block types converted at load (to Q8_0, or Q4_K to Q4_1): hand-built
-// blocks whose values follow from ggml's dequantization formulas, and random blocks from the
-// test-side writer.
+// ggml's 4- to 6-bit block types converted at load (to Q8_0, or Q4_K to Q4_1 and Q5_K to
+// Q5_1): hand-built blocks whose values follow from ggml's dequantization formulas, and
+// random blocks from the test-side writer.
 #include <doctest/doctest.h>
 
 #include <cmath>
 #include <cstring>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "model/ggml_quants.h"
@@ -20,6 +21,7 @@ using parley::model::DType;
 using parley::model::f16_to_f32;
 using parley::model::GgmlBlockType;
 using parley::model::Q4_1Block;
+using parley::model::Q5_1Block;
 using parley::model::Q8Block;
 
 constexpr uint16_t kF16Quarter = 0x3400, kF16Half = 0x3800, kF16One = 0x3c00, kF16MinusTwo = 0xc000;
@@ -38,6 +40,7 @@ struct Converted {
   bool in_range = false;
   const Q8Block* q8() const { return reinterpret_cast<const Q8Block*>(bytes.data()); }
   const Q4_1Block* q4() const { return reinterpret_cast<const Q4_1Block*>(bytes.data()); }
+  const Q5_1Block* q5() const { return reinterpret_cast<const Q5_1Block*>(bytes.data()); }
 };
 
 Converted convert(uint32_t id, const std::string& bytes, size_t n_values) {
@@ -68,15 +71,18 @@ void check_within_half_step(const Converted& got, const std::vector<float>& want
   CHECK(worst <= 0.5 + 1e-4);
 }
 
-// Q4_1 blocks from Q4_K: each value within F16's rounding of its sub-block's scale (times a
-// code of at most 15) and minimum, 2^-11 of each, of `want`.
-void check_within_f16_rounding(const Converted& got, const std::vector<float>& want) {
+// Q4_1 / Q5_1 blocks from Q4_K / Q5_K: each value within F16's rounding of its sub-block's
+// scale (times the largest code, 15 or 31) and minimum, 2^-11 of each, of `want`.
+void check_within_f16_rounding(const Converted& got, const std::vector<float>& want,
+                               DType held) {
   REQUIRE(got.values.size() == want.size());
   size_t bad = 0;
   for (size_t i = 0; i < want.size(); ++i) {
-    const Q4_1Block& b = got.q4()[i / 32];
-    const double bound = (15.0 * std::fabs(f16_to_f32(b.d)) + std::fabs(f16_to_f32(b.m))) *
-                             0x1.0p-11 * 1.001 + 1e-30;
+    const bool q5 = held == DType::q5_1;
+    const uint16_t d = q5 ? got.q5()[i / 32].d : got.q4()[i / 32].d;
+    const uint16_t m = q5 ? got.q5()[i / 32].m : got.q4()[i / 32].m;
+    const double bound = ((q5 ? 31.0 : 15.0) * std::fabs(f16_to_f32(d)) +
+                          std::fabs(f16_to_f32(m))) * 0x1.0p-11 * 1.001 + 1e-30;
     const double err = std::fabs(double(got.values[i]) - double(want[i]));
     if (!(err <= bound)) {
       if (bad++ < 5) CHECK_MESSAGE(err <= bound, "value " << i << ": " << got.values[i]
@@ -99,9 +105,8 @@ TEST_CASE("ggml blocks: the types converted at load, their block sizes, held typ
     bool exact;
   } want[] = {{2, "Q4_0", 32, 18, DType::q8_0, true},
               {6, "Q5_0", 32, 22, DType::q8_0, true},
-              {7, "Q5_1", 32, 24, DType::q8_0, false},
               {12, "Q4_K", 256, 144, DType::q4_1, false},
-              {13, "Q5_K", 256, 176, DType::q8_0, false},
+              {13, "Q5_K", 256, 176, DType::q5_1, false},
               {14, "Q6_K", 256, 210, DType::q8_0, false}};
   for (const auto& w : want) {
     CAPTURE(w.name);
@@ -114,8 +119,8 @@ TEST_CASE("ggml blocks: the types converted at load, their block sizes, held typ
     CHECK(std::string(parley::model::convertible_block_type_names()).find(w.name) !=
           std::string::npos);
   }
-  // Q4_1 (3) is held as it is; the others are not block types that load.
-  for (uint32_t other : {0u, 1u, 3u, 8u, 10u, 11u, 15u, 20u, 30u, 99u}) {
+  // Q4_1 (3) and Q5_1 (7) are held as they are; the others are not block types that load.
+  for (uint32_t other : {0u, 1u, 3u, 7u, 8u, 10u, 11u, 15u, 20u, 30u, 99u}) {
     CAPTURE(other);
     CHECK(convertible_block_type(other) == nullptr);
   }
@@ -150,19 +155,7 @@ TEST_CASE("ggml blocks: Q4_0 and Q5_0 keep their scale and codes") {
   }
 }
 
-TEST_CASE("ggml blocks: Q4_K becomes Q4_1 per sub-block; Q5_1, Q5_K, Q6_K are re-quantized") {
-  SUBCASE("Q5_1: d * code + m, fifth bits after m") {
-    std::string b(24, '\0');
-    put_u16(b, 0, kF16Half);
-    put_u16(b, 2, kF16One);
-    const uint32_t qh = 1u << 20;  // value 20
-    std::memcpy(b.data() + 4, &qh, 4);
-    b[8 + 4] = char(0x21);  // value 4: code 1, value 20: code 2 + 16
-    std::vector<float> want(32, 1.0f);
-    want[4] = 1.5f;
-    want[20] = 0.5f * 18 + 1.0f;
-    check_within_half_step(convert(7, b, 32), want);
-  }
+TEST_CASE("ggml blocks: Q4_K and Q5_K become Q4_1 and Q5_1 per sub-block; Q6_K Q8_0") {
   // Sub-block 1 (scale 3, minimum 1) takes the 6-bit path of bytes 1 and 5; sub-block 5
   // (scale 37, minimum 50) the split path: low nibbles in byte 9, top bits in bytes 1 and 5.
   auto k_scales = [](std::string& b) {
@@ -200,20 +193,23 @@ TEST_CASE("ggml blocks: Q4_K becomes Q4_1 per sub-block; Q5_1, Q5_K, Q6_K are re
     CHECK(q.q4()[1].q[2] == 0x09);
     CHECK(q.q4()[0].q[2] == 0xc0);
   }
-  SUBCASE("Q4_K: a scale or minimum beyond F16's range is reported") {
-    for (const bool minimum : {false, true}) {
-      CAPTURE(minimum);
-      std::string b(144, '\0');
-      put_u16(b, minimum ? 2 : 0, kF16Max);
-      b[4 + 2] = char(2);  // sub-block 2: scale 2 (or, below, minimum 2)
-      b[4 + 6] = char(2);
-      CHECK_FALSE(convert(12, b, 256).in_range);
+  SUBCASE("Q4_K and Q5_K: a scale or minimum beyond F16's range is reported") {
+    for (const auto& [type, bytes] : {std::pair{12u, size_t(144)}, std::pair{13u, size_t(176)}}) {
+      CAPTURE(type);
+      for (const bool minimum : {false, true}) {
+        CAPTURE(minimum);
+        std::string b(bytes, '\0');
+        put_u16(b, minimum ? 2 : 0, kF16Max);
+        b[4 + 2] = char(2);  // sub-block 2: scale 2 (or, below, minimum 2)
+        b[4 + 6] = char(2);
+        CHECK_FALSE(convert(type, b, 256).in_range);
+      }
+      std::string fits(bytes, '\0');
+      put_u16(fits, 0, kF16Max);
+      put_u16(fits, 2, kF16Max);
+      fits[4 + 2] = char(1), fits[4 + 6] = char(1);  // 65504 * 1 still fits
+      CHECK(convert(type, fits, 256).in_range);
     }
-    std::string fits(144, '\0');
-    put_u16(fits, 0, kF16Max);
-    put_u16(fits, 2, kF16Max);
-    fits[4 + 2] = char(1), fits[4 + 6] = char(1);  // 65504 * 1 still fits
-    CHECK(convert(12, fits, 256).in_range);
   }
   SUBCASE("Q5_K: fifth bits before the codes, bit j of byte l for value l of sub-block j") {
     std::string b(176, '\0');
@@ -222,7 +218,19 @@ TEST_CASE("ggml blocks: Q4_K becomes Q4_1 per sub-block; Q5_1, Q5_K, Q6_K are re
     b[16 + 2] = char(1 << 1);   // sub-block 1 value 2
     b[48 + 64] = char(0x70);
     b[48 + 2] = char(0x90);
-    check_within_half_step(convert(13, b, 256), k_want(37 * 23 - 25.0f, 3 * 25 - 0.5f));
+    const auto q = convert(13, b, 256);
+    CHECK(q.in_range);
+    const auto want = k_want(37 * 23 - 25.0f, 3 * 25 - 0.5f);  // exact in F16, as for Q4_K
+    for (size_t i = 0; i < 256; ++i) {
+      CAPTURE(i);
+      CHECK(q.values[i] == want[i]);
+    }
+    // Q5_1's order: low four bits as Q4_1's, the fifth bit of value l bit l of the word.
+    CHECK(q.q5()[5].q[0] == 0x07);
+    CHECK(q.q5()[5].qh[0] == 0x01);
+    CHECK(q.q5()[1].q[2] == 0x09);
+    CHECK(q.q5()[1].qh[0] == 0x04);
+    CHECK(f16_to_f32(q.q5()[5].d) == 37.0f);
   }
   SUBCASE("Q6_K: d * scale * (code - 32), 16 signed scales, d last") {
     std::string b(210, '\0');
@@ -256,7 +264,9 @@ TEST_CASE("ggml blocks: random blocks of every type convert to what they stand f
   for (float& v : tiny) v = normal(rng) * 1e-4f;
   x.insert(x.end(), tiny.begin(), tiny.end());
   for (uint32_t id : parley::test::kGgmlBlockTypes) {
-    if (id == parley::test::ggml_block_type::Q4_1) continue;  // held as it is
+    if (id == parley::test::ggml_block_type::Q4_1 || id == parley::test::ggml_block_type::Q5_1) {
+      continue;  // held as they are
+    }
     CAPTURE(parley::test::ggml_block_type_name(id));
     const auto blocks = parley::test::encode_ggml_blocks(id, x);
     REQUIRE(blocks.bytes.size() == x.size() / type_of(id).block_values * type_of(id).block_bytes);
@@ -267,8 +277,8 @@ TEST_CASE("ggml blocks: random blocks of every type convert to what they stand f
         CAPTURE(i);
         CHECK(q.values[i] == blocks.values[i]);
       }
-    } else if (type_of(id).held == DType::q4_1) {
-      check_within_f16_rounding(q, blocks.values);
+    } else if (type_of(id).held != DType::q8_0) {
+      check_within_f16_rounding(q, blocks.values, type_of(id).held);
     } else {
       check_within_half_step(q, blocks.values);
     }
@@ -278,11 +288,13 @@ TEST_CASE("ggml blocks: random blocks of every type convert to what they stand f
 TEST_CASE("ggml blocks: a NaN or infinite scale gives zeros, not undefined conversions") {
   for (uint16_t bad : {uint16_t(0x7e00), uint16_t(0x7c00), uint16_t(0xfc00)}) {  // NaN, +-inf
     CAPTURE(bad);
-    std::string b(24, '\0');  // Q5_1
-    put_u16(b, 0, bad);
-    put_u16(b, 2, kF16One);
-    for (int j = 0; j < 16; ++j) b[size_t(8 + j)] = char(0x5a);
-    const auto q = convert(7, b, 32);
-    for (int j = 0; j < 32; ++j) CHECK(q.q8()[0].q[j] == 0);
+    std::string b(210, '\0');  // Q6_K: codes 32 + 5 (value 0 of each 16 with scale 1)
+    for (int j = 0; j < 128; ++j) b[size_t(j)] = char(0x55);
+    for (int j = 0; j < 16; ++j) b[size_t(192 + j)] = char(1);
+    put_u16(b, 208, bad);
+    const auto q = convert(14, b, 256);
+    for (int blk = 0; blk < 8; ++blk) {
+      for (int j = 0; j < 32; ++j) CHECK(q.q8()[blk].q[j] == 0);
+    }
   }
 }

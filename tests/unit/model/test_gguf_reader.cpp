@@ -328,16 +328,16 @@ TEST_CASE("GGUF: tensor types: supported, known but unsupported, unknown") {
     CHECK_NOTHROW(parse_gguf(as_span(one_tensor_file({64, 2}, t))));
   }
   CHECK(parse_gguf(as_span(one_tensor_file({64, 2}, mt::BF16))).tensors[0].dtype == DType::bf16);
-  // ggml's other 4- to 6-bit blocks are held as Q8_0, Q4_K as Q4_1; the directory keeps their
-  // size in the file.
+  // ggml's other 4- to 6-bit blocks are held as Q8_0, Q4_K as Q4_1, Q5_K as Q5_1; the
+  // directory keeps their size in the file.
   const struct {
     uint32_t type;
     int64_t ne0;
     size_t row_bytes;
     DType held;
   } blocks[] = {{2, 64, 36, DType::q8_0},    {6, 64, 44, DType::q8_0},
-                {7, 64, 48, DType::q8_0},    {12, 512, 288, DType::q4_1},
-                {13, 512, 352, DType::q8_0}, {14, 512, 420, DType::q8_0}};
+                {12, 512, 288, DType::q4_1}, {13, 512, 352, DType::q5_1},
+                {14, 512, 420, DType::q8_0}};
   for (const auto& b : blocks) {
     CAPTURE(b.type);
     const GgufFile f = parse_gguf(as_span(one_tensor_file({b.ne0, 3}, b.type)));
@@ -347,13 +347,20 @@ TEST_CASE("GGUF: tensor types: supported, known but unsupported, unknown") {
     CHECK(f.tensors[0].data.size() == 3 * b.row_bytes);
   }
   CHECK(parse_gguf(as_span(one_tensor_file({64, 2}, mt::Q8_0))).tensors[0].blocks == nullptr);
-  // Q4_1 is held as it is: no conversion, its rows of whole blocks of 20 bytes.
+  // Q4_1 and Q5_1 are held as they are: no conversion, rows of whole blocks of 20 and 24
+  // bytes.
   const GgufFile q4_1 = parse_gguf(as_span(one_tensor_file({64, 3}, 3)));
   CHECK(q4_1.tensors[0].dtype == DType::q4_1);
   CHECK(q4_1.tensors[0].blocks == nullptr);
   CHECK(q4_1.tensors[0].data.size() == 3 * 40);
+  const GgufFile q5_1 = parse_gguf(as_span(one_tensor_file({64, 3}, 7)));
+  CHECK(q5_1.tensors[0].dtype == DType::q5_1);
+  CHECK(q5_1.tensors[0].blocks == nullptr);
+  CHECK(q5_1.tensors[0].data.size() == 3 * 48);
   CHECK_PARLEY_ERROR(parse_gguf(as_span(one_tensor_file({48, 2}, 3))), Status::bad_model,
                      "Q4_1 needs ne[0] to be a multiple of 32");
+  CHECK_PARLEY_ERROR(parse_gguf(as_span(one_tensor_file({48, 2}, 7))), Status::bad_model,
+                     "Q5_1 needs ne[0] to be a multiple of 32");
   CHECK_PARLEY_ERROR(parse_gguf(as_span(one_tensor_file({128, 2}, mt::Q4_K))), Status::bad_model,
                      "'blk.0.attn_q.weight'", "Q4_K needs ne[0] to be a multiple of 256");
   CHECK_PARLEY_ERROR(parse_gguf(as_span(one_tensor_file({48, 2}, mt::Q4_0))), Status::bad_model,

@@ -1,4 +1,4 @@
-// GGUF files whose matrices are in ggml's 4- to 6-bit block types load as Q8_0 or Q4_1
+// GGUF files whose matrices are in ggml's 4- to 6-bit block types load as Q8_0, Q4_1 or Q5_1
 // holding the values the test-side writer's blocks stand for.
 #include <doctest/doctest.h>
 
@@ -23,9 +23,9 @@ using parley::test::SynthSpec;
 
 namespace {
 
-// Q4_0 and Q5_0 values exactly (held as Q8_0); Q4_K's within F16's rounding of each
-// sub-block's scale and minimum (held as Q4_1); the others within half a step of each 32
-// values' Q8_0 scale.
+// Q4_0 and Q5_0 values exactly (held as Q8_0); Q4_K's and Q5_K's within F16's rounding of
+// each sub-block's scale and minimum (held as Q4_1 and Q5_1); Q6_K's within half a step of
+// each 32 values' Q8_0 scale.
 void check_block_values(const TensorView& v, const std::vector<float>& want, bool exact) {
   CAPTURE(v.name);
   REQUIRE(parley::model::is_blocked(v.dtype));
@@ -33,14 +33,18 @@ void check_block_values(const TensorView& v, const std::vector<float>& want, boo
   const std::vector<float> got = parley::test::decode_view(v);
   const auto* q8 = reinterpret_cast<const Q8Block*>(v.data);
   const auto* q4 = reinterpret_cast<const Q4_1Block*>(v.data);
+  const auto* q5 = reinterpret_cast<const parley::model::Q5_1Block*>(v.data);
   size_t off = 0;
   for (size_t i = 0; i < want.size(); ++i) {
     float bound = 0.0f;
     if (v.dtype == DType::q8_0) {
       bound = 0.5001f * f16_to_f32(q8[i / 32].d);
-    } else {
+    } else if (v.dtype == DType::q4_1) {
       bound = (15.0f * std::fabs(f16_to_f32(q4[i / 32].d)) +
                std::fabs(f16_to_f32(q4[i / 32].m))) * 0x1.0p-11f * 1.001f;
+    } else {
+      bound = (31.0f * std::fabs(f16_to_f32(q5[i / 32].d)) +
+               std::fabs(f16_to_f32(q5[i / 32].m))) * 0x1.0p-11f * 1.001f;
     }
     const bool ok = exact ? got[i] == want[i] : std::fabs(got[i] - want[i]) <= bound;
     if (!ok && off++ == 0) {
@@ -63,15 +67,17 @@ void check_model(const parley::model::LoadedModel& m, const SynthSpec& spec,
       CHECK(parley::test::decode_view(v) == parley::test::round_trip(spec.dtype, values));
       return;
     }
-    if (type == parley::test::ggml_block_type::Q4_1) {  // held as the file has it
+    namespace bt = parley::test::ggml_block_type;
+    if (type == bt::Q4_1 || type == bt::Q5_1) {  // held as the file has it
       CHECK(v.file_blocks == nullptr);
-      CHECK(v.dtype == DType::q4_1);
+      CHECK(v.dtype == (type == bt::Q4_1 ? DType::q4_1 : DType::q5_1));
       CHECK(parley::test::decode_view(v) == values);
       return;
     }
     REQUIRE(v.file_blocks != nullptr);
     CHECK(v.file_blocks->ggml_type == type);
-    CHECK(v.dtype == (type == parley::test::ggml_block_type::Q4_K ? DType::q4_1 : DType::q8_0));
+    CHECK(v.dtype == (type == bt::Q4_K ? DType::q4_1 : type == bt::Q5_K ? DType::q5_1
+                                                                         : DType::q8_0));
     const bool exact = type == parley::test::ggml_block_type::Q4_0 ||
                        type == parley::test::ggml_block_type::Q5_0;
     check_block_values(v, values, exact);
@@ -105,7 +111,7 @@ SynthSpec block_spec(uint32_t type) {
 
 }  // namespace
 
-TEST_CASE("loader: GGUF matrices in ggml's 4- to 6-bit block types load as Q8_0 or Q4_1") {
+TEST_CASE("loader: GGUF matrices in ggml's 4- to 6-bit block types load as Q8_0, Q4_1, Q5_1") {
   parley::test::TempDir dir;
   const auto vocab = parley::test::make_spm_vocab(320);
   for (uint32_t type : parley::test::kGgmlBlockTypes) {
