@@ -1,5 +1,5 @@
-// Test-side float <-> tensor byte conversions (F32, F16, BF16, Q8_0, Q4_1, Q5_1), used to write synthetic
-// models and to compare loaded weights with what was written.
+// Test-side float <-> tensor byte conversions (F32, F16, BF16, Q8_0, Q4_1, Q5_1), used to write
+// synthetic models and to compare loaded weights with what was written.
 #pragma once
 
 #include <cstdint>

@@ -176,11 +176,11 @@ struct TileRows {
   }
 };
 
-// The minimums' part of a Q4_1 or Q5_1 row's product with one activation row: the sum over blocks of
-// (minimum) x (activation scale x sum of the block's codes), lane-wise in block order, then
-// across lanes. Vectors of up to 16 minimums from a multiple of 16 stay inside a line, as the
-// scales do; activation sums past the row's last block (padding, or the next row's) are
-// masked off.
+// The minimums' part of a Q4_1 or Q5_1 row's product with one activation row: the sum over
+// blocks of (minimum) x (activation scale x sum of the block's codes), lane-wise in block
+// order, then across lanes. Vectors of up to 16 minimums from a multiple of 16 stay inside a
+// line, as the scales do; activation sums past the row's last block (padding, or the next
+// row's) are masked off.
 HWY_INLINE float minimum_term(const TileRows& w, size_t r, const float* x_sums, size_t blocks) {
   const DF df;
   const hn::Rebind<hwy::float16_t, DF> dh;
