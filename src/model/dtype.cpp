@@ -1,6 +1,7 @@
 #include "model/dtype.h"
 
 #include <cstring>
+#include <type_traits>
 
 namespace parley::model {
 
@@ -15,6 +16,30 @@ std::string_view dtype_name(DType t) {
   }
   return "?";
 }
+
+namespace {
+
+// Q4_1 and Q5_1 blocks: value = d * code + m, the code's low four bits in byte j % 16 (the low
+// nibble for j < 16) and Q5_1's fifth bit bit j of the word qh.
+template <class Block>
+void dequantize_with_minimums(const std::byte* src, size_t n, float* dst) {
+  for (size_t b = 0; b < n / kQ8BlockValues; ++b) {
+    Block blk;
+    std::memcpy(&blk, src + b * sizeof(Block), sizeof blk);
+    const float d = f16_to_f32(blk.d), m = f16_to_f32(blk.m);
+    uint32_t qh = 0;
+    if constexpr (std::is_same_v<Block, Q5_1Block>) std::memcpy(&qh, blk.qh, 4);
+    float* y = dst + b * kQ8BlockValues;
+    for (int j = 0; j < kQ4BlockBytes; ++j) {
+      const uint32_t low = (blk.q[j] & 0x0fu) | ((qh >> j) & 1u) << 4;
+      const uint32_t high = (blk.q[j] >> 4) | ((qh >> (j + 16)) & 1u) << 4;
+      y[j] = d * float(low) + m;
+      y[j + kQ4BlockBytes] = d * float(high) + m;
+    }
+  }
+}
+
+}  // namespace
 
 void dequantize(DType t, const std::byte* src, size_t n, float* dst) {
   switch (t) {
@@ -40,32 +65,10 @@ void dequantize(DType t, const std::byte* src, size_t n, float* dst) {
       }
       return;
     case DType::q4_1:
-      for (size_t b = 0; b < n / kQ8BlockValues; ++b) {
-        Q4_1Block blk;
-        std::memcpy(&blk, src + b * sizeof(Q4_1Block), sizeof blk);
-        const float d = f16_to_f32(blk.d), m = f16_to_f32(blk.m);
-        float* y = dst + b * kQ8BlockValues;
-        for (int j = 0; j < kQ4BlockBytes; ++j) {
-          y[j] = d * float(blk.q[j] & 0x0f) + m;
-          y[j + kQ4BlockBytes] = d * float(blk.q[j] >> 4) + m;
-        }
-      }
+      dequantize_with_minimums<Q4_1Block>(src, n, dst);
       return;
     case DType::q5_1:
-      for (size_t b = 0; b < n / kQ8BlockValues; ++b) {
-        Q5_1Block blk;
-        std::memcpy(&blk, src + b * sizeof(Q5_1Block), sizeof blk);
-        const float d = f16_to_f32(blk.d), m = f16_to_f32(blk.m);
-        uint32_t qh;
-        std::memcpy(&qh, blk.qh, 4);
-        float* y = dst + b * kQ8BlockValues;
-        for (int j = 0; j < kQ4BlockBytes; ++j) {
-          const uint32_t low = (blk.q[j] & 0x0fu) | ((qh >> j) & 1u) << 4;
-          const uint32_t high = (blk.q[j] >> 4) | ((qh >> (j + 16)) & 1u) << 4;
-          y[j] = d * float(low) + m;
-          y[j + kQ4BlockBytes] = d * float(high) + m;
-        }
-      }
+      dequantize_with_minimums<Q5_1Block>(src, n, dst);
       return;
   }
 }

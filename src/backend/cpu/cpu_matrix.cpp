@@ -58,7 +58,7 @@ size_t packed_stride(const model::TensorView& w, bool nibbles) {
   return round_up(bytes, kLine);
 }
 
-// The bytes of one row as tiled: packed for Q8_0 and Q4_1.
+// The bytes of one row as tiled: packed for the block types.
 size_t row_bytes_of(const model::TensorView& w, bool nibbles) {
   return model::is_blocked(w.dtype) ? packed_stride(w, nibbles)
                                     : model::row_bytes(w.dtype, size_t(w.cols));
