@@ -114,9 +114,9 @@ class Builder {
     return v;
   }
 
-  // The file's 4- to 6-bit blocks (rows of file_row bytes, checked by take()) as Q8_0 or Q4_1
-  // blocks the weights own, the rows shared out among the cores (a 7B model's 6.7e9 values
-  // take seconds on one).
+  // The file's 4- to 6-bit blocks (rows of file_row bytes, checked by take()) as blocks of
+  // their held type (Q8_0, Q4_1 or Q5_1) the weights own, the rows shared out among the cores
+  // (a 7B model's 6.7e9 values take seconds on one).
   TensorView converted(const FileTensor& t, TensorView v, size_t file_row) {
     const size_t cols = size_t(v.cols);
     const size_t held_row = row_bytes(t.blocks->held, cols);
