@@ -4,6 +4,7 @@
 #include <array>
 #include <cmath>
 #include <cstring>
+#include <type_traits>
 
 namespace parley::model {
 
@@ -72,57 +73,40 @@ void k_scale_min(int j, const uint8_t* s, uint8_t& scale, uint8_t& min) {
   }
 }
 
-// Sub-block `sub` of a Q4_K or Q5_K super-block as a block with a minimum: its scale d * s
-// and minimum -dmin * m rounded to F16. False when either overflows F16.
-template <class Block>
-bool k_scale_and_minimum(float d, float dmin, const uint8_t* scales, int sub, Block& out) {
-  uint8_t scale, min;
-  k_scale_min(sub, scales, scale, min);
-  const float ds = d * float(scale), dm = -(dmin * float(min));
-  out.d = f32_to_f16(ds);
-  out.m = f32_to_f16(dm);
-  // Inf or NaN after rounding from a finite product: too large for F16.
-  return ((out.d & 0x7c00u) != 0x7c00u || !std::isfinite(ds)) &&
-         ((out.m & 0x7c00u) != 0x7c00u || !std::isfinite(dm));
-}
-
 // Q4_K: d, dmin, 12 scale bytes, then 128 bytes of nibbles, two sub-blocks per 32 bytes (low
 // nibbles the first). value = d * scale * code - dmin * min. -> eight Q4_1 blocks, one per
-// sub-block, the codes moved to Q4_1's order (values j and j + 16 in byte j). Q5_K puts 32
-// bytes of fifth bits before the nibbles, bit j of byte l for value l of sub-block j; -> eight
-// Q5_1 blocks, the fifth bits gathered into each block's 32-bit word (bit l for value l).
-// False when a scale or minimum overflows F16.
-bool q4_k_to_q4_1(const std::byte* b, Q4_1Block* out) {
-  const float d = f16_at(b), dmin = f16_at(b + 2);
-  const uint8_t* scales = bytes_at(b + 4);
-  const uint8_t* qs = bytes_at(b + 16);
-  bool in_range = true;
-  for (int sub = 0; sub < 8; ++sub) {
-    in_range = k_scale_and_minimum(d, dmin, scales, sub, out[sub]) && in_range;
-    const uint8_t* q = qs + 32 * (sub / 2);
-    const int shift = 4 * (sub % 2);
-    for (int j = 0; j < 16; ++j) {
-      out[sub].q[j] = uint8_t(((q[j] >> shift) & 0x0f) | (((q[j + 16] >> shift) & 0x0f) << 4));
-    }
-  }
-  return in_range;
-}
-
-bool q5_k_to_q5_1(const std::byte* b, Q5_1Block* out) {
+// sub-block: its scale d * scale and minimum -dmin * min rounded to F16, the codes moved to
+// Q4_1's order (values j and j + 16 in byte j). Q5_K puts 32 bytes of fifth bits before the
+// nibbles, bit j of byte l for value l of sub-block j; -> eight Q5_1 blocks, the fifth bits
+// gathered into each block's 32-bit word (bit l for value l). False when a scale or minimum
+// overflows F16.
+template <class Block>
+bool k_to_blocks_with_minimums(const std::byte* b, Block* out) {
+  constexpr bool kFifthBits = std::is_same_v<Block, Q5_1Block>;
   const float d = f16_at(b), dmin = f16_at(b + 2);
   const uint8_t* scales = bytes_at(b + 4);
   const uint8_t* qh = bytes_at(b + 16);
-  const uint8_t* qs = bytes_at(b + 48);
+  const uint8_t* qs = bytes_at(b + (kFifthBits ? 48 : 16));
   bool in_range = true;
   for (int sub = 0; sub < 8; ++sub) {
-    in_range = k_scale_and_minimum(d, dmin, scales, sub, out[sub]) && in_range;
+    uint8_t scale, min;
+    k_scale_min(sub, scales, scale, min);
+    const float ds = d * float(scale), dm = -(dmin * float(min));
+    Block& o = out[sub];
+    o.d = f32_to_f16(ds);
+    o.m = f32_to_f16(dm);
+    // Inf or NaN after rounding from a finite product: too large for F16.
+    in_range = in_range && ((o.d & 0x7c00u) != 0x7c00u || !std::isfinite(ds)) &&
+               ((o.m & 0x7c00u) != 0x7c00u || !std::isfinite(dm));
     const uint8_t* q = qs + 32 * (sub / 2);
     const int shift = 4 * (sub % 2);
-    uint32_t fifth = 0;
-    for (int l = 0; l < 32; ++l) fifth |= uint32_t((qh[l] >> sub) & 1) << l;
-    std::memcpy(out[sub].qh, &fifth, 4);
     for (int j = 0; j < 16; ++j) {
-      out[sub].q[j] = uint8_t(((q[j] >> shift) & 0x0f) | (((q[j + 16] >> shift) & 0x0f) << 4));
+      o.q[j] = uint8_t(((q[j] >> shift) & 0x0f) | (((q[j + 16] >> shift) & 0x0f) << 4));
+    }
+    if constexpr (kFifthBits) {
+      uint32_t fifth = 0;
+      for (int l = 0; l < 32; ++l) fifth |= uint32_t((qh[l] >> sub) & 1) << l;
+      std::memcpy(o.qh, &fifth, 4);
     }
   }
   return in_range;
@@ -206,10 +190,14 @@ bool convert_row(const GgmlBlockType& type, const std::byte* src, size_t n_value
       case 2: q4_0_to_q8_0(src, *dst++); continue;
       case 6: q5_0_to_q8_0(src, *dst++); continue;
       case 12:
-        if (!q4_k_to_q4_1(src, reinterpret_cast<Q4_1Block*>(dst_bytes) + 8 * b)) return false;
+        if (!k_to_blocks_with_minimums(src, reinterpret_cast<Q4_1Block*>(dst_bytes) + 8 * b)) {
+          return false;
+        }
         continue;
       case 13:
-        if (!q5_k_to_q5_1(src, reinterpret_cast<Q5_1Block*>(dst_bytes) + 8 * b)) return false;
+        if (!k_to_blocks_with_minimums(src, reinterpret_cast<Q5_1Block*>(dst_bytes) + 8 * b)) {
+          return false;
+        }
         continue;
       case 14: q6_k_values(src, values); break;
       default: return false;
