@@ -194,12 +194,26 @@ CpuMatrix::CpuMatrix(const model::TensorView& w, ThreadPool* pool, MatrixArena* 
   view_.n_bytes = tiles * stride_;
 }
 
+size_t CpuMatrix::packed_value_bytes() const {
+  return cpu::packed_value_bytes(size_t(view_.cols), nibbles_);
+}
+
+size_t CpuMatrix::minimums_offset() const {
+  return packed_value_bytes() + packed_scale_bytes(size_t(view_.cols));
+}
+
+size_t CpuMatrix::fifth_bits_offset() const {
+  return packed_fifth_bits_offset(size_t(view_.cols));
+}
+
 void CpuMatrix::dequantize_row(int64_t r, float* out) const {
   const size_t cols = size_t(view_.cols);
   const auto at = [&](size_t b) { return view_.data + tiled_offset(stride_, size_t(r), b); };
   if (model::is_blocked(dtype())) {
     const bool minimums = model::has_minimums(dtype());
     const bool fifth_bits = dtype() == model::DType::q5_1;
+    const size_t scales_at = packed_value_bytes(), minimums_at = minimums_offset();
+    const size_t fifth_bits_at = fifth_bits_offset();
     const auto f16_at = [&](size_t byte) {
       uint16_t h;
       std::memcpy(&h, at(byte), sizeof h);
@@ -207,16 +221,16 @@ void CpuMatrix::dequantize_row(int64_t r, float* out) const {
     };
     for (size_t k = 0; k < cols; ++k) {
       const size_t b = k / kBlock, j = k % kBlock;
-      const float d = f16_at(packed_value_bytes() + b * sizeof(uint16_t));
+      const float d = f16_at(scales_at + b * sizeof(uint16_t));
       int code;
       if (nibbles_) {
         code = (uint8_t(*at(nibble_byte(b, j))) >> nibble_shift(b) & 0x0f) - (minimums ? 0 : 8);
       } else {
         code = int8_t(*at(k));
       }
-      if (fifth_bits) code |= (uint8_t(*at(fifth_bits_offset() + 4 * b + j / 8)) >> j % 8 & 1) << 4;
+      if (fifth_bits) code |= (uint8_t(*at(fifth_bits_at + 4 * b + j / 8)) >> j % 8 & 1) << 4;
       // As the products weigh it: d * code + m in one rounding of each step.
-      out[k] = minimums ? d * float(code) + f16_at(minimums_offset() + b * sizeof(uint16_t))
+      out[k] = minimums ? d * float(code) + f16_at(minimums_at + b * sizeof(uint16_t))
                         : d * float(code);
     }
     return;

@@ -97,15 +97,9 @@ class CpuMatrix {
   // blocks 16i to 16i + 15 fill one 64-byte chunk).
   size_t packed_row_bytes() const { return stride_ / kTileRows; }
   bool nibbles() const { return nibbles_; }
-  size_t packed_value_bytes() const {
-    return nibbles_ ? (size_t(view_.cols) / 2 + 31) / 32 * 32 : size_t(view_.cols);
-  }
-  size_t minimums_offset() const {
-    return packed_value_bytes() + (size_t(view_.cols) / 32 * 2 + 31) / 32 * 32;
-  }
-  size_t fifth_bits_offset() const {
-    return (minimums_offset() + (size_t(view_.cols) / 32 * 2 + 31) / 32 * 32 + 63) / 64 * 64;
-  }
+  size_t packed_value_bytes() const;
+  size_t minimums_offset() const;
+  size_t fifth_bits_offset() const;
 
   // out[cols] = row r as floats, from the copy (the token embedding of a model whose output
   // matrix is tied to it is looked up here, so that the file's pages are not needed again).

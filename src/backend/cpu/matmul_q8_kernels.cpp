@@ -60,6 +60,7 @@ struct Problem {
   size_t blocks;       // per row
   size_t ahead_bytes;  // how far ahead the weight hints run: whole tiles (prefetch_hints.h)
   size_t scales_line;  // offset in a packed row of the line where its scales start
+  size_t value_bytes, minimums_offset, fifth_bits_offset;  // the copy's layout (cpu_matrix.h)
   // Each weight byte is read once (one block of activation rows, as in decode): hints that
   // keep it out of the caches' longer-lived levels. Prefill re-reads the rows for every
   // activation block, so there they stay.
@@ -223,8 +224,8 @@ HWY_INLINE void tile(const Problem& p, size_t r, size_t i) {
   constexpr bool kMinimums = kCodes == Codes::nibbles_with_minimums ||
                              kCodes == Codes::five_bits_with_minimums;
   constexpr int8_t kBias = kCodes == Codes::nibbles ? 8 : 0;
-  const TileRows w{p.w.tile(r / kTileRows), r % kTileRows, p.w.packed_value_bytes(),
-                   p.w.minimums_offset(), p.w.fifth_bits_offset()};
+  const TileRows w{p.w.tile(r / kTileRows), r % kTileRows, p.value_bytes, p.minimums_offset,
+                   p.fifth_bits_offset};
   const int16_t* xq[C];
   const float* xs[C];
   for (size_t c = 0; c < C; ++c) {
@@ -349,7 +350,8 @@ void MatmulRowsQ8(const CpuMatrix& w, const ActivationBlocks& x, float* y, size_
   const size_t row_bytes = w.packed_row_bytes();
   const Problem p{w, x, y, y_stride, x.cols / kBlock,
                   prefetch_rows_ahead(kTileRows, row_bytes, kPrefetchMinBytes) * row_bytes,
-                  w.packed_value_bytes() / 64 * 64, x.n <= kActivationBlock};
+                  w.packed_value_bytes() / 64 * 64, w.packed_value_bytes(), w.minimums_offset(),
+                  w.fifth_bits_offset(), x.n <= kActivationBlock};
   prefetch_bytes(w.tile(r0 / kTileRows), std::min((r1 - r0) * row_bytes, p.ahead_bytes));
   if (w.dtype() == model::DType::q5_1) {
     matmul_rows<Codes::five_bits_with_minimums>(p, r0, r1);
