@@ -43,12 +43,7 @@ Reply greedy_reply(parley_engine* e, const std::string& prompt, uint32_t max_tok
 
 void check_model_reproduces_goldens(const std::string& model_path) {
   PARLEY_SHARED_OR_SKIP(goldens_path, "golden/stories260k_greedy.jsonl");
-  parley_engine_options eo;
-  parley_engine_options_init(&eo);
-  eo.model_path = model_path.c_str();
-  eo.kv_type = PARLEY_KV_F32;
-  parley_engine* e = nullptr;
-  REQUIRE_MESSAGE(parley_engine_open(&eo, &e) == PARLEY_OK, parley_last_error());
+  parley_engine* e = open_engine(model_path, PARLEY_KV_F32);
 
   for (const auto& golden : read_greedy_goldens(goldens_path)) {
     CAPTURE(golden.name);

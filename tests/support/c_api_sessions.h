@@ -1,4 +1,4 @@
-// Session set-up over the C API that several test suites share.
+// Engine and session set-up over the C API that several test suites share.
 #pragma once
 
 #include <doctest/doctest.h>
@@ -11,6 +11,18 @@
 #include "support/c_api_options.h"
 
 namespace parley::test {
+
+// An engine over `model_path` with the given KV type and default options otherwise; fails the
+// test, with the library's message, when it cannot be opened.
+inline parley_engine* open_engine(const std::string& model_path, int32_t kv_type) {
+  parley_engine_options eo;
+  parley_engine_options_init(&eo);
+  eo.model_path = model_path.c_str();
+  eo.kv_type = kv_type;
+  parley_engine* e = nullptr;
+  REQUIRE_MESSAGE(parley_engine_open(&eo, &e) == PARLEY_OK, parley_last_error());
+  return e;
+}
 
 // A new stored session `id` with the raw template; fails the test when it cannot be created.
 inline parley_session* create_raw_session(parley_engine* e, const char* id) {
@@ -36,12 +48,7 @@ inline std::vector<int32_t> session_tokens(parley_session* s) {
 // `prompt`, on an engine of its own over `model_path` with the given KV type.
 inline std::vector<int32_t> greedy_session_tokens(const std::string& model_path, int32_t kv_type,
                                                   const char* prompt, uint32_t max_tokens) {
-  parley_engine_options eo;
-  parley_engine_options_init(&eo);
-  eo.model_path = model_path.c_str();
-  eo.kv_type = kv_type;
-  parley_engine* e = nullptr;
-  REQUIRE_MESSAGE(parley_engine_open(&eo, &e) == PARLEY_OK, parley_last_error());
+  parley_engine* e = open_engine(model_path, kv_type);
   parley_session* s = nullptr;
   REQUIRE(parley_session_create(e, nullptr, &s) == PARLEY_OK);
   const parley_generate_options g = greedy_options(max_tokens);
