@@ -69,10 +69,12 @@ model::DType parse_weights(std::string_view flag, std::string_view value) {
   if (value == "f16") return model::DType::f16;
   if (value == "bf16") return model::DType::bf16;
   if (value == "q8_0") return model::DType::q8_0;
+  if (value == "q4_0") return model::DType::q4_0;
   if (value == "q4_1") return model::DType::q4_1;
   if (value == "q5_1") return model::DType::q5_1;
-  throw std::invalid_argument(std::string(flag) + " must be f32, f16, bf16, q8_0, q4_1 or q5_1, " +
-                              "got '" + std::string(value) + "'");
+  throw std::invalid_argument(std::string(flag) +
+                              " must be f32, f16, bf16, q8_0, q4_0, q4_1 or q5_1, got '" +
+                              std::string(value) + "'");
 }
 
 kv::KvType parse_kv(std::string_view value) {
@@ -156,7 +158,7 @@ const char* usage_text() {
   --model PATH          GGUF file or Hugging Face directory
   --synthetic NAME      random weights of a known shape, built in memory: stories260k-shape,
                         stories15m, stories110m, tinyllama-1.1b, llama2-7b
-  --weights T           synthetic weights: f32, f16 (default), bf16, q8_0, q4_1, q5_1
+  --weights T           synthetic weights: f32, f16 (default), bf16, q8_0, q4_0, q4_1, q5_1
                         (alias --dtype)
   --seed N              synthetic weights seed (default 1)
   --device D            engine device: cpu (default), auto, cuda, cuda:N

@@ -2,26 +2,13 @@
 
 namespace parley::bench {
 
-namespace {
-
-// A Q4_0 file's matrices are held in 4-bit codes by the CPU backend (cpu_matrix.h): the
-// file's own bytes. Every other matrix: its bytes as the model holds it.
-uint64_t held_bytes(const model::TensorView& v) {
-  if (v.file_blocks && v.file_blocks->name == "Q4_0") {
-    return uint64_t(v.rows) * model::block_row_bytes(*v.file_blocks, uint64_t(v.cols));
-  }
-  return v.n_bytes;
-}
-
-}  // namespace
-
 uint64_t weight_bytes_per_token(const model::Weights& w) {
-  uint64_t bytes = w.output_norm.n_bytes + held_bytes(w.output);
-  if (!w.tied_output) bytes += held_bytes(w.tok_embd) / uint64_t(w.tok_embd.rows);  // one row
+  uint64_t bytes = w.output_norm.n_bytes + w.output.n_bytes;
+  if (!w.tied_output) bytes += w.tok_embd.n_bytes / uint64_t(w.tok_embd.rows);  // one row
   for (const model::LayerWeights& L : w.layers) {
     bytes += L.attn_norm.n_bytes + L.ffn_norm.n_bytes;
     for (const model::TensorView* m : {&L.wq, &L.wk, &L.wv, &L.wo, &L.w_gate, &L.w_up, &L.w_down}) {
-      bytes += held_bytes(*m);
+      bytes += m->n_bytes;
     }
   }
   return bytes;

@@ -93,14 +93,16 @@ void fill_q8_0(std::byte* dst, size_t n_values, float amplitude, uint64_t seed) 
   });
 }
 
-// Q4_1 or Q5_1 blocks with a fixed scale and minimum (values from -amplitude to amplitude)
-// and uniform 4- or 5-bit codes.
+// Q4_0, Q4_1 or Q5_1 blocks with a fixed scale (and minimum: values from -amplitude to
+// amplitude) and uniform 4- or 5-bit codes.
 template <class Block>
-void fill_with_minimum(std::byte* dst, size_t n_values, float amplitude, uint64_t seed) {
+void fill_nibble_blocks(std::byte* dst, size_t n_values, float amplitude, uint64_t seed) {
   constexpr bool kFifthBits = std::is_same_v<Block, model::Q5_1Block>;
+  constexpr bool kMinimum = !std::is_same_v<Block, model::Q4_0Block>;
   const size_t n_blocks = n_values / model::kQ8BlockValues;
   const size_t blocks_per_chunk = kChunkValues / model::kQ8BlockValues;
-  const uint16_t d = model::f32_to_f16(2.0f * amplitude / (kFifthBits ? 31.0f : 15.0f));
+  const uint16_t d = model::f32_to_f16(kMinimum ? 2.0f * amplitude / (kFifthBits ? 31.0f : 15.0f)
+                                                : amplitude / 8.0f);
   const uint16_t m = model::f32_to_f16(-amplitude);
   parallel_for((n_blocks + blocks_per_chunk - 1) / blocks_per_chunk, [&](size_t chunk) {
     Xorshift64 rng(seed ^ (chunk * 0x9e3779b97f4a7c15ull));
@@ -108,7 +110,7 @@ void fill_with_minimum(std::byte* dst, size_t n_values, float amplitude, uint64_
     for (size_t b = chunk * blocks_per_chunk; b < end; ++b) {
       Block blk;
       blk.d = d;
-      blk.m = m;
+      if constexpr (kMinimum) blk.m = m;
       for (int i = 0; i < model::kQ4BlockBytes; i += 8) {
         const uint64_t bits = rng.next();
         std::memcpy(blk.q + i, &bits, 8);
@@ -170,11 +172,14 @@ struct TensorMaker {
       case DType::q8_0:
         fill_q8_0(data, n, a, tensor_seed);
         break;
+      case DType::q4_0:
+        fill_nibble_blocks<model::Q4_0Block>(data, n, a, tensor_seed);
+        break;
       case DType::q4_1:
-        fill_with_minimum<model::Q4_1Block>(data, n, a, tensor_seed);
+        fill_nibble_blocks<model::Q4_1Block>(data, n, a, tensor_seed);
         break;
       case DType::q5_1:
-        fill_with_minimum<model::Q5_1Block>(data, n, a, tensor_seed);
+        fill_nibble_blocks<model::Q5_1Block>(data, n, a, tensor_seed);
         break;
     }
     std::vector<int64_t> shape =

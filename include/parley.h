@@ -196,10 +196,10 @@ typedef struct parley_engine_options {
 PARLEY_API void parley_engine_options_init_sized(parley_engine_options *o, size_t size);
 #define parley_engine_options_init(o) parley_engine_options_init_sized((o), sizeof *(o))
 
-/** Loads a model and starts a backend. GGUF weights may be F32, F16, BF16, Q8_0, Q4_1, Q5_1,
- *  Q4_K and Q5_K (held as Q4_1 and Q5_1, their scales and minimums rounded to F16), Q4_0,
- *  Q5_0 (held as Q8_0, exactly) or Q6_K (re-quantized to Q8_0, each weight moved by at most
- *  half a Q8_0 step); Hugging Face weights F32, F16 or BF16.
+/** Loads a model and starts a backend. GGUF weights may be F32, F16, BF16, Q8_0, Q4_0, Q4_1,
+ *  Q5_1, Q5_0 (held as Q5_1, exactly), Q4_K and Q5_K (held as Q4_1 and Q5_1, their scales and
+ *  minimums rounded to F16) or Q6_K (re-quantized to Q8_0, each weight moved by at most half a
+ *  Q8_0 step); Hugging Face weights F32, F16 or BF16.
  *  @param[in]  o    options; model_path is required
  *  @param[out] out  the engine, or NULL on failure
  *  Ownership: close with parley_engine_close().

@@ -15,6 +15,8 @@ __global__ void convert_kernel(ConvertArgs a) {
     float v;
     if (a.src_type == kQ8_0) {
       v = q8_0_value(src + r * (a.cols / 32 * kQ8_0BlockBytes), c);
+    } else if (a.src_type == kQ4_0) {
+      v = q4_0_value(src + r * (a.cols / 32 * kQ4_0BlockBytes), c);
     } else if (a.src_type == kQ4_1) {
       v = q4_1_value(src + r * (a.cols / 32 * kQ4_1BlockBytes), c);
     } else if (a.src_type == kQ5_1) {
@@ -30,7 +32,7 @@ __global__ void convert_kernel(ConvertArgs a) {
 
 cudaError_t launch_convert(const ConvertArgs& args, cudaStream_t stream) {
   if (args.rows <= 0 || args.cols <= 0) return cudaErrorInvalidValue;
-  const bool blocked = args.src_type == kQ8_0 || args.src_type == kQ4_1 || args.src_type == kQ5_1;
+  const bool blocked = args.src_type >= kQ8_0 && args.src_type <= kQ4_0;
   if (blocked && args.cols % 32 != 0) return cudaErrorInvalidValue;
   const int64_t total = args.rows * args.cols;
   const int64_t blocks = (total + 255) / 256;

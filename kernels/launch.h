@@ -1,7 +1,7 @@
 // The only header host code includes to reach the kernels: one <Op>Args struct of pointers
 // and sizes, and one launch_<op>() per kernel, each on a caller-given stream. Pointers are
 // device pointers. Element types are kernels::ElemType values (F32 0, F16 1, BF16 2, Q8_0 3,
-// Q4_1 4, Q5_1 5).
+// Q4_1 4, Q5_1 5, Q4_0 6).
 // Positions come from device memory (StepParams) so a captured CUDA graph replays any step.
 #pragma once
 
@@ -21,7 +21,7 @@ struct StepParams {
 
 // Weights of any file type -> the resident type (F32, F16 or BF16).
 struct ConvertArgs {
-  const void* src;  // [rows, cols] in src_type (Q8_0 / Q4_1 / Q5_1: rows of cols / 32 blocks)
+  const void* src;  // [rows, cols] in src_type (block types: rows of cols / 32 blocks)
   int32_t src_type;
   void* dst;        // [rows, cols] in dst_type
   int32_t dst_type;

@@ -7,7 +7,9 @@
 namespace parley::kernels {
 
 // Types of weights as uploaded and of the activations that feed matrix products.
-enum ElemType : int32_t { kF32 = 0, kF16 = 1, kBF16 = 2, kQ8_0 = 3, kQ4_1 = 4, kQ5_1 = 5 };
+enum ElemType : int32_t {
+  kF32 = 0, kF16 = 1, kBF16 = 2, kQ8_0 = 3, kQ4_1 = 4, kQ5_1 = 5, kQ4_0 = 6
+};
 
 }  // namespace parley::kernels
 

@@ -11,6 +11,7 @@
 namespace parley::kernels {
 
 inline constexpr int kQ8_0BlockBytes = 34;  // F16 scale, 32 int8 codes
+inline constexpr int kQ4_0BlockBytes = 18;  // F16 scale, 16 bytes of nibbles
 inline constexpr int kQ4_1BlockBytes = 20;  // F16 scale, F16 minimum, 16 bytes of nibbles
 inline constexpr int kQ5_1BlockBytes = 24;  // as Q4_1, with a 32-bit word of fifth bits
 
@@ -33,6 +34,15 @@ PARLEY_HD float f16_at(const uint8_t* p) { return f16_bits_to_float(p[0] | uint3
 PARLEY_HD float q8_0_value(const uint8_t* row, int64_t c) {
   const uint8_t* block = row + (c / 32) * kQ8_0BlockBytes;
   return f16_at(block) * float(static_cast<int8_t>(block[2 + c % 32]));
+}
+
+// Q4_0: value = d * (code - 8); values j and j + 16 in the low and high nibble of byte j.
+PARLEY_HD float q4_0_value(const uint8_t* row, int64_t c) {
+  const uint8_t* block = row + (c / 32) * kQ4_0BlockBytes;
+  const int j = int(c % 32);
+  const uint8_t byte = block[2 + j % 16];
+  const int code = j < 16 ? byte & 0x0f : byte >> 4;
+  return f16_at(block) * float(code - 8);
 }
 
 // Q4_1: value = d * code + m; values j and j + 16 in the low and high nibble of byte j.

@@ -72,6 +72,7 @@ int32_t tensor_type(model::DType t) {
     case model::DType::f16: return PARLEY_CUDA_F16;
     case model::DType::bf16: return PARLEY_CUDA_BF16;
     case model::DType::q8_0: return PARLEY_CUDA_Q8_0;
+    case model::DType::q4_0: return PARLEY_CUDA_Q4_0;
     case model::DType::q4_1: return PARLEY_CUDA_Q4_1;
     case model::DType::q5_1: return PARLEY_CUDA_Q5_1;
   }

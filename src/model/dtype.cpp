@@ -11,6 +11,7 @@ std::string_view dtype_name(DType t) {
     case DType::f16: return "F16";
     case DType::bf16: return "BF16";
     case DType::q8_0: return "Q8_0";
+    case DType::q4_0: return "Q4_0";
     case DType::q4_1: return "Q4_1";
     case DType::q5_1: return "Q5_1";
   }
@@ -61,6 +62,18 @@ void dequantize(DType t, const std::byte* src, size_t n, float* dst) {
         const float d = f16_to_f32(blk.d);
         for (int i = 0; i < kQ8BlockValues; ++i) {
           dst[b * kQ8BlockValues + size_t(i)] = d * float(blk.q[i]);
+        }
+      }
+      return;
+    case DType::q4_0:
+      for (size_t b = 0; b < n / kQ8BlockValues; ++b) {
+        Q4_0Block blk;
+        std::memcpy(&blk, src + b * sizeof(Q4_0Block), sizeof blk);
+        const float d = f16_to_f32(blk.d);
+        float* y = dst + b * kQ8BlockValues;
+        for (int j = 0; j < kQ4BlockBytes; ++j) {
+          y[j] = d * float((blk.q[j] & 0x0f) - 8);
+          y[j + kQ4BlockBytes] = d * float((blk.q[j] >> 4) - 8);
         }
       }
       return;

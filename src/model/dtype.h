@@ -9,7 +9,7 @@
 
 namespace parley::model {
 
-enum class DType : uint8_t { f32, f16, bf16, q8_0, q4_1, q5_1 };
+enum class DType : uint8_t { f32, f16, bf16, q8_0, q4_1, q5_1, q4_0 };
 
 std::string_view dtype_name(DType t);
 
@@ -21,9 +21,16 @@ struct Q8Block {
 };
 static_assert(sizeof(Q8Block) == 34);
 
-// Q4_1 (ggml): blocks of 32 values, an F16 scale d and an F16 minimum m, then 16 bytes whose
-// low nibbles are values 0-15 and high nibbles 16-31; value = d * code + m, codes 0-15.
+// Q4_0 (ggml): blocks of 32 values, an F16 scale d, then 16 bytes whose low nibbles are values
+// 0-15 and high nibbles 16-31; value = d * (nibble - 8).
 inline constexpr int kQ4BlockBytes = 16;
+struct Q4_0Block {
+  uint16_t d;  // F16 bits
+  uint8_t q[kQ4BlockBytes];
+};
+static_assert(sizeof(Q4_0Block) == 18);
+
+// Q4_1 (ggml): as Q4_0 with an F16 minimum m after d; value = d * code + m, codes 0-15.
 struct Q4_1Block {
   uint16_t d;  // F16 bits
   uint16_t m;  // F16 bits
@@ -43,7 +50,7 @@ static_assert(sizeof(Q5_1Block) == 24);
 
 // Whether t is one of ggml's block types (rows of whole blocks of 32 values).
 constexpr bool is_blocked(DType t) {
-  return t == DType::q8_0 || t == DType::q4_1 || t == DType::q5_1;
+  return t == DType::q8_0 || t == DType::q4_0 || t == DType::q4_1 || t == DType::q5_1;
 }
 
 // Whether t's blocks have a minimum (value = d * code + m).
@@ -57,6 +64,7 @@ constexpr size_t row_bytes(DType t, size_t n) {
     case DType::f16: return n * 2;
     case DType::bf16: return n * 2;
     case DType::q8_0: return n / kQ8BlockValues * sizeof(Q8Block);
+    case DType::q4_0: return n / kQ8BlockValues * sizeof(Q4_0Block);
     case DType::q4_1: return n / kQ8BlockValues * sizeof(Q4_1Block);
     case DType::q5_1: return n / kQ8BlockValues * sizeof(Q5_1Block);
   }
@@ -113,7 +121,7 @@ inline uint16_t f32_to_f16(float f) {
 }
 
 // dst[n] = the n values of type t at src (no alignment needed); n a multiple of 32 for the
-// block types. Q4_1 and Q5_1 as ggml computes them: d * code + m.
+// block types. Q4_1 and Q5_1 as ggml computes them: d * code + m; Q4_0 as d * (nibble - 8).
 void dequantize(DType t, const std::byte* src, size_t n, float* dst);
 
 inline float bf16_to_f32(uint16_t h) { return std::bit_cast<float>(uint32_t(h) << 16); }

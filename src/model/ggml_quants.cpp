@@ -13,10 +13,9 @@ namespace {
 constexpr uint32_t kQK = 256;  // values in a K-type super-block
 
 // ggml type ids and block sizes (ggml-common.h's block_* structs).
-// (Q4_1 and Q5_1, types 3 and 7, are held as they are: gguf_reader.cpp.)
-constexpr std::array<GgmlBlockType, 5> kTypes{{
-    {2, "Q4_0", 32, 18, DType::q8_0, true},
-    {6, "Q5_0", 32, 22, DType::q8_0, true},
+// (Q4_0, Q4_1 and Q5_1, types 2, 3 and 7, are held as they are: gguf_reader.cpp.)
+constexpr std::array<GgmlBlockType, 4> kTypes{{
+    {6, "Q5_0", 32, 22, DType::q5_1, true},
     {12, "Q4_K", kQK, 144, DType::q4_1, false},
     {13, "Q5_K", kQK, 176, DType::q5_1, false},
     {14, "Q6_K", kQK, 210, DType::q8_0, false},
@@ -28,36 +27,21 @@ uint16_t u16_at(const std::byte* p) {
   return v;
 }
 
-uint32_t u32_at(const std::byte* p) {
-  uint32_t v;
-  std::memcpy(&v, p, 4);
-  return v;
-}
-
 float f16_at(const std::byte* p) { return f16_to_f32(u16_at(p)); }
 
 const uint8_t* bytes_at(const std::byte* p) { return reinterpret_cast<const uint8_t*>(p); }
 
-// Q4_0: d, then 16 bytes whose low nibbles are values 0-15 and high nibbles 16-31;
-// value = d * (nibble - 8). Q5_0 adds a 32-bit word of fifth bits (bit i for value i);
-// value = d * (code - 16). Both are Q8_0 blocks with the same d.
-void q4_0_to_q8_0(const std::byte* b, Q8Block& out) {
+// Q5_0: d, a 32-bit word of fifth bits (bit j for value j), then 16 bytes whose low nibbles
+// hold the low bits of values 0-15 and high nibbles of 16-31; value = d * (code - 16). -> a
+// Q5_1 block with the same d, qh and nibbles and m = -16d, exact (a power of two apart) unless
+// it overflows F16 (false).
+bool q5_0_to_q5_1(const std::byte* b, Q5_1Block& out) {
   out.d = u16_at(b);
-  const uint8_t* qs = bytes_at(b + 2);
-  for (int j = 0; j < 16; ++j) {
-    out.q[j] = int8_t((qs[j] & 0x0f) - 8);
-    out.q[j + 16] = int8_t((qs[j] >> 4) - 8);
-  }
-}
-
-void q5_0_to_q8_0(const std::byte* b, Q8Block& out) {
-  out.d = u16_at(b);
-  const uint32_t qh = u32_at(b + 2);
-  const uint8_t* qs = bytes_at(b + 6);
-  for (int j = 0; j < 16; ++j) {
-    out.q[j] = int8_t(((qs[j] & 0x0f) | (((qh >> j) & 1u) << 4)) - 16);
-    out.q[j + 16] = int8_t(((qs[j] >> 4) | (((qh >> (j + 16)) & 1u) << 4)) - 16);
-  }
+  const float m = -16.0f * f16_to_f32(out.d);
+  out.m = f32_to_f16(m);
+  std::memcpy(out.qh, b + 2, sizeof out.qh);
+  std::memcpy(out.q, b + 6, sizeof out.q);
+  return (out.m & 0x7c00u) != 0x7c00u || !std::isfinite(m);
 }
 
 // The 6-bit scale and minimum of sub-block j (0-7) of a Q4_K / Q5_K super-block: 12 bytes
@@ -179,7 +163,7 @@ const GgmlBlockType* convertible_block_type(uint32_t ggml_type) {
   return nullptr;
 }
 
-std::string_view convertible_block_type_names() { return "Q4_0, Q5_0, Q4_K, Q5_K and Q6_K"; }
+std::string_view convertible_block_type_names() { return "Q5_0, Q4_K, Q5_K and Q6_K"; }
 
 bool convert_row(const GgmlBlockType& type, const std::byte* src, size_t n_values,
                  std::byte* dst_bytes) {
@@ -187,8 +171,9 @@ bool convert_row(const GgmlBlockType& type, const std::byte* src, size_t n_value
   auto* dst = reinterpret_cast<Q8Block*>(dst_bytes);
   for (size_t b = 0; b < n_values / type.block_values; ++b, src += type.block_bytes) {
     switch (type.ggml_type) {
-      case 2: q4_0_to_q8_0(src, *dst++); continue;
-      case 6: q5_0_to_q8_0(src, *dst++); continue;
+      case 6:
+        if (!q5_0_to_q5_1(src, reinterpret_cast<Q5_1Block*>(dst_bytes)[b])) return false;
+        continue;
       case 12:
         if (!k_to_blocks_with_minimums(src, reinterpret_cast<Q4_1Block*>(dst_bytes) + 8 * b)) {
           return false;

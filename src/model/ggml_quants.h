@@ -1,14 +1,15 @@
 // ggml's 4- to 6-bit block types as GGUF files hold them, converted at load to one of the
-// block types the backends compute with (Q8_0, Q4_1 and Q5_1, dtype.h; Q4_1 and Q5_1 files
-// are held as they are).
+// block types the backends compute with (Q8_0, Q4_0, Q4_1 and Q5_1, dtype.h; Q4_0, Q4_1 and
+// Q5_1 files are held as they are).
 //
-// Q4_0 and Q5_0 fit Q8_0 exactly (the same F16 scale, the codes made signed). Q4_K fits Q4_1,
-// and Q5_K Q5_1, per 32-value sub-block, their codes kept: the sub-block's scale d * s and
-// minimum -dmin * m are rounded to F16, which moves each value by at most 2^-11 of the scale
-// times the largest code (15 or 31) plus 2^-11 of the minimum, far below the codes' own step;
-// 0.63 and 0.75 bytes per weight where Q8_0 takes 1.06. Q6_K is re-quantized to Q8_0 per 32
-// values: each value moves by at most half a Q8_0 step (1/254 of its 32 values' largest
-// magnitude), a small part of its own step.
+// Q5_0 fits Q5_1 exactly: the same scale, codes and fifth bits, and a minimum of -16 times
+// the scale (a power of two apart, so exact in F16 wherever it fits). Q4_K fits Q4_1, and
+// Q5_K Q5_1, per 32-value sub-block, their codes kept: the sub-block's scale d * s and minimum
+// -dmin * m are rounded to F16, which moves each value by at most 2^-11 of the scale times the
+// largest code (15 or 31) plus 2^-11 of the minimum, far below the codes' own step; 0.63 and
+// 0.75 bytes per weight where Q8_0 takes 1.06. Q6_K is re-quantized to Q8_0 per 32 values:
+// each value moves by at most half a Q8_0 step (1/254 of its 32 values' largest magnitude), a
+// small part of its own step.
 #pragma once
 
 #include <cstddef>
@@ -31,7 +32,7 @@ struct GgmlBlockType {
 // The block type of ggml type id `ggml_type` when it is one converted at load, else nullptr.
 const GgmlBlockType* convertible_block_type(uint32_t ggml_type);
 
-// "Q4_0, Q5_0, ...": the types convertible_block_type() accepts, for messages.
+// "Q5_0, Q4_K, ...": the types convertible_block_type() accepts, for messages.
 std::string_view convertible_block_type_names();
 
 // Bytes of a row of `n_values` values (a multiple of type.block_values).
@@ -41,8 +42,8 @@ constexpr uint64_t block_row_bytes(const GgmlBlockType& type, uint64_t n_values)
 
 // One row of `n_values` values (a multiple of type.block_values) in `type` -> n_values / 32
 // blocks of type.held at `dst` (aligned to 2). `src` needs no alignment. False, the row left
-// incomplete, when a Q4_K or Q5_K sub-block's scale or minimum lies beyond F16's range
-// (2^16), which Q4_1 and Q5_1 cannot hold.
+// incomplete, when a Q5_0 block's or a Q4_K or Q5_K sub-block's scale or minimum lies beyond
+// F16's range (2^16), which Q4_1 and Q5_1 cannot hold.
 bool convert_row(const GgmlBlockType& type, const std::byte* src, size_t n_values,
                  std::byte* dst);
 

@@ -159,6 +159,8 @@ DType tensor_dtype(uint32_t type, const std::string& context) {
       return DType::f16;
     case kGgmlQ8_0:
       return DType::q8_0;
+    case kGgmlQ4_0:
+      return DType::q4_0;
     case kGgmlQ4_1:
       return DType::q4_1;
     case kGgmlQ5_1:
@@ -173,7 +175,7 @@ DType tensor_dtype(uint32_t type, const std::string& context) {
   if (name.empty())
     fail(Status::bad_model, "GGUF: " + context + "unknown dtype " + std::to_string(type));
   fail(Status::unsupported, "GGUF: " + context + "tensor type " + std::string(name) +
-                                " is not supported (F32, F16, BF16, Q8_0, Q4_1, Q5_1, " +
+                                " is not supported (F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_1, " +
                                 std::string(convertible_block_type_names()) + " are)");
 }
 

@@ -77,13 +77,15 @@ TEST_CASE("convert: F32 -> F16 and BF16 round as the model's converters; Q8_0 ->
 
 namespace {
 
-// Blocks of Q4_1 or Q5_1 with varied scales, minimums and random codes.
+// Blocks of Q4_0, Q4_1 or Q5_1 with varied scales (and minimums) and random codes.
 template <class Block>
-std::vector<Block> blocks_with_minimums(size_t n_blocks, std::mt19937& rng) {
+std::vector<Block> nibble_blocks(size_t n_blocks, std::mt19937& rng) {
   std::vector<Block> q(n_blocks);
   for (size_t b = 0; b < n_blocks; ++b) {
     q[b].d = model::f32_to_f16(0.003f * float(b % 11 + 1));
-    q[b].m = model::f32_to_f16(-0.02f * float(b % 7));
+    if constexpr (sizeof(Block) != sizeof(model::Q4_0Block)) {
+      q[b].m = model::f32_to_f16(-0.02f * float(b % 7));
+    }
     for (uint8_t& byte : q[b].q) byte = uint8_t(rng());
     if constexpr (sizeof(Block) == sizeof(model::Q5_1Block)) {
       for (uint8_t& byte : q[b].qh) byte = uint8_t(rng());
@@ -93,14 +95,14 @@ std::vector<Block> blocks_with_minimums(size_t n_blocks, std::mt19937& rng) {
 }
 
 template <class Block>
-void check_convert_with_minimums(model::DType type, kernels::ElemType src_type) {
+void check_convert_nibbles(model::DType type, kernels::ElemType src_type) {
   std::mt19937 rng(8);
   for (int64_t rows : {1, 5}) {
     for (int64_t cols : {32, 4128}) {
       CAPTURE(rows);
       CAPTURE(cols);
       const size_t n = size_t(rows * cols), blocks = n / 32;
-      const std::vector<Block> q = blocks_with_minimums<Block>(blocks, rng);
+      const std::vector<Block> q = nibble_blocks<Block>(blocks, rng);
       std::vector<float> want(n);
       model::dequantize(type, reinterpret_cast<const std::byte*>(q.data()), n, want.data());
       GuardedBuffer src(blocks * sizeof(Block)), out(n * 4);
@@ -118,10 +120,11 @@ void check_convert_with_minimums(model::DType type, kernels::ElemType src_type) 
 
 }  // namespace
 
-TEST_CASE("convert: Q4_1 and Q5_1 -> F32 as the model decodes them, exactly") {
+TEST_CASE("convert: Q4_0, Q4_1 and Q5_1 -> F32 as the model decodes them, exactly") {
   PARLEY_GPU_OR_SKIP();
-  check_convert_with_minimums<model::Q4_1Block>(model::DType::q4_1, kernels::kQ4_1);
-  check_convert_with_minimums<model::Q5_1Block>(model::DType::q5_1, kernels::kQ5_1);
+  check_convert_nibbles<model::Q4_0Block>(model::DType::q4_0, kernels::kQ4_0);
+  check_convert_nibbles<model::Q4_1Block>(model::DType::q4_1, kernels::kQ4_1);
+  check_convert_nibbles<model::Q5_1Block>(model::DType::q5_1, kernels::kQ5_1);
 }
 
 TEST_CASE("embed: rows of an F32 or F16 table, exactly") {

@@ -55,6 +55,8 @@ uint32_t ggml_id(DType t) {
       return ggml_type::BF16;
     case DType::q8_0:
       return ggml_type::Q8_0;
+    case DType::q4_0:
+      return ggml_type::Q4_0;
     case DType::q4_1:
       return ggml_type::Q4_1;
     case DType::q5_1:
@@ -72,6 +74,7 @@ std::string safetensors_name(DType t) {
     case DType::bf16:
       return "BF16";
     case DType::q8_0:
+    case DType::q4_0:
     case DType::q4_1:
     case DType::q5_1:
       break;

@@ -30,6 +30,27 @@ void encode_q8_0(std::string& out, std::span<const float> x) {
   }
 }
 
+// ggml's quantize_row_q4_0_ref: per 32 values, m = the value of largest magnitude (the first
+// such), d = m / -8, code = min(15, int(x / d + 8.5)); d stored F16.
+void encode_q4_0(std::string& out, std::span<const float> x) {
+  if (x.size() % model::kQ8BlockValues != 0)
+    throw std::invalid_argument("Q4_0 needs multiples of 32 values");
+  for (size_t b = 0; b < x.size(); b += model::kQ8BlockValues) {
+    const auto block = x.subspan(b, model::kQ8BlockValues);
+    float amax = 0.0f, max = 0.0f;
+    for (float v : block) {
+      if (std::fabs(v) > amax) amax = std::fabs(v), max = v;
+    }
+    const float d = max / -8.0f;
+    const float id = d != 0.0f ? 1.0f / d : 0.0f;
+    model::Q4_0Block blk{};
+    blk.d = model::f32_to_f16(d);
+    const auto code = [&](size_t j) { return std::min(15, int(block[j] * id + 8.5f)); };
+    for (size_t j = 0; j < 16; ++j) blk.q[j] = uint8_t(code(j) | code(j + 16) << 4);
+    out.append(reinterpret_cast<const char*>(&blk), sizeof blk);
+  }
+}
+
 // ggml's quantize_row_q4_1_ref and quantize_row_q5_1_ref: per 32 values
 // d = (max - min) / (2^bits - 1), m = min, code = min(2^bits - 1, int((x - min) / d + 0.5));
 // d and m stored F16; Q5_1's fifth bits in a 32-bit word, bit j for value j.
@@ -75,6 +96,9 @@ std::string encode_tensor(DType dtype, std::span<const float> values) {
     case DType::q8_0:
       encode_q8_0(out, values);
       break;
+    case DType::q4_0:
+      encode_q4_0(out, values);
+      break;
     case DType::q4_1:
       encode_with_minimum<model::Q4_1Block, 4>(out, values);
       break;
@@ -105,6 +129,17 @@ std::vector<float> decode_tensor(DType dtype, const std::byte* data, size_t n) {
         std::memcpy(&blk, data + b * sizeof blk, sizeof blk);
         for (int j = 0; j < model::kQ8BlockValues; ++j) {
           out[b * model::kQ8BlockValues + size_t(j)] = model::f16_to_f32(blk.d) * float(blk.q[j]);
+        }
+      }
+      break;
+    case DType::q4_0:  // value = d * (code - 8); values j and j + 16 in byte j
+      for (size_t b = 0; b < n / model::kQ8BlockValues; ++b) {
+        model::Q4_0Block blk;
+        std::memcpy(&blk, data + b * sizeof blk, sizeof blk);
+        const float d = model::f16_to_f32(blk.d);
+        for (size_t j = 0; j < 16; ++j) {
+          out[b * 32 + j] = d * float((blk.q[j] & 15) - 8);
+          out[b * 32 + j + 16] = d * float((blk.q[j] >> 4) - 8);
         }
       }
       break;

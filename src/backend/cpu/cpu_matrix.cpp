@@ -19,19 +19,10 @@ namespace {
 constexpr size_t kLine = 64;
 constexpr size_t kBlock = model::kQ8BlockValues;
 
-// Whether every code of a Q8_0 matrix lies in [-8, 7], as those of a Q4_0 file do: then its
-// rows pack into 4 bits per value. (A matrix quantized to Q8_0 itself reaches +-127 in every
-// block that is not all zeros.)
-bool codes_fit_in_nibbles(const model::TensorView& w) {
-  if (w.dtype != model::DType::q8_0 || w.empty()) return false;
-  const size_t blocks = size_t(w.rows) * (size_t(w.cols) / kBlock);
-  const auto* src = reinterpret_cast<const model::Q8Block*>(w.data);
-  for (size_t b = 0; b < blocks; ++b) {
-    int8_t lo = 0, hi = 0;
-    for (int8_t q : src[b].q) lo = std::min(lo, q), hi = std::max(hi, q);
-    if (lo < -8 || hi > 7) return false;
-  }
-  return true;
+// Whether a matrix of type t holds its codes in nibbles: the types of 4-bit codes (Q5_1's
+// fifth bits held apart).
+bool nibble_type(model::DType t) {
+  return t == model::DType::q4_0 || t == model::DType::q4_1 || t == model::DType::q5_1;
 }
 
 // Bytes of a packed row's values: scales start at a multiple of 32 bytes, so that a vector
@@ -75,30 +66,24 @@ size_t tiles_of(const model::TensorView& w) { return (size_t(w.rows) + kTileRows
 size_t nibble_byte(size_t b, size_t k) { return b / 2 * kBlock + k; }
 int nibble_shift(size_t b) { return int(b % 2) * 4; }
 
-// Row r of a Q8_0 matrix packed into `out` (packed_stride bytes, zeroed): values as bytes, or
-// as nibbles (code + 8), then the scales.
-void pack_q8_0_row(const model::TensorView& w, size_t r, bool nibbles, std::byte* out) {
+// Row r of a Q8_0 matrix packed into `out` (packed_stride bytes, zeroed): values as bytes,
+// then the scales.
+void pack_q8_0_row(const model::TensorView& w, size_t r, std::byte* out) {
   const size_t cols = size_t(w.cols), blocks = cols / kBlock;
   const auto* src = reinterpret_cast<const model::Q8Block*>(w.row(int64_t(r)));
-  auto* values = reinterpret_cast<uint8_t*>(out);
-  auto* scales = reinterpret_cast<uint16_t*>(out + packed_value_bytes(cols, nibbles));
+  auto* scales = reinterpret_cast<uint16_t*>(out + packed_value_bytes(cols, false));
   for (size_t b = 0; b < blocks; ++b) {
-    if (nibbles) {
-      for (size_t k = 0; k < kBlock; ++k) {
-        values[nibble_byte(b, k)] |= uint8_t((src[b].q[k] + 8) << nibble_shift(b));
-      }
-    } else {
-      std::memcpy(values + b * kBlock, src[b].q, kBlock);
-    }
+    std::memcpy(out + b * kBlock, src[b].q, kBlock);
     scales[b] = src[b].d;
   }
 }
 
-// Row r of a Q4_1 or Q5_1 matrix packed into `out` (zeroed): the low four bits of the codes
-// in nibbles, the scales, the minimums, and for Q5_1 each block's word of fifth bits as it
-// is. (A block has value k's low bits in byte k % 16, the low nibble for k < 16.)
+// Row r of a Q4_0, Q4_1 or Q5_1 matrix packed into `out` (zeroed): the low four bits of the
+// codes in nibbles (Q4_0's code + 8, as the file has them), the scales, the minimums, and for
+// Q5_1 each block's word of fifth bits as it is. (A block has value k's low bits in byte
+// k % 16, the low nibble for k < 16.)
 template <class Block>
-void pack_with_minimums_row(const model::TensorView& w, size_t r, std::byte* out) {
+void pack_nibbles_row(const model::TensorView& w, size_t r, std::byte* out) {
   const size_t cols = size_t(w.cols), blocks = cols / kBlock;
   const auto* src = reinterpret_cast<const Block*>(w.row(int64_t(r)));
   auto* values = reinterpret_cast<uint8_t*>(out);
@@ -112,7 +97,7 @@ void pack_with_minimums_row(const model::TensorView& w, size_t r, std::byte* out
       values[nibble_byte(b, k)] |= uint8_t(code << nibble_shift(b));
     }
     scales[b] = src[b].d;
-    minimums[b] = src[b].m;
+    if constexpr (!std::is_same_v<Block, model::Q4_0Block>) minimums[b] = src[b].m;
     if constexpr (std::is_same_v<Block, model::Q5_1Block>) {
       std::memcpy(fifth_bits + 4 * b, src[b].qh, 4);
     }
@@ -122,9 +107,10 @@ void pack_with_minimums_row(const model::TensorView& w, size_t r, std::byte* out
 void pack_row(const model::TensorView& w, size_t r, bool nibbles, std::byte* out) {
   std::memset(out, 0, packed_stride(w, nibbles));  // every byte defined, padding zero
   switch (w.dtype) {
-    case model::DType::q4_1: pack_with_minimums_row<model::Q4_1Block>(w, r, out); break;
-    case model::DType::q5_1: pack_with_minimums_row<model::Q5_1Block>(w, r, out); break;
-    default: pack_q8_0_row(w, r, nibbles, out); break;
+    case model::DType::q4_0: pack_nibbles_row<model::Q4_0Block>(w, r, out); break;
+    case model::DType::q4_1: pack_nibbles_row<model::Q4_1Block>(w, r, out); break;
+    case model::DType::q5_1: pack_nibbles_row<model::Q5_1Block>(w, r, out); break;
+    default: pack_q8_0_row(w, r, out); break;
   }
 }
 
@@ -155,23 +141,17 @@ void tile_rows(const model::TensorView& w, bool nibbles, size_t stride, size_t t
 
 void CpuMatrix::FreeBytes::operator()(std::byte* p) const { std::free(p); }
 
-bool CpuMatrix::packs_nibbles(const model::TensorView& w, Packing packing) {
-  return model::has_minimums(w.dtype) ||
-         (packing == Packing::smallest && codes_fit_in_nibbles(w));
+size_t CpuMatrix::copy_bytes(const model::TensorView& w) {
+  return std::max(tiles_of(w) * tile_stride_of(w, nibble_type(w.dtype)), kLine);
 }
 
-size_t CpuMatrix::copy_bytes(const model::TensorView& w, Packing packing) {
-  return std::max(tiles_of(w) * tile_stride_of(w, packs_nibbles(w, packing)), kLine);
-}
-
-CpuMatrix::CpuMatrix(const model::TensorView& w, ThreadPool* pool, MatrixArena* arena,
-                     Packing packing)
+CpuMatrix::CpuMatrix(const model::TensorView& w, ThreadPool* pool, MatrixArena* arena)
     : view_(w) {
   require(!model::is_blocked(w.dtype) || size_t(w.cols) % model::kQ8BlockValues == 0,
           Status::internal,
           std::string(model::dtype_name(w.dtype)) + " matrix " + w.name +
               " has a row length not a multiple of 32");
-  nibbles_ = packs_nibbles(w, packing);
+  nibbles_ = nibble_type(w.dtype);
   stride_ = tile_stride_of(w, nibbles_);
   const size_t bytes = std::max(tiles_of(w) * stride_, kLine);
   std::byte* copy = nullptr;
@@ -248,6 +228,7 @@ void CpuMatrix::dequantize_row(int64_t r, float* out) const {
         break;
       }
       case model::DType::q8_0:
+      case model::DType::q4_0:
       case model::DType::q4_1:
       case model::DType::q5_1: break;
     }

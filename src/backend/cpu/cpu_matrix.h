@@ -6,13 +6,13 @@
 // blocks) every other 32-byte load straddles two cache lines and each block's scale is a load
 // and a conversion of its own; packed, two blocks' values fill one line and up to 16 scales
 // convert in one vector. Q8_0 decode ran 1.1-1.4x faster so on a 2-core AVX-512 machine.
-// A Q8_0 matrix whose codes all fit in 4 bits (one converted from a Q4_0 file) packs its
-// values in nibbles: half the bytes to stream, the same products bit for bit (TinyLlama shape:
-// decode 1.4-1.5x faster than Q8_0, prefill 0.81-0.86x for the unpacking; bench/RESULTS.md).
-// Q4_1 and Q5_1 rows are packed the same way, their codes in nibbles, then their scales,
-// their minimums and (Q5_1) their fifth bits.
+// Q4_0 rows are packed the same way with their values in nibbles: half the bytes to stream,
+// products bit for bit those of Q8_0 blocks with the same codes (TinyLlama shape: decode
+// 1.4-1.5x faster than Q8_0, prefill 0.81-0.86x for the unpacking; bench/RESULTS.md). Q4_1
+// and Q5_1 rows too, their codes in nibbles, then their scales, their minimums and (Q5_1)
+// their fifth bits.
 //
-// Rows are then tiled (Q8_0 rows as packed, F32/F16/BF16 rows as they are): a product reads
+// Rows are then tiled (block rows as packed, F32/F16/BF16 rows as they are): a product reads
 // kTileRows rows side by side, so those rows lie side by side, 64 bytes of each in turn. Row
 // after row, a tile's loads were four streams a row apart, which the hardware prefetchers
 // follow badly (F16 products with software hints: 41 GB/s); tiled they are one stream (a
@@ -39,26 +39,17 @@ class ThreadPool;
 // Rows per tile of a tiled matrix: the products' register tile.
 inline constexpr size_t kTileRows = 4;
 
-// How a Q8_0 matrix packs: `smallest` puts a matrix whose codes all lie in [-8, 7] (one
-// converted from a Q4_0 file) in 4 bits per value, half the bytes for products to stream;
-// `bytes` keeps 8 (for tests that compare the two). Q4_1 and Q5_1 matrices are in 4 bits
-// (plus fifth bits) either way.
-enum class Packing { smallest, bytes };
-
 class CpuMatrix {
  public:
   // w copied into the layout above: into `arena` (which must outlive this object) when one is
   // given, else into memory this object owns; on the pool's threads when one is given (first
   // touches of fresh memory run faster side by side). w is not read again. Error(internal) for
-  // a Q8_0, Q4_1 or Q5_1 row that is not whole blocks of 32 values.
+  // a Q8_0, Q4_0, Q4_1 or Q5_1 row that is not whole blocks of 32 values.
   explicit CpuMatrix(const model::TensorView& w, ThreadPool* pool = nullptr,
-                     MatrixArena* arena = nullptr, Packing packing = Packing::smallest);
+                     MatrixArena* arena = nullptr);
 
   // The bytes the copy of w takes (at least one line).
-  static size_t copy_bytes(const model::TensorView& w, Packing packing = Packing::smallest);
-
-  // Whether w's copy holds 4-bit codes (see Packing): Q4_1, Q5_1, or Q8_0 that fits.
-  static bool packs_nibbles(const model::TensorView& w, Packing packing = Packing::smallest);
+  static size_t copy_bytes(const model::TensorView& w);
 
   model::DType dtype() const { return view_.dtype; }
   int64_t rows() const { return view_.rows; }
@@ -85,16 +76,16 @@ class CpuMatrix {
   }
 
   // A packed Q8_0 row: `cols` int8 values from byte 0, then cols / 32 F16 scales from byte
-  // packed_value_bytes() (= cols), then zeros to at least the next multiple of 32 bytes; this
-  // many bytes in all (a multiple of 64). With nibbles(), the codes + 8 are in 4 bits, two
-  // blocks to 32 bytes: value k of blocks 2i and 2i + 1 in the low and high nibble of byte
-  // 32i + k (one widening load of 32 bytes gives both blocks' codes in 16-bit lanes, a mask
-  // and a shift apart), and the scales start at cols / 2 rounded up to 32 bytes. A packed
-  // Q4_1 row is in nibbles too, its codes as they are (0-15), and its F16 minimums follow the
-  // scales from byte minimums_offset() (a multiple of 32), then zeros to a multiple of 32. A
-  // packed Q5_1 row holds its codes' low four bits so, then each block's 32-bit word of fifth
-  // bits (bit k for value k) from fifth_bits_offset() (a multiple of 64, so that the words of
-  // blocks 16i to 16i + 15 fill one 64-byte chunk).
+  // packed_value_bytes() (= cols), then zeros to at least the next multiple of 32 bytes; this many
+  // bytes in all (a multiple of 64). A packed Q4_0 row (nibbles()) has its codes + 8 in 4 bits, two
+  // blocks to 32 bytes: value k of blocks 2i and 2i + 1 in the low and high nibble of byte 32i + k
+  // (one widening load of 32 bytes gives both blocks' codes in 16-bit lanes, a mask and a shift
+  // apart), and the scales start at cols / 2 rounded up to 32 bytes. A packed Q4_1 row is in
+  // nibbles too, its codes as they are (0-15), and its F16 minimums follow the scales from byte
+  // minimums_offset() (a multiple of 32), then zeros to a multiple of 32. A packed Q5_1 row holds
+  // its codes' low four bits so, then each block's 32-bit word of fifth bits (bit k for value k)
+  // from fifth_bits_offset() (a multiple of 64, so that the words of blocks 16i to 16i + 15 fill
+  // one 64-byte chunk).
   size_t packed_row_bytes() const { return stride_ / kTileRows; }
   bool nibbles() const { return nibbles_; }
   size_t packed_value_bytes() const;
@@ -112,7 +103,7 @@ class CpuMatrix {
   model::TensorView view_;
   std::unique_ptr<std::byte, FreeBytes> owned_;  // the copy, unless an arena holds it
   size_t stride_ = 0;                            // bytes per tile
-  bool nibbles_ = false;                         // codes held in 4 bits
+  bool nibbles_ = false;                         // codes in 4 bits (Q4_0, Q4_1, Q5_1)
 };
 
 }  // namespace parley::backend::cpu

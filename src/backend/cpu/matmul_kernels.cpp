@@ -286,6 +286,7 @@ void MatmulRows(const CpuMatrix& w, const float* x, size_t n, float* y, size_t y
     case model::DType::f16: matmul_rows_of<F16Rows>(p, r0, r1); break;
     case model::DType::bf16: matmul_rows_of<BF16Rows>(p, r0, r1); break;
     case model::DType::q8_0:
+    case model::DType::q4_0:
     case model::DType::q4_1:
     case model::DType::q5_1: break;  // rejected by matmul_rows
   }

@@ -96,7 +96,7 @@ HWY_INLINE VF block_dot(const int8_t* wq, const int16_t* xq) {
   return hn::ConvertTo(df, hn::RearrangeToOddPlusEven(sum0, sum1));
 }
 
-// How a matrix copy holds its codes (cpu_matrix.h): Q8_0 in bytes, Q8_0 in nibbles (code +
+// How a matrix copy holds its codes (cpu_matrix.h): Q8_0 in bytes, Q4_0 in nibbles (code +
 // 8), Q4_1 in nibbles (codes 0-15, and a minimum per block), Q5_1 in nibbles and fifth bits
 // (codes 0-31, and a minimum per block).
 enum class Codes { bytes, nibbles, nibbles_with_minimums, five_bits_with_minimums };
@@ -104,7 +104,7 @@ enum class Codes { bytes, nibbles, nibbles_with_minimums, five_bits_with_minimum
 // Two blocks held in 4 bits (cpu_matrix.h): 32 bytes, value k of the even block in the low
 // nibble of byte k and of the odd block in the high one. Widened to 16-bit lanes as loaded
 // (x86 has no 8-bit shifts), a mask gives the even block's codes and a shift by 4 the odd
-// one's, less kBias (8 for Q8_0's signed codes): the lanes block_dot promotes bytes to. Each
+// one's, less kBias (8 for Q4_0's signed codes): the lanes block_dot promotes bytes to. Each
 // is unpacked once and multiplied with every activation row of the tile (in prefill,
 // unpacking per row and activation row cost 40 % of the speed). codes_dot sums as block_dot
 // does, so a matrix in nibbles gives the bits the same codes in bytes give.
@@ -357,7 +357,7 @@ void MatmulRowsQ8(const CpuMatrix& w, const ActivationBlocks& x, float* y, size_
     matmul_rows<Codes::five_bits_with_minimums>(p, r0, r1);
   } else if (w.dtype() == model::DType::q4_1) {
     matmul_rows<Codes::nibbles_with_minimums>(p, r0, r1);
-  } else if (w.nibbles()) {
+  } else if (w.dtype() == model::DType::q4_0) {
     matmul_rows<Codes::nibbles>(p, r0, r1);
   } else {
     matmul_rows<Codes::bytes>(p, r0, r1);

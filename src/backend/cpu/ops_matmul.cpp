@@ -47,7 +47,7 @@ struct RowSplit {
   }
 };
 
-// The activations in the forms the matrices need: floats, plus 16-bit blocks when a Q8_0
+// The activations in the forms the matrices need: floats, plus 16-bit blocks when a block
 // matrix is among them, quantized once by the calling thread before the parallel region.
 struct Activations {
   const float* x;

@@ -1,8 +1,8 @@
-// Products with weight matrices of any stored type (F32, F16, BF16, Q8_0, Q4_1), and embedding
-// lookup. F32/F16/BF16 weights are converted to float as they are read and multiply float
-// activations; Q8_0 and Q4_1 weights (packed, cpu_matrix.h) multiply the activations quantized
-// to 16-bit blocks (activation_blocks.h) in integer arithmetic, each block's sum scaled in
-// float.
+// Products with weight matrices of any stored type (F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_1),
+// and embedding lookup. F32/F16/BF16 weights are converted to float as they are read and
+// multiply float activations; the block types' weights (packed, cpu_matrix.h) multiply the
+// activations quantized to 16-bit blocks (activation_blocks.h) in integer arithmetic, each
+// block's sum scaled in float.
 #pragma once
 
 #include <cstddef>

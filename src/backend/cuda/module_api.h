@@ -12,17 +12,18 @@ extern "C" {
 #endif
 
 /* Raised whenever a struct or the table below changes shape. */
-#define PARLEY_CUDA_MODULE_ABI 3
+#define PARLEY_CUDA_MODULE_ABI 4
 
-/* Weight element types as the model holds them (F32, F16, BF16, Q8_0, Q4_1, Q5_1; a file's
-   other 4- to 6-bit blocks arrive in one of those). */
+/* Weight element types as the model holds them (F32, F16, BF16, Q8_0, Q4_1, Q5_1, Q4_0; a
+   file's other 4- to 6-bit blocks arrive in one of those). */
 enum {
   PARLEY_CUDA_F32 = 0,
   PARLEY_CUDA_F16 = 1,
   PARLEY_CUDA_BF16 = 2,
   PARLEY_CUDA_Q8_0 = 3,
   PARLEY_CUDA_Q4_1 = 4,
-  PARLEY_CUDA_Q5_1 = 5
+  PARLEY_CUDA_Q5_1 = 5,
+  PARLEY_CUDA_Q4_0 = 6
 };
 /* Resident weight type: AUTO keeps BF16 files in BF16 and puts the rest in F16. */
 enum { PARLEY_CUDA_WEIGHTS_AUTO = -1 };

@@ -20,6 +20,7 @@ size_t raw_bytes(const parley_cuda_tensor& t) {
     case PARLEY_CUDA_Q8_0: return size_t(t.rows) * size_t(t.cols / 32) * 34;
     case PARLEY_CUDA_Q4_1: return size_t(t.rows) * size_t(t.cols / 32) * 20;
     case PARLEY_CUDA_Q5_1: return size_t(t.rows) * size_t(t.cols / 32) * 24;
+    case PARLEY_CUDA_Q4_0: return size_t(t.rows) * size_t(t.cols / 32) * 18;
   }
   return 0;
 }
@@ -29,7 +30,7 @@ void check_tensor(const parley_cuda_tensor& t, const std::string& what, int64_t 
   require(t.rows == rows && t.cols == cols, Status::bad_model,
           "weight " + what + " is [" + std::to_string(t.rows) + ", " + std::to_string(t.cols) +
               "], expected [" + std::to_string(rows) + ", " + std::to_string(cols) + "]");
-  require(t.dtype >= PARLEY_CUDA_F32 && t.dtype <= PARLEY_CUDA_Q5_1, Status::bad_model,
+  require(t.dtype >= PARLEY_CUDA_F32 && t.dtype <= PARLEY_CUDA_Q4_0, Status::bad_model,
           "weight " + what + " has an unknown element type");
   require(t.dtype < PARLEY_CUDA_Q8_0 || cols % 32 == 0, Status::bad_model,
           "weight " + what + " is in blocks of 32 with rows not a multiple of 32");

@@ -163,6 +163,8 @@ void tensor_cases(Cases& c) {
         "tensor type id ggml never defined");
   c.bad("k-row-not-blocks", with_tensor("token_embd.weight", {8, 264}, ggml_type::Q4_K),
         "Q4_K needs ne[0] to be a multiple of 256", "K-quant row not a whole super-block");
+  c.bad("q4-0-row-not-blocks", with_tensor("token_embd.weight", {8, 264}, ggml_type::Q4_0),
+        "Q4_0 needs ne[0]", "Q4_0 (held as it is) row not a whole number of blocks");
   c.bad("q4-1-row-not-blocks", with_tensor("token_embd.weight", {8, 264}, ggml_type::Q4_1),
         "Q4_1 needs ne[0]", "Q4_1 (held as it is) row not a whole number of blocks");
   c.bad("q5-1-row-not-blocks", with_tensor("token_embd.weight", {8, 264}, ggml_type::Q5_1),

@@ -138,7 +138,7 @@ TEST_CASE("F32: a sliding window attends only to the last window positions") {
 }
 
 TEST_CASE("F16, BF16 and block weights match the reference on the same dequantized weights") {
-  for (DType t : {DType::f16, DType::bf16, DType::q8_0, DType::q4_1, DType::q5_1}) {
+  for (DType t : {DType::f16, DType::bf16, DType::q8_0, DType::q4_0, DType::q4_1, DType::q5_1}) {
     const std::string name(model::dtype_name(t));
     const double tolerance = model::is_blocked(t) ? kQ8Tolerance : kF32Tolerance;
     // gqa_hd8 with Q8_0 keeps w_down (rows of 172) in F16: a mixed model, as GGUF has.

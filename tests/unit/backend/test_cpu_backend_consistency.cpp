@@ -11,7 +11,8 @@ namespace parley::test {
 TEST_CASE("N tokens then M more gives the logits of N + M at once") {
   for (kv::KvType kv_type : {kv::KvType::f32, kv::KvType::f16, kv::KvType::int8}) {
     for (model::DType dtype :
-         {model::DType::f32, model::DType::q8_0, model::DType::q4_1, model::DType::q5_1}) {
+         {model::DType::f32, model::DType::q8_0, model::DType::q4_0, model::DType::q4_1,
+          model::DType::q5_1}) {
       const TinyModel m = make_tiny_model(gqa_spec(dtype));
       backend::cpu::CpuBackend backend(m.config, m.weights, 2);
       const auto tokens = random_tokens(23, m.config.n_vocab, 5);
@@ -51,8 +52,8 @@ TEST_CASE("all_logits rows equal one-token-at-a-time logits; last-only equals th
 
 TEST_CASE("one thread and four threads give the same logits") {
   for (model::DType dtype :
-       {model::DType::f32, model::DType::bf16, model::DType::q8_0, model::DType::q4_1,
-        model::DType::q5_1}) {
+       {model::DType::f32, model::DType::bf16, model::DType::q8_0, model::DType::q4_0,
+        model::DType::q4_1, model::DType::q5_1}) {
     const TinyModel m = make_tiny_model(gqa_spec(dtype));
     backend::cpu::CpuBackend one(m.config, m.weights, 1), four(m.config, m.weights, 4);
     const auto tokens = random_tokens(17, m.config.n_vocab, 7);

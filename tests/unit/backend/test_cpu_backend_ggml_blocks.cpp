@@ -36,7 +36,7 @@ std::vector<std::vector<double>> reference_of(const std::filesystem::path& file,
 
 }  // namespace
 
-// Q4_0, Q5_0 (as Q8_0), Q4_1 and Q5_1 are held exactly, so only the products' activation
+// Q4_0, Q4_1, Q5_1 and Q5_0 (as Q5_1) are held exactly, so only the products' activation
 // rounding separates the backend from the reference (as for Q8_0 files: kQ8Tolerance in
 // test_cpu_backend.cpp; measured 2.5e-4 to 3.0e-4). Q4_K and Q5_K, held as Q4_1 and Q5_1, add
 // F16's rounding of their sub-block scales and minimums: measured 0.012, bound 0.03. Q6_K,

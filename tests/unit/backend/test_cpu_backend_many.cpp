@@ -49,7 +49,8 @@ TEST_CASE("sequences run together give each one's own logits and K/V, bit for bi
   };
   for (kv::KvType kv_type : {kv::KvType::f32, kv::KvType::int8}) {
     for (model::DType dtype :
-         {model::DType::f32, model::DType::q8_0, model::DType::q4_1, model::DType::q5_1}) {
+         {model::DType::f32, model::DType::q8_0, model::DType::q4_0, model::DType::q4_1,
+          model::DType::q5_1}) {
       INFO("kv " << kv::kv_type_name(kv_type) << ", weights " << model::dtype_name(dtype));
       const TinyModel m = make_tiny_model(gqa_spec(dtype));
       const int32_t nv = m.config.n_vocab;

@@ -126,11 +126,11 @@ TEST_CASE("a packed matrix holds the file's rows: values, scales, 64-byte rows, 
   }
 }
 
-// Q4_1 and Q5_1 blocks share their start (d, m) and their low bits' layout (ggml's value k in
-// byte k % 16 of the 16 code bytes, the low nibble for k < 16); Q5_1 adds the word of fifth
-// bits between m and the codes.
+// Q4_0, Q4_1 and Q5_1 blocks share their low bits' layout (ggml's value k in byte k % 16 of
+// the 16 code bytes, the low nibble for k < 16) after d; Q4_1 and Q5_1 add a minimum m, Q5_1
+// the word of fifth bits between m and the codes.
 template <class Block>
-void check_packed_with_minimums(DType type, int64_t cols, std::mt19937& rng) {
+void check_packed_nibbles(DType type, int64_t cols, std::mt19937& rng) {
   model::Weights owner;
   const int64_t rows = 6;
   const model::TensorView w =
@@ -138,17 +138,16 @@ void check_packed_with_minimums(DType type, int64_t cols, std::mt19937& rng) {
   const backend::cpu::CpuMatrix m(w);
   INFO(model::dtype_name(type) << " cols " << cols);
   CHECK(m.nibbles());
-  CHECK(backend::cpu::CpuMatrix::packs_nibbles(w, backend::cpu::Packing::bytes));
-  // Values in cols / 2 bytes, then scales and minimums each padded to 32 bytes, (Q5_1) the
-  // fifth bits from the next multiple of 64, rows to 64.
-  const bool q5 = type == DType::q5_1;
+  // Values in cols / 2 bytes, then scales and (Q4_1, Q5_1) minimums each padded to 32 bytes,
+  // (Q5_1) the fifth bits from the next multiple of 64, rows to 64.
+  const bool q5 = type == DType::q5_1, minimums = type != DType::q4_0;
   const size_t values = (size_t(cols) / 2 + 31) / 32 * 32;
   const size_t scales = (size_t(cols) / 32 * 2 + 31) / 32 * 32;
   const size_t fifth_at = (values + 2 * scales + 63) / 64 * 64;
   CHECK(m.packed_value_bytes() == values);
-  CHECK(m.minimums_offset() == values + scales);
+  if (minimums) CHECK(m.minimums_offset() == values + scales);
   if (q5) CHECK(m.fifth_bits_offset() == fifth_at);
-  const size_t end = q5 ? fifth_at + size_t(cols) / 32 * 4 : values + 2 * scales;
+  const size_t end = q5 ? fifth_at + size_t(cols) / 32 * 4 : values + (minimums ? 2 : 1) * scales;
   CHECK(m.packed_row_bytes() == (end + 63) / 64 * 64);
   CHECK(m.view().n_bytes == backend::cpu::CpuMatrix::copy_bytes(w));
   std::vector<std::byte> expected(m.view().n_bytes, std::byte{0});
@@ -165,7 +164,9 @@ void check_packed_with_minimums(DType type, int64_t cols, std::mt19937& rng) {
         expected[at(r, b / 2 * 32 + k)] |= std::byte(code << (b % 2 * 4));
       }
       std::memcpy(&expected[at(r, values + 2 * b)], &blocks[b].d, 2);
-      std::memcpy(&expected[at(r, values + scales + 2 * b)], &blocks[b].m, 2);
+      if constexpr (sizeof(Block) != sizeof(model::Q4_0Block)) {
+        std::memcpy(&expected[at(r, values + scales + 2 * b)], &blocks[b].m, 2);
+      }
       if constexpr (sizeof(Block) == sizeof(model::Q5_1Block)) {
         for (size_t i = 0; i < 4; ++i) {
           expected[at(r, fifth_at + 4 * b + i)] = std::byte(blocks[b].qh[i]);
@@ -177,11 +178,12 @@ void check_packed_with_minimums(DType type, int64_t cols, std::mt19937& rng) {
   check_every_row(m, w);
 }
 
-TEST_CASE("a packed Q4_1 or Q5_1 matrix holds its codes in pairs of blocks, scales, minimums") {
+TEST_CASE("a packed Q4_0, Q4_1 or Q5_1 matrix holds its codes in pairs of blocks, then scales") {
   std::mt19937 rng(17);
   for (int64_t cols : {int64_t(32), int64_t(544), int64_t(5632)}) {
-    check_packed_with_minimums<model::Q4_1Block>(DType::q4_1, cols, rng);
-    check_packed_with_minimums<model::Q5_1Block>(DType::q5_1, cols, rng);
+    check_packed_nibbles<model::Q4_0Block>(DType::q4_0, cols, rng);
+    check_packed_nibbles<model::Q4_1Block>(DType::q4_1, cols, rng);
+    check_packed_nibbles<model::Q5_1Block>(DType::q5_1, cols, rng);
   }
 }
 

@@ -96,7 +96,7 @@ TEST_CASE("matmul matches a double product for every weight type and awkward siz
     }
   }
   // Rows of 17 blocks: minimums are read 16 at a time, the last group short.
-  for (DType t : {DType::q8_0, DType::q4_1, DType::q5_1}) {
+  for (DType t : {DType::q8_0, DType::q4_0, DType::q4_1, DType::q5_1}) {
     for (Shape s : {Shape{1, 32, 1}, Shape{7, 96, 2}, Shape{64, 64, 5}, Shape{19, 4096, 6},
                     Shape{9, 160, 37}, Shape{6, 544, 3}}) {  // 37: more than one activation block
       const double err = matmul_error(t, s.rows, s.cols, s.n, 3);
@@ -108,7 +108,8 @@ TEST_CASE("matmul matches a double product for every weight type and awkward siz
 
 TEST_CASE("matmul gives the same bits for any thread count and any batch split") {
   // n = 40 takes the batched paths (float panels; more than one Q8_0 activation block).
-  for (DType t : {DType::f32, DType::f16, DType::bf16, DType::q8_0, DType::q4_1, DType::q5_1}) {
+  for (DType t : {DType::f32, DType::f16, DType::bf16, DType::q8_0, DType::q4_0, DType::q4_1,
+                  DType::q5_1}) {
     for (size_t n : {size_t(7), size_t(40)}) {
       std::mt19937 rng(5);
       model::Weights owner;
@@ -136,7 +137,7 @@ TEST_CASE("matmul gives the same bits for any thread count and any batch split")
 // into units of rows: matrices with fewer rows than threads, or rows not a multiple of them,
 // and batches on both sides of that limit, against one thread.
 TEST_CASE("fused products give the same bits for any thread count, however the rows split") {
-  for (DType t : {DType::f32, DType::f16, DType::q8_0, DType::q4_1, DType::q5_1}) {
+  for (DType t : {DType::f32, DType::f16, DType::q8_0, DType::q4_0, DType::q4_1, DType::q5_1}) {
     for (int64_t rows : {1, 3, 6, 67}) {
       for (size_t n : {size_t(1), size_t(8), size_t(9)}) {
         std::mt19937 rng(uint32_t(rows * 3 + int64_t(n)));
@@ -175,7 +176,7 @@ TEST_CASE("fused products give the same bits for any thread count, however the r
 }
 
 TEST_CASE("packing rejects a matrix of blocks whose rows are not whole blocks") {
-  for (DType t : {DType::q8_0, DType::q4_1, DType::q5_1}) {
+  for (DType t : {DType::q8_0, DType::q4_0, DType::q4_1, DType::q5_1}) {
     model::Weights owner;
     model::TensorView w = make_tensor(owner, "w", t, 2, 64, std::vector<float>(128, 1.0f));
     w.cols = 48;  // a shape a reader would never accept
@@ -210,7 +211,8 @@ TEST_CASE("products with minimums: a NaN in one activation row leaves the others
 
 TEST_CASE("dequantize_row decodes one row of each type exactly") {
   std::mt19937 rng(9);
-  for (DType t : {DType::f32, DType::f16, DType::bf16, DType::q8_0, DType::q4_1, DType::q5_1}) {
+  for (DType t : {DType::f32, DType::f16, DType::bf16, DType::q8_0, DType::q4_0, DType::q4_1,
+                  DType::q5_1}) {
     model::Weights owner;
     const model::TensorView w = make_tensor(owner, "e", t, 5, 64, random_values(5 * 64, 2.0f, rng));
     const std::vector<double> all = decode_tensor(w);

@@ -112,7 +112,8 @@ TEST_CASE("matmul agrees with the scalar target on every target, every weight ty
     int64_t rows, cols;
     size_t n;  // 1: decode; 3: a few rows; 9, 40: the batched paths
   };
-  for (DType t : {DType::f32, DType::f16, DType::bf16, DType::q8_0, DType::q4_1, DType::q5_1}) {
+  for (DType t : {DType::f32, DType::f16, DType::bf16, DType::q8_0, DType::q4_0, DType::q4_1,
+                  DType::q5_1}) {
     // Block types' rows are whole blocks of 32; the others take any length.
     const bool blocked = model::is_blocked(t);
     const int64_t c1 = blocked ? 160 : 172, c2 = blocked ? 4096 : 4100;

@@ -63,6 +63,13 @@ std::vector<double> decode_tensor(const model::TensorView& t) {
           v = double(model::f16_to_f32(b.d)) * double(b.q[c % model::kQ8BlockValues]);
           break;
         }
+        case model::DType::q4_0: {  // value j and j + 16 in the nibbles of byte j, less 8
+          const auto& b = reinterpret_cast<const model::Q4_0Block*>(row)[c / 32];
+          const uint8_t byte = b.q[c % 16];
+          const int code = c % 32 < 16 ? byte & 0x0f : byte >> 4;
+          v = double(model::f16_to_f32(b.d)) * (code - 8);
+          break;
+        }
         case model::DType::q4_1: {  // value j and j + 16 in the nibbles of byte j
           const auto& b = reinterpret_cast<const model::Q4_1Block*>(row)[c / 32];
           const uint8_t byte = b.q[c % 16];

@@ -181,7 +181,7 @@ TEST_CASE("visible_keys: from the first row's window start to the last row") {
   CHECK(early.last == 5);
 }
 
-TEST_CASE("weight blocks: F16 bits, Q8_0, Q4_1 and Q5_1 values as their formulas give") {
+TEST_CASE("weight blocks: F16 bits, Q8_0, Q4_0, Q4_1 and Q5_1 values as their formulas give") {
   // Every F16 value against the model's converter (a separate implementation).
   for (uint32_t h = 0; h < 0x10000u; ++h) {
     const float want = parley::model::f16_to_f32(uint16_t(h)), got = f16_bits_to_float(h);
@@ -194,7 +194,7 @@ TEST_CASE("weight blocks: F16 bits, Q8_0, Q4_1 and Q5_1 values as their formulas
   // Two blocks of each type with chosen scales, minimums and codes, at an odd address.
   const float d[2] = {0.5f, -0.125f}, m[2] = {-1.0f, 3.25f};
   std::vector<uint8_t> q8(1 + 2 * kQ8_0BlockBytes), q4(1 + 2 * kQ4_1BlockBytes);
-  std::vector<uint8_t> q5(1 + 2 * kQ5_1BlockBytes);
+  std::vector<uint8_t> q5(1 + 2 * kQ5_1BlockBytes), q40(1 + 2 * kQ4_0BlockBytes);
   const auto put_f16 = [](uint8_t* p, float v) {
     const uint16_t h = parley::model::f32_to_f16(v);
     p[0] = uint8_t(h & 0xff);
@@ -211,6 +211,10 @@ TEST_CASE("weight blocks: F16 bits, Q8_0, Q4_1 and Q5_1 values as their formulas
     put_f16(blk4, d[b]);
     put_f16(blk4 + 2, m[b]);
     for (int j = 0; j < 16; ++j) blk4[4 + j] = uint8_t(q4_code(b, j) | q4_code(b, j + 16) << 4);
+    // Q4_0: d, then the nibbles as Q4_1's, each code + 8.
+    uint8_t* blk40 = q40.data() + 1 + b * kQ4_0BlockBytes;
+    put_f16(blk40, d[b]);
+    for (int j = 0; j < 16; ++j) blk40[2 + j] = blk4[4 + j];
     // Q5_1: d, m, a little-endian word whose bit j is value j's fifth bit, then as Q4_1.
     uint8_t* blk5 = q5.data() + 1 + b * kQ5_1BlockBytes;
     put_f16(blk5, d[b]);
@@ -223,6 +227,7 @@ TEST_CASE("weight blocks: F16 bits, Q8_0, Q4_1 and Q5_1 values as their formulas
   for (int c = 0; c < 64; ++c) {
     const int b = c / 32, j = c % 32;
     CHECK(q8_0_value(q8.data() + 1, c) == d[b] * float(q8_code(b, j)));
+    CHECK(q4_0_value(q40.data() + 1, c) == d[b] * float(q4_code(b, j) - 8));
     CHECK(q4_1_value(q4.data() + 1, c) == d[b] * float(q4_code(b, j)) + m[b]);
     CHECK(q5_1_value(q5.data() + 1, c) == d[b] * float(q5_code(b, j)) + m[b]);
   }

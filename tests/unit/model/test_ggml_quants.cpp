@@ -1,6 +1,6 @@
-// ggml's 4- to 6-bit block types converted at load (to Q8_0, or Q4_K to Q4_1 and Q5_K to
-// Q5_1): hand-built blocks whose values follow from ggml's dequantization formulas, and
-// random blocks from the test-side writer.
+// ggml's 4- to 6-bit block types converted at load (Q5_0 to Q5_1, Q4_K to Q4_1, Q5_K to Q5_1,
+// Q6_K to Q8_0) and those held as they are (Q4_0, Q4_1, Q5_1): hand-built blocks whose values
+// follow from ggml's dequantization formulas, and random blocks from the test-side writer.
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -103,8 +103,7 @@ TEST_CASE("ggml blocks: the types converted at load, their block sizes, held typ
     uint32_t values, bytes;
     DType held;
     bool exact;
-  } want[] = {{2, "Q4_0", 32, 18, DType::q8_0, true},
-              {6, "Q5_0", 32, 22, DType::q8_0, true},
+  } want[] = {{6, "Q5_0", 32, 22, DType::q5_1, true},
               {12, "Q4_K", 256, 144, DType::q4_1, false},
               {13, "Q5_K", 256, 176, DType::q5_1, false},
               {14, "Q6_K", 256, 210, DType::q8_0, false}};
@@ -119,39 +118,68 @@ TEST_CASE("ggml blocks: the types converted at load, their block sizes, held typ
     CHECK(std::string(parley::model::convertible_block_type_names()).find(w.name) !=
           std::string::npos);
   }
-  // Q4_1 (3) and Q5_1 (7) are held as they are; the others are not block types that load.
-  for (uint32_t other : {0u, 1u, 3u, 7u, 8u, 10u, 11u, 15u, 20u, 30u, 99u}) {
+  // Q4_0 (2), Q4_1 (3) and Q5_1 (7) are held as they are; the others are not block types
+  // that load.
+  for (uint32_t other : {0u, 1u, 2u, 3u, 7u, 8u, 10u, 11u, 15u, 20u, 30u, 99u}) {
     CAPTURE(other);
     CHECK(convertible_block_type(other) == nullptr);
   }
 }
 
-TEST_CASE("ggml blocks: Q4_0 and Q5_0 keep their scale and codes") {
-  SUBCASE("Q4_0: low nibbles are values 0-15, high nibbles 16-31, minus 8") {
-    std::string b(18, '\0');
-    put_u16(b, 0, kF16Half);
-    for (int j = 0; j < 16; ++j) b[size_t(2 + j)] = char(j | ((15 - j) << 4));
-    const auto q = convert(2, b, 32);
-    CHECK(q.q8()[0].d == kF16Half);
-    for (int j = 0; j < 16; ++j) {
-      CAPTURE(j);
-      CHECK(q.q8()[0].q[j] == j - 8);
-      CHECK(q.q8()[0].q[j + 16] == 7 - j);
-    }
-  }
-  SUBCASE("Q5_0: bit j of the 32-bit word after d is value j's fifth bit, minus 16") {
+TEST_CASE("ggml blocks: Q5_0 becomes Q5_1 with its scale, codes and fifth bits, minimum -16d") {
+  SUBCASE("bit j of the 32-bit word after d is value j's fifth bit, minus 16") {
     std::string b(22, '\0');
     put_u16(b, 0, kF16One);
     const uint32_t qh = 0x80000001u;  // values 0 and 31
     std::memcpy(b.data() + 2, &qh, 4);
     b[6 + 3] = char(0x5a);  // value 3: 0xa, value 19: 0x5
     const auto q = convert(6, b, 32);
-    CHECK(q.q8()[0].d == kF16One);
+    CHECK(q.in_range);
+    CHECK(q.q5()[0].d == kF16One);
+    CHECK(f16_to_f32(q.q5()[0].m) == -16.0f);
+    CHECK(std::memcmp(q.q5()[0].qh, &qh, 4) == 0);
+    CHECK(q.q5()[0].q[3] == 0x5a);
     for (int j = 0; j < 32; ++j) {
       CAPTURE(j);
       const int want = j == 0 || j == 31 ? 0 : j == 3 ? 10 - 16 : j == 19 ? 5 - 16 : -16;
-      CHECK(q.q8()[0].q[j] == want);
+      CHECK(q.values[size_t(j)] == float(want));
     }
+  }
+  SUBCASE("the minimum is exact for every finite scale up to 65504 / 16") {
+    for (uint16_t d = 0; d < 0x7c00; ++d) {
+      std::string b(22, '\0');
+      put_u16(b, 0, d);
+      const auto q = convert(6, b, 32);
+      const double want = -16.0 * double(f16_to_f32(d));
+      if (std::fabs(want) <= 65504.0) {
+        if (!q.in_range || double(f16_to_f32(q.q5()[0].m)) != want) {
+          CHECK_MESSAGE(false, "scale bits " << d);
+          break;
+        }
+      } else if (q.in_range) {
+        CHECK_MESSAGE(false, "scale bits " << d << ": -16d beyond F16 not reported");
+        break;
+      }
+    }
+  }
+}
+
+TEST_CASE("ggml blocks: Q4_0, Q4_1 and Q5_1 are held as they are and decode as ggml's formulas") {
+  std::mt19937 rng(11);
+  std::normal_distribution<float> normal(0.0f, 0.05f);
+  std::vector<float> x(512);
+  for (float& v : x) v = normal(rng);
+  x[40] = -0.7f;
+  for (const auto& [id, held] : {std::pair{parley::test::ggml_block_type::Q4_0, DType::q4_0},
+                                 std::pair{parley::test::ggml_block_type::Q4_1, DType::q4_1},
+                                 std::pair{parley::test::ggml_block_type::Q5_1, DType::q5_1}}) {
+    CAPTURE(parley::test::ggml_block_type_name(id));
+    const auto blocks = parley::test::encode_ggml_blocks(id, x);
+    REQUIRE(blocks.bytes.size() == parley::model::row_bytes(held, x.size()));
+    std::vector<float> got(x.size());
+    parley::model::dequantize(held, reinterpret_cast<const std::byte*>(blocks.bytes.data()),
+                              x.size(), got.data());
+    CHECK(got == blocks.values);
   }
 }
 
@@ -264,7 +292,8 @@ TEST_CASE("ggml blocks: random blocks of every type convert to what they stand f
   for (float& v : tiny) v = normal(rng) * 1e-4f;
   x.insert(x.end(), tiny.begin(), tiny.end());
   for (uint32_t id : parley::test::kGgmlBlockTypes) {
-    if (id == parley::test::ggml_block_type::Q4_1 || id == parley::test::ggml_block_type::Q5_1) {
+    if (id == parley::test::ggml_block_type::Q4_0 || id == parley::test::ggml_block_type::Q4_1 ||
+        id == parley::test::ggml_block_type::Q5_1) {
       continue;  // held as they are
     }
     CAPTURE(parley::test::ggml_block_type_name(id));

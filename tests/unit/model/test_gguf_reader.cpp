@@ -328,14 +328,14 @@ TEST_CASE("GGUF: tensor types: supported, known but unsupported, unknown") {
     CHECK_NOTHROW(parse_gguf(as_span(one_tensor_file({64, 2}, t))));
   }
   CHECK(parse_gguf(as_span(one_tensor_file({64, 2}, mt::BF16))).tensors[0].dtype == DType::bf16);
-  // ggml's other 4- to 6-bit blocks are held as Q8_0, Q4_K as Q4_1, Q5_K as Q5_1; the
-  // directory keeps their size in the file.
+  // ggml's other 4- to 6-bit blocks are converted: Q5_0 and Q5_K to Q5_1, Q4_K to Q4_1, Q6_K
+  // to Q8_0; the directory keeps their size in the file.
   const struct {
     uint32_t type;
     int64_t ne0;
     size_t row_bytes;
     DType held;
-  } blocks[] = {{2, 64, 36, DType::q8_0},    {6, 64, 44, DType::q8_0},
+  } blocks[] = {{6, 64, 44, DType::q5_1},
                 {12, 512, 288, DType::q4_1}, {13, 512, 352, DType::q5_1},
                 {14, 512, 420, DType::q8_0}};
   for (const auto& b : blocks) {
@@ -347,8 +347,12 @@ TEST_CASE("GGUF: tensor types: supported, known but unsupported, unknown") {
     CHECK(f.tensors[0].data.size() == 3 * b.row_bytes);
   }
   CHECK(parse_gguf(as_span(one_tensor_file({64, 2}, mt::Q8_0))).tensors[0].blocks == nullptr);
-  // Q4_1 and Q5_1 are held as they are: no conversion, rows of whole blocks of 20 and 24
-  // bytes.
+  // Q4_0, Q4_1 and Q5_1 are held as they are: no conversion, rows of whole blocks of 18, 20
+  // and 24 bytes.
+  const GgufFile q4_0 = parse_gguf(as_span(one_tensor_file({64, 3}, 2)));
+  CHECK(q4_0.tensors[0].dtype == DType::q4_0);
+  CHECK(q4_0.tensors[0].blocks == nullptr);
+  CHECK(q4_0.tensors[0].data.size() == 3 * 36);
   const GgufFile q4_1 = parse_gguf(as_span(one_tensor_file({64, 3}, 3)));
   CHECK(q4_1.tensors[0].dtype == DType::q4_1);
   CHECK(q4_1.tensors[0].blocks == nullptr);

@@ -1,9 +1,10 @@
-// GGUF files whose matrices are in ggml's 4- to 6-bit block types load as Q8_0, Q4_1 or Q5_1
-// holding the values the test-side writer's blocks stand for.
+// GGUF files whose matrices are in ggml's 4- to 6-bit block types load as Q8_0, Q4_0, Q4_1 or
+// Q5_1 holding the values the test-side writer's blocks stand for.
 #include <doctest/doctest.h>
 
 #include <cmath>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "model/model_loader.h"
@@ -23,9 +24,9 @@ using parley::test::SynthSpec;
 
 namespace {
 
-// Q4_0 and Q5_0 values exactly (held as Q8_0); Q4_K's and Q5_K's within F16's rounding of
-// each sub-block's scale and minimum (held as Q4_1 and Q5_1); Q6_K's within half a step of
-// each 32 values' Q8_0 scale.
+// Q5_0 values exactly (held as Q5_1); Q4_K's and Q5_K's within F16's rounding of each
+// sub-block's scale and minimum (held as Q4_1 and Q5_1); Q6_K's within half a step of each 32
+// values' Q8_0 scale.
 void check_block_values(const TensorView& v, const std::vector<float>& want, bool exact) {
   CAPTURE(v.name);
   REQUIRE(parley::model::is_blocked(v.dtype));
@@ -68,19 +69,20 @@ void check_model(const parley::model::LoadedModel& m, const SynthSpec& spec,
       return;
     }
     namespace bt = parley::test::ggml_block_type;
-    if (type == bt::Q4_1 || type == bt::Q5_1) {  // held as the file has it
+    if (type == bt::Q4_0 || type == bt::Q4_1 || type == bt::Q5_1) {  // held as the file has it
       CHECK(v.file_blocks == nullptr);
-      CHECK(v.dtype == (type == bt::Q4_1 ? DType::q4_1 : DType::q5_1));
+      CHECK(v.dtype == (type == bt::Q4_0   ? DType::q4_0
+                        : type == bt::Q4_1 ? DType::q4_1
+                                           : DType::q5_1));
       CHECK(parley::test::decode_view(v) == values);
       return;
     }
     REQUIRE(v.file_blocks != nullptr);
     CHECK(v.file_blocks->ggml_type == type);
-    CHECK(v.dtype == (type == bt::Q4_K ? DType::q4_1 : type == bt::Q5_K ? DType::q5_1
-                                                                         : DType::q8_0));
-    const bool exact = type == parley::test::ggml_block_type::Q4_0 ||
-                       type == parley::test::ggml_block_type::Q5_0;
-    check_block_values(v, values, exact);
+    CHECK(v.dtype == (type == bt::Q4_K                     ? DType::q4_1
+                      : type == bt::Q5_K || type == bt::Q5_0 ? DType::q5_1
+                                                             : DType::q8_0));
+    check_block_values(v, values, type == bt::Q5_0);
   };
   matrix(m.weights.tok_embd, want.tok_embd, false);
   for (size_t l = 0; l < want.layers.size(); ++l) {
@@ -111,7 +113,7 @@ SynthSpec block_spec(uint32_t type) {
 
 }  // namespace
 
-TEST_CASE("loader: GGUF matrices in ggml's 4- to 6-bit block types load as Q8_0, Q4_1, Q5_1") {
+TEST_CASE("loader: GGUF matrices in ggml's 4- to 6-bit block types load as Q8_0, Q4_0-Q5_1") {
   parley::test::TempDir dir;
   const auto vocab = parley::test::make_spm_vocab(320);
   for (uint32_t type : parley::test::kGgmlBlockTypes) {
@@ -148,14 +150,19 @@ TEST_CASE("loader: a mix of block types and a matrix that is not whole blocks, a
   }
 }
 
-TEST_CASE("loader: a Q4_K matrix whose sub-block scales pass F16's range is refused, named") {
+TEST_CASE("loader: a Q4_K or Q5_0 matrix whose held scale or minimum passes F16 is refused") {
   parley::test::TempDir dir;
-  const SynthSpec spec = block_spec(parley::test::ggml_block_type::Q4_K);
-  auto w = parley::test::make_synth_weights(spec);
-  // Sub-block scales of ~3e6 (values up to 5e7): the super-block's d still fits F16, d times
-  // a 6-bit scale does not.
-  for (size_t i = 0; i < 32; ++i) w.layers[0].wq[i] = 5e7f * float(i) / 31.0f;
-  parley::test::write_gguf(spec, w, parley::test::make_spm_vocab(320), dir / "m.gguf");
-  CHECK_PARLEY_ERROR(load_model((dir / "m.gguf").string()), parley::Status::bad_model,
-                     "'blk.0.attn_q.weight'", "Q4_K", "F16's range");
+  namespace bt = parley::test::ggml_block_type;
+  // Q4_K: sub-block scales of ~3e6 (values up to 5e7): the super-block's d still fits F16, d
+  // times a 6-bit scale does not. Q5_0: values up to 1e6, d = 62500 fits, the minimum -16d not.
+  for (const auto& [type, largest] : {std::pair{bt::Q4_K, 5e7f}, std::pair{bt::Q5_0, 1e6f}}) {
+    CAPTURE(parley::test::ggml_block_type_name(type));
+    const SynthSpec spec = block_spec(type);
+    auto w = parley::test::make_synth_weights(spec);
+    for (size_t i = 0; i < 32; ++i) w.layers[0].wq[i] = largest * float(i) / 31.0f;
+    parley::test::write_gguf(spec, w, parley::test::make_spm_vocab(320), dir / "m.gguf");
+    CHECK_PARLEY_ERROR(load_model((dir / "m.gguf").string()), parley::Status::bad_model,
+                       "'blk.0.attn_q.weight'", parley::test::ggml_block_type_name(type),
+                       "F16's range");
+  }
 }

@@ -240,10 +240,10 @@ TEST_CASE("weights: missing tensors and wrong shapes name the tensor") {
                      Status::bad_model, "'blk.0.attn_v.weight'", "bytes");
   // ggml blocks of 32 in rows of 8 values: refused even with the bytes 0 whole blocks take.
   TensorSet q = gguf_tensors(true);
-  q.at("blk.0.attn_v.weight").blocks = parley::model::convertible_block_type(2);
+  q.at("blk.0.attn_v.weight").blocks = parley::model::convertible_block_type(6);
   q.at("blk.0.attn_v.weight").n_bytes = 0;
   CHECK_PARLEY_ERROR(build_weights(q.tensors, TensorNaming::gguf, tiny_config(), false),
-                     Status::bad_model, "'blk.0.attn_v.weight'", "bytes", "as Q4_0");
+                     Status::bad_model, "'blk.0.attn_v.weight'", "bytes", "as Q5_0");
 }
 
 TEST_CASE("weights: unknown tensors are ignored") {
