@@ -31,6 +31,12 @@ float f16_at(const std::byte* p) { return f16_to_f32(u16_at(p)); }
 
 const uint8_t* bytes_at(const std::byte* p) { return reinterpret_cast<const uint8_t*>(p); }
 
+// Whether `bits`, `value` rounded to F16, is in range: not an infinity or NaN that a finite
+// value became.
+bool fits_f16(uint16_t bits, float value) {
+  return (bits & 0x7c00u) != 0x7c00u || !std::isfinite(value);
+}
+
 // Q5_0: d, a 32-bit word of fifth bits (bit j for value j), then 16 bytes whose low nibbles
 // hold the low bits of values 0-15 and high nibbles of 16-31; value = d * (code - 16). -> a
 // Q5_1 block with the same d, qh and nibbles and m = -16d, exact (a power of two apart) unless
@@ -41,7 +47,7 @@ bool q5_0_to_q5_1(const std::byte* b, Q5_1Block& out) {
   out.m = f32_to_f16(m);
   std::memcpy(out.qh, b + 2, sizeof out.qh);
   std::memcpy(out.q, b + 6, sizeof out.q);
-  return (out.m & 0x7c00u) != 0x7c00u || !std::isfinite(m);
+  return fits_f16(out.m, m);
 }
 
 // The 6-bit scale and minimum of sub-block j (0-7) of a Q4_K / Q5_K super-block: 12 bytes
@@ -79,9 +85,7 @@ bool k_to_blocks_with_minimums(const std::byte* b, Block* out) {
     Block& o = out[sub];
     o.d = f32_to_f16(ds);
     o.m = f32_to_f16(dm);
-    // Inf or NaN after rounding from a finite product: too large for F16.
-    in_range = in_range && ((o.d & 0x7c00u) != 0x7c00u || !std::isfinite(ds)) &&
-               ((o.m & 0x7c00u) != 0x7c00u || !std::isfinite(dm));
+    in_range = in_range && fits_f16(o.d, ds) && fits_f16(o.m, dm);
     const uint8_t* q = qs + 32 * (sub / 2);
     const int shift = 4 * (sub % 2);
     for (int j = 0; j < 16; ++j) {
