@@ -39,24 +39,24 @@ size_t packed_fifth_bits_offset(size_t cols) {
   return round_up(packed_value_bytes(cols, true) + 2 * packed_scale_bytes(cols), kLine);
 }
 
-size_t packed_stride(const model::TensorView& w, bool nibbles) {
+size_t packed_stride(const model::TensorView& w) {
   const size_t cols = size_t(w.cols);
   if (w.dtype == model::DType::q5_1) {  // a 32-bit word of fifth bits per block
     return round_up(packed_fifth_bits_offset(cols) + cols / kBlock * 4, kLine);
   }
-  size_t bytes = packed_value_bytes(cols, nibbles) + packed_scale_bytes(cols);
+  size_t bytes = packed_value_bytes(cols, nibble_type(w.dtype)) + packed_scale_bytes(cols);
   if (model::has_minimums(w.dtype)) bytes += packed_scale_bytes(cols);
   return round_up(bytes, kLine);
 }
 
 // The bytes of one row as tiled: packed for the block types.
-size_t row_bytes_of(const model::TensorView& w, bool nibbles) {
-  return model::is_blocked(w.dtype) ? packed_stride(w, nibbles)
+size_t row_bytes_of(const model::TensorView& w) {
+  return model::is_blocked(w.dtype) ? packed_stride(w)
                                     : model::row_bytes(w.dtype, size_t(w.cols));
 }
 
-size_t tile_stride_of(const model::TensorView& w, bool nibbles) {
-  return round_up(row_bytes_of(w, nibbles), kLine) * kTileRows;
+size_t tile_stride_of(const model::TensorView& w) {
+  return round_up(row_bytes_of(w), kLine) * kTileRows;
 }
 
 size_t tiles_of(const model::TensorView& w) { return (size_t(w.rows) + kTileRows - 1) / kTileRows; }
@@ -104,8 +104,8 @@ void pack_nibbles_row(const model::TensorView& w, size_t r, std::byte* out) {
   }
 }
 
-void pack_row(const model::TensorView& w, size_t r, bool nibbles, std::byte* out) {
-  std::memset(out, 0, packed_stride(w, nibbles));  // every byte defined, padding zero
+void pack_row(const model::TensorView& w, size_t r, std::byte* out) {
+  std::memset(out, 0, packed_stride(w));  // every byte defined, padding zero
   switch (w.dtype) {
     case model::DType::q4_0: pack_nibbles_row<model::Q4_0Block>(w, r, out); break;
     case model::DType::q4_1: pack_nibbles_row<model::Q4_1Block>(w, r, out); break;
@@ -115,17 +115,16 @@ void pack_row(const model::TensorView& w, size_t r, bool nibbles, std::byte* out
 }
 
 // Tiles [t0, t1) of w into `out` (tiled layout, cpu_matrix.h), every byte written once.
-void tile_rows(const model::TensorView& w, bool nibbles, size_t stride, size_t t0, size_t t1,
-               std::byte* out) {
+void tile_rows(const model::TensorView& w, size_t stride, size_t t0, size_t t1, std::byte* out) {
   const bool packs = model::is_blocked(w.dtype);
-  const size_t row_bytes = row_bytes_of(w, nibbles);
+  const size_t row_bytes = row_bytes_of(w);
   std::vector<std::byte> packed(packs ? row_bytes : 0);
   for (size_t t = t0; t < t1; ++t) {
     std::byte* tile = out + t * stride;
     for (size_t i = 0; i < kTileRows; ++i) {
       const size_t r = t * kTileRows + i;
       const bool real = r < size_t(w.rows);
-      if (real && packs && row_bytes > 0) pack_row(w, r, nibbles, packed.data());
+      if (real && packs && row_bytes > 0) pack_row(w, r, packed.data());
       const std::byte* row = !real ? nullptr : packs ? packed.data() : w.row(int64_t(r));
       for (size_t b = 0; b < stride / kTileRows; b += kLine) {
         std::byte* chunk = tile + CpuMatrix::in_tile_offset(i, b);
@@ -142,7 +141,7 @@ void tile_rows(const model::TensorView& w, bool nibbles, size_t stride, size_t t
 void CpuMatrix::FreeBytes::operator()(std::byte* p) const { std::free(p); }
 
 size_t CpuMatrix::copy_bytes(const model::TensorView& w) {
-  return std::max(tiles_of(w) * tile_stride_of(w, nibble_type(w.dtype)), kLine);
+  return std::max(tiles_of(w) * tile_stride_of(w), kLine);
 }
 
 CpuMatrix::CpuMatrix(const model::TensorView& w, ThreadPool* pool, MatrixArena* arena)
@@ -152,7 +151,7 @@ CpuMatrix::CpuMatrix(const model::TensorView& w, ThreadPool* pool, MatrixArena* 
           std::string(model::dtype_name(w.dtype)) + " matrix " + w.name +
               " has a row length not a multiple of 32");
   nibbles_ = nibble_type(w.dtype);
-  stride_ = tile_stride_of(w, nibbles_);
+  stride_ = tile_stride_of(w);
   const size_t bytes = std::max(tiles_of(w) * stride_, kLine);
   std::byte* copy = nullptr;
   if (arena) {
@@ -164,7 +163,7 @@ CpuMatrix::CpuMatrix(const model::TensorView& w, ThreadPool* pool, MatrixArena* 
     copy = owned_.get();
   }
   const size_t tiles = tiles_of(w);
-  const auto fill = [&](size_t t0, size_t t1) { tile_rows(w, nibbles_, stride_, t0, t1, copy); };
+  const auto fill = [&](size_t t0, size_t t1) { tile_rows(w, stride_, t0, t1, copy); };
   if (pool) {
     pool->parallel_for(tiles, fill);
   } else {
