@@ -20,22 +20,28 @@ std::string_view dtype_name(DType t) {
 
 namespace {
 
-// Q4_1 and Q5_1 blocks: value = d * code + m, the code's low four bits in byte j % 16 (the low
-// nibble for j < 16) and Q5_1's fifth bit bit j of the word qh.
+// Q4_0, Q4_1 and Q5_1 blocks: the code's low four bits in byte j % 16 (the low nibble for
+// j < 16) and Q5_1's fifth bit bit j of the word qh; value = d * (code - 8) for Q4_0, else
+// d * code + m.
 template <class Block>
-void dequantize_with_minimums(const std::byte* src, size_t n, float* dst) {
+void dequantize_nibble_blocks(const std::byte* src, size_t n, float* dst) {
+  constexpr bool kMinimum = !std::is_same_v<Block, Q4_0Block>;
   for (size_t b = 0; b < n / kQ8BlockValues; ++b) {
     Block blk;
     std::memcpy(&blk, src + b * sizeof(Block), sizeof blk);
-    const float d = f16_to_f32(blk.d), m = f16_to_f32(blk.m);
+    const float d = f16_to_f32(blk.d);
+    float m = 0.0f;
+    if constexpr (kMinimum) m = f16_to_f32(blk.m);
     uint32_t qh = 0;
     if constexpr (std::is_same_v<Block, Q5_1Block>) std::memcpy(&qh, blk.qh, 4);
+    const auto value = [&](uint32_t code) {
+      if constexpr (kMinimum) return d * float(code) + m;
+      return d * float(int(code) - 8);
+    };
     float* y = dst + b * kQ8BlockValues;
     for (int j = 0; j < kQ4BlockBytes; ++j) {
-      const uint32_t low = (blk.q[j] & 0x0fu) | ((qh >> j) & 1u) << 4;
-      const uint32_t high = (blk.q[j] >> 4) | ((qh >> (j + 16)) & 1u) << 4;
-      y[j] = d * float(low) + m;
-      y[j + kQ4BlockBytes] = d * float(high) + m;
+      y[j] = value((blk.q[j] & 0x0fu) | ((qh >> j) & 1u) << 4);
+      y[j + kQ4BlockBytes] = value((blk.q[j] >> 4) | ((qh >> (j + 16)) & 1u) << 4);
     }
   }
 }
@@ -66,22 +72,13 @@ void dequantize(DType t, const std::byte* src, size_t n, float* dst) {
       }
       return;
     case DType::q4_0:
-      for (size_t b = 0; b < n / kQ8BlockValues; ++b) {
-        Q4_0Block blk;
-        std::memcpy(&blk, src + b * sizeof(Q4_0Block), sizeof blk);
-        const float d = f16_to_f32(blk.d);
-        float* y = dst + b * kQ8BlockValues;
-        for (int j = 0; j < kQ4BlockBytes; ++j) {
-          y[j] = d * float((blk.q[j] & 0x0f) - 8);
-          y[j + kQ4BlockBytes] = d * float((blk.q[j] >> 4) - 8);
-        }
-      }
+      dequantize_nibble_blocks<Q4_0Block>(src, n, dst);
       return;
     case DType::q4_1:
-      dequantize_with_minimums<Q4_1Block>(src, n, dst);
+      dequantize_nibble_blocks<Q4_1Block>(src, n, dst);
       return;
     case DType::q5_1:
-      dequantize_with_minimums<Q5_1Block>(src, n, dst);
+      dequantize_nibble_blocks<Q5_1Block>(src, n, dst);
       return;
   }
 }
