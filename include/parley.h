@@ -81,7 +81,7 @@ extern "C" {
  * (PARLEY_DEPRECATED) stays exported and working until the next major version. */
 
 #define PARLEY_VERSION_MAJOR 0
-#define PARLEY_VERSION_MINOR 2
+#define PARLEY_VERSION_MINOR 3
 #define PARLEY_VERSION_PATCH 0
 #define PARLEY_VERSION_NUMBER \
   (PARLEY_VERSION_MAJOR * 10000 + PARLEY_VERSION_MINOR * 100 + PARLEY_VERSION_PATCH)
@@ -139,6 +139,18 @@ PARLEY_API const char *parley_last_error(void);
 #define PARLEY_KV_SOURCE_RESIDENT 1 /* KV was in memory */
 #define PARLEY_KV_SOURCE_RESTORED 2 /* KV was read back from the store */
 #define PARLEY_KV_SOURCE_REBUILT  3 /* KV was recomputed from the stored transcript */
+
+/* Limits on parley_generate_options.stop (since 0.3) */
+#define PARLEY_MAX_STOP_STRINGS 16  /* strings */
+#define PARLEY_MAX_STOP_BYTES   256 /* bytes of one string */
+
+/* Why a reply ended (parley_turn_stats.stop_reason, since 0.3) */
+#define PARLEY_STOP_END_TOKEN     1 /* the model ended it (EOS or the template's end of turn) */
+#define PARLEY_STOP_MAX_TOKENS    2 /* it reached max_tokens */
+#define PARLEY_STOP_STRING        3 /* it showed a stop string (stop_index says which) */
+#define PARLEY_STOP_CONTEXT_END   4 /* it reached the end of the context */
+#define PARLEY_STOP_CANCELLED     5 /* parley_session_interrupt() or the text callback */
+#define PARLEY_STOP_OUT_OF_MEMORY 6 /* the KV budget ran out */
 
 #define PARLEY_SESSION_ACTIVE  0
 #define PARLEY_SESSION_IDLE    1
@@ -406,6 +418,13 @@ typedef struct parley_generate_options {
   float    repeat_penalty;  /* default 1.0 = off (0 also means off) */
   uint32_t repeat_last_n;   /* default 64; tokens of the conversation the penalty looks at */
   int32_t  ignore_eos;      /* non-zero: never stop on end tokens (benchmarks, references) */
+  /* Since 0.3. The reply ends before the first of these strings it shows: neither the string
+   * nor what follows it is streamed or kept, and the tokens that brought only that text are
+   * dropped from the conversation. Text that may be the start of a stop string reaches the
+   * callback once the next tokens show it is not. Read during the call only. */
+  const char *const *stop;  /* n_stop strings of 1 to PARLEY_MAX_STOP_BYTES bytes of UTF-8 */
+  uint32_t n_stop;          /* at most PARLEY_MAX_STOP_STRINGS; default 0 */
+  int32_t  reserved0;       /* must be 0 */
 } parley_generate_options;
 
 /** Fills `o` with defaults; use the macro parley_generate_options_init(o). Since: 0.1. */
@@ -428,19 +447,21 @@ typedef struct parley_turn_stats {
   uint32_t prompt_tokens;    /* tokens of this turn's input (template + user text) */
   uint32_t reused_tokens;    /* tokens whose KV was already there (history, shared prefix) */
   uint32_t computed_tokens;  /* tokens prefilled in this turn */
-  uint32_t generated_tokens;
+  uint32_t generated_tokens;  /* tokens sampled, those a stop string dropped included */
   double   ttft_ms;          /* from the call to the first reply token */
   double   tpot_ms;          /* mean time per reply token after the first */
   double   restore_ms;       /* time spent bringing stored KV back */
   int32_t  kv_source;        /* PARLEY_KV_SOURCE_* */
   int32_t  reserved0;
+  int32_t  stop_reason;      /* since 0.3: PARLEY_STOP_*, why the reply ended */
+  int32_t  stop_index;       /* since 0.3: the stop string's index in options->stop; else -1 */
 } parley_turn_stats;
 
 /** Adds a user message and generates the reply, streaming it to `on_text`.
  *  Only what is new is computed: the conversation's KV stays in memory between turns, and
  *  leading blocks another session of the same cache_scope computed for the same tokens (a
- *  common system prompt) are shared. A reply stops at its end token, at max_tokens, or at the
- *  end of the context.
+ *  common system prompt) are shared. A reply stops at its end token, at max_tokens, before a
+ *  stop string (options->stop), or at the end of the context; stats->stop_reason says which.
  *  With the "raw" template the user text is the input as is (the first turn starts with BOS;
  *  "" then means BOS alone) and the reply is its plain continuation.
  *  @param[in]  s          the session

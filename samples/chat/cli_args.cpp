@@ -72,6 +72,8 @@ const char* usage() {
          "      --repeat-last-n N   tokens the penalty looks at (default 64)\n"
          "      --seed S            (default: random)\n"
          "      --ignore-eos        never stop at end tokens\n"
+         "      --stop TEXT         end the reply before TEXT, which is not shown (repeat for\n"
+         "                          several, up to 16; --stop $'\\n' gives one-line replies)\n"
          "      --threads N         CPU threads (default: one per core)\n"
          "      --device D          auto, cpu, cuda or cuda:N (default auto)\n"
          "      --kv TYPE           KV cache type: int8 (default), f16, f32\n"
@@ -88,6 +90,12 @@ const char* usage() {
          "                          the store, freeing memory (default 0 = only when memory is short)\n"
          "  -h, --help              this text\n"
          "      --version           the library version\n";
+}
+
+GenerateOptions::GenerateOptions(const CliArgs& args) : options_(args.gen) {
+  for (const auto& s : args.stop_strings) stop_.push_back(s.c_str());
+  options_.stop = stop_.empty() ? nullptr : stop_.data();
+  options_.n_stop = uint32_t(stop_.size());
 }
 
 CliArgs parse_args(int argc, char** argv) {
@@ -114,6 +122,7 @@ CliArgs parse_args(int argc, char** argv) {
     else if (flag == "--repeat-last-n") a.gen.repeat_last_n = uint32_t(parse_integer(flag, value(), 0, UINT32_MAX));
     else if (flag == "--seed") a.gen.seed = uint64_t(parse_integer(flag, value(), 0, INT64_MAX));
     else if (flag == "--ignore-eos") a.gen.ignore_eos = 1;
+    else if (flag == "--stop") a.stop_strings.emplace_back(value());
     else if (flag == "--threads") a.n_threads = int32_t(parse_integer(flag, value(), 0, 1024));
     else if (flag == "--device") a.device = value();
     else if (flag == "--kv") a.kv_type = parse_kv(value());
@@ -127,6 +136,17 @@ CliArgs parse_args(int argc, char** argv) {
   }
   if (!a.help && !a.version && a.model.empty()) {
     throw std::invalid_argument("no model given: use -m PATH (see --help)");
+  }
+  // Refused here rather than at every message of a console.
+  if (a.stop_strings.size() > PARLEY_MAX_STOP_STRINGS) {
+    throw std::invalid_argument("more than " + std::to_string(PARLEY_MAX_STOP_STRINGS) +
+                                " --stop strings");
+  }
+  for (const auto& s : a.stop_strings) {
+    if (s.empty() || s.size() > PARLEY_MAX_STOP_BYTES) {
+      throw std::invalid_argument("a --stop text has 1 to " +
+                                  std::to_string(PARLEY_MAX_STOP_BYTES) + " bytes");
+    }
   }
   // Without a store there is nowhere to spill to; say so rather than ignore the flag.
   if (a.idle_spill_ms > 0 && !a.store_path) {

@@ -3,6 +3,7 @@
 
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "parley.h"
 
@@ -21,10 +22,24 @@ struct CliArgs {
   int32_t kv_type = PARLEY_KV_DEFAULT;
   uint32_t context_length = 0;
   int32_t overflow = PARLEY_OVERFLOW_ERROR;  // of the conversations this run starts
-  parley_generate_options gen{};
+  parley_generate_options gen{};         // without its stop strings: see GenerateOptions
+  std::vector<std::string> stop_strings;  // --stop, in order
   bool print_ids = false;
   bool help = false;
   bool version = false;
+};
+
+// args.gen with args.stop_strings: valid while args lives unchanged.
+class GenerateOptions {
+ public:
+  explicit GenerateOptions(const CliArgs& args);
+  GenerateOptions(const GenerateOptions&) = delete;
+  GenerateOptions& operator=(const GenerateOptions&) = delete;
+  const parley_generate_options* get() const { return &options_; }
+
+ private:
+  std::vector<const char*> stop_;
+  parley_generate_options options_;
 };
 
 // Throws std::invalid_argument with a message naming the flag.

@@ -73,14 +73,15 @@ void send_message(const CliArgs& args, Sessions::Open& open, const std::string& 
   parley_status st = PARLEY_OK;
   {
     const InterruptOnCtrlC stop(open.session.get());
-    st = parley_session_send(open.session.get(), text.c_str(), &args.gen, stream_to_stdout,
+    const GenerateOptions gen(args);
+    st = parley_session_send(open.session.get(), text.c_str(), gen.get(), stream_to_stdout,
                              nullptr, &stats);
   }
   std::printf("\n");
   if (st == PARLEY_OK || st == PARLEY_E_CANCELLED) {
     open.last_turn = stats;
     if (st == PARLEY_E_CANCELLED) std::printf("[stopped]\n");
-    if (args.print_ids) print_ids(last_reply_ids(open.session.get(), stats.generated_tokens));
+    if (args.print_ids) print_ids(last_reply_ids(open.session.get()));
   } else {
     print_error("send failed", st);
     if (st == PARLEY_E_CONTEXT_FULL) {

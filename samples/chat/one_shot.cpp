@@ -44,13 +44,14 @@ int run_one_shot(parley_engine* engine, const CliArgs& args) {
   stats.struct_size = sizeof stats;
   {
     const InterruptOnCtrlC stop(session);
-    st = parley_session_send(session, args.prompt->c_str(), &args.gen, stream_to_stdout,
+    const GenerateOptions gen(args);
+    st = parley_session_send(session, args.prompt->c_str(), gen.get(), stream_to_stdout,
                              nullptr, &stats);
   }
   std::printf("\n");
   int rc = 0;
   if (st == PARLEY_OK || st == PARLEY_E_CANCELLED) {
-    if (args.print_ids) print_ids(last_reply_ids(session, stats.generated_tokens));
+    if (args.print_ids) print_ids(last_reply_ids(session));
     if (st == PARLEY_E_CANCELLED) {
       std::fprintf(stderr, "parley-chat: stopped\n");
       rc = 1;

@@ -33,8 +33,8 @@ class InterruptOnCtrlC {
 // A parley_text_fn: writes the text to stdout at once; returns non-zero after Ctrl-C.
 int stream_to_stdout(const char* utf8, size_t len, void* user);
 
-// The ids of the last reply: the last `generated` tokens of the conversation.
-std::vector<int32_t> last_reply_ids(parley_session* s, uint32_t generated);
+// The ids of the last reply as the conversation keeps them.
+std::vector<int32_t> last_reply_ids(parley_session* s);
 
 // Prints "ids: 1 2 3".
 void print_ids(const std::vector<int32_t>& ids);

@@ -1,6 +1,8 @@
 // parley_session_*: argument checks, the busy flag, then engine::Session.
 #include <cmath>
 #include <cstring>
+#include <string>
+#include <vector>
 
 #include "api/api_guard.h"
 #include "api/buffers.h"
@@ -8,6 +10,8 @@
 #include "api/options.h"
 #include "parley.h"
 #include "text/chat_template.h"
+#include "text/stop_strings.h"
+#include "text/utf8_stream.h"
 
 namespace parley::api {
 namespace {
@@ -34,6 +38,33 @@ engine::SessionOptions session_options_from(const parley_session_options* user) 
   return s;
 }
 
+static_assert(text::StopStrings::kMaxCount == PARLEY_MAX_STOP_STRINGS);
+static_assert(text::StopStrings::kMaxBytes == PARLEY_MAX_STOP_BYTES);
+
+text::StopStrings stop_strings_from(const parley_generate_options& o) {
+  using text::StopStrings;
+  check_arg(o.reserved0 == 0, "reserved0 must be 0");
+  if (o.n_stop > StopStrings::kMaxCount) {
+    fail(Status::invalid_argument, "n_stop is " + std::to_string(o.n_stop) + "; at most " +
+                                       std::to_string(StopStrings::kMaxCount) + " stop strings");
+  }
+  check_arg(o.n_stop == 0 || o.stop, "stop is NULL but n_stop is not 0");
+  std::vector<std::string> strings;
+  for (uint32_t i = 0; i < o.n_stop; ++i) {
+    const std::string at = "stop[" + std::to_string(i) + "]";
+    if (!o.stop[i]) fail(Status::invalid_argument, at + " is NULL");
+    const std::string_view s = o.stop[i];
+    if (s.empty() || s.size() > StopStrings::kMaxBytes) {
+      fail(Status::invalid_argument, at + " has " + std::to_string(s.size()) +
+                                         " bytes; a stop string has 1 to " +
+                                         std::to_string(StopStrings::kMaxBytes));
+    }
+    if (!text::is_valid_utf8(s)) fail(Status::invalid_argument, at + " is not valid UTF-8");
+    strings.emplace_back(s);
+  }
+  return StopStrings(std::move(strings));
+}
+
 engine::GenerateParams generate_params_from(const parley_generate_options* user) {
   parley_generate_options o;
   if (user) {
@@ -54,6 +85,7 @@ engine::GenerateParams generate_params_from(const parley_generate_options* user)
   p.sampler.min_p = o.min_p;
   p.sampler.repeat_penalty = o.repeat_penalty == 0.0f ? 1.0f : o.repeat_penalty;
   p.sampler.repeat_last_n = o.repeat_last_n;
+  p.stop_strings = stop_strings_from(o);
   return p;
 }
 
@@ -67,6 +99,8 @@ parley_turn_stats turn_stats_to_c(const engine::TurnStats& s) {
   r.tpot_ms = s.tpot_ms;
   r.restore_ms = s.restore_ms;
   r.kv_source = int32_t(s.kv_source);
+  r.stop_reason = int32_t(s.stop_reason);
+  r.stop_index = s.stop_index;
   return r;
 }
 

@@ -24,6 +24,15 @@ constexpr bool is_earlier_size<parley_engine_stats>(size_t size) {
   return size == offsetof(parley_engine_stats, decode_steps);  // 0.1
 }
 
+template <>
+constexpr bool is_earlier_size<parley_generate_options>(size_t size) {
+  return size == offsetof(parley_generate_options, stop);  // 0.1, 0.2
+}
+template <>
+constexpr bool is_earlier_size<parley_turn_stats>(size_t size) {
+  return size == offsetof(parley_turn_stats, stop_reason);  // 0.1, 0.2
+}
+
 template <typename T>
 bool is_known_size(size_t size) {
   return size >= sizeof(T) || is_earlier_size<T>(size);

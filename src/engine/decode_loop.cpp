@@ -1,6 +1,7 @@
 // Session::decode — sample a token, stream its text, feed it back, until a stop.
 #include <algorithm>
 #include <cstdint>
+#include <optional>
 
 #include "common/error.h"
 #include "engine/clock.h"
@@ -9,6 +10,58 @@
 #include "text/utf8_stream.h"
 
 namespace parley::engine {
+namespace {
+
+// The reply's text on its way to the sink: streamed up to a stop string, holding back a tail
+// that may turn out to start one.
+class ReplyText {
+ public:
+  ReplyText(const text::StopStrings& stops, const TextSink& sink) : stops_(stops), sink_(sink) {}
+
+  // Adds a token's text; false when the sink asked to stop.
+  bool add(std::string_view piece) {
+    token_starts_.push_back(text_.size());
+    return append(piece, false);
+  }
+  // Adds the stream's last bytes and streams whatever is left; false as add().
+  bool finish(std::string_view tail) { return append(tail, true); }
+
+  const std::optional<text::StopStrings::Match>& stop() const { return stop_; }
+  // Reply tokens whose text starts before the stop string: the ones the reply keeps.
+  size_t tokens_before_stop() const {
+    return size_t(std::lower_bound(token_starts_.begin(), token_starts_.end(), stop_->at) -
+                  token_starts_.begin());
+  }
+  // The reply: everything generated, or what lies before the stop string.
+  std::string take() {
+    if (stop_) text_.resize(stop_->at);
+    return std::move(text_);
+  }
+
+ private:
+  bool append(std::string_view bytes, bool last) {
+    text_ += bytes;
+    if (stop_) return sink_open_;  // (text after the stop: only an unflushed stream tail)
+    const text::StopStrings::Cut cut = stops_.next_cut(text_, streamed_, last);
+    stop_ = cut.stop;
+    const size_t end = cut.end;
+    if (end <= streamed_ || !sink_open_) return sink_open_;
+    const std::string_view out = std::string_view(text_).substr(streamed_, end - streamed_);
+    streamed_ = end;
+    sink_open_ = !sink_ || sink_(out);
+    return sink_open_;
+  }
+
+  const text::StopStrings& stops_;
+  const TextSink& sink_;
+  std::string text_;
+  size_t streamed_ = 0;  // text_[0, streamed_) went to the sink
+  bool sink_open_ = true;
+  std::vector<size_t> token_starts_;  // where each reply token's text starts in text_
+  std::optional<text::StopStrings::Match> stop_;
+};
+
+}  // namespace
 
 std::string Session::decode(sample::Sampler& sampler, const GenerateParams& params,
                             const TextSink& sink, TurnStats& stats, double started_ms,
@@ -20,14 +73,19 @@ std::string Session::decode(sample::Sampler& sampler, const GenerateParams& para
   // A raw reply to BOS alone starts a text: the stream decodes it as sentencepiece would.
   if (!tokens_.empty() && tokens_.back() == engine_->tokenizer().bos_id()) stream.push(tokens_.back());
 
-  std::string reply;
+  ReplyText reply(params.stop_strings, sink);
   uint32_t generated = 0;
   double first_token_ms = 0;
   reply_closed_ = false;
   StepBatcher::Decoder decoder(engine_->step_batcher());
-  while (generated < limit && tokens_.size() < context) {
+  while (true) {
+    if (tokens_.size() >= context) {  // (send() leaves room for one token: not at the start)
+      stats.stop_reason = StopReason::context_end;
+      break;
+    }
     if (interrupt_.load(std::memory_order_relaxed)) {
       cut = ReplyCut::cancelled;
+      stats.stop_reason = StopReason::cancelled;
       break;
     }
     const int32_t id = sampler.sample(logits_, tokens_);
@@ -42,17 +100,23 @@ std::string Session::decode(sample::Sampler& sampler, const GenerateParams& para
     }
     if (!params.ignore_eos && std::find(stops.begin(), stops.end(), id) != stops.end()) {
       reply_closed_ = true;
+      stats.stop_reason = StopReason::end_token;
       break;
     }
-    const std::string piece = stream.push(id);
-    if (!piece.empty()) {
-      reply += piece;
-      if (sink && !sink(piece)) {
-        cut = ReplyCut::cancelled;
-        break;
-      }
+    if (!reply.add(stream.push(id))) {
+      cut = ReplyCut::cancelled;
+      stats.stop_reason = StopReason::cancelled;
+      break;
     }
-    if (generated == limit || tokens_.size() >= context) break;
+    if (reply.stop()) break;
+    if (generated == limit) {
+      stats.stop_reason = StopReason::max_tokens;
+      break;
+    }
+    if (tokens_.size() >= context) {
+      stats.stop_reason = StopReason::context_end;
+      break;
+    }
 
     try {
       feed_last_token(decoder);
@@ -61,16 +125,28 @@ std::string Session::decode(sample::Sampler& sampler, const GenerateParams& para
       // ends here, and what was streamed stays the turn (its last token is fed next turn).
       if (e.status() != Status::out_of_memory) throw;
       cut = ReplyCut::out_of_kv_memory;
+      stats.stop_reason = StopReason::out_of_memory;
       break;
     }
   }
-  const std::string tail = stream.finish();
-  if (!tail.empty()) {
-    reply += tail;
-    if (sink) sink(tail);  // the reply ends here anyway; a stop request changes nothing
-  }
+  reply.finish(stream.finish());  // the reply ends here anyway; a stop request changes nothing
   stats.generated_tokens = generated;
-  return reply;
+  if (reply.stop()) {
+    // The text from the stop string on is not the reply's, nor are the tokens that brought
+    // only that text (an end token after it included); the reply is left open, so that the
+    // next turn closes it as the template does.
+    if (cut == ReplyCut::none) stats.stop_reason = StopReason::stop_string;
+    stats.stop_index = int32_t(reply.stop()->index);
+    drop_reply_tokens(generated - reply.tokens_before_stop());
+    reply_closed_ = false;
+  }
+  return reply.take();
+}
+
+void Session::drop_reply_tokens(size_t n) {
+  if (n == 0) return;
+  tokens_.resize(tokens_.size() - n);
+  truncate_kv(std::min(n_cached_, uint32_t(tokens_.size()) - 1));
 }
 
 }  // namespace parley::engine

@@ -22,6 +22,7 @@
 #include "store/store.h"
 #include "sample/sampler.h"
 #include "text/chat_template.h"
+#include "text/stop_strings.h"
 
 namespace parley::engine {
 
@@ -45,6 +46,18 @@ struct GenerateParams {
   uint64_t seed = 0;          // 0 = a fresh random seed
   uint32_t max_tokens = 256;  // 0 = up to the end of the context
   bool ignore_eos = false;
+  text::StopStrings stop_strings;  // the reply ends before the first of these it shows
+};
+
+// Why a reply ended (PARLEY_STOP_*).
+enum class StopReason : int32_t {
+  none = 0,  // (not set)
+  end_token = 1,
+  max_tokens = 2,
+  stop_string = 3,
+  context_end = 4,
+  cancelled = 5,
+  out_of_memory = 6,
 };
 
 struct TurnStats {
@@ -56,6 +69,8 @@ struct TurnStats {
   double tpot_ms = 0;
   double restore_ms = 0;
   KvSource kv_source = KvSource::fresh;
+  StopReason stop_reason = StopReason::none;
+  int32_t stop_index = -1;  // which stop string ended the reply
 };
 
 enum class SessionState : int32_t { active = 0, idle = 1, spilled = 2 };  // PARLEY_SESSION_*
@@ -169,13 +184,18 @@ class Session {
   void feed_last_token(StepBatcher::Decoder& decoder);
   // Makes positions [from, to) writable, spilling other sessions when the budget is short.
   void prepare_write(uint32_t from, uint32_t to);
-  // Samples, streams and feeds reply tokens until a stop; returns the reply's text.
-  // How a reply ended, when not by a stop token or a limit.
+  // Samples, streams and feeds reply tokens until a stop; returns the reply's text. A reply
+  // that shows a stop string ends before it: the text from there on is not streamed, and the
+  // tokens that brought only that text are dropped (with their KV).
+  // How a reply ended, when not by a stop token, a stop string or a limit.
   enum class ReplyCut { none, cancelled, out_of_kv_memory };
   std::string decode(sample::Sampler& sampler, const GenerateParams& params,
                      const TextSink& sink, TurnStats& stats, double started_ms, ReplyCut& cut);
   // Drops KV past n tokens (tokens_ is the caller's).
   void truncate_kv(uint32_t n);
+  // Drops the last n reply tokens and their KV; the one then last awaits its KV again, so that
+  // the next turn computes it and the logits that follow it.
+  void drop_reply_tokens(size_t n);
   // Commits the messages the store does not have yet (transcript.cpp).
   void commit_messages();
   store::StoredSession stored_header() const;

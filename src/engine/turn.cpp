@@ -81,6 +81,7 @@ void Session::send(std::string_view user_text, const GenerateParams& params,
     std::string reply;
     if (n_cached_ < tokens_.size()) {  // stopped during the prompt: an empty reply, left open
       cut = ReplyCut::cancelled;
+      stats.stop_reason = StopReason::cancelled;
       reply_closed_ = false;
     } else {
       reply = decode(sampler, params, sink, stats, started_ms, cut);
@@ -96,8 +97,9 @@ void Session::send(std::string_view user_text, const GenerateParams& params,
     // reply's closing ids, which are rendered with it): rewinding it removes them all.
     user_message = {Role::user, std::string(user_text),
                     stats.prompt_tokens - system_tokens.value_or(0), uint32_t(tokens_before), true};
-    reply_message = {Role::assistant, std::move(reply), stats.generated_tokens,
-                     uint32_t(tokens_before + new_ids.size()), reply_closed_};
+    const size_t reply_start = tokens_before + new_ids.size();
+    reply_message = {Role::assistant, std::move(reply), uint32_t(tokens_.size() - reply_start),
+                     uint32_t(reply_start), reply_closed_};
     messages_.reserve(messages_.size() + 3);
   } catch (...) {
     tokens_.resize(tokens_before);

@@ -78,7 +78,7 @@ template <typename T, typename Use>
 void out_rows(MisuseRows& r, const char* fn, Use use) {
   const std::pair<const char*, size_t> too_small[] = {
       {"struct_size 0", 0}, {"only the struct_size field", sizeof(size_t)},
-      {"ends inside the last field", sizeof(T) - 3}, {"one field short", sizeof(T) - 8}};
+      {"ends inside the last field", sizeof(T) - 3}, {"short of the last 4 bytes", sizeof(T) - 4}};
   for (const auto& [what, size] : too_small) {
     r.push_back({fn, what, kInvalid, [size, use](MisuseWorld& w) {
                    Padded<T> p = padded<T>(size, 0xAB);
@@ -115,6 +115,20 @@ void earlier_size_row(MisuseRows& r, const char* fn, const char* what, size_t si
                  }
                  return p.value.struct_size == size && written(p.value) ? PARLEY_OK
                                                                         : kRowCheckFailed;
+               }});
+}
+
+// An options struct of an earlier version's size, garbage behind it: accepted, and nothing past
+// that size read (the fields there take their defaults).
+template <typename T, typename Use>
+void earlier_options_row(MisuseRows& r, const char* fn, const char* what, size_t size, Use use) {
+  r.push_back({fn, what, PARLEY_OK, [size, use](MisuseWorld& w) {
+                 Padded<T> p;
+                 init_defaults(&p.value);
+                 auto* bytes = reinterpret_cast<unsigned char*>(&p);
+                 std::memset(bytes + size, 0xAB, sizeof p - size);
+                 p.value.struct_size = size;
+                 return use(w, &p.value);
                }});
 }
 
@@ -171,13 +185,16 @@ MisuseRows struct_size_rows() {
         parley_session_close(s);
         return st;
       });
-  option_rows<parley_generate_options>(
-      r, "parley_session_send", "generate options",
-      [](MisuseWorld& w, parley_generate_options* o) {
-        o->max_tokens = 2;
-        o->temperature = 0;
-        return parley_session_send(w.session(), "a", o, nullptr, nullptr, nullptr);
-      });
+  const auto send_with = [](MisuseWorld& w, parley_generate_options* o) {
+    o->max_tokens = 2;
+    o->temperature = 0;
+    return parley_session_send(w.session(), "a", o, nullptr, nullptr, nullptr);
+  };
+  option_rows<parley_generate_options>(r, "parley_session_send", "generate options", send_with);
+  // 0.2's struct ended before the stop strings.
+  earlier_options_row<parley_generate_options>(
+      r, "parley_session_send", "generate options: 0.2's size, garbage behind it",
+      offsetof(parley_generate_options, stop), send_with);
 
   const auto get_stats = [](MisuseWorld& w, parley_engine_stats* s) {
     return parley_engine_get_stats(w.engine(), s);
@@ -199,10 +216,16 @@ MisuseRows struct_size_rows() {
   out_rows<parley_turn>(r, "parley_session_get_turn", [](MisuseWorld& w, parley_turn* t) {
     return parley_session_get_turn(w.session_with_turn(), 0, t);
   });
-  out_rows<parley_turn_stats>(r, "parley_session_send", [](MisuseWorld& w, parley_turn_stats* t) {
+  const auto send_for_stats = [](MisuseWorld& w, parley_turn_stats* t) {
     const parley_generate_options g = quick_generate();
     return parley_session_send(w.session(), "a", &g, nullptr, nullptr, t);
-  });
+  };
+  out_rows<parley_turn_stats>(r, "parley_session_send", send_for_stats);
+  // 0.2's struct ended before stop_reason.
+  earlier_size_row<parley_turn_stats>(
+      r, "parley_session_send", "turn stats: 0.2's size: filled up to it, nothing past it",
+      offsetof(parley_turn_stats, stop_reason), send_for_stats,
+      [](const parley_turn_stats& t) { return t.generated_tokens > 0 && t.reserved0 == 0; });
 
   init_rows<parley_engine_options>(r, "parley_engine_options_init_sized",
                                    parley_engine_options_init_sized);

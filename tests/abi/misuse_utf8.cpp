@@ -1,7 +1,7 @@
 // Rows: invalid UTF-8 in every text argument (parley.h: strings are UTF-8). Each kind of
 // ill-formed sequence the Unicode standard names is INVALID_ARGUMENT in text to send or
-// tokenize, session ids, system prompts and cache scopes; an id that no session can have
-// is simply not found by open and delete.
+// tokenize, stop strings, session ids, system prompts and cache scopes; an id that no session
+// can have is simply not found by open and delete.
 #include <string>
 
 #include "misuse_matrix.h"
@@ -62,6 +62,14 @@ MisuseRows utf8_rows() {
                    o.cache_scope = text.c_str();
                    parley_session* s = nullptr;
                    return parley_session_create(w.engine(), &o, &s);
+                 }});
+    r.push_back({"parley_session_send", std::string("stop string: ") + b.what, kInvalid,
+                 [text](MisuseWorld& w) {
+                   parley_generate_options g = quick_generate();
+                   const char* const stop[] = {text.c_str()};
+                   g.stop = stop;
+                   g.n_stop = 1;
+                   return parley_session_send(w.session(), "a", &g, nullptr, nullptr, nullptr);
                  }});
     r.push_back({"parley_session_fork", std::string("new_id: ") + b.what, kInvalid,
                  [text](MisuseWorld& w) {

@@ -139,6 +139,41 @@ MisuseRows value_rows() {
     g.max_tokens = UINT32_MAX;
     g.temperature = 0;
   });
+  generate("stop: 17 strings", kInvalid, [](parley_generate_options& g) {
+    static const char* const kMany[17] = {"a", "b", "c", "d", "e", "f", "g", "h", "i",
+                                          "j", "k", "l", "m", "n", "o", "p", "q"};
+    g.stop = kMany;
+    g.n_stop = 17;
+  });
+  generate("stop NULL with n_stop 1", kInvalid, [](parley_generate_options& g) { g.n_stop = 1; });
+  generate("stop[1] NULL", kInvalid, [](parley_generate_options& g) {
+    static const char* const kWithNull[2] = {"x", nullptr};
+    g.stop = kWithNull;
+    g.n_stop = 2;
+  });
+  generate("stop: an empty string", kInvalid, [](parley_generate_options& g) {
+    static const char* const kEmpty[1] = {""};
+    g.stop = kEmpty;
+    g.n_stop = 1;
+  });
+  generate("stop: a string of 257 bytes", kInvalid, [](parley_generate_options& g) {
+    static const std::string kLong(257, 'x');
+    static const char* const kStrings[1] = {kLong.c_str()};
+    g.stop = kStrings;
+    g.n_stop = 1;
+  });
+  generate("stop: 16 strings, one of 256 bytes", PARLEY_OK, [](parley_generate_options& g) {
+    static const std::string kLongest(256, 'x');
+    static const char* const kStrings[16] = {kLongest.c_str(), "b", "c", "d", "e", "f", "g", "h",
+                                             "i", "j", "k", "l", "m", "n", "o", "p"};
+    g.stop = kStrings;
+    g.n_stop = 16;
+  });
+  generate("stop strings with n_stop 0: none", PARLEY_OK, [](parley_generate_options& g) {
+    static const char* const kUnread[1] = {nullptr};
+    g.stop = kUnread;
+  });
+  generate("reserved0 1", kInvalid, [](parley_generate_options& g) { g.reserved0 = 1; });
 
   r.push_back({"parley_session_send", "400 KB of text", PARLEY_E_CONTEXT_FULL,
                [](MisuseWorld& w) { return send_text(w.session(), huge_text().c_str()); }});

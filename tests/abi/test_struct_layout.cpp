@@ -37,7 +37,10 @@ static_assert(offsetof(parley_generate_options, min_p) == 32);
 static_assert(offsetof(parley_generate_options, repeat_penalty) == 36);
 static_assert(offsetof(parley_generate_options, repeat_last_n) == 40);
 static_assert(offsetof(parley_generate_options, ignore_eos) == 44);
-static_assert(sizeof(parley_generate_options) == 48);
+static_assert(offsetof(parley_generate_options, stop) == 48);  // since 0.3
+static_assert(offsetof(parley_generate_options, n_stop) == 56);
+static_assert(offsetof(parley_generate_options, reserved0) == 60);
+static_assert(sizeof(parley_generate_options) == 64);
 
 static_assert(offsetof(parley_turn_stats, prompt_tokens) == 8);
 static_assert(offsetof(parley_turn_stats, reused_tokens) == 12);
@@ -48,7 +51,9 @@ static_assert(offsetof(parley_turn_stats, tpot_ms) == 32);
 static_assert(offsetof(parley_turn_stats, restore_ms) == 40);
 static_assert(offsetof(parley_turn_stats, kv_source) == 48);
 static_assert(offsetof(parley_turn_stats, reserved0) == 52);
-static_assert(sizeof(parley_turn_stats) == 56);
+static_assert(offsetof(parley_turn_stats, stop_reason) == 56);  // since 0.3
+static_assert(offsetof(parley_turn_stats, stop_index) == 60);
+static_assert(sizeof(parley_turn_stats) == 64);
 
 static_assert(offsetof(parley_session_info, id) == 8);
 static_assert(offsetof(parley_session_info, n_turns) == 136);

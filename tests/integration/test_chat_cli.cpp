@@ -175,6 +175,31 @@ TEST_CASE("one-shot greedy runs print the reference continuation and its ids") {
   }
 }
 
+TEST_CASE("--stop ends the reply before the text, and --print-ids shows the ids it kept") {
+  PARLEY_SHARED_OR_SKIP(gguf, "models/stories260k/stories260k-f32.gguf");
+  const std::string base = "-m " + quote(gguf.string()) +
+                           " --template raw --temp 0 --ignore-eos -n 48 --print-ids -p " +
+                           quote("Once upon a time");
+  const Run full = run_chat(base);
+  REQUIRE(full.exit_code == 0);
+  const size_t full_cut = full.out.rfind("\nids:");
+  REQUIRE(full_cut != std::string::npos);
+  const std::string reply = full.out.substr(0, full_cut);
+  const std::string stop = reply.substr(reply.size() / 2, 5);
+  const Run cut = run_chat(base + " --stop " + quote(stop) + " --stop zzzz");
+  CHECK(cut.exit_code == 0);
+  const size_t at = cut.out.rfind("\nids:");
+  REQUIRE(at != std::string::npos);
+  CHECK(cut.out.substr(0, at) == reply.substr(0, reply.find(stop)));
+  // The kept ids start the uncut reply's.
+  const std::string ids = cut.out.substr(at + 1), full_ids = full.out.substr(full_cut + 1);
+  CHECK(ids.size() < full_ids.size());
+  CHECK(full_ids.rfind(ids.substr(0, ids.size() - 1), 0) == 0);
+  const Run empty = run_program(PARLEY_CHAT_EXE, "-m x --stop '' -p hi", "", Stderr::merged);
+  CHECK(empty.exit_code == 1);
+  CHECK(empty.out == "parley-chat: error: a --stop text has 1 to 256 bytes\n");
+}
+
 TEST_CASE("errors exit with status 1 and keep stdout empty") {
   CHECK(run_chat("").exit_code == 1);
   CHECK(run_chat("--no-such-flag").exit_code == 1);

@@ -23,6 +23,17 @@ namespace Parley
         Rebuilt = 3,   // KV was recomputed from the stored transcript
     }
 
+    // Why a reply ended (TurnStats.StopReason).
+    public enum StopReason
+    {
+        EndToken = 1,     // the model ended it (EOS or the template's end of turn)
+        MaxTokens = 2,    // it reached GenerateOptions.MaxTokens
+        StopString = 3,   // it showed a stop string (TurnStats.StopIndex says which)
+        ContextEnd = 4,   // it reached the end of the context
+        Cancelled = 5,    // Interrupt(), or the text handler stopped it
+        OutOfMemory = 6,  // the KV budget ran out
+    }
+
     public enum SessionState
     {
         Active = 0,

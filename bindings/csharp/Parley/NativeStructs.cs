@@ -123,6 +123,9 @@ namespace Parley
         public float repeat_penalty;
         public uint repeat_last_n;
         public int ignore_eos;
+        public IntPtr stop;  // since 0.3: const char *const *, n_stop UTF-8 strings
+        public uint n_stop;
+        public int reserved0;
 
         internal static NativeGenerateOptions Defaults()
         {
@@ -145,6 +148,8 @@ namespace Parley
         public double restore_ms;
         public int kv_source;
         public int reserved0;
+        public int stop_reason;  // since 0.3
+        public int stop_index;
     }
 
     // The caller's struct_size, computed once per struct type.

@@ -1,6 +1,7 @@
 // Options of an engine, a session and a reply. Unset values mean the library's defaults, which
 // are read from the library itself (parley_*_options_init_sized) rather than repeated here.
 using System;
+using System.Collections.Generic;
 
 namespace Parley
 {
@@ -81,7 +82,15 @@ namespace Parley
         public int RepeatLastN { get; set; }
         public bool IgnoreEos { get; set; }       // never stop on end tokens (references, benchmarks)
 
-        internal static NativeGenerateOptions ToNative(GenerateOptions options)
+        // Stop strings: at most 16, each 1-256 bytes of UTF-8; null or empty = none. The reply
+        // ends before the first of them it shows, which is neither streamed nor kept; text
+        // that may be the start of one is streamed once the next tokens show it is not.
+        // TurnStats.StopReason and StopIndex say whether one ended the reply, and which.
+        public IList<string> Stop { get; set; }
+
+        // The strings Stop points to live in `strings`: dispose of it after the call.
+        internal static NativeGenerateOptions ToNative(GenerateOptions options,
+                                                       NativeStrings strings)
         {
             NativeGenerateOptions o = NativeGenerateOptions.Defaults();
             if (options == null) return o;
@@ -96,6 +105,10 @@ namespace Parley
             o.repeat_penalty = options.RepeatPenalty;
             o.repeat_last_n = (uint)options.RepeatLastN;
             o.ignore_eos = options.IgnoreEos ? 1 : 0;
+            // Count and length limits are the library's to check, with its messages.
+            IList<string> stop = options.Stop;
+            o.stop = strings.AddArray(stop, "Stop");
+            o.n_stop = stop == null ? 0u : (uint)stop.Count;
             return o;
         }
     }

@@ -144,7 +144,16 @@ namespace Parley
         {
             byte[] utf8 = Utf8.ToNative(text, "text");
             if (utf8 == null) throw new ArgumentNullException("text");
-            NativeGenerateOptions o = GenerateOptions.ToNative(options);
+            using (var strings = new NativeStrings())
+            {
+                NativeGenerateOptions o = GenerateOptions.ToNative(options, strings);
+                return SendNative(utf8, ref o, onPiece);
+            }
+        }
+
+        private string SendNative(byte[] utf8, ref NativeGenerateOptions o,
+                                  Func<string, bool> onPiece)
+        {
             var stats = new NativeTurnStats { struct_size = SizeOf<NativeTurnStats>.Value };
             var sink = new TextSink(onPiece);
             GCHandle pin = GCHandle.Alloc(sink);

@@ -13,16 +13,22 @@ namespace Parley
             TpotMs = s.tpot_ms;
             RestoreMs = s.restore_ms;
             KvSource = (KvSource)s.kv_source;
+            StopReason = (StopReason)s.stop_reason;
+            StopIndex = s.stop_index;
         }
 
         public int PromptTokens { get; private set; }     // this turn's input (template + user text)
         public int ReusedTokens { get; private set; }     // tokens whose KV was already there
         public int ComputedTokens { get; private set; }   // tokens prefilled in this turn
-        public int GeneratedTokens { get; private set; }
+        public int GeneratedTokens { get; private set; }  // also those a stop string dropped
         public double TtftMs { get; private set; }        // from the call to the first reply token
         public double TpotMs { get; private set; }        // mean time per reply token after the first
         public double RestoreMs { get; private set; }     // time spent bringing stored KV back
         public KvSource KvSource { get; private set; }
+        public StopReason StopReason { get; private set; }
+        // The index in GenerateOptions.Stop of the stop string that ended the reply; -1 when
+        // none did (as IndexOf says "not found").
+        public int StopIndex { get; private set; }
     }
 
     public sealed class EngineStats

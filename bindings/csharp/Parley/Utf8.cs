@@ -63,6 +63,25 @@ namespace Parley
             return p;
         }
 
+        // An unmanaged array of pointers to copies of `strings`, for a `const char *const *`
+        // with a count beside it; IntPtr.Zero for null or empty. A null element is refused:
+        // C would take it for a missing string.
+        internal IntPtr AddArray(IList<string> strings, string paramName)
+        {
+            if (strings == null || strings.Count == 0) return IntPtr.Zero;
+            var pointers = new IntPtr[strings.Count];
+            for (int i = 0; i < pointers.Length; i++)
+            {
+                if (strings[i] == null)
+                    throw new ArgumentException("element " + i + " is null", paramName);
+                pointers[i] = Add(strings[i], paramName);
+            }
+            IntPtr array = Marshal.AllocHGlobal(IntPtr.Size * pointers.Length);
+            _blocks.Add(array);
+            Marshal.Copy(pointers, 0, array, pointers.Length);
+            return array;
+        }
+
         public void Dispose()
         {
             foreach (IntPtr p in _blocks) Marshal.FreeHGlobal(p);

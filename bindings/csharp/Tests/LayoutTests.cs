@@ -16,6 +16,26 @@ namespace Parley.Tests
         {
             r.Add("every exported function is declared", EveryExportIsDeclared);
             r.Add("structs match the C layout", StructsMatchC);
+            r.Add("the 0.3 fields are appended where parley.h documents them", Appended03Fields);
+        }
+
+        // The sizes and offsets parley.h documents for 64-bit targets (tests/abi asserts the
+        // same): new fields go after the old ones, whose offsets do not move.
+        private static void Appended03Fields()
+        {
+            if (IntPtr.Size != 8) throw new SkipException("the documented layouts are for 64-bit");
+            Assembly parley = typeof(Engine).Assembly;
+            Type options = NativeType(parley, "parley_generate_options");
+            Type stats = NativeType(parley, "parley_turn_stats");
+            Assert.Equal(64, Marshal.SizeOf(options), "sizeof parley_generate_options");
+            Assert.Equal(44, (int)Marshal.OffsetOf(options, "ignore_eos"), "offsetof ignore_eos");
+            Assert.Equal(48, (int)Marshal.OffsetOf(options, "stop"), "offsetof stop");
+            Assert.Equal(56, (int)Marshal.OffsetOf(options, "n_stop"), "offsetof n_stop");
+            Assert.Equal(60, (int)Marshal.OffsetOf(options, "reserved0"), "offsetof reserved0");
+            Assert.Equal(64, Marshal.SizeOf(stats), "sizeof parley_turn_stats");
+            Assert.Equal(48, (int)Marshal.OffsetOf(stats, "kv_source"), "offsetof kv_source");
+            Assert.Equal(56, (int)Marshal.OffsetOf(stats, "stop_reason"), "offsetof stop_reason");
+            Assert.Equal(60, (int)Marshal.OffsetOf(stats, "stop_index"), "offsetof stop_index");
         }
 
         private static void EveryExportIsDeclared()

@@ -31,6 +31,7 @@ namespace Parley.Tests
             LibraryTests.Register(runner);  // first: the log handler is set before any engine opens
             LayoutTests.Register(runner);
             GenerationTests.Register(runner);
+            StopTests.Register(runner);
             ErrorTests.Register(runner);
             StoreTests.Register(runner);
             LifetimeTests.Register(runner);

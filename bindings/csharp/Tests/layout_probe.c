@@ -93,6 +93,9 @@ int main(void) {
   FIELD(parley_generate_options, repeat_penalty);
   FIELD(parley_generate_options, repeat_last_n);
   FIELD(parley_generate_options, ignore_eos);
+  FIELD(parley_generate_options, stop);
+  FIELD(parley_generate_options, n_stop);
+  FIELD(parley_generate_options, reserved0);
 
   SIZE(parley_turn_stats);
   FIELD(parley_turn_stats, struct_size);
@@ -105,5 +108,7 @@ int main(void) {
   FIELD(parley_turn_stats, restore_ms);
   FIELD(parley_turn_stats, kv_source);
   FIELD(parley_turn_stats, reserved0);
+  FIELD(parley_turn_stats, stop_reason);
+  FIELD(parley_turn_stats, stop_index);
   return 0;
 }

@@ -6,7 +6,7 @@ from ctypes import (CFUNCTYPE, POINTER, Structure, c_char, c_char_p, c_double, c
                     c_int32, c_size_t, c_uint32, c_uint64, c_void_p)
 
 # The version this binding was written against (PARLEY_VERSION_NUMBER of parley.h).
-VERSION_NUMBER = 0 * 10000 + 2 * 100 + 0
+VERSION_NUMBER = 0 * 10000 + 3 * 100 + 0
 
 parley_status = c_int32
 engine_p = c_void_p  # parley_engine *
@@ -118,6 +118,9 @@ class GenerateOptions(Structure):
         ("repeat_penalty", c_float),
         ("repeat_last_n", c_uint32),
         ("ignore_eos", c_int32),
+        ("stop", POINTER(c_char_p)),  # since 0.3
+        ("n_stop", c_uint32),
+        ("reserved0", c_int32),
     ]
 
 
@@ -133,6 +136,8 @@ class TurnStats(Structure):
         ("restore_ms", c_double),
         ("kv_source", c_int32),
         ("reserved0", c_int32),
+        ("stop_reason", c_int32),  # since 0.3
+        ("stop_index", c_int32),
     ]
 
 

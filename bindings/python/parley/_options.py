@@ -53,6 +53,33 @@ def choice_arg(name, value, choices):
                                    % (name, ", ".join(sorted(choices)), value)) from None
 
 
+def stop_arg(stop):
+    """A sequence of str -> (char *[] of UTF-8, count); None or empty -> (None, 0). How many
+    and how long is for the library to judge, so its limits live in one place."""
+    if stop is None:
+        return None, 0
+    # A lone str is a sequence too, of one-character stop strings: surely not what was meant.
+    if isinstance(stop, (str, bytes)):
+        raise InvalidArgumentError("stop must be a sequence of str, not a single %s; "
+                                   "wrap it in a list" % type(stop).__name__)
+    try:
+        items = list(stop)
+    except TypeError:
+        raise InvalidArgumentError("stop must be a sequence of str, not %s"
+                                   % type(stop).__name__) from None
+    if not items:
+        return None, 0
+    encoded = []
+    for i, s in enumerate(items):
+        name = "stop[%d]" % i
+        if not isinstance(s, str):
+            raise InvalidArgumentError("%s must be a str, not %s" % (name, type(s).__name__))
+        encoded.append(text_arg(name, s))
+    # The options struct that is given this array keeps it, and the array its bytes, alive
+    # (ctypes' _objects): a stream() may send long after this returns.
+    return (ctypes.c_char_p * len(encoded))(*encoded), len(encoded)
+
+
 def engine_options(lib, model, store, device, kv, threads, kv_budget, idle_spill_ms, context):
     o = _native.EngineOptions()
     lib.parley_engine_options_init_sized(ctypes.byref(o), ctypes.sizeof(o))
@@ -79,7 +106,7 @@ def session_options(lib, id, system, template, scope, overflow):
 
 
 def generate_options(lib, max_tokens, temperature, top_k, top_p, min_p, repeat_penalty,
-                     repeat_last_n, seed, ignore_eos):
+                     repeat_last_n, seed, ignore_eos, stop):
     o = _native.GenerateOptions()
     lib.parley_generate_options_init_sized(ctypes.byref(o), ctypes.sizeof(o))
     o.seed = int_arg("seed", seed, ctypes.c_uint64)
@@ -91,4 +118,5 @@ def generate_options(lib, max_tokens, temperature, top_k, top_p, min_p, repeat_p
     o.repeat_penalty = float(repeat_penalty)
     o.repeat_last_n = int_arg("repeat_last_n", repeat_last_n, ctypes.c_uint32)
     o.ignore_eos = 1 if ignore_eos else 0
+    o.stop, o.n_stop = stop_arg(stop)
     return o

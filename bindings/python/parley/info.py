@@ -1,8 +1,11 @@
 """Read-only snapshots of the structs the library fills: plain dataclasses, detached from C."""
 
 import dataclasses
+from typing import Optional
 
 KV_SOURCES = {0: "new", 1: "resident", 2: "restored", 3: "rebuilt"}
+STOP_REASONS = {1: "end_token", 2: "max_tokens", 3: "stop_string", 4: "context_end",
+                5: "cancelled", 6: "out_of_memory"}
 SESSION_STATES = {0: "active", 1: "idle", 2: "spilled"}
 ROLES = {0: "system", 1: "user", 2: "assistant"}
 
@@ -20,7 +23,12 @@ def _text(raw):
 
 @dataclasses.dataclass(frozen=True)
 class TurnStats:
-    """What one send() did. kv_source: "new", "resident", "restored" or "rebuilt"."""
+    """What one send() did. kv_source: "new", "resident", "restored" or "rebuilt".
+    stop_reason, why the reply ended: "end_token" (the model ended it), "max_tokens",
+    "stop_string", "context_end", "cancelled" (interrupt() or on_text) or "out_of_memory"
+    (the KV budget ran out). stop_index: the index in `stop` of the stop string that ended
+    the reply; None when none did. generated_tokens counts the tokens a stop string dropped
+    too."""
     prompt_tokens: int
     reused_tokens: int
     computed_tokens: int
@@ -29,10 +37,14 @@ class TurnStats:
     tpot_ms: float
     restore_ms: float
     kv_source: str
+    stop_reason: str
+    stop_index: Optional[int]
 
     @classmethod
     def from_struct(cls, s):
-        return _copy(cls, s, kv_source=KV_SOURCES.get(s.kv_source, str(s.kv_source)))
+        return _copy(cls, s, kv_source=KV_SOURCES.get(s.kv_source, str(s.kv_source)),
+                     stop_reason=STOP_REASONS.get(s.stop_reason, str(s.stop_reason)),
+                     stop_index=s.stop_index if s.stop_index >= 0 else None)
 
 
 @dataclasses.dataclass(frozen=True)

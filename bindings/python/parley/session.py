@@ -29,16 +29,21 @@ class Session(NativeHandle):
     # ---- Generation -------------------------------------------------------------------------
 
     def send(self, text, *, max_tokens=256, temperature=0.8, top_k=40, top_p=0.95, min_p=0.05,
-             repeat_penalty=1.0, repeat_last_n=64, seed=0, ignore_eos=False, on_text=None):
+             repeat_penalty=1.0, repeat_last_n=64, seed=0, ignore_eos=False, stop=None,
+             on_text=None):
         """Adds a user message and returns the whole reply.
 
+        stop: stop strings (a sequence of str, at most 16, each 1-256 bytes of UTF-8); the
+        reply ends before the first of them it shows, which is neither returned, streamed nor
+        kept. Text that may be the start of one reaches on_text once the next tokens show it
+        is not. last_stats.stop_reason and .stop_index say why the reply ended.
         on_text(piece) is called with each piece of text as it is generated, on this thread;
         a truthy return stops the reply there (send then returns the partial reply). An
         exception it raises stops the reply and propagates from send.
         Raises CancelledError (with .reply) when interrupt() stopped it."""
         options = _options.generate_options(self._lib, max_tokens, temperature, top_k, top_p,
                                             min_p, repeat_penalty, repeat_last_n, seed,
-                                            ignore_eos)
+                                            ignore_eos, stop)
         pieces = []
 
         def on_piece(piece):
@@ -49,7 +54,8 @@ class Session(NativeHandle):
         return "".join(pieces)
 
     def stream(self, text, *, max_tokens=256, temperature=0.8, top_k=40, top_p=0.95,
-               min_p=0.05, repeat_penalty=1.0, repeat_last_n=64, seed=0, ignore_eos=False):
+               min_p=0.05, repeat_penalty=1.0, repeat_last_n=64, seed=0, ignore_eos=False,
+               stop=None):
         """Like send(), but returns an iterator of the reply's pieces, each yielded as it is
         generated. Generation waits while the loop body runs, so the body counts as inside
         the reply (calls on this session raise BusyError); leaving the loop early (break,
@@ -57,7 +63,7 @@ class Session(NativeHandle):
         an iterator still half-read then. Nothing is sent before the first next()."""
         options = _options.generate_options(self._lib, max_tokens, temperature, top_k, top_p,
                                             min_p, repeat_penalty, repeat_last_n, seed,
-                                            ignore_eos)
+                                            ignore_eos, stop)
         self._live()  # fail now, not at the first next()
         return stream_pieces(lambda on_piece, reply: self._send(text, options, on_piece, reply))
 

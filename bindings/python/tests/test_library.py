@@ -19,9 +19,11 @@ LAYOUT = {
     _native.EngineOptions: (56, {"model_path": 8, "n_threads": 32, "kv_budget_bytes": 40,
                                  "context_length": 52}),
     _native.SessionOptions: (48, {"id": 8, "overflow": 40, "reserved0": 44}),
-    _native.GenerateOptions: (48, {"seed": 8, "max_tokens": 16, "temperature": 20,
-                                   "ignore_eos": 44}),
-    _native.TurnStats: (56, {"generated_tokens": 20, "ttft_ms": 24, "kv_source": 48}),
+    _native.GenerateOptions: (64, {"seed": 8, "max_tokens": 16, "temperature": 20,
+                                   "ignore_eos": 44, "stop": 48, "n_stop": 56,
+                                   "reserved0": 60}),
+    _native.TurnStats: (64, {"generated_tokens": 20, "ttft_ms": 24, "kv_source": 48,
+                             "reserved0": 52, "stop_reason": 56, "stop_index": 60}),
     _native.SessionInfo: (168, {"id": 8, "n_turns": 136, "state": 144,
                                 "kv_bytes_resident": 152, "kv_bytes_stored": 160}),
     _native.Turn: (24, {"text": 8, "role": 16, "n_tokens": 20}),
@@ -55,16 +57,23 @@ def test_header_version_is_what_the_binding_knows():
     assert _native.VERSION_NUMBER == parts[0] * 10000 + parts[1] * 100 + parts[2]
 
 
+def test_package_version_is_the_binding_version():
+    want = _library._version_text(_native.VERSION_NUMBER)
+    assert parley.__version__ == want
+    pyproject = (BINDINGS_DIR / "pyproject.toml").read_text()
+    assert re.search(r'^version = "([^"]+)"', pyproject, re.M).group(1) == want
+
+
 def test_loaded_library_reports_its_version():
     assert parley.version_number() >= _native.VERSION_NUMBER
     assert parley.version().count(".") == 2
 
 
 def test_an_older_library_is_refused():
-    with pytest.raises(parley.LibraryError, match="older than the 0.2.0"):
-        _library.check_version(_native.VERSION_NUMBER - 100, "0.1.0", "/old/libparley.so.0")
-    _library.check_version(_native.VERSION_NUMBER, "0.2.0", "/current/libparley.so.0")
-    _library.check_version(_native.VERSION_NUMBER + 100, "0.3.0", "/newer/libparley.so.0")
+    with pytest.raises(parley.LibraryError, match="older than the 0.3.0"):
+        _library.check_version(_native.VERSION_NUMBER - 100, "0.2.0", "/old/libparley.so.0")
+    _library.check_version(_native.VERSION_NUMBER, "0.3.0", "/current/libparley.so.0")
+    _library.check_version(_native.VERSION_NUMBER + 100, "0.4.0", "/newer/libparley.so.0")
 
 
 def test_another_major_version_is_refused():

@@ -1,0 +1,47 @@
+#include "text/stop_strings.h"
+
+#include <algorithm>
+#include <utility>
+
+namespace parley::text {
+
+StopStrings::StopStrings(std::vector<std::string> strings) : strings_(std::move(strings)) {
+  for (const auto& s : strings_) longest_ = std::max(longest_, s.size());
+}
+
+StopStrings::Cut StopStrings::next_cut(std::string_view text, size_t streamed, bool last) const {
+  const std::optional<Match> match = find(text, streamed);
+  const size_t held = held_from(text, streamed);
+  // A stop string found ends the reply unless one that starts earlier may still complete:
+  // then, as when all the text comes at once, that one wins if it does.
+  if (match && (last || match->at <= held)) return {match->at, match};
+  return {last ? text.size() : held, std::nullopt};
+}
+
+std::optional<StopStrings::Match> StopStrings::find(std::string_view text, size_t from) const {
+  std::optional<Match> first;
+  for (size_t i = 0; i < strings_.size(); ++i) {
+    const size_t at = text.find(strings_[i], from);
+    if (at == std::string_view::npos) continue;
+    if (!first || at < first->at ||
+        (at == first->at && strings_[i].size() < strings_[first->index].size())) {
+      first = Match{at, i};
+    }
+  }
+  return first;
+}
+
+size_t StopStrings::held_from(std::string_view text, size_t from) const {
+  // Only the last (longest stop string - 1) bytes can start an incomplete one.
+  const size_t window = longest_ > 0 ? longest_ - 1 : 0;
+  for (size_t at = std::max(from, text.size() - std::min(text.size(), window)); at < text.size();
+       ++at) {
+    const std::string_view tail = text.substr(at);
+    for (const auto& s : strings_) {
+      if (s.size() > tail.size() && std::string_view(s).starts_with(tail)) return at;
+    }
+  }
+  return text.size();
+}
+
+}  // namespace parley::text

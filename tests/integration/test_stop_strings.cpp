@@ -1,0 +1,249 @@
+// Stop strings through the C ABI on stories260K: the reply ends before the first one it shows
+// (streamed text, kept text and the conversation's tokens agree), and a reply cut so goes on
+// exactly as one cut by max_tokens at the tokens it kept.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "parley.h"
+#include "support/c_api_options.h"
+#include "support/c_api_sessions.h"
+#include "support/shared_assets.h"
+
+using namespace parley::test;
+
+namespace {
+
+struct Reply {
+  parley_status status;
+  std::string text;      // as returned through the callback
+  parley_turn_stats stats;
+};
+
+int collect(const char* utf8, size_t len, void* user) {
+  static_cast<std::string*>(user)->append(utf8, len);
+  return 0;
+}
+
+Reply send(parley_session* s, const char* text, uint32_t max_tokens,
+           const std::vector<const char*>& stop = {}) {
+  parley_generate_options g = greedy_options(max_tokens);
+  g.stop = stop.empty() ? nullptr : stop.data();
+  g.n_stop = uint32_t(stop.size());
+  Reply r{};
+  r.stats.struct_size = sizeof r.stats;
+  r.status = parley_session_send(s, text, &g, collect, &r.text, &r.stats);
+  return r;
+}
+
+parley_turn turn_at(parley_session* s, uint32_t index) {
+  parley_turn t{};
+  t.struct_size = sizeof t;
+  REQUIRE(parley_session_get_turn(s, index, &t) == PARLEY_OK);
+  return t;
+}
+
+parley_session* new_session(parley_engine* e, const char* chat_template) {
+  parley_session_options so;
+  parley_session_options_init(&so);
+  so.chat_template = chat_template;
+  parley_session* s = nullptr;
+  REQUIRE(parley_session_create(e, &so, &s) == PARLEY_OK);
+  return s;
+}
+
+constexpr const char* kPrompt = "Once upon a time";
+constexpr uint32_t kReplyTokens = 48;
+
+}  // namespace
+
+TEST_CASE("a stop string ends the reply before it: streamed, kept and in tokens alike") {
+  PARLEY_SHARED_OR_SKIP(gguf, "models/stories260k/stories260k-f32.gguf");
+  parley_engine* e = open_engine(gguf.string(), PARLEY_KV_DEFAULT);
+  parley_session* plain = new_session(e, "raw");
+  const Reply full = send(plain, kPrompt, kReplyTokens);
+  REQUIRE(full.status == PARLEY_OK);
+  CHECK(full.stats.stop_reason == PARLEY_STOP_MAX_TOKENS);
+  CHECK(full.stats.stop_index == -1);
+  const std::vector<int32_t> full_tokens = session_tokens(plain);
+  REQUIRE(full.text.size() > 40);
+
+  // A stop string taken from the middle of the reply; it ends the reply where it first shows.
+  const std::string stop = full.text.substr(full.text.size() / 2, 6);
+  const size_t at = full.text.find(stop);
+  parley_session* s = new_session(e, "raw");
+  const Reply cut = send(s, kPrompt, kReplyTokens, {"never in a story \x01", stop.c_str()});
+  REQUIRE_MESSAGE(cut.status == PARLEY_OK, parley_last_error());
+  CHECK(cut.text == full.text.substr(0, at));
+  CHECK(std::string(turn_at(s, 1).text) == cut.text);
+  CHECK(cut.stats.stop_reason == PARLEY_STOP_STRING);
+  CHECK(cut.stats.stop_index == 1);
+
+  // The conversation keeps the reply tokens that brought text before the stop string: a
+  // prefix of the uncut reply's, shorter than what was sampled.
+  const std::vector<int32_t> tokens = session_tokens(s);
+  const uint32_t kept = turn_at(s, 1).n_tokens;
+  CHECK(tokens.size() == full_tokens.size() - kReplyTokens + kept);
+  CHECK(std::equal(tokens.begin(), tokens.end(), full_tokens.begin()));
+  CHECK(kept < cut.stats.generated_tokens);
+  CHECK(cut.stats.generated_tokens <= kReplyTokens);
+  // The last kept token's text starts before the stop string, the next one's does not
+  // (detokenized on their own, the reply's tokens may lose a leading space).
+  auto reply_text = [&](uint32_t n_tokens) {
+    std::vector<char> buf(4096);
+    size_t n = 0;
+    const size_t prompt = tokens.size() - kept;
+    REQUIRE(parley_detokenize(e, full_tokens.data() + prompt, n_tokens, buf.data(), buf.size(),
+                              &n) == PARLEY_OK);
+    return std::string(buf.data(), n);
+  };
+  CHECK(reply_text(kept - 1).size() < at);
+  CHECK(reply_text(kept).size() + 1 >= at);
+
+  parley_session_close(s);
+  parley_session_close(plain);
+  parley_engine_close(e);
+}
+
+TEST_CASE("a reply cut by a stop string goes on as one cut by max_tokens at its tokens") {
+  PARLEY_SHARED_OR_SKIP(gguf, "models/stories260k/stories260k-f32.gguf");
+  parley_engine* e = open_engine(gguf.string(), PARLEY_KV_F32);
+  for (const char* chat_template : {"raw", "llama2", "chatml"}) {
+    CAPTURE(chat_template);
+    parley_session* plain = new_session(e, chat_template);
+    const Reply full = send(plain, kPrompt, kReplyTokens);
+    REQUIRE(full.status == PARLEY_OK);
+    REQUIRE(full.text.size() > 20);
+    parley_session_close(plain);
+
+    const std::string stop = full.text.substr(full.text.size() / 3, 4);
+    parley_session* s = new_session(e, chat_template);
+    const Reply cut = send(s, kPrompt, kReplyTokens, {stop.c_str()});
+    REQUIRE(cut.stats.stop_reason == PARLEY_STOP_STRING);
+    const uint32_t kept = turn_at(s, 1).n_tokens;
+    REQUIRE(kept > 0);
+
+    parley_session* limited = new_session(e, chat_template);
+    const Reply same = send(limited, kPrompt, kept);
+    CHECK(same.stats.stop_reason == PARLEY_STOP_MAX_TOKENS);
+    CHECK(session_tokens(limited) == session_tokens(s));
+    // The next turn: the raw template continues the text (an empty message adds nothing, so
+    // the reply's last token gives the next); a chat template closes the reply first.
+    const char* next = std::string(chat_template) == "raw" ? "" : "What then?";
+    const Reply a = send(s, next, 24);
+    const Reply b = send(limited, next, 24);
+    REQUIRE(a.status == PARLEY_OK);
+    CHECK(a.text == b.text);
+    CHECK(session_tokens(s) == session_tokens(limited));
+    if (std::string(chat_template) == "raw") {
+      // Greedy from the same tokens: the uncut reply's own continuation.
+      CHECK(full.text.starts_with(cut.text));
+      CHECK(full.text.find(a.text, cut.text.size()) != std::string::npos);
+    }
+    parley_session_close(limited);
+    parley_session_close(s);
+  }
+  parley_engine_close(e);
+}
+
+TEST_CASE("a stop string at the start leaves the reply empty; a partial one is streamed last") {
+  PARLEY_SHARED_OR_SKIP(gguf, "models/stories260k/stories260k-f32.gguf");
+  parley_engine* e = open_engine(gguf.string(), PARLEY_KV_DEFAULT);
+  parley_session* plain = new_session(e, "raw");
+  const Reply full = send(plain, kPrompt, 24);
+  REQUIRE(full.text.size() > 8);
+  const std::vector<int32_t> full_tokens = session_tokens(plain);
+
+  parley_session* s = new_session(e, "raw");
+  const std::string head = full.text.substr(0, 3);
+  const Reply empty = send(s, kPrompt, 24, {head.c_str()});
+  CHECK(empty.status == PARLEY_OK);
+  CHECK(empty.text.empty());
+  CHECK(empty.stats.stop_reason == PARLEY_STOP_STRING);
+  CHECK(turn_at(s, 1).n_tokens == 0);
+  CHECK(session_tokens(s).size() == full_tokens.size() - 24);
+  // Going on with nothing added gives the uncut reply from its start.
+  const Reply again = send(s, "", 24);
+  CHECK(again.text == full.text);
+  CHECK(session_tokens(s) == full_tokens);
+  parley_session_close(s);
+
+  // The reply's last bytes start a stop string that never completes: held back while the
+  // reply grows, then streamed when it ends.
+  s = new_session(e, "raw");
+  const std::string tail = full.text.substr(full.text.size() - 3) + "QQ";
+  const Reply held = send(s, kPrompt, 24, {tail.c_str()});
+  CHECK(held.text == full.text);
+  CHECK(held.stats.stop_reason == PARLEY_STOP_MAX_TOKENS);
+  CHECK(held.stats.stop_index == -1);
+  parley_session_close(s);
+  parley_session_close(plain);
+  parley_engine_close(e);
+}
+
+TEST_CASE("a stopped reply is committed as cut and reads back so after a restart") {
+  PARLEY_SHARED_OR_SKIP(gguf, "models/stories260k/stories260k-f32.gguf");
+  const TempDir dir;
+  const std::string model = gguf.string(), store = (dir / "store.db").string();
+  auto open_with_store = [&] {
+    parley_engine_options eo;
+    parley_engine_options_init(&eo);
+    eo.model_path = model.c_str();
+    eo.store_path = store.c_str();
+    parley_engine* e = nullptr;
+    REQUIRE_MESSAGE(parley_engine_open(&eo, &e) == PARLEY_OK, parley_last_error());
+    return e;
+  };
+  parley_engine* e = open_with_store();
+  parley_session* s = create_raw_session(e, "kept");
+  const Reply full = send(s, kPrompt, 32);
+  REQUIRE(full.text.size() > 20);
+  REQUIRE(parley_session_rewind(s, 2) == PARLEY_OK);
+  const std::string stop = full.text.substr(full.text.size() / 2, 5);
+  const Reply cut = send(s, kPrompt, 32, {stop.c_str()});
+  REQUIRE(cut.stats.stop_reason == PARLEY_STOP_STRING);
+  const std::vector<int32_t> tokens = session_tokens(s);
+  parley_session_close(s);
+  parley_engine_close(e);
+
+  e = open_with_store();
+  REQUIRE(parley_session_open(e, "kept", &s) == PARLEY_OK);
+  CHECK(std::string(turn_at(s, 1).text) == cut.text);
+  CHECK(session_tokens(s) == tokens);
+  CHECK(send(s, " The end.", 8).status == PARLEY_OK);
+  parley_session_close(s);
+  parley_engine_close(e);
+}
+
+TEST_CASE("stop_reason: the end token, a stop by the callback, the context's end") {
+  PARLEY_SHARED_OR_SKIP(gguf, "models/stories260k/stories260k-f32.gguf");
+  parley_engine* e = open_engine(gguf.string(), PARLEY_KV_DEFAULT);
+  parley_session* s = new_session(e, "raw");
+  parley_generate_options g = greedy_options(400);
+  g.ignore_eos = 0;  // a story ends with BOS (the raw template's end token here)
+  parley_turn_stats stats{};
+  stats.struct_size = sizeof stats;
+  REQUIRE(parley_session_send(s, kPrompt, &g, nullptr, nullptr, &stats) == PARLEY_OK);
+  CHECK(stats.stop_reason ==
+        (stats.generated_tokens < 400 ? PARLEY_STOP_END_TOKEN : PARLEY_STOP_MAX_TOKENS));
+
+  const auto stop_at_once = [](const char*, size_t, void*) { return 1; };
+  g = greedy_options(16);
+  CHECK(parley_session_send(s, " Then", &g, stop_at_once, nullptr, &stats) ==
+        PARLEY_E_CANCELLED);
+  CHECK(stats.stop_reason == PARLEY_STOP_CANCELLED);
+  parley_session_close(s);
+
+  parley_model_info info{};
+  info.struct_size = sizeof info;
+  REQUIRE(parley_engine_get_model_info(e, &info) == PARLEY_OK);
+  s = new_session(e, "raw");
+  g = greedy_options(0);  // up to the context's end
+  REQUIRE(parley_session_send(s, kPrompt, &g, nullptr, nullptr, &stats) == PARLEY_OK);
+  CHECK(stats.stop_reason == PARLEY_STOP_CONTEXT_END);
+  CHECK(session_tokens(s).size() == info.context_length);
+  parley_session_close(s);
+  parley_engine_close(e);
+}
