@@ -488,6 +488,24 @@ PARLEY_API parley_status parley_session_send(parley_session *s, const char *user
                                              parley_text_fn on_text, void *user,
                                              parley_turn_stats *stats);
 
+/** Adds a user message and a reply to it that the caller wrote, without generating, as if the
+ *  model had replied so: a character's scripted lines, or a conversation carried over from
+ *  elsewhere. The reply is tokenized as plain text (as user text is) and left open, as one
+ *  cut at max_tokens: the next turn closes it the way the template closes a reply. The KV of
+ *  both is computed before this returns, so the next send() only computes its own message.
+ *  Both are turns (parley_session_get_turn; rewinding 2 removes them).
+ *  @param[in] s           the session
+ *  @param[in] user_text   UTF-8 text ("" allowed)
+ *  @param[in] reply_text  UTF-8 text ("" allowed)
+ *  Errors: INVALID_ARGUMENT (NULL or invalid UTF-8), CONTEXT_FULL (the two do not fit, as in
+ *  parley_session_send(); the session is left as before), OUT_OF_MEMORY (the session is left
+ *  as before), STORAGE (kept in memory and committed with the next turn, as in
+ *  parley_session_send()), BUSY, MISUSE, BACKEND.
+ *  With a store, the exchange is committed (synchronous=FULL) before this returns.
+ *  Thread-safety: one thread per session. Since: 0.3. */
+PARLEY_API parley_status parley_session_add_exchange(parley_session *s, const char *user_text,
+                                                     const char *reply_text);
+
 /* ---- Tokens ------------------------------------------------------------------------------ */
 
 /** Text to token ids with the model's tokenizer (buffer rule above); control tokens are never

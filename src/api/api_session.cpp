@@ -269,4 +269,15 @@ PARLEY_API parley_status parley_session_send(parley_session* s, const char* user
   });
 }
 
+PARLEY_API parley_status parley_session_add_exchange(parley_session* s, const char* user_text,
+                                                     const char* reply_text) {
+  return guarded(__func__, [&] {
+    auto handle = acquire(s);
+    SessionUse use(*handle);
+    check_arg(user_text, "user_text is NULL");
+    check_arg(reply_text, "reply_text is NULL");
+    handle->session->add_exchange(user_text, reply_text);
+  });
+}
+
 }  // extern "C"

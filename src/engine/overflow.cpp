@@ -9,7 +9,8 @@
 
 namespace parley::engine {
 
-bool Session::drop_oldest_to_fit(std::string_view user_text, std::vector<int32_t>& new_ids) {
+bool Session::drop_oldest_to_fit(std::string_view user_text, std::vector<int32_t>& new_ids,
+                                 size_t reply_room) {
   const uint32_t context = engine_->context_length();
   const size_t n_system = !messages_.empty() && messages_.front().role == Role::system ? 1 : 0;
   std::vector<size_t> user_messages;
@@ -34,7 +35,7 @@ bool Session::drop_oldest_to_fit(std::string_view user_text, std::vector<int32_t
     } else {
       turn = template_.render_user_turn(system_prompt_, user_text, true);
     }
-    if (rebuilt.size() + turn.size() + 1 > context) continue;
+    if (rebuilt.size() + turn.size() + reply_room > context) continue;
 
     // Apply: renumber the kept messages, forget the dropped ones and all KV.
     const uint32_t first_turn_size = first_kept < messages_.size()

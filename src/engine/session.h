@@ -124,6 +124,11 @@ class Session {
   void send(std::string_view user_text, const GenerateParams& params, const TextSink& sink,
             TurnStats& stats);
 
+  // Adds a user message and a reply the caller wrote, as if the model had given it; the reply
+  // is left open (the next turn closes it) and the KV of both is computed. Errors as send's,
+  // except that nothing is generated.
+  void add_exchange(std::string_view user_text, std::string_view reply_text);
+
   // A new session with this one's conversation: full KV blocks are shared, the partially
   // filled last block is copied. Throws Error: invalid_argument (bad or used id),
   // out_of_memory, storage.
@@ -161,11 +166,16 @@ class Session {
   Session(std::shared_ptr<Engine> engine, const store::StoredSession& stored,
           std::vector<store::StoredTurn> turns, OpenTag);
 
+  // send() and add_exchange(): a written reply when written_reply is set, else generated.
+  void run_turn(std::string_view user_text, const std::string_view* written_reply,
+                const GenerateParams& params, const TextSink& sink, TurnStats& stats);
   // The ids to prefill for a new user message, starting with what the previous reply left.
   std::vector<int32_t> render_turn(std::string_view user_text) const;
-  // Makes room for a new turn of `new_ids` by dropping the oldest exchanges and rebuilding
-  // the conversation from its stored ids (overflow.cpp); false when even that cannot fit it.
-  bool drop_oldest_to_fit(std::string_view user_text, std::vector<int32_t>& new_ids);
+  // Makes room for a new turn of `new_ids` and `reply_room` reply tokens by dropping the
+  // oldest exchanges and rebuilding the conversation from its stored ids (overflow.cpp); false
+  // when even that cannot fit it.
+  bool drop_oldest_to_fit(std::string_view user_text, std::vector<int32_t>& new_ids,
+                          size_t reply_room);
   // Brings spilled KV back from the store (resume.cpp); returns whether all of it came back.
   bool restore_kv();
   // The stored blobs of full blocks [first, end) while they belong to this conversation's

@@ -1,4 +1,4 @@
-// Session::send — one turn of a conversation, top to bottom.
+// Session::send and add_exchange — one turn of a conversation, top to bottom.
 #include <algorithm>
 #include <cstdint>
 #include <optional>
@@ -22,25 +22,44 @@ uint64_t fresh_seed() {
 
 void Session::send(std::string_view user_text, const GenerateParams& params,
                    const TextSink& sink, TurnStats& stats) {
+  run_turn(user_text, nullptr, params, sink, stats);
+}
+
+void Session::add_exchange(std::string_view user_text, std::string_view reply_text) {
+  TurnStats stats;
+  run_turn(user_text, &reply_text, GenerateParams{}, nullptr, stats);
+}
+
+void Session::run_turn(std::string_view user_text, const std::string_view* written_reply,
+                       const GenerateParams& params, const TextSink& sink, TurnStats& stats) {
   const double started_ms = now_ms();
   interrupt_.store(false, std::memory_order_relaxed);
-  // 0. Everything that can refuse the turn is checked before any work: a refused send leaves
+  // 0. Everything that can refuse the turn is checked before any work: a refused turn leaves
   //    the session as it was (a spilled one stays spilled).
   require(text::is_valid_utf8(user_text), Status::invalid_argument,
           "user text is not valid UTF-8");
-  sample::Sampler sampler(params.sampler, params.seed ? params.seed : fresh_seed());
+  require(!written_reply || text::is_valid_utf8(*written_reply), Status::invalid_argument,
+          "reply text is not valid UTF-8");
+  std::optional<sample::Sampler> sampler;
+  if (!written_reply) sampler.emplace(params.sampler, params.seed ? params.seed : fresh_seed());
   stats = TurnStats{};
   stats.kv_source = n_cached_ > 0 ? KvSource::resident : KvSource::fresh;
 
-  // 1. Render only what is new: what closes the previous reply, then the user message. When
-  //    it does not fit, the overflow policy decides: refuse, or drop the oldest exchanges.
+  // 1. Render only what is new: what closes the previous reply, then the user message (and a
+  //    written reply). When it does not fit, the overflow policy decides: refuse, or drop the
+  //    oldest exchanges. A reply to generate needs room for one token at least.
   std::vector<int32_t> new_ids = render_turn(user_text);
+  const std::vector<int32_t> reply_ids =
+      written_reply ? template_.render_reply(*written_reply) : std::vector<int32_t>();
+  const size_t reply_room = written_reply ? reply_ids.size() : 1;
+  const std::string reply_needs =
+      written_reply ? std::to_string(reply_room) : std::string("at least 1");
   const uint32_t context = engine_->context_length();
-  const bool fits = tokens_.size() + new_ids.size() + 1 <= context;
+  const bool fits = tokens_.size() + new_ids.size() + reply_room <= context;
   if (!fits && overflow_ != OverflowPolicy::drop_oldest) {
     fail(Status::context_full,
-         "the message needs " + std::to_string(new_ids.size()) +
-             " tokens and its reply at least 1, but only " +
+         "the message needs " + std::to_string(new_ids.size()) + " tokens and its reply " +
+             reply_needs + ", but only " +
              std::to_string(context - std::min<size_t>(context, tokens_.size())) +
              " of the context's " + std::to_string(context) + " are left");
   }
@@ -50,12 +69,12 @@ void Session::send(std::string_view user_text, const GenerateParams& params,
     stats.restore_ms = now_ms() - t0;
   }
   if (!fits) {
-    if (!drop_oldest_to_fit(user_text, new_ids)) {
+    if (!drop_oldest_to_fit(user_text, new_ids, reply_room)) {
       fail(Status::context_full,
            "the message does not fit the context's " + std::to_string(context) +
                " tokens even with every earlier exchange dropped (it needs " +
                std::to_string(template_.render_user_turn(system_prompt_, user_text, true).size()) +
-               " with the conversation's opening, and its reply at least 1)");
+               " with the conversation's opening, and its reply " + reply_needs + ")");
     }
     stats.kv_source = KvSource::rebuilt;
   }
@@ -68,23 +87,33 @@ void Session::send(std::string_view user_text, const GenerateParams& params,
   stats.prompt_tokens = uint32_t(new_ids.size());
 
   // 3. Prefill the pending token of the last reply and the new turn (reusing shared prefix
-  //    blocks); 4. generate; 5a. prepare the turn's messages. Whatever fails in here, memory
-  //    running out included, leaves the session as it was.
+  //    blocks), with a written reply; 4. or generate the reply; 5a. prepare the turn's
+  //    messages. Whatever fails in here, memory running out included, leaves the session as
+  //    it was.
   ReplyCut cut = ReplyCut::none;
   std::optional<uint32_t> system_tokens;  // set on the first turn after a system prompt
   Message user_message{}, reply_message{};
   try {
     tokens_.insert(tokens_.end(), new_ids.begin(), new_ids.end());
+    tokens_.insert(tokens_.end(), reply_ids.begin(), reply_ids.end());
     const uint32_t from_cache = prefill();
     stats.reused_tokens = cached_before + from_cache;
     stats.computed_tokens = n_cached_ - stats.reused_tokens;  // short of the prompt if stopped
     std::string reply;
-    if (n_cached_ < tokens_.size()) {  // stopped during the prompt: an empty reply, left open
+    if (written_reply) {
+      // Left open, as a reply cut at max_tokens: the next turn closes it. Its last token awaits
+      // its KV again, as a generated reply's does, so the next turn computes the logits after
+      // it (an interrupted prefill leaves more to compute then; the exchange stands).
+      reply = std::string(*written_reply);
+      reply_closed_ = false;
+      truncate_kv(std::min(n_cached_, uint32_t(tokens_.size()) - 1));
+    } else if (n_cached_ < tokens_.size()) {
+      // Stopped during the prompt: an empty reply, left open.
       cut = ReplyCut::cancelled;
       stats.stop_reason = StopReason::cancelled;
       reply_closed_ = false;
     } else {
-      reply = decode(sampler, params, sink, stats, started_ms, cut);
+      reply = decode(*sampler, params, sink, stats, started_ms, cut);
     }
 
     if (first && !messages_.empty() && messages_.front().role == Role::system) {

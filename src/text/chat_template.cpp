@@ -82,6 +82,10 @@ std::vector<int32_t> ChatTemplate::render_system(std::string_view system_prompt)
   return tokenize(start_segments(system_prompt));
 }
 
+std::vector<int32_t> ChatTemplate::render_reply(std::string_view reply) const {
+  return tokenize({text(std::string(reply))});
+}
+
 std::vector<int32_t> ChatTemplate::close_reply() const {
   switch (kind_) {
     case TemplateKind::raw: return {};

@@ -43,6 +43,11 @@ class ChatTemplate {
   // for checking that it fits). Empty when there is no system prompt.
   std::vector<int32_t> render_system(std::string_view system_prompt) const;
 
+  // Ids of a reply the caller wrote, as the model would give them: the text encoded on its
+  // own (so a chat reply's first word has the leading space sentencepiece writes, which
+  // streaming drops). Empty for "".
+  std::vector<int32_t> render_reply(std::string_view reply) const;
+
   // Ids that close an assistant reply which stopped before its end token (max_tokens, stop).
   std::vector<int32_t> close_reply() const;
 

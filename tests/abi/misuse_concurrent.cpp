@@ -26,6 +26,8 @@ struct InnerCall {
 std::vector<InnerCall> session_calls() {
   return {
       {"parley_session_send", [](MisuseWorld&, parley_session* s) { return send_text(s, "b"); }},
+      {"parley_session_add_exchange",
+       [](MisuseWorld&, parley_session* s) { return parley_session_add_exchange(s, "b", "c"); }},
       {"parley_session_fork",
        [](MisuseWorld&, parley_session* s) {
          parley_session* f = nullptr;

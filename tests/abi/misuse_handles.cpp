@@ -18,6 +18,8 @@ parley_engine* forged_engine() { return reinterpret_cast<parley_engine*>(uintptr
 std::vector<std::pair<const char*, parley_status (*)(parley_session*)>> session_calls() {
   return {
       {"parley_session_send", [](parley_session* s) { return send_text(s, "a"); }},
+      {"parley_session_add_exchange",
+       [](parley_session* s) { return parley_session_add_exchange(s, "a", "b"); }},
       {"parley_session_fork",
        [](parley_session* s) {
          parley_session* f = nullptr;

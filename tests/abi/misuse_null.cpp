@@ -205,6 +205,13 @@ MisuseRows null_pointer_rows() {
     return parley_session_send(w.session(), "a", nullptr, nullptr, nullptr, nullptr);
   });
 
+  add("parley_session_add_exchange", "session NULL", kInvalid,
+      [](MisuseWorld&) { return parley_session_add_exchange(nullptr, "a", "b"); });
+  add("parley_session_add_exchange", "user_text NULL", kInvalid,
+      [](MisuseWorld& w) { return parley_session_add_exchange(w.session(), nullptr, "b"); });
+  add("parley_session_add_exchange", "reply_text NULL", kInvalid,
+      [](MisuseWorld& w) { return parley_session_add_exchange(w.session(), "a", nullptr); });
+
   // Tokens.
   add("parley_tokenize", "engine NULL", kInvalid, [](MisuseWorld&) {
     size_t n = 0;

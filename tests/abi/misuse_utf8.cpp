@@ -1,7 +1,7 @@
 // Rows: invalid UTF-8 in every text argument (parley.h: strings are UTF-8). Each kind of
 // ill-formed sequence the Unicode standard names is INVALID_ARGUMENT in text to send or
-// tokenize, stop strings, session ids, system prompts and cache scopes; an id that no session
-// can have is simply not found by open and delete.
+// tokenize, written exchanges, stop strings, session ids, system prompts and cache scopes; an
+// id that no session can have is simply not found by open and delete.
 #include <string>
 
 #include "misuse_matrix.h"
@@ -70,6 +70,14 @@ MisuseRows utf8_rows() {
                    g.stop = stop;
                    g.n_stop = 1;
                    return parley_session_send(w.session(), "a", &g, nullptr, nullptr, nullptr);
+                 }});
+    r.push_back({"parley_session_add_exchange", std::string("user text: ") + b.what, kInvalid,
+                 [text](MisuseWorld& w) {
+                   return parley_session_add_exchange(w.session(), text.c_str(), "b");
+                 }});
+    r.push_back({"parley_session_add_exchange", std::string("reply text: ") + b.what, kInvalid,
+                 [text](MisuseWorld& w) {
+                   return parley_session_add_exchange(w.session(), "a", text.c_str());
                  }});
     r.push_back({"parley_session_fork", std::string("new_id: ") + b.what, kInvalid,
                  [text](MisuseWorld& w) {

@@ -177,6 +177,10 @@ MisuseRows value_rows() {
 
   r.push_back({"parley_session_send", "400 KB of text", PARLEY_E_CONTEXT_FULL,
                [](MisuseWorld& w) { return send_text(w.session(), huge_text().c_str()); }});
+  r.push_back({"parley_session_add_exchange", "a reply of 400 KB", PARLEY_E_CONTEXT_FULL,
+               [](MisuseWorld& w) {
+                 return parley_session_add_exchange(w.session(), "a", huge_text().c_str());
+               }});
   r.push_back({"parley_session_rewind", "more turns than there are", kInvalid,
                [](MisuseWorld& w) { return parley_session_rewind(w.session_with_turn(), 3); }});
   r.push_back({"parley_session_rewind", "UINT32_MAX turns", kInvalid, [](MisuseWorld& w) {

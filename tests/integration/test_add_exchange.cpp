@@ -1,0 +1,176 @@
+// Written exchanges (Session::add_exchange, parley_session_add_exchange): a user message and a
+// reply the caller wrote join the conversation as the template and the tokenizer render them,
+// their KV is computed, and the model's next reply reads them as it reads its own.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "common/error.h"
+#include "model_runner.h"
+#include "parley.h"
+#include "session_fixture.h"
+#include "support/c_api_sessions.h"
+#include "support/shared_assets.h"
+
+using namespace parley;
+using namespace parley::test;
+
+namespace {
+
+// Every reply token from position `from` on is the greedy choice of the all-at-once logits:
+// the KV the turns left behind is the KV of the conversation's ids.
+void check_replies_follow_all_at_once(const std::string& model, kv::KvType kv_type,
+                                      const std::vector<int32_t>& ids, size_t from) {
+  const auto logits = ModelRunner(model).logits(ids, kv_type);
+  const size_t vocab = logits.size() / ids.size();
+  for (size_t p = from; p < ids.size(); ++p) {
+    const float* row = logits.data() + (p - 1) * vocab;
+    CHECK(std::max_element(row, row + vocab) - row == ids[p]);
+  }
+}
+
+std::vector<int32_t> concat(std::vector<int32_t> a, const std::vector<int32_t>& b) {
+  a.insert(a.end(), b.begin(), b.end());
+  return a;
+}
+
+}  // namespace
+
+TEST_CASE("a written exchange: the user turn's ids, the reply encoded, then replies as usual") {
+  PARLEY_SHARED_OR_SKIP(gguf, "models/stories260k/stories260k-f32.gguf");
+  for (auto kv_type : {kv::KvType::f32, kv::KvType::int8}) {
+    CAPTURE(std::string(kv::kv_type_name(kv_type)));
+    auto engine = open_engine(gguf.string(), kv_type);
+    const auto& tok = engine->tokenizer();
+    engine::Session s(engine, session_options());  // raw
+    const std::string reply = "there was a big red dog. He liked to run.";
+    s.add_exchange("Once upon a time,", reply);
+    const auto written = concat(concat({tok.bos_id()}, tok.encode("Once upon a time,")),
+                                tok.encode(reply));
+    CHECK(s.tokens() == written);
+    REQUIRE(s.messages().size() == 2);
+    CHECK(s.messages()[0].role == engine::Role::user);
+    CHECK(s.messages()[1].role == engine::Role::assistant);
+    CHECK(s.messages()[1].text == reply);
+    CHECK(s.messages()[1].n_tokens == tok.encode(reply).size());
+    CHECK(!s.messages()[1].closed);
+
+    // The next turn computes its own message and the written reply's last token only.
+    const auto stats = greedy_turn(s, "One day,", 24);
+    CHECK(stats.reused_tokens == written.size() - 1);
+    CHECK(stats.computed_tokens == tok.encode("One day,").size() + 1);
+    check_replies_follow_all_at_once(gguf.string(), kv_type, s.tokens(), s.tokens().size() - 24);
+  }
+}
+
+TEST_CASE("a written reply is closed by the next turn as the template closes a reply") {
+  PARLEY_SHARED_OR_SKIP(gguf, "models/stories260k/stories260k-f32.gguf");
+  auto engine = open_engine(gguf.string(), kv::KvType::f32);
+  const auto& tok = engine->tokenizer();
+  for (const char* chat_template : {"llama2", "chatml", "zephyr"}) {
+    CAPTURE(chat_template);
+    engine::Session written(engine, session_options("You tell stories.", chat_template));
+    written.add_exchange("Tell me a story.", "Once upon a time, there was a cat.");
+    const size_t after_reply = written.tokens().size();
+    greedy_turn(written, "What was its name?", 16);
+    // The same conversation sent as a generated reply cut at max_tokens would be: the reply's
+    // ids, then the template's close (rendered by the next turn).
+    engine::Session generated(engine, session_options("You tell stories.", chat_template));
+    greedy_turn(generated, "Tell me a story.", 1);
+    const size_t prompt = generated.tokens().size() - 1;
+    CHECK(std::equal(written.tokens().begin(), written.tokens().begin() + long(prompt),
+                     generated.tokens().begin()));
+    CHECK(std::equal(written.tokens().begin() + long(prompt),
+                     written.tokens().begin() + long(after_reply),
+                     tok.encode("Once upon a time, there was a cat.").begin()));
+    if (std::string(chat_template) != "chatml") {  // EOS closes llama2's and zephyr's replies
+      CHECK(written.tokens()[after_reply] == tok.eos_id());
+    }
+    check_replies_follow_all_at_once(gguf.string(), kv::KvType::f32, written.tokens(),
+                                     written.tokens().size() - 16);
+  }
+}
+
+TEST_CASE("written exchanges: rewind removes them; ERROR refuses what does not fit; "
+          "DROP_OLDEST makes room") {
+  auto engine = open_engine(small_synthetic_model(), kv::KvType::int8);
+  engine::Session s(engine, session_options("a b c", "raw"));
+  greedy_turn(s, "d e", 6);
+  const auto before = s.tokens();
+  s.add_exchange("f g", "h i j");
+  CHECK(s.messages().size() == 5);
+  s.rewind(2);
+  CHECK(s.tokens() == before);
+  CHECK(s.messages().size() == 3);
+
+  std::string long_reply;
+  for (int i = 0; i < 200; ++i) long_reply += "x ";
+  try {
+    s.add_exchange("k", long_reply);
+    FAIL("the exchange was taken");
+  } catch (const Error& e) {
+    CHECK(e.status() == Status::context_full);
+    CHECK(std::string(e.what()).find("tokens and its reply ") != std::string::npos);
+  }
+  CHECK(s.tokens() == before);
+  CHECK(s.messages().size() == 3);
+
+  auto o = session_options("a b c", "raw");
+  o.overflow = engine::OverflowPolicy::drop_oldest;
+  engine::Session dropping(engine, o);
+  for (int i = 0; i < 30; ++i) dropping.add_exchange("l m n o", "p q r s t u");
+  CHECK(dropping.tokens().size() <= 128);  // (the synthetic model's context)
+  CHECK(dropping.messages().front().text == "a b c");
+  CHECK(dropping.messages().back().text == "p q r s t u");
+  CHECK(dropping.messages().size() < 1 + 2 * 30);
+  CHECK(greedy_turn(dropping, "v", 1).generated_tokens == 1);
+}
+
+TEST_CASE("parley_session_add_exchange: committed to the store, read back after a restart") {
+  PARLEY_SHARED_OR_SKIP(gguf, "models/stories260k/stories260k-f32.gguf");
+  const TempDir dir;
+  const std::string model = gguf.string(), store = (dir / "store.db").string();
+  auto open_with_store = [&] {
+    parley_engine_options eo;
+    parley_engine_options_init(&eo);
+    eo.model_path = model.c_str();
+    eo.store_path = store.c_str();
+    parley_engine* e = nullptr;
+    REQUIRE_MESSAGE(parley_engine_open(&eo, &e) == PARLEY_OK, parley_last_error());
+    return e;
+  };
+  const parley_generate_options g = greedy_options(12);
+  parley_engine* e = open_with_store();
+  parley_session* s = create_raw_session(e, "scripted");
+  REQUIRE(parley_session_add_exchange(s, "Once upon a time", "there was a fox.") == PARLEY_OK);
+  CHECK(parley_session_add_exchange(s, nullptr, "x") == PARLEY_E_INVALID_ARGUMENT);
+  CHECK(parley_session_add_exchange(s, "x", nullptr) == PARLEY_E_INVALID_ARGUMENT);
+  CHECK(parley_session_add_exchange(s, "x", "bad \xC0\xAF") == PARLEY_E_INVALID_ARGUMENT);
+  const std::vector<int32_t> written = session_tokens(s);
+  parley_session_close(s);
+  parley_engine_close(e);
+
+  e = open_with_store();
+  REQUIRE(parley_session_open(e, "scripted", &s) == PARLEY_OK);
+  parley_turn t{};
+  t.struct_size = sizeof t;
+  REQUIRE(parley_session_get_turn(s, 1, &t) == PARLEY_OK);
+  CHECK(std::string(t.text) == "there was a fox.");
+  CHECK(t.role == PARLEY_ROLE_ASSISTANT);
+  CHECK(session_tokens(s) == written);
+  REQUIRE(parley_session_send(s, " The fox", &g, nullptr, nullptr, nullptr) == PARLEY_OK);
+  const std::vector<int32_t> resumed = session_tokens(s);
+  parley_session_close(s);
+  parley_engine_close(e);
+
+  // The same turns in an engine that never restarted.
+  e = open_engine(model, PARLEY_KV_DEFAULT);
+  s = create_raw_session(e, "again");
+  REQUIRE(parley_session_add_exchange(s, "Once upon a time", "there was a fox.") == PARLEY_OK);
+  REQUIRE(parley_session_send(s, " The fox", &g, nullptr, nullptr, nullptr) == PARLEY_OK);
+  CHECK(session_tokens(s) == resumed);
+  parley_session_close(s);
+  parley_engine_close(e);
+}
