@@ -425,6 +425,11 @@ typedef struct parley_generate_options {
   const char *const *stop;  /* n_stop strings of 1 to PARLEY_MAX_STOP_BYTES bytes of UTF-8 */
   uint32_t n_stop;          /* at most PARLEY_MAX_STOP_STRINGS; default 0 */
   int32_t  reserved0;       /* must be 0 */
+  /* Since 0.3. The reply starts with this UTF-8 text, tokenized as plain text, and the model
+   * goes on from it: a format or a voice to keep ("{", "*nods* "). It is streamed first and
+   * kept as the reply's start; max_tokens and the stop strings apply to what follows it.
+   * NULL or "" = none. Read during the call only. */
+  const char *reply_prefix;
 } parley_generate_options;
 
 /** Fills `o` with defaults; use the macro parley_generate_options_init(o). Since: 0.1. */
@@ -454,7 +459,7 @@ typedef struct parley_turn_stats {
   int32_t  kv_source;        /* PARLEY_KV_SOURCE_* */
   int32_t  reserved0;
   int32_t  stop_reason;      /* since 0.3: PARLEY_STOP_*, why the reply ended */
-  int32_t  stop_index;       /* since 0.3: the stop string's index in options->stop; else -1 */
+  int32_t  stop_index;       /* since 0.3: which of options->stop the reply ends before; or -1 */
 } parley_turn_stats;
 
 /** Adds a user message and generates the reply, streaming it to `on_text`.

@@ -74,6 +74,7 @@ const char* usage() {
          "      --ignore-eos        never stop at end tokens\n"
          "      --stop TEXT         end the reply before TEXT, which is not shown (repeat for\n"
          "                          several, up to 16; --stop $'\\n' gives one-line replies)\n"
+         "      --reply-prefix TEXT every reply starts with TEXT and the model goes on from it\n"
          "      --threads N         CPU threads (default: one per core)\n"
          "      --device D          auto, cpu, cuda or cuda:N (default auto)\n"
          "      --kv TYPE           KV cache type: int8 (default), f16, f32\n"
@@ -96,6 +97,7 @@ GenerateOptions::GenerateOptions(const CliArgs& args) : options_(args.gen) {
   for (const auto& s : args.stop_strings) stop_.push_back(s.c_str());
   options_.stop = stop_.empty() ? nullptr : stop_.data();
   options_.n_stop = uint32_t(stop_.size());
+  options_.reply_prefix = args.reply_prefix ? args.reply_prefix->c_str() : nullptr;
 }
 
 CliArgs parse_args(int argc, char** argv) {
@@ -123,6 +125,7 @@ CliArgs parse_args(int argc, char** argv) {
     else if (flag == "--seed") a.gen.seed = uint64_t(parse_integer(flag, value(), 0, INT64_MAX));
     else if (flag == "--ignore-eos") a.gen.ignore_eos = 1;
     else if (flag == "--stop") a.stop_strings.emplace_back(value());
+    else if (flag == "--reply-prefix") a.reply_prefix = value();
     else if (flag == "--threads") a.n_threads = int32_t(parse_integer(flag, value(), 0, 1024));
     else if (flag == "--device") a.device = value();
     else if (flag == "--kv") a.kv_type = parse_kv(value());

@@ -24,12 +24,13 @@ struct CliArgs {
   int32_t overflow = PARLEY_OVERFLOW_ERROR;  // of the conversations this run starts
   parley_generate_options gen{};         // without its stop strings: see GenerateOptions
   std::vector<std::string> stop_strings;  // --stop, in order
+  std::optional<std::string> reply_prefix;
   bool print_ids = false;
   bool help = false;
   bool version = false;
 };
 
-// args.gen with args.stop_strings: valid while args lives unchanged.
+// args.gen with args.stop_strings and reply_prefix: valid while args lives unchanged.
 class GenerateOptions {
  public:
   explicit GenerateOptions(const CliArgs& args);

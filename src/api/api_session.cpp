@@ -86,6 +86,7 @@ engine::GenerateParams generate_params_from(const parley_generate_options* user)
   p.sampler.repeat_penalty = o.repeat_penalty == 0.0f ? 1.0f : o.repeat_penalty;
   p.sampler.repeat_last_n = o.repeat_last_n;
   p.stop_strings = stop_strings_from(o);
+  if (o.reply_prefix) p.reply_prefix = o.reply_prefix;
   return p;
 }
 

@@ -18,6 +18,14 @@ class ReplyText {
  public:
   ReplyText(const text::StopStrings& stops, const TextSink& sink) : stops_(stops), sink_(sink) {}
 
+  // Streams the reply's prefix: its start, which stop strings do not look into; false as add().
+  bool begin(std::string_view prefix) {
+    if (prefix.empty()) return true;
+    text_ = prefix;
+    streamed_ = text_.size();
+    sink_open_ = !sink_ || sink_(text_);
+    return sink_open_;
+  }
   // Adds a token's text; false when the sink asked to stop.
   bool add(std::string_view piece) {
     token_starts_.push_back(text_.size());
@@ -69,7 +77,9 @@ std::string Session::decode(sample::Sampler& sampler, const GenerateParams& para
   const uint32_t context = engine_->context_length();
   const uint32_t limit = params.max_tokens ? params.max_tokens : UINT32_MAX;
   const auto& stops = template_.stop_tokens();
-  text::DetokenizeStream stream(engine_->tokenizer(), template_.strip_reply_leading_space());
+  // A reply with a prefix does not start at the first generated token: its space stays.
+  text::DetokenizeStream stream(engine_->tokenizer(), template_.strip_reply_leading_space() &&
+                                                          params.reply_prefix.empty());
   // A raw reply to BOS alone starts a text: the stream decodes it as sentencepiece would.
   if (!tokens_.empty() && tokens_.back() == engine_->tokenizer().bos_id()) stream.push(tokens_.back());
 
@@ -78,7 +88,11 @@ std::string Session::decode(sample::Sampler& sampler, const GenerateParams& para
   double first_token_ms = 0;
   reply_closed_ = false;
   StepBatcher::Decoder decoder(engine_->step_batcher());
-  while (true) {
+  if (!reply.begin(params.reply_prefix)) {
+    cut = ReplyCut::cancelled;
+    stats.stop_reason = StopReason::cancelled;
+  }
+  while (cut == ReplyCut::none) {
     if (tokens_.size() >= context) {  // (send() leaves room for one token: not at the start)
       stats.stop_reason = StopReason::context_end;
       break;

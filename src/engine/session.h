@@ -47,6 +47,7 @@ struct GenerateParams {
   uint32_t max_tokens = 256;  // 0 = up to the end of the context
   bool ignore_eos = false;
   text::StopStrings stop_strings;  // the reply ends before the first of these it shows
+  std::string reply_prefix;        // the reply starts with it; the model goes on from there
 };
 
 // Why a reply ended (PARLEY_STOP_*).

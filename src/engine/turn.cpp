@@ -40,20 +40,22 @@ void Session::run_turn(std::string_view user_text, const std::string_view* writt
           "user text is not valid UTF-8");
   require(!written_reply || text::is_valid_utf8(*written_reply), Status::invalid_argument,
           "reply text is not valid UTF-8");
+  require(text::is_valid_utf8(params.reply_prefix), Status::invalid_argument,
+          "reply_prefix is not valid UTF-8");
   std::optional<sample::Sampler> sampler;
   if (!written_reply) sampler.emplace(params.sampler, params.seed ? params.seed : fresh_seed());
   stats = TurnStats{};
   stats.kv_source = n_cached_ > 0 ? KvSource::resident : KvSource::fresh;
 
   // 1. Render only what is new: what closes the previous reply, then the user message (and a
-  //    written reply). When it does not fit, the overflow policy decides: refuse, or drop the
-  //    oldest exchanges. A reply to generate needs room for one token at least.
+  //    reply's written text or prefix). When it does not fit, the overflow policy decides:
+  //    refuse, or drop the oldest exchanges. A reply to generate needs room for one token more.
   std::vector<int32_t> new_ids = render_turn(user_text);
+  const std::string_view reply_opening = written_reply ? *written_reply : params.reply_prefix;
   const std::vector<int32_t> reply_ids =
-      written_reply ? template_.render_reply(*written_reply) : std::vector<int32_t>();
-  const size_t reply_room = written_reply ? reply_ids.size() : 1;
-  const std::string reply_needs =
-      written_reply ? std::to_string(reply_room) : std::string("at least 1");
+      reply_opening.empty() ? std::vector<int32_t>() : template_.render_reply(reply_opening);
+  const size_t reply_room = reply_ids.size() + (written_reply ? 0 : 1);
+  const std::string reply_needs = (written_reply ? "" : "at least ") + std::to_string(reply_room);
   const uint32_t context = engine_->context_length();
   const bool fits = tokens_.size() + new_ids.size() + reply_room <= context;
   if (!fits && overflow_ != OverflowPolicy::drop_oldest) {
@@ -108,9 +110,10 @@ void Session::run_turn(std::string_view user_text, const std::string_view* writt
       reply_closed_ = false;
       truncate_kv(std::min(n_cached_, uint32_t(tokens_.size()) - 1));
     } else if (n_cached_ < tokens_.size()) {
-      // Stopped during the prompt: an empty reply, left open.
+      // Stopped during the prompt: a reply of its prefix alone (not streamed), left open.
       cut = ReplyCut::cancelled;
       stats.stop_reason = StopReason::cancelled;
+      reply = params.reply_prefix;
       reply_closed_ = false;
     } else {
       reply = decode(*sampler, params, sink, stats, started_ms, cut);

@@ -1,7 +1,7 @@
 // Rows: invalid UTF-8 in every text argument (parley.h: strings are UTF-8). Each kind of
 // ill-formed sequence the Unicode standard names is INVALID_ARGUMENT in text to send or
-// tokenize, written exchanges, stop strings, session ids, system prompts and cache scopes; an
-// id that no session can have is simply not found by open and delete.
+// tokenize, written exchanges, reply prefixes, stop strings, session ids, system prompts and
+// cache scopes; an id that no session can have is simply not found by open and delete.
 #include <string>
 
 #include "misuse_matrix.h"
@@ -69,6 +69,12 @@ MisuseRows utf8_rows() {
                    const char* const stop[] = {text.c_str()};
                    g.stop = stop;
                    g.n_stop = 1;
+                   return parley_session_send(w.session(), "a", &g, nullptr, nullptr, nullptr);
+                 }});
+    r.push_back({"parley_session_send", std::string("reply prefix: ") + b.what, kInvalid,
+                 [text](MisuseWorld& w) {
+                   parley_generate_options g = quick_generate();
+                   g.reply_prefix = text.c_str();
                    return parley_session_send(w.session(), "a", &g, nullptr, nullptr, nullptr);
                  }});
     r.push_back({"parley_session_add_exchange", std::string("user text: ") + b.what, kInvalid,

@@ -177,6 +177,13 @@ MisuseRows value_rows() {
 
   r.push_back({"parley_session_send", "400 KB of text", PARLEY_E_CONTEXT_FULL,
                [](MisuseWorld& w) { return send_text(w.session(), huge_text().c_str()); }});
+  r.push_back({"parley_session_send", "a reply prefix of 400 KB", PARLEY_E_CONTEXT_FULL,
+               [](MisuseWorld& w) {
+                 parley_generate_options g = quick_generate();
+                 const std::string prefix = huge_text();
+                 g.reply_prefix = prefix.c_str();
+                 return parley_session_send(w.session(), "a", &g, nullptr, nullptr, nullptr);
+               }});
   r.push_back({"parley_session_add_exchange", "a reply of 400 KB", PARLEY_E_CONTEXT_FULL,
                [](MisuseWorld& w) {
                  return parley_session_add_exchange(w.session(), "a", huge_text().c_str());

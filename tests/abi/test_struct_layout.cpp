@@ -40,7 +40,8 @@ static_assert(offsetof(parley_generate_options, ignore_eos) == 44);
 static_assert(offsetof(parley_generate_options, stop) == 48);  // since 0.3
 static_assert(offsetof(parley_generate_options, n_stop) == 56);
 static_assert(offsetof(parley_generate_options, reserved0) == 60);
-static_assert(sizeof(parley_generate_options) == 64);
+static_assert(offsetof(parley_generate_options, reply_prefix) == 64);
+static_assert(sizeof(parley_generate_options) == 72);
 
 static_assert(offsetof(parley_turn_stats, prompt_tokens) == 8);
 static_assert(offsetof(parley_turn_stats, reused_tokens) == 12);

@@ -3,7 +3,8 @@
 // one built from a small GGUF-style vocabulary that has the templates' markers as special
 // tokens (always), and Llama 2's tokenizer.model from the shared folder when it is there.
 // Invariants checked: streamed text is always valid UTF-8, and valid UTF-8 passes through the
-// UTF-8 stream unchanged however it is cut (but for NULs, which become U+FFFD).
+// UTF-8 stream unchanged however it is cut (but for NULs, which become U+FFFD); the user text
+// streamed past stop strings (the system text's pieces) stops before the first of them.
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
@@ -11,6 +12,8 @@
 #include <fstream>
 #include <sstream>
 #include <memory>
+#include <optional>
+#include <algorithm>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -18,6 +21,7 @@
 #include "common/error.h"
 #include "model/tokenizer_source.h"
 #include "text/chat_template.h"
+#include "text/stop_strings.h"
 #include "text/tokenizer.h"
 #include "text/utf8_stream.h"
 
@@ -109,6 +113,44 @@ void render_all(const text::Tokenizer& tok, text::TemplateKind kind, std::string
     if (e.status() != Status::invalid_argument) throw;
   }
   stream_ids(tok, tmpl.close_reply(), false);
+  try {
+    stream_ids(tok, tmpl.render_reply(user), tmpl.strip_reply_leading_space());
+  } catch (const Error& e) {
+    if (e.status() != Status::invalid_argument) throw;
+  }
+}
+
+// `text` streamed in chunks past stop strings (the pieces of `stops_bytes` between 0x01 bytes):
+// what reaches the sink is the text before the first stop string, cut at whole code points
+// when the text is valid UTF-8.
+void stop_strings_cut(std::string_view stops_bytes, std::string_view text) {
+  std::vector<std::string> strings;
+  for (size_t at = 0; at <= stops_bytes.size();) {
+    const size_t end = std::min(stops_bytes.find('\x01', at), stops_bytes.size());
+    if (end > at && end - at <= text::StopStrings::kMaxBytes) {
+      strings.emplace_back(stops_bytes.substr(at, end - at));
+    }
+    at = end + 1;
+  }
+  if (strings.empty() || strings.size() > text::StopStrings::kMaxCount) return;
+  const text::StopStrings stops(strings);
+  std::string grown, delivered;
+  size_t streamed = 0;
+  std::optional<text::StopStrings::Match> stop;
+  for (size_t at = 0; at < text.size() && !stop;) {
+    const size_t n = std::min(text.size() - at, size_t(1 + uint8_t(text[at]) % 7));
+    grown += text.substr(at, n);
+    at += n;
+    const auto cut = stops.next_cut(grown, streamed, at == text.size());
+    if (cut.end < streamed || cut.end > grown.size()) std::abort();
+    delivered += grown.substr(streamed, cut.end - streamed);
+    streamed = cut.end;
+    stop = cut.stop;
+  }
+  size_t first = text.size();
+  for (const auto& s : strings) first = std::min(first, std::min(text.find(s), text.size()));
+  if (delivered != text.substr(0, first)) std::abort();
+  if (text::is_valid_utf8(text) && !text::is_valid_utf8(delivered)) std::abort();
 }
 
 // The bytes cut into chunks whose sizes come from the bytes themselves.
@@ -158,5 +200,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   stream_ids(tok, ids, (control & 0x20) != 0);
   require_utf8(tok.decode(ids));
   utf8_chunks(rest);
+  if (nul != rest.npos && text::is_valid_utf8(system)) stop_strings_cut(system, user);
   return 0;
 }

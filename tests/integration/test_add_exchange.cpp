@@ -4,6 +4,7 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -173,4 +174,49 @@ TEST_CASE("parley_session_add_exchange: committed to the store, read back after 
   CHECK(session_tokens(s) == resumed);
   parley_session_close(s);
   parley_engine_close(e);
+}
+
+TEST_CASE("a reply prefix starts the reply; the model goes on from it as from its own tokens") {
+  PARLEY_SHARED_OR_SKIP(gguf, "models/stories260k/stories260k-f32.gguf");
+  auto engine = open_engine(gguf.string(), kv::KvType::f32);
+  const auto& tok = engine->tokenizer();
+  int stopped = 0;
+  for (const char* chat_template : {"raw", "llama2"}) {
+    CAPTURE(chat_template);
+    engine::Session s(engine, session_options("", chat_template));
+    engine::GenerateParams params;
+    params.sampler.temperature = 0;
+    params.max_tokens = 20;
+    params.ignore_eos = true;
+    params.reply_prefix = "The little dog";
+    params.stop_strings = text::StopStrings({"little", "very"});  // only past the prefix
+    std::string streamed;
+    engine::TurnStats stats;
+    s.send("Once upon a time", params,
+           [&](std::string_view piece) { return streamed.append(piece), true; }, stats);
+    const auto& reply = s.messages().back();
+    CHECK(reply.text.starts_with("The little dog"));
+    CHECK(streamed == reply.text);
+    CHECK(reply.text.find("very") == std::string::npos);
+    const auto prefix_ids = tok.encode("The little dog");
+    CHECK(reply.n_tokens >= prefix_ids.size());
+    CHECK(std::equal(prefix_ids.begin(), prefix_ids.end(),
+                     s.tokens().begin() + reply.token_begin));
+    // The reply reads as sentencepiece decodes its ids as one text (no space dropped after the
+    // prefix); a stop string cut it inside its last token at most.
+    const std::span<const int32_t> reply_ids(s.tokens().data() + reply.token_begin,
+                                             reply.n_tokens);
+    const std::string decoded = tok.decode(reply_ids);
+    CHECK(decoded.starts_with(reply.text));
+    if (stats.stop_reason == engine::StopReason::stop_string) {
+      ++stopped;
+      CHECK(stats.stop_index == 1);
+      CHECK(decoded.find("very") != std::string::npos);
+    } else {
+      CHECK(decoded == reply.text);
+    }
+    const size_t generated_from = reply.token_begin + prefix_ids.size();
+    check_replies_follow_all_at_once(gguf.string(), kv::KvType::f32, s.tokens(), generated_from);
+  }
+  CHECK(stopped >= 1);  // (the raw reply of this model shows "very" within 20 tokens)
 }

@@ -116,6 +116,10 @@ namespace Parley
             SessionHandle session, [In] byte[] userText, [In] ref NativeGenerateOptions o,
             TextCallback onText, IntPtr user, ref NativeTurnStats stats);
 
+        [DllImport(Library, CallingConvention = CallingConvention.Cdecl)]
+        internal static extern int parley_session_add_exchange(
+            SessionHandle session, [In] byte[] userText, [In] byte[] replyText);
+
         // ---- Tokens
 
         [DllImport(Library, CallingConvention = CallingConvention.Cdecl)]

@@ -126,6 +126,7 @@ namespace Parley
         public IntPtr stop;  // since 0.3: const char *const *, n_stop UTF-8 strings
         public uint n_stop;
         public int reserved0;
+        public IntPtr reply_prefix;  // since 0.3: const char *, UTF-8
 
         internal static NativeGenerateOptions Defaults()
         {

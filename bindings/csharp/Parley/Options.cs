@@ -88,7 +88,13 @@ namespace Parley
         // TurnStats.StopReason and StopIndex say whether one ended the reply, and which.
         public IList<string> Stop { get; set; }
 
-        // The strings Stop points to live in `strings`: dispose of it after the call.
+        // Text the reply starts with, tokenized as plain text, from which the model goes on: a
+        // format or a voice to keep ("{", "*nods* "). It is streamed first and kept as the
+        // reply's start; MaxTokens and Stop apply only to what follows it. null or "" = none.
+        public string ReplyPrefix { get; set; }
+
+        // The strings Stop and ReplyPrefix point to live in `strings`: dispose of it after
+        // the call.
         internal static NativeGenerateOptions ToNative(GenerateOptions options,
                                                        NativeStrings strings)
         {
@@ -109,6 +115,7 @@ namespace Parley
             IList<string> stop = options.Stop;
             o.stop = strings.AddArray(stop, "Stop");
             o.n_stop = stop == null ? 0u : (uint)stop.Count;
+            o.reply_prefix = strings.Add(options.ReplyPrefix, "ReplyPrefix");
             return o;
         }
     }

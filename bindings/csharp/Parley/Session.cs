@@ -45,6 +45,22 @@ namespace Parley
             return StreamPieces(text, options);
         }
 
+        // Adds a user message and a reply to it that the caller wrote, without generating, as
+        // if the model had replied so: a character's scripted lines, or a conversation carried
+        // over from elsewhere. Both are turns (Rewind(2) removes them). The reply is tokenized
+        // as plain text and left open; the next send closes it as the template closes a reply,
+        // and only computes its own message. ParleyStatus.ContextFull when the two do not fit;
+        // the session is then as before.
+        public void AddExchange(string userText, string replyText)
+        {
+            byte[] user = Utf8.ToNative(userText, "userText");
+            if (user == null) throw new ArgumentNullException("userText");
+            byte[] reply = Utf8.ToNative(replyText, "replyText");
+            if (reply == null) throw new ArgumentNullException("replyText");
+            ParleyException.ThrowIfFailed(
+                NativeMethods.parley_session_add_exchange(Handle, user, reply));
+        }
+
         // Asks a running send to stop at the next token; it then fails with
         // ParleyStatus.Cancelled, keeping the partial reply as the turn. Any thread, any time;
         // a no-op when nothing runs.

@@ -27,11 +27,13 @@ namespace Parley.Tests
             Assembly parley = typeof(Engine).Assembly;
             Type options = NativeType(parley, "parley_generate_options");
             Type stats = NativeType(parley, "parley_turn_stats");
-            Assert.Equal(64, Marshal.SizeOf(options), "sizeof parley_generate_options");
+            Assert.Equal(72, Marshal.SizeOf(options), "sizeof parley_generate_options");
             Assert.Equal(44, (int)Marshal.OffsetOf(options, "ignore_eos"), "offsetof ignore_eos");
             Assert.Equal(48, (int)Marshal.OffsetOf(options, "stop"), "offsetof stop");
             Assert.Equal(56, (int)Marshal.OffsetOf(options, "n_stop"), "offsetof n_stop");
             Assert.Equal(60, (int)Marshal.OffsetOf(options, "reserved0"), "offsetof reserved0");
+            Assert.Equal(64, (int)Marshal.OffsetOf(options, "reply_prefix"),
+                         "offsetof reply_prefix");
             Assert.Equal(64, Marshal.SizeOf(stats), "sizeof parley_turn_stats");
             Assert.Equal(48, (int)Marshal.OffsetOf(stats, "kv_source"), "offsetof kv_source");
             Assert.Equal(56, (int)Marshal.OffsetOf(stats, "stop_reason"), "offsetof stop_reason");

@@ -32,6 +32,8 @@ namespace Parley.Tests
             LayoutTests.Register(runner);
             GenerationTests.Register(runner);
             StopTests.Register(runner);
+            ReplyPrefixTests.Register(runner);
+            ExchangeTests.Register(runner);
             ErrorTests.Register(runner);
             StoreTests.Register(runner);
             LifetimeTests.Register(runner);

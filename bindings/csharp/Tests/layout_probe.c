@@ -96,6 +96,7 @@ int main(void) {
   FIELD(parley_generate_options, stop);
   FIELD(parley_generate_options, n_stop);
   FIELD(parley_generate_options, reserved0);
+  FIELD(parley_generate_options, reply_prefix);
 
   SIZE(parley_turn_stats);
   FIELD(parley_turn_stats, struct_size);

@@ -121,6 +121,7 @@ class GenerateOptions(Structure):
         ("stop", POINTER(c_char_p)),  # since 0.3
         ("n_stop", c_uint32),
         ("reserved0", c_int32),
+        ("reply_prefix", c_char_p),  # since 0.3
     ]
 
 
@@ -181,6 +182,7 @@ SIGNATURES = {
     "parley_session_send": (parley_status,
                             [session_p, c_char_p, POINTER(GenerateOptions), parley_text_fn,
                              c_void_p, POINTER(TurnStats)]),
+    "parley_session_add_exchange": (parley_status, [session_p, c_char_p, c_char_p]),
     "parley_tokenize": (parley_status,
                         [engine_p, c_char_p, c_int32, POINTER(c_int32), c_size_t,
                          POINTER(c_size_t)]),

@@ -106,7 +106,7 @@ def session_options(lib, id, system, template, scope, overflow):
 
 
 def generate_options(lib, max_tokens, temperature, top_k, top_p, min_p, repeat_penalty,
-                     repeat_last_n, seed, ignore_eos, stop):
+                     repeat_last_n, seed, ignore_eos, stop, reply_prefix):
     o = _native.GenerateOptions()
     lib.parley_generate_options_init_sized(ctypes.byref(o), ctypes.sizeof(o))
     o.seed = int_arg("seed", seed, ctypes.c_uint64)
@@ -119,4 +119,6 @@ def generate_options(lib, max_tokens, temperature, top_k, top_p, min_p, repeat_p
     o.repeat_last_n = int_arg("repeat_last_n", repeat_last_n, ctypes.c_uint32)
     o.ignore_eos = 1 if ignore_eos else 0
     o.stop, o.n_stop = stop_arg(stop)
+    # Like stop, the struct keeps the bytes alive (ctypes' _objects) until a stream() sends.
+    o.reply_prefix = text_arg("reply_prefix", reply_prefix)
     return o

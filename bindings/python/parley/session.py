@@ -30,20 +30,24 @@ class Session(NativeHandle):
 
     def send(self, text, *, max_tokens=256, temperature=0.8, top_k=40, top_p=0.95, min_p=0.05,
              repeat_penalty=1.0, repeat_last_n=64, seed=0, ignore_eos=False, stop=None,
-             on_text=None):
+             reply_prefix=None, on_text=None):
         """Adds a user message and returns the whole reply.
 
         stop: stop strings (a sequence of str, at most 16, each 1-256 bytes of UTF-8); the
         reply ends before the first of them it shows, which is neither returned, streamed nor
         kept. Text that may be the start of one reaches on_text once the next tokens show it
         is not. last_stats.stop_reason and .stop_index say why the reply ended.
+        reply_prefix: text (a str) the reply starts with, tokenized as plain text, from which
+        the model goes on: a format or a voice to keep ("{", "*nods* "). It is streamed first,
+        returned and kept as the reply's start; max_tokens and stop apply only to what follows
+        it. None or "" = none.
         on_text(piece) is called with each piece of text as it is generated, on this thread;
         a truthy return stops the reply there (send then returns the partial reply). An
         exception it raises stops the reply and propagates from send.
         Raises CancelledError (with .reply) when interrupt() stopped it."""
         options = _options.generate_options(self._lib, max_tokens, temperature, top_k, top_p,
                                             min_p, repeat_penalty, repeat_last_n, seed,
-                                            ignore_eos, stop)
+                                            ignore_eos, stop, reply_prefix)
         pieces = []
 
         def on_piece(piece):
@@ -55,7 +59,7 @@ class Session(NativeHandle):
 
     def stream(self, text, *, max_tokens=256, temperature=0.8, top_k=40, top_p=0.95,
                min_p=0.05, repeat_penalty=1.0, repeat_last_n=64, seed=0, ignore_eos=False,
-               stop=None):
+               stop=None, reply_prefix=None):
         """Like send(), but returns an iterator of the reply's pieces, each yielded as it is
         generated. Generation waits while the loop body runs, so the body counts as inside
         the reply (calls on this session raise BusyError); leaving the loop early (break,
@@ -63,7 +67,7 @@ class Session(NativeHandle):
         an iterator still half-read then. Nothing is sent before the first next()."""
         options = _options.generate_options(self._lib, max_tokens, temperature, top_k, top_p,
                                             min_p, repeat_penalty, repeat_last_n, seed,
-                                            ignore_eos, stop)
+                                            ignore_eos, stop, reply_prefix)
         self._live()  # fail now, not at the first next()
         return stream_pieces(lambda on_piece, reply: self._send(text, options, on_piece, reply))
 
@@ -101,6 +105,17 @@ class Session(NativeHandle):
             if isinstance(error, CancelledError):
                 error.reply = reply_so_far()
             raise error
+
+    def add_exchange(self, user_text, reply_text):
+        """Adds a user message and a reply to it that the caller wrote, without generating,
+        as if the model had replied so: a character's scripted lines, or a conversation
+        carried over from elsewhere. Both are turns (rewind(2) removes them). The reply is
+        tokenized as plain text and left open; the next send closes it as the template
+        closes a reply, and only computes its own message.
+        Raises ContextFullError when the two do not fit; the session is then as before."""
+        user = _options.text_arg("user_text", user_text)
+        reply = _options.text_arg("reply_text", reply_text)
+        check(self._lib.parley_session_add_exchange(self._live(), user, reply))
 
     def interrupt(self):
         """Stops the running reply at its next token (it raises CancelledError and keeps the
