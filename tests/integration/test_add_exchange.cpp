@@ -133,17 +133,8 @@ TEST_CASE("parley_session_add_exchange: committed to the store, read back after 
   PARLEY_SHARED_OR_SKIP(gguf, "models/stories260k/stories260k-f32.gguf");
   const TempDir dir;
   const std::string model = gguf.string(), store = (dir / "store.db").string();
-  auto open_with_store = [&] {
-    parley_engine_options eo;
-    parley_engine_options_init(&eo);
-    eo.model_path = model.c_str();
-    eo.store_path = store.c_str();
-    parley_engine* e = nullptr;
-    REQUIRE_MESSAGE(parley_engine_open(&eo, &e) == PARLEY_OK, parley_last_error());
-    return e;
-  };
   const parley_generate_options g = greedy_options(12);
-  parley_engine* e = open_with_store();
+  parley_engine* e = open_engine_with_store(model, store);
   parley_session* s = create_raw_session(e, "scripted");
   REQUIRE(parley_session_add_exchange(s, "Once upon a time", "there was a fox.") == PARLEY_OK);
   CHECK(parley_session_add_exchange(s, nullptr, "x") == PARLEY_E_INVALID_ARGUMENT);
@@ -153,7 +144,7 @@ TEST_CASE("parley_session_add_exchange: committed to the store, read back after 
   parley_session_close(s);
   parley_engine_close(e);
 
-  e = open_with_store();
+  e = open_engine_with_store(model, store);
   REQUIRE(parley_session_open(e, "scripted", &s) == PARLEY_OK);
   parley_turn t{};
   t.struct_size = sizeof t;

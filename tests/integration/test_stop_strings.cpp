@@ -187,16 +187,7 @@ TEST_CASE("a stopped reply is committed as cut and reads back so after a restart
   PARLEY_SHARED_OR_SKIP(gguf, "models/stories260k/stories260k-f32.gguf");
   const TempDir dir;
   const std::string model = gguf.string(), store = (dir / "store.db").string();
-  auto open_with_store = [&] {
-    parley_engine_options eo;
-    parley_engine_options_init(&eo);
-    eo.model_path = model.c_str();
-    eo.store_path = store.c_str();
-    parley_engine* e = nullptr;
-    REQUIRE_MESSAGE(parley_engine_open(&eo, &e) == PARLEY_OK, parley_last_error());
-    return e;
-  };
-  parley_engine* e = open_with_store();
+  parley_engine* e = open_engine_with_store(model, store);
   parley_session* s = create_raw_session(e, "kept");
   const Reply full = send(s, kPrompt, 32);
   REQUIRE(full.text.size() > 20);
@@ -208,7 +199,7 @@ TEST_CASE("a stopped reply is committed as cut and reads back so after a restart
   parley_session_close(s);
   parley_engine_close(e);
 
-  e = open_with_store();
+  e = open_engine_with_store(model, store);
   REQUIRE(parley_session_open(e, "kept", &s) == PARLEY_OK);
   CHECK(std::string(turn_at(s, 1).text) == cut.text);
   CHECK(session_tokens(s) == tokens);

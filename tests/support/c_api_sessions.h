@@ -24,6 +24,18 @@ inline parley_engine* open_engine(const std::string& model_path, int32_t kv_type
   return e;
 }
 
+// An engine over `model_path` keeping its conversations in the SQLite file `store_path`.
+inline parley_engine* open_engine_with_store(const std::string& model_path,
+                                             const std::string& store_path) {
+  parley_engine_options eo;
+  parley_engine_options_init(&eo);
+  eo.model_path = model_path.c_str();
+  eo.store_path = store_path.c_str();
+  parley_engine* e = nullptr;
+  REQUIRE_MESSAGE(parley_engine_open(&eo, &e) == PARLEY_OK, parley_last_error());
+  return e;
+}
+
 // A new stored session `id` with the raw template; fails the test when it cannot be created.
 inline parley_session* create_raw_session(parley_engine* e, const char* id) {
   parley_session_options so;
