@@ -497,7 +497,8 @@ PARLEY_API parley_status parley_session_send(parley_session *s, const char *user
  *  model had replied so: a character's scripted lines, or a conversation carried over from
  *  elsewhere. The reply is tokenized as plain text (as user text is) and left open, as one
  *  cut at max_tokens: the next turn closes it the way the template closes a reply. The KV of
- *  both is computed before this returns, so the next send() only computes its own message.
+ *  both is computed before this returns (parley_session_interrupt() stops that part: the next
+ *  turn computes the rest), so the next send() computes little more than its own message.
  *  Both are turns (parley_session_get_turn; rewinding 2 removes them).
  *  @param[in] s           the session
  *  @param[in] user_text   UTF-8 text ("" allowed)

@@ -23,4 +23,16 @@ const char* kv_source_name(int32_t source) {
   }
 }
 
+const char* stop_reason_name(int32_t reason) {
+  switch (reason) {
+    case PARLEY_STOP_END_TOKEN: return "end token";
+    case PARLEY_STOP_MAX_TOKENS: return "max tokens";
+    case PARLEY_STOP_STRING: return "stop string";
+    case PARLEY_STOP_CONTEXT_END: return "context end";
+    case PARLEY_STOP_CANCELLED: return "stopped";
+    case PARLEY_STOP_OUT_OF_MEMORY: return "KV budget";
+    default: return "unknown";
+  }
+}
+
 }  // namespace chat

@@ -16,6 +16,11 @@ void print_turn(const parley_turn_stats& t) {
               t.prompt_tokens, t.reused_tokens, t.computed_tokens, t.generated_tokens, t.ttft_ms,
               t.tpot_ms, t.tpot_ms > 0 ? 1000.0 / t.tpot_ms : 0.0);
   std::printf("last turn KV: %s, restore %.2f ms\n", kv_source_name(t.kv_source), t.restore_ms);
+  if (t.stop_reason == PARLEY_STOP_STRING) {
+    std::printf("last reply ended at: stop string %d\n", t.stop_index);
+  } else {
+    std::printf("last reply ended at: %s\n", stop_reason_name(t.stop_reason));
+  }
 }
 
 void print_kv(const parley_engine_stats& s) {

@@ -195,6 +195,12 @@ TEST_CASE("--stop ends the reply before the text, and --print-ids shows the ids 
   const std::string ids = cut.out.substr(at + 1), full_ids = full.out.substr(full_cut + 1);
   CHECK(ids.size() < full_ids.size());
   CHECK(full_ids.rfind(ids.substr(0, ids.size() - 1), 0) == 0);
+  // The console's /stats says which stop string ended the reply.
+  const Run console = run_chat("-m " + quote(gguf.string()) +
+                                   " --template raw --temp 0 --ignore-eos -n 48 --stop zzzz" +
+                                   " --stop " + quote(stop),
+                               "Once upon a time\n/stats\n/quit\n");
+  CHECK(console.out.find("last reply ended at: stop string 1") != std::string::npos);
   const Run empty = run_program(PARLEY_CHAT_EXE, "-m x --stop '' -p hi", "", Stderr::merged);
   CHECK(empty.exit_code == 1);
   CHECK(empty.out == "parley-chat: error: a --stop text has 1 to 256 bytes\n");
@@ -226,6 +232,7 @@ TEST_CASE("the console reads messages and commands from stdin") {
   CHECK(r.out.find(", there was a little girl") != std::string::npos);
   CHECK(r.out.find("last turn: 5 prompt tokens (0 reused, 5 computed), 8 generated") !=
         std::string::npos);
+  CHECK(r.out.find("last reply ended at: max tokens") != std::string::npos);
   CHECK(r.out.find("KV: ") != std::string::npos);
   CHECK(r.out.find("unknown command /nonsense") != std::string::npos);
   CHECK(r.out.find("(new conversation)") != std::string::npos);
