@@ -22,7 +22,7 @@ struct CliArgs {
   int32_t kv_type = PARLEY_KV_DEFAULT;
   uint32_t context_length = 0;
   int32_t overflow = PARLEY_OVERFLOW_ERROR;  // of the conversations this run starts
-  parley_generate_options gen{};         // without its stop strings: see GenerateOptions
+  parley_generate_options gen{};  // without stop strings and reply prefix: GenerateOptions
   std::vector<std::string> stop_strings;  // --stop, in order
   std::optional<std::string> reply_prefix;
   bool print_ids = false;
