@@ -59,7 +59,10 @@ namespace Parley.Tests
             for (int i = 0; i < stop.Length; i++)
             {
                 int at = reply.IndexOf(stop[i], StringComparison.Ordinal);
-                if (at >= 0 && (cut < 0 || at < cut))  // a tie goes to the first listed
+                // At the same place the shortest wins (the first listed of equal ones).
+                bool earlier = at >= 0 && (cut < 0 || at < cut ||
+                                           (at == cut && stop[i].Length < stop[index].Length));
+                if (earlier)
                 {
                     cut = at;
                     index = i;

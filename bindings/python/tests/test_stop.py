@@ -30,8 +30,9 @@ def stops_from(reply):
     absent = "\u2603\u2603"
     assert absent not in reply
     stop = [" ".join(words[-2:]), absent, " " + " ".join(words[middle:middle + 2])]
-    found = [(reply.find(s), i) for i, s in enumerate(stop) if s in reply]
-    cut, index = min(found)  # a tie goes to the first listed, as the library does
+    # At the same place the shortest wins (the first listed of equal ones), as in the library.
+    found = [(reply.find(s), len(s), i) for i, s in enumerate(stop) if s in reply]
+    cut, _, index = min(found)
     assert 0 < cut < len(reply)
     return stop, cut, index
 
