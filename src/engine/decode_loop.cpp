@@ -90,7 +90,6 @@ std::string Session::decode(sample::Sampler& sampler, const GenerateParams& para
   StepBatcher::Decoder decoder(engine_->step_batcher());
   if (!reply.begin(params.reply_prefix)) {
     cut = ReplyCut::cancelled;
-    stats.stop_reason = StopReason::cancelled;
   }
   while (cut == ReplyCut::none) {
     if (tokens_.size() >= context) {  // (send() leaves room for one token: not at the start)
@@ -99,7 +98,6 @@ std::string Session::decode(sample::Sampler& sampler, const GenerateParams& para
     }
     if (interrupt_.load(std::memory_order_relaxed)) {
       cut = ReplyCut::cancelled;
-      stats.stop_reason = StopReason::cancelled;
       break;
     }
     const int32_t id = sampler.sample(logits_, tokens_);
@@ -119,7 +117,6 @@ std::string Session::decode(sample::Sampler& sampler, const GenerateParams& para
     }
     if (!reply.add(stream.push(id))) {
       cut = ReplyCut::cancelled;
-      stats.stop_reason = StopReason::cancelled;
       break;
     }
     if (reply.stop()) break;
@@ -139,12 +136,13 @@ std::string Session::decode(sample::Sampler& sampler, const GenerateParams& para
       // ends here, and what was streamed stays the turn (its last token is fed next turn).
       if (e.status() != Status::out_of_memory) throw;
       cut = ReplyCut::out_of_kv_memory;
-      stats.stop_reason = StopReason::out_of_memory;
       break;
     }
   }
   reply.finish(stream.finish());  // the reply ends here anyway; a stop request changes nothing
   stats.generated_tokens = generated;
+  if (cut == ReplyCut::cancelled) stats.stop_reason = StopReason::cancelled;
+  if (cut == ReplyCut::out_of_kv_memory) stats.stop_reason = StopReason::out_of_memory;
   if (reply.stop()) {
     // The text from the stop string on is not the reply's, nor are the tokens that brought
     // only that text (an end token after it included); the reply is left open, so that the
@@ -160,6 +158,10 @@ std::string Session::decode(sample::Sampler& sampler, const GenerateParams& para
 void Session::drop_reply_tokens(size_t n) {
   if (n == 0) return;
   tokens_.resize(tokens_.size() - n);
+  await_last_token_kv();
+}
+
+void Session::await_last_token_kv() {
   truncate_kv(std::min(n_cached_, uint32_t(tokens_.size()) - 1));
 }
 

@@ -204,9 +204,11 @@ class Session {
                      const TextSink& sink, TurnStats& stats, double started_ms, ReplyCut& cut);
   // Drops KV past n tokens (tokens_ is the caller's).
   void truncate_kv(uint32_t n);
-  // Drops the last n reply tokens and their KV; the one then last awaits its KV again, so that
-  // the next turn computes it and the logits that follow it.
+  // Drops the last n reply tokens and their KV; the one then last awaits its KV again.
   void drop_reply_tokens(size_t n);
+  // Drops the last token's KV if it was computed, as a generated reply leaves it: the next
+  // turn then computes it and the logits that follow it.
+  void await_last_token_kv();
   // Commits the messages the store does not have yet (transcript.cpp).
   void commit_messages();
   store::StoredSession stored_header() const;

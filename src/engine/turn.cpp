@@ -108,7 +108,7 @@ void Session::run_turn(std::string_view user_text, const std::string_view* writt
       // it (an interrupted prefill leaves more to compute then; the exchange stands).
       reply = std::string(*written_reply);
       reply_closed_ = false;
-      truncate_kv(std::min(n_cached_, uint32_t(tokens_.size()) - 1));
+      await_last_token_kv();
     } else if (n_cached_ < tokens_.size()) {
       // Stopped during the prompt: a reply of its prefix alone (not streamed), left open.
       cut = ReplyCut::cancelled;

@@ -337,6 +337,7 @@ TEST_CASE("the KV budget running out during a reply keeps the reply streamed so 
   stats.struct_size = sizeof stats;
   CHECK(parley_session_send(s, "a b", &g, collect, &streamed, &stats) == PARLEY_E_OUT_OF_MEMORY);
   CHECK(last_error_mentions("kept as the turn"));
+  CHECK(stats.stop_reason == PARLEY_STOP_OUT_OF_MEMORY);
   CHECK(stats.generated_tokens > 0);
   CHECK(stats.generated_tokens < 40);
   // Every token but the last has its KV: the block's 16 slots.

@@ -27,6 +27,12 @@ std::vector<float> ModelRunner::logits(const std::vector<int32_t>& ids, kv::KvTy
   return out;
 }
 
+bool is_greedy_choice(const std::vector<float>& logits, size_t n_vocab,
+                      const std::vector<int32_t>& ids, size_t p) {
+  const float* row = logits.data() + (p - 1) * n_vocab;
+  return std::max_element(row, row + n_vocab) - row == ids[p];
+}
+
 LogitsComparison compare_logits(const std::vector<float>& a, const std::vector<float>& b,
                                 size_t n_vocab) {
   LogitsComparison r;

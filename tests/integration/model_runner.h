@@ -34,6 +34,11 @@ struct LogitsComparison {
   size_t top1_agree = 0;
 };
 
+// Whether ids[p] (p > 0) is the greedy choice of `logits` ([ids.size(), n_vocab], as
+// ModelRunner::logits gives) at the position before it.
+bool is_greedy_choice(const std::vector<float>& logits, size_t n_vocab,
+                      const std::vector<int32_t>& ids, size_t p);
+
 // Row-by-row comparison of two [rows, n_vocab] logits arrays.
 LogitsComparison compare_logits(const std::vector<float>& a, const std::vector<float>& b,
                                 size_t n_vocab);
