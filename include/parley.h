@@ -81,7 +81,7 @@ extern "C" {
  * (PARLEY_DEPRECATED) stays exported and working until the next major version. */
 
 #define PARLEY_VERSION_MAJOR 0
-#define PARLEY_VERSION_MINOR 3
+#define PARLEY_VERSION_MINOR 4
 #define PARLEY_VERSION_PATCH 0
 #define PARLEY_VERSION_NUMBER \
   (PARLEY_VERSION_MAJOR * 10000 + PARLEY_VERSION_MINOR * 100 + PARLEY_VERSION_PATCH)
@@ -492,6 +492,30 @@ PARLEY_API parley_status parley_session_send(parley_session *s, const char *user
                                              const parley_generate_options *o,
                                              parley_text_fn on_text, void *user,
                                              parley_turn_stats *stats);
+
+/** Generates without a new user message, streaming to `on_text` as parley_session_send()
+ *  does. What it generates depends on how the conversation ends:
+ *  - a user message without its reply (after parley_session_rewind(s, 1) dropped the reply):
+ *    the reply to it. With the same options and seed this gives the reply the dropped one
+ *    was; with another seed, another take on it ("regenerate").
+ *  - a reply left open (it stopped at max_tokens, before a stop string, at the end of the
+ *    context, when interrupted, or was written with parley_session_add_exchange()): more of
+ *    it. The new text is streamed and appended to that reply, which stays one turn; greedy
+ *    continuation of a reply cut at max_tokens gives what one longer reply would have.
+ *  max_tokens and the stop strings apply to the new text; options->reply_prefix only starts a
+ *  reply that has no text yet. stats cover this call (prompt_tokens 0).
+ *  Errors: INVALID_ARGUMENT (no user message yet; the last reply was ended by the model, as
+ *  its end token does: send a message or rewind the reply; a reply_prefix for a reply under
+ *  way; bad options), CONTEXT_FULL (no room for one more token and the overflow policy is
+ *  ERROR; with DROP_OLDEST the oldest exchanges are dropped, never the last user message),
+ *  and the rest as parley_session_send(): CANCELLED and OUT_OF_MEMORY keep what was
+ *  generated, STORAGE keeps it in memory; BUSY, MISUSE, BACKEND.
+ *  With a store, the reply is committed (synchronous=FULL) before this returns.
+ *  Thread-safety: one thread per session. Since: 0.4. */
+PARLEY_API parley_status parley_session_continue(parley_session *s,
+                                                 const parley_generate_options *o,
+                                                 parley_text_fn on_text, void *user,
+                                                 parley_turn_stats *stats);
 
 /** Adds a user message and a reply to it that the caller wrote, without generating, as if the
  *  model had replied so: a character's scripted lines, or a conversation carried over from

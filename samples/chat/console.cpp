@@ -9,6 +9,7 @@
 
 #include "new_session.h"
 #include "output.h"
+#include "replies.h"
 #include "session_commands.h"
 #include "sessions.h"
 #include "stats_report.h"
@@ -24,6 +25,8 @@ const char* kConsoleHelp =
     "/switch ID     continue another open conversation\n"
     "/fork [ID]     copy the current conversation into a new one and switch to the copy\n"
     "/rewind N      drop the last N messages (a message and its reply are two)\n"
+    "/continue      more of the last reply (cut at --max-tokens, a stop string or Ctrl-C)\n"
+    "/retry         drop the last reply and write it anew (the same one with a fixed --seed)\n"
     "/close ID      close an open conversation (with --store it stays stored)\n"
     "/sessions      list the open conversations: turns, tokens, state, KV bytes resident and\n"
     "               stored (* = current); with --store also the stored ones not open here\n"
@@ -66,32 +69,6 @@ void print_banner(parley_engine* engine) {
   }
 }
 
-void send_message(const CliArgs& args, Sessions::Open& open, const std::string& text) {
-  clear_stop_request();
-  parley_turn_stats stats;
-  stats.struct_size = sizeof stats;
-  parley_status st = PARLEY_OK;
-  {
-    const InterruptOnCtrlC stop(open.session.get());
-    const GenerateOptions gen(args);
-    st = parley_session_send(open.session.get(), text.c_str(), gen.get(), stream_to_stdout,
-                             nullptr, &stats);
-  }
-  std::printf("\n");
-  if (st == PARLEY_OK || st == PARLEY_E_CANCELLED) {
-    open.last_turn = stats;
-    if (st == PARLEY_E_CANCELLED) std::printf("[stopped]\n");
-    if (args.print_ids) print_ids(last_reply_ids(open.session.get()));
-  } else {
-    print_error("send failed", st);
-    if (st == PARLEY_E_CONTEXT_FULL) {
-      std::fprintf(stderr,
-                   "(the conversation fills the context: /reset or /new starts another, "
-                   "/rewind N drops messages, --overflow drop-oldest forgets old ones)\n");
-    }
-  }
-}
-
 // The open conversations, then the stored ones that are not open.
 void list_sessions(const SessionCommands& commands, const StoreCommands& store) {
   commands.list();
@@ -102,6 +79,8 @@ void list_sessions(const SessionCommands& commands, const StoreCommands& store) 
 bool run_command(const Command& c, parley_engine* engine, SessionCommands& commands,
                  StoreCommands& store) {
   if (c.name == "/help") std::printf("%s", kConsoleHelp);
+  else if (c.name == "/continue") continue_reply(commands.args, commands.sessions.current());
+  else if (c.name == "/retry") retry_reply(commands.args, commands.sessions.current());
   else if (c.name == "/stats") print_stats(engine, commands.sessions.current().last_turn);
   else if (c.name == "/new") commands.start_new(c.arg);
   else if (c.name == "/switch") commands.switch_to(c.arg);

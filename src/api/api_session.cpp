@@ -105,6 +105,31 @@ parley_turn_stats turn_stats_to_c(const engine::TurnStats& s) {
   return r;
 }
 
+// The part send and continue share: options in, text out through on_text, stats back.
+template <class Run>
+void generate(const parley_generate_options* o, parley_text_fn on_text, void* user,
+              parley_turn_stats* stats, Run&& run) {
+  if (stats) check_out_struct(stats, "stats");
+  const auto params = generate_params_from(o);
+  engine::TextSink sink;
+  if (on_text) {
+    sink = [&](std::string_view piece) {
+      const std::string text(piece);  // NUL-terminated for C callers
+      return on_text(text.c_str(), text.size(), user) == 0;
+    };
+  }
+  engine::TurnStats turn_stats;
+  try {
+    run(params, sink, turn_stats);
+  } catch (const Error&) {
+    // A turn kept despite the error (stopped, cut short by the KV budget, not yet stored)
+    // has figures as real as a finished one's.
+    if (stats && turn_stats.kept) write_out_struct(stats, turn_stats_to_c(turn_stats));
+    throw;
+  }
+  if (stats) write_out_struct(stats, turn_stats_to_c(turn_stats));
+}
+
 }  // namespace
 }  // namespace parley::api
 
@@ -245,28 +270,26 @@ PARLEY_API parley_status parley_session_send(parley_session* s, const char* user
     auto handle = acquire(s);
     SessionUse use(*handle);
     check_arg(user_text, "user_text is NULL");
-    if (stats) check_out_struct(stats, "stats");
-    const auto params = generate_params_from(o);
+    generate(o, on_text, user, stats,
+             [&](const engine::GenerateParams& params, const engine::TextSink& sink,
+                 engine::TurnStats& turn_stats) {
+               handle->session->send(user_text, params, sink, turn_stats);
+             });
+  });
+}
 
-    engine::TextSink sink;
-    if (on_text) {
-      sink = [&](std::string_view piece) {
-        const std::string text(piece);  // NUL-terminated for C callers
-        return on_text(text.c_str(), text.size(), user) == 0;
-      };
-    }
-    engine::TurnStats turn_stats;
-    const size_t messages_before = handle->session->messages().size();
-    try {
-      handle->session->send(user_text, params, sink, turn_stats);
-    } catch (const Error&) {
-      // A turn kept despite the error (stopped, cut short by the KV budget, not yet stored)
-      // has figures as real as a finished one's.
-      const bool kept = handle->session->messages().size() > messages_before;
-      if (stats && kept) write_out_struct(stats, turn_stats_to_c(turn_stats));
-      throw;
-    }
-    if (stats) write_out_struct(stats, turn_stats_to_c(turn_stats));
+PARLEY_API parley_status parley_session_continue(parley_session* s,
+                                                 const parley_generate_options* o,
+                                                 parley_text_fn on_text, void* user,
+                                                 parley_turn_stats* stats) {
+  return guarded(__func__, [&] {
+    auto handle = acquire(s);
+    SessionUse use(*handle);
+    generate(o, on_text, user, stats,
+             [&](const engine::GenerateParams& params, const engine::TextSink& sink,
+                 engine::TurnStats& turn_stats) {
+               handle->session->continue_reply(params, sink, turn_stats);
+             });
   });
 }
 

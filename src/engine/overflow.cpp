@@ -9,7 +9,7 @@
 
 namespace parley::engine {
 
-bool Session::drop_oldest_to_fit(std::string_view user_text, std::vector<int32_t>& new_ids,
+bool Session::drop_oldest_to_fit(const std::string_view* user_text, std::vector<int32_t>& new_ids,
                                  size_t reply_room) {
   const uint32_t context = engine_->context_length();
   const size_t n_system = !messages_.empty() && messages_.front().role == Role::system ? 1 : 0;
@@ -18,7 +18,9 @@ bool Session::drop_oldest_to_fit(std::string_view user_text, std::vector<int32_t
     if (messages_[i].role == Role::user) user_messages.push_back(i);
   }
 
-  for (size_t dropped = 1; dropped <= user_messages.size(); ++dropped) {
+  // Without a new message, the last user message (the one being replied to) stays.
+  const size_t droppable = user_messages.size() - (user_text || user_messages.empty() ? 0 : 1);
+  for (size_t dropped = 1; dropped <= droppable; ++dropped) {
     std::vector<int32_t> rebuilt;
     std::vector<int32_t> turn;
     size_t first_kept = messages_.size();
@@ -33,7 +35,7 @@ bool Session::drop_oldest_to_fit(std::string_view user_text, std::vector<int32_t
       rebuilt.insert(rebuilt.end(), tokens_.begin() + old_begin, tokens_.end());
       turn = new_ids;  // the new turn follows the same last reply as before
     } else {
-      turn = template_.render_user_turn(system_prompt_, user_text, true);
+      turn = template_.render_user_turn(system_prompt_, *user_text, true);
     }
     if (rebuilt.size() + turn.size() + reply_room > context) continue;
 

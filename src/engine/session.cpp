@@ -1,5 +1,7 @@
 #include "engine/session.h"
 
+#include <algorithm>
+
 #include "common/error.h"
 #include "common/log.h"
 #include "engine/clock.h"
@@ -129,7 +131,7 @@ Session::Session(std::shared_ptr<Engine> engine, const store::StoredSession& sto
   }
   require(tokens_.size() <= engine_->context_length(), Status::corrupt,
           "stored conversation is longer than the context");
-  n_committed_ = messages_.size();
+  n_committed_ = n_stored_ = messages_.size();
   created_ms_ = stored.created_ms;
   spilled_ = !tokens_.empty();  // its KV, if any, is in the store
   last_used_ms_ = now_ms();
@@ -183,11 +185,12 @@ void Session::rewind(uint32_t n_messages) {
   if (n_messages == 0) return;
   const size_t first_dropped = messages_.size() - n_messages;
   const uint32_t keep = messages_[first_dropped].token_begin;
-  if (auto* store = engine_->store(); store && n_committed_ > first_dropped) {
+  if (auto* store = engine_->store(); store && n_stored_ > first_dropped) {
     // First: a failure changes nothing. The stored KV keeps the blocks before the kept ids'
     // last one (which the next turn recomputes anyway for its logits).
     store->truncate_turns(id_, uint32_t(first_dropped), keep ? keep - 1 : 0);
-    n_committed_ = first_dropped;
+    n_stored_ = first_dropped;
+    n_committed_ = std::min(n_committed_, first_dropped);
   }
   const Message* last_kept = first_dropped > n_system ? &messages_[first_dropped - 1] : nullptr;
   // After a user message the reply is missing: the next turn closes it as an empty one.

@@ -72,6 +72,7 @@ struct TurnStats {
   KvSource kv_source = KvSource::fresh;
   StopReason stop_reason = StopReason::none;
   int32_t stop_index = -1;  // which stop string ended the reply
+  bool kept = false;        // the turn is part of the conversation (also when cut short)
 };
 
 enum class SessionState : int32_t { active = 0, idle = 1, spilled = 2 };  // PARLEY_SESSION_*
@@ -130,6 +131,15 @@ class Session {
   // except that nothing is generated.
   void add_exchange(std::string_view user_text, std::string_view reply_text);
 
+  // Generates without a new user message: the reply to the last user message when it has none
+  // (after a rewind of the reply: a new take on it), or more of the last reply when it was
+  // left open (cut at max_tokens, by a stop string, stopped, or written). The new text goes
+  // to `sink` and is added to that reply; a reply_prefix only starts a reply not yet under
+  // way; max_tokens and stop strings apply to the new text. Throws Error(invalid_argument)
+  // when there is nothing to go on from (no user message, or the last reply was ended by the
+  // model); otherwise errors as send's.
+  void continue_reply(const GenerateParams& params, const TextSink& sink, TurnStats& stats);
+
   // A new session with this one's conversation: full KV blocks are shared, the partially
   // filled last block is copied. Throws Error: invalid_argument (bad or used id),
   // out_of_memory, storage.
@@ -170,12 +180,19 @@ class Session {
   // send() and add_exchange(): a written reply when written_reply is set, else generated.
   void run_turn(std::string_view user_text, const std::string_view* written_reply,
                 const GenerateParams& params, const TextSink& sink, TurnStats& stats);
+  // Checks that `new_ids` and `reply_room` more tokens fit, brings spilled KV back, and makes
+  // room under DROP_OLDEST. `user_text` is the new user message, or null when the last reply
+  // goes on (its user message then stays). `written` says the reply room is exact. Throws
+  // Error(context_full) when it cannot fit; changes nothing before that.
+  void fit_turn(const std::string_view* user_text, std::vector<int32_t>& new_ids,
+                size_t reply_room, bool written, TurnStats& stats);
   // The ids to prefill for a new user message, starting with what the previous reply left.
   std::vector<int32_t> render_turn(std::string_view user_text) const;
   // Makes room for a new turn of `new_ids` and `reply_room` reply tokens by dropping the
   // oldest exchanges and rebuilding the conversation from its stored ids (overflow.cpp); false
   // when even that cannot fit it.
-  bool drop_oldest_to_fit(std::string_view user_text, std::vector<int32_t>& new_ids,
+  // `user_text` null: no new message, and the last user message is never dropped.
+  bool drop_oldest_to_fit(const std::string_view* user_text, std::vector<int32_t>& new_ids,
                           size_t reply_room);
   // Brings spilled KV back from the store (resume.cpp); returns whether all of it came back.
   bool restore_kv();
@@ -195,13 +212,18 @@ class Session {
   void feed_last_token(StepBatcher::Decoder& decoder);
   // Makes positions [from, to) writable, spilling other sessions when the budget is short.
   void prepare_write(uint32_t from, uint32_t to);
-  // Samples, streams and feeds reply tokens until a stop; returns the reply's text. A reply
+  // Samples, streams and feeds reply tokens until a stop; returns the reply's text (the
+  // prefix, then what was generated); `reply_start`: the reply has no text yet. A reply
   // that shows a stop string ends before it: the text from there on is not streamed, and the
   // tokens that brought only that text are dropped (with their KV).
   // How a reply ended, when not by a stop token, a stop string or a limit.
   enum class ReplyCut { none, cancelled, out_of_kv_memory };
-  std::string decode(sample::Sampler& sampler, const GenerateParams& params,
+  std::string decode(sample::Sampler& sampler, const GenerateParams& params, bool reply_start,
                      const TextSink& sink, TurnStats& stats, double started_ms, ReplyCut& cut);
+  // The sampler's seed: the caller's, or a fresh random one for 0.
+  static uint64_t seed_for(const GenerateParams& params);
+  // The error a kept turn still reports when its reply was cut short.
+  void fail_if_cut(ReplyCut cut, const TurnStats& stats);
   // Drops KV past n tokens (tokens_ is the caller's).
   void truncate_kv(uint32_t n);
   // Drops the last n reply tokens and their KV; the one then last awaits its KV again.
@@ -227,6 +249,7 @@ class Session {
   kv::BlockTable blocks_;
   std::vector<float> logits_;    // [n_vocab] of the last fed token
   size_t n_committed_ = 0;       // messages_[0, n_committed_) are in the store
+  size_t n_stored_ = 0;          // turns the store holds (more when a reply went on since)
   bool rewrite_transcript_ = false;  // the stored turns must be replaced, not appended to
   // Read by the engine's bookkeeping without taking the session.
   std::atomic<bool> spilled_{false};  // the KV is in the store, not in blocks_

@@ -51,6 +51,9 @@ void Session::commit_messages() {
     if (rewrite_transcript_) {
       store->replace_turns(id_, stored_turns(0));
       rewrite_transcript_ = false;
+    } else if (n_committed_ < n_stored_) {  // a stored reply went on since
+      store->replace_turns_from(id_, uint32_t(n_committed_), uint32_t(n_stored_),
+                                stored_turns(n_committed_));
     } else if (n_committed_ < messages_.size()) {
       store->append_turns(id_, uint32_t(n_committed_), stored_turns(n_committed_));
     }
@@ -61,7 +64,7 @@ void Session::commit_messages() {
     fail(Status::storage, "session '" + id_ + "' was changed in the store by another engine; " +
                               "its new turns stay in memory only: " + e.what());
   }
-  n_committed_ = messages_.size();
+  n_committed_ = n_stored_ = messages_.size();
 }
 
 }  // namespace parley::engine

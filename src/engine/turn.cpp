@@ -11,14 +11,11 @@
 #include "text/utf8_stream.h"
 
 namespace parley::engine {
-namespace {
-
-uint64_t fresh_seed() {
+uint64_t Session::seed_for(const GenerateParams& params) {
+  if (params.seed) return params.seed;
   std::random_device rd;
   return (uint64_t(rd()) << 32) ^ rd();
 }
-
-}  // namespace
 
 void Session::send(std::string_view user_text, const GenerateParams& params,
                    const TextSink& sink, TurnStats& stats) {
@@ -28,6 +25,42 @@ void Session::send(std::string_view user_text, const GenerateParams& params,
 void Session::add_exchange(std::string_view user_text, std::string_view reply_text) {
   TurnStats stats;
   run_turn(user_text, &reply_text, GenerateParams{}, nullptr, stats);
+}
+
+void Session::fit_turn(const std::string_view* user_text, std::vector<int32_t>& new_ids,
+                       size_t reply_room, bool written, TurnStats& stats) {
+  const std::string reply_needs = (written ? "" : "at least ") + std::to_string(reply_room);
+  const std::string needs =
+      user_text ? "the message needs " + std::to_string(new_ids.size()) + " tokens and its reply " +
+                      reply_needs
+                : "the reply needs " + reply_needs + " more tokens";
+  const uint32_t context = engine_->context_length();
+  const bool fits = tokens_.size() + new_ids.size() + reply_room <= context;
+  if (!fits && overflow_ != OverflowPolicy::drop_oldest) {
+    fail(Status::context_full,
+         needs + ", but only " +
+             std::to_string(context - std::min<size_t>(context, tokens_.size())) +
+             " of the context's " + std::to_string(context) + " are left");
+  }
+  if (spilled()) {  // bring the KV back from the store (or recompute what did not come)
+    const double t0 = now_ms();
+    stats.kv_source = restore_kv() ? KvSource::restored : KvSource::rebuilt;
+    stats.restore_ms = now_ms() - t0;
+  }
+  if (!fits) {
+    if (!drop_oldest_to_fit(user_text, new_ids, reply_room)) {
+      const std::string alone =
+          user_text ? std::to_string(
+                          template_.render_user_turn(system_prompt_, *user_text, true).size()) +
+                          " with the conversation's opening, and its reply " + reply_needs
+                    : reply_needs + " more after its user message and the conversation's opening";
+      fail(Status::context_full,
+           std::string(user_text ? "the message" : "the reply") + " does not fit the context's " +
+               std::to_string(context) + " tokens even with every earlier exchange dropped (it " +
+               "needs " + alone + ")");
+    }
+    stats.kv_source = KvSource::rebuilt;
+  }
 }
 
 void Session::run_turn(std::string_view user_text, const std::string_view* written_reply,
@@ -43,7 +76,7 @@ void Session::run_turn(std::string_view user_text, const std::string_view* writt
   require(text::is_valid_utf8(params.reply_prefix), Status::invalid_argument,
           "reply_prefix is not valid UTF-8");
   std::optional<sample::Sampler> sampler;
-  if (!written_reply) sampler.emplace(params.sampler, params.seed ? params.seed : fresh_seed());
+  if (!written_reply) sampler.emplace(params.sampler, seed_for(params));
   stats = TurnStats{};
   stats.kv_source = n_cached_ > 0 ? KvSource::resident : KvSource::fresh;
 
@@ -55,31 +88,7 @@ void Session::run_turn(std::string_view user_text, const std::string_view* writt
   const std::vector<int32_t> reply_ids =
       reply_opening.empty() ? std::vector<int32_t>() : template_.render_reply(reply_opening);
   const size_t reply_room = reply_ids.size() + (written_reply ? 0 : 1);
-  const std::string reply_needs = (written_reply ? "" : "at least ") + std::to_string(reply_room);
-  const uint32_t context = engine_->context_length();
-  const bool fits = tokens_.size() + new_ids.size() + reply_room <= context;
-  if (!fits && overflow_ != OverflowPolicy::drop_oldest) {
-    fail(Status::context_full,
-         "the message needs " + std::to_string(new_ids.size()) + " tokens and its reply " +
-             reply_needs + ", but only " +
-             std::to_string(context - std::min<size_t>(context, tokens_.size())) +
-             " of the context's " + std::to_string(context) + " are left");
-  }
-  if (spilled()) {  // bring the KV back from the store (or recompute what did not come)
-    const double t0 = now_ms();
-    stats.kv_source = restore_kv() ? KvSource::restored : KvSource::rebuilt;
-    stats.restore_ms = now_ms() - t0;
-  }
-  if (!fits) {
-    if (!drop_oldest_to_fit(user_text, new_ids, reply_room)) {
-      fail(Status::context_full,
-           "the message does not fit the context's " + std::to_string(context) +
-               " tokens even with every earlier exchange dropped (it needs " +
-               std::to_string(template_.render_user_turn(system_prompt_, user_text, true).size()) +
-               " with the conversation's opening, and its reply " + reply_needs + ")");
-    }
-    stats.kv_source = KvSource::rebuilt;
-  }
+  fit_turn(&user_text, new_ids, reply_room, written_reply != nullptr, stats);
 
   // 2. Remember where the conversation stood, so a failure leaves it as it was.
   const size_t tokens_before = tokens_.size();
@@ -116,7 +125,7 @@ void Session::run_turn(std::string_view user_text, const std::string_view* writt
       reply = params.reply_prefix;
       reply_closed_ = false;
     } else {
-      reply = decode(*sampler, params, sink, stats, started_ms, cut);
+      reply = decode(*sampler, params, true, sink, stats, started_ms, cut);
     }
 
     if (first && !messages_.empty() && messages_.front().role == Role::system) {
@@ -150,11 +159,16 @@ void Session::run_turn(std::string_view user_text, const std::string_view* writt
   }
   messages_.push_back(std::move(user_message));
   messages_.push_back(std::move(reply_message));
+  stats.kept = true;
   last_used_ms_ = now_ms();
 
   // 6. Durable before send() returns. If the store fails, the turn stays in memory and goes
   //    to the store with the next commit.
   commit_messages();
+  fail_if_cut(cut, stats);
+}
+
+void Session::fail_if_cut(ReplyCut cut, const TurnStats& stats) {
   if (cut == ReplyCut::cancelled) {
     fail(Status::cancelled, "the reply was stopped; its partial text is kept");
   }

@@ -108,6 +108,28 @@ void Store::append_turns(const std::string& id, uint32_t first_index,
   });
 }
 
+void Store::replace_turns_from(const std::string& id, uint32_t first_index, uint32_t n_stored,
+                               std::span<const StoredTurn> turns) {
+  require_known_roles("replace_turns_from", turns);
+  require(first_index <= n_stored, Status::invalid_argument,
+          "replace_turns_from: turn " + std::to_string(first_index) + " is past the " +
+              std::to_string(n_stored) + " stored");
+  impl_->call("replace_turns_from", Synchronous::full, [&](Connection& db) {
+    WriteTransaction transaction(db);
+    const auto row = require_session(db, id);
+    require(row.n_turns == n_stored, Status::invalid_argument,
+            "replace_turns_from: session " + id + " has " + std::to_string(row.n_turns) +
+                " turns, not " + std::to_string(n_stored));
+    transcript_rows::delete_turns_from(db, id, first_index);
+    for (size_t i = 0; i < turns.size(); ++i) {
+      transcript_rows::insert_turn(db, id, static_cast<int64_t>(first_index + i), turns[i]);
+    }
+    transcript_rows::update_turn_count(db, id, first_index + static_cast<int64_t>(turns.size()),
+                                       std::max(now_ms(), row.session.updated_ms));
+    transaction.commit();
+  });
+}
+
 void Store::truncate_turns(const std::string& id, uint32_t keep, uint32_t keep_kv_tokens) {
   impl_->call("truncate_turns", Synchronous::full, [&](Connection& db) {
     WriteTransaction transaction(db);

@@ -80,6 +80,11 @@ class Store {
   void create_session(const StoredSession& session);  // Error(invalid_argument) if the id exists
   void append_turns(const std::string& id, uint32_t first_index,
                     std::span<const StoredTurn> turns);  // turns first_index, first_index + 1, ...
+  // Turns first_index on become `turns` (a last reply that went on). The session must hold
+  // n_stored turns, first_index <= n_stored: fewer or more means another engine wrote to it.
+  // The KV stays: it still describes the ids the kept turns start with.
+  void replace_turns_from(const std::string& id, uint32_t first_index, uint32_t n_stored,
+                          std::span<const StoredTurn> turns);
   // Keeps the first `keep` turns. The session's KV keeps the whole blocks of its first
   // `keep_kv_tokens` tokens (the ids the kept turns still start with) and drops the rest.
   void truncate_turns(const std::string& id, uint32_t keep, uint32_t keep_kv_tokens = 0);

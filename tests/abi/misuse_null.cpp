@@ -205,6 +205,15 @@ MisuseRows null_pointer_rows() {
     return parley_session_send(w.session(), "a", nullptr, nullptr, nullptr, nullptr);
   });
 
+  add("parley_session_continue", "session NULL", kInvalid, [](MisuseWorld&) {
+    return parley_session_continue(nullptr, nullptr, nullptr, nullptr, nullptr);
+  });
+  add("parley_session_continue", "options, callback and stats NULL", PARLEY_OK,
+      [](MisuseWorld& w) {
+        return parley_session_continue(w.session_with_turn(), nullptr, nullptr, nullptr,
+                                       nullptr);
+      });
+
   add("parley_session_add_exchange", "session NULL", kInvalid,
       [](MisuseWorld&) { return parley_session_add_exchange(nullptr, "a", "b"); });
   add("parley_session_add_exchange", "user_text NULL", kInvalid,

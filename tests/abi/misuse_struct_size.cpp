@@ -221,6 +221,19 @@ MisuseRows struct_size_rows() {
     return parley_session_send(w.session(), "a", &g, nullptr, nullptr, t);
   };
   out_rows<parley_turn_stats>(r, "parley_session_send", send_for_stats);
+  const auto continue_with = [](MisuseWorld& w, parley_generate_options* o) {
+    o->max_tokens = 2;
+    o->temperature = 0;
+    return parley_session_continue(w.session_with_turn(), o, nullptr, nullptr, nullptr);
+  };
+  option_rows<parley_generate_options>(r, "parley_session_continue", "generate options",
+                                       continue_with);
+  out_rows<parley_turn_stats>(r, "parley_session_continue",
+                              [](MisuseWorld& w, parley_turn_stats* t) {
+                                const parley_generate_options g = quick_generate();
+                                return parley_session_continue(w.session_with_turn(), &g,
+                                                               nullptr, nullptr, t);
+                              });
   // 0.2's struct ended before stop_reason.
   earlier_size_row<parley_turn_stats>(
       r, "parley_session_send", "turn stats: 0.2's size: filled up to it, nothing past it",

@@ -77,6 +77,13 @@ MisuseRows utf8_rows() {
                    g.reply_prefix = text.c_str();
                    return parley_session_send(w.session(), "a", &g, nullptr, nullptr, nullptr);
                  }});
+    r.push_back({"parley_session_continue", std::string("reply prefix: ") + b.what, kInvalid,
+                 [text](MisuseWorld& w) {
+                   parley_generate_options g = quick_generate();
+                   g.reply_prefix = text.c_str();
+                   return parley_session_continue(w.session_with_turn(), &g, nullptr, nullptr,
+                                                  nullptr);
+                 }});
     r.push_back({"parley_session_add_exchange", std::string("user text: ") + b.what, kInvalid,
                  [text](MisuseWorld& w) {
                    return parley_session_add_exchange(w.session(), text.c_str(), "b");

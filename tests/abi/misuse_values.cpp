@@ -188,6 +188,24 @@ MisuseRows value_rows() {
                [](MisuseWorld& w) {
                  return parley_session_add_exchange(w.session(), "a", huge_text().c_str());
                }});
+  r.push_back({"parley_session_continue", "no message yet", kInvalid, [](MisuseWorld& w) {
+                 const parley_generate_options g = quick_generate();
+                 return parley_session_continue(w.session(), &g, nullptr, nullptr, nullptr);
+               }});
+  r.push_back({"parley_session_continue", "a reply prefix for a reply under way", kInvalid,
+               [](MisuseWorld& w) {
+                 parley_generate_options g = quick_generate();
+                 g.reply_prefix = "and";
+                 return parley_session_continue(w.session_with_turn(), &g, nullptr, nullptr,
+                                                nullptr);
+               }});
+  r.push_back({"parley_session_continue", "a bad option (top_p 2)", kInvalid,
+               [](MisuseWorld& w) {
+                 parley_generate_options g = quick_generate();
+                 g.top_p = 2;
+                 return parley_session_continue(w.session_with_turn(), &g, nullptr, nullptr,
+                                                nullptr);
+               }});
   r.push_back({"parley_session_rewind", "more turns than there are", kInvalid,
                [](MisuseWorld& w) { return parley_session_rewind(w.session_with_turn(), 3); }});
   r.push_back({"parley_session_rewind", "UINT32_MAX turns", kInvalid, [](MisuseWorld& w) {

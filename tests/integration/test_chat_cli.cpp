@@ -334,6 +334,40 @@ TEST_CASE("console sessions: /rewind drops messages, and refuses more than there
   CHECK(listed_sessions(r.out.substr(refused)).at("a").turns == 2);  // the refusals changed nothing
 }
 
+TEST_CASE("console: /continue goes on with the reply as the reference does; /retry writes it "
+          "anew") {
+  PARLEY_SHARED_OR_SKIP(goldens_path, "golden/stories260k_greedy.jsonl");
+  PARLEY_SHARED_OR_SKIP(gguf, "models/stories260k/stories260k-f32.gguf");
+  const auto goldens = read_greedy_goldens(goldens_path);
+  const auto& g = *std::find_if(goldens.begin(), goldens.end(),
+                                [](const GreedyGolden& x) { return x.name == "once_upon"; });
+  const auto first = [&](size_t n) {
+    return ids_line(std::vector<int32_t>(g.generated_ids.begin(), g.generated_ids.begin() + long(n)));
+  };
+  const Run r = run_program(PARLEY_CHAT_EXE,
+                            "-m " + quote(gguf.string()) +
+                                " --kv f32 --template raw --temp 0 --ignore-eos -n 16 --print-ids",
+                            "/retry\n/continue\n" + g.prompt + "\n/continue\n/continue\n/retry\n"
+                                "/rewind 1\n/continue\n",
+                            Stderr::merged);
+  CHECK(r.exit_code == 0);
+  CHECK(r.out.starts_with("no reply to retry: send a message first\n"));
+  CHECK(r.out.find("continue failed: parley_session_continue: the conversation has no message") !=
+        std::string::npos);
+  // --print-ids shows the whole reply after each call: 16, 32, 48 tokens, then 16 again twice.
+  const std::string ids = first(16) + "\n", longer = first(32) + "\n", longest = first(48) + "\n";
+  const size_t at16 = r.out.find(ids);
+  REQUIRE(at16 != std::string::npos);
+  const size_t at32 = r.out.find(longer, at16);
+  REQUIRE(at32 != std::string::npos);
+  const size_t at48 = r.out.find(longest, at32);
+  REQUIRE(at48 != std::string::npos);
+  const size_t retried = r.out.find(ids, at48);
+  REQUIRE(retried != std::string::npos);
+  CHECK(r.out.find("(rewound 1; 1 turns left)\n", retried) != std::string::npos);
+  CHECK(r.out.find(ids, retried + ids.size()) != std::string::npos);
+}
+
 TEST_CASE("console sessions: /switch to an unknown id changes nothing") {
   PARLEY_SHARED_OR_SKIP(gguf, "models/stories260k/stories260k-f32.gguf");
   const Run r = run_console(gguf, "/new a\n/switch nowhere\n/switch\n/new a\n/sessions\n");

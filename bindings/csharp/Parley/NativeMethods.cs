@@ -117,6 +117,11 @@ namespace Parley
             TextCallback onText, IntPtr user, ref NativeTurnStats stats);
 
         [DllImport(Library, CallingConvention = CallingConvention.Cdecl)]
+        internal static extern int parley_session_continue(
+            SessionHandle session, [In] ref NativeGenerateOptions o,
+            TextCallback onText, IntPtr user, ref NativeTurnStats stats);
+
+        [DllImport(Library, CallingConvention = CallingConvention.Cdecl)]
         internal static extern int parley_session_add_exchange(
             SessionHandle session, [In] byte[] userText, [In] byte[] replyText);
 

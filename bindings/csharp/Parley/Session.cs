@@ -45,6 +45,27 @@ namespace Parley
             return StreamPieces(text, options);
         }
 
+        // Generates without a new user message and returns the text this call generated
+        // (ReplyPrefix included); `onText`, when given, receives it piece by piece as Stream's
+        // handler does. What it generates depends on how the conversation ends:
+        // - a user message without its reply (Rewind(1) dropped it): the reply to it. With the
+        //   same options and Seed it is the reply the dropped one was; with another Seed,
+        //   another take on it.
+        // - a reply left open (it stopped at MaxTokens, before a stop string, at the end of the
+        //   context, when interrupted, or was written with AddExchange): more of it. The new
+        //   text is appended to that reply, which stays one turn; greedy continuation of a
+        //   reply cut at MaxTokens gives what one longer reply would have.
+        // MaxTokens and Stop apply to the new text; ReplyPrefix only starts a reply that has no
+        // text yet. LastStats cover this call (PromptTokens 0). ParleyStatus.InvalidArgument
+        // when there is no user message yet, when the model ended the last reply (send a
+        // message or rewind it), or for a ReplyPrefix when the reply already has text.
+        public string Continue(GenerateOptions options = null, Action<string> onText = null)
+        {
+            Func<string, bool> onPiece = null;
+            if (onText != null) onPiece = piece => { onText(piece); return true; };
+            return Generate(null, options, onPiece);
+        }
+
         // Adds a user message and a reply to it that the caller wrote, without generating, as
         // if the model had replied so: a character's scripted lines, or a conversation carried
         // over from elsewhere. Both are turns (Rewind(2) removes them). The reply is tokenized
@@ -160,23 +181,35 @@ namespace Parley
         {
             byte[] utf8 = Utf8.ToNative(text, "text");
             if (utf8 == null) throw new ArgumentNullException("text");
+            return Generate(utf8, options, onPiece);
+        }
+
+        // A user message and its reply (parley_session_send), or without one (userText null)
+        // what parley_session_continue generates.
+        private string Generate(byte[] userText, GenerateOptions options,
+                                Func<string, bool> onPiece)
+        {
             using (var strings = new NativeStrings())
             {
                 NativeGenerateOptions o = GenerateOptions.ToNative(options, strings);
-                return SendNative(utf8, ref o, onPiece);
+                return GenerateNative(userText, ref o, onPiece);
             }
         }
 
-        private string SendNative(byte[] utf8, ref NativeGenerateOptions o,
-                                  Func<string, bool> onPiece)
+        private string GenerateNative(byte[] userText, ref NativeGenerateOptions o,
+                                      Func<string, bool> onPiece)
         {
             var stats = new NativeTurnStats { struct_size = SizeOf<NativeTurnStats>.Value };
             var sink = new TextSink(onPiece);
             GCHandle pin = GCHandle.Alloc(sink);
             try
             {
-                int status = NativeMethods.parley_session_send(
-                    Handle, utf8, ref o, TextSink.Trampoline, GCHandle.ToIntPtr(pin), ref stats);
+                IntPtr user = GCHandle.ToIntPtr(pin);
+                int status = userText == null
+                    ? NativeMethods.parley_session_continue(
+                        Handle, ref o, TextSink.Trampoline, user, ref stats)
+                    : NativeMethods.parley_session_send(
+                        Handle, userText, ref o, TextSink.Trampoline, user, ref stats);
                 // Read this thread's message before anything else can replace it.
                 ParleyException failure = status != 0 ? ParleyException.FromLastError(status) : null;
                 if (status == (int)ParleyStatus.Ok || status == (int)ParleyStatus.Cancelled)

@@ -34,6 +34,7 @@ namespace Parley.Tests
             StopTests.Register(runner);
             ReplyPrefixTests.Register(runner);
             ExchangeTests.Register(runner);
+            ContinueTests.Register(runner);
             ErrorTests.Register(runner);
             StoreTests.Register(runner);
             LifetimeTests.Register(runner);

@@ -19,7 +19,7 @@ from .errors import (BackendError, BadModelError, BusyError, CancelledError,
 from .info import EngineStats, ModelInfo, SessionInfo, TurnStats
 from .session import Session
 
-__version__ = "0.3.0"
+__version__ = "0.4.0"
 
 __all__ = [
     "Engine", "Session", "EngineStats", "ModelInfo", "SessionInfo", "TurnStats",

@@ -23,12 +23,12 @@ def _text(raw):
 
 @dataclasses.dataclass(frozen=True)
 class TurnStats:
-    """What one send() did. kv_source: "new", "resident", "restored" or "rebuilt".
-    stop_reason, why the reply ended: "end_token" (the model ended it), "max_tokens",
-    "stop_string", "context_end", "cancelled" (interrupt() or on_text) or "out_of_memory"
-    (the KV budget ran out). stop_index: the index in `stop` of the stop string that ended
-    the reply; None when none did. generated_tokens counts the tokens a stop string dropped
-    too."""
+    """What one send() or continue_reply() did. kv_source: "new", "resident", "restored" or
+    "rebuilt". stop_reason, why the reply ended: "end_token" (the model ended it),
+    "max_tokens", "stop_string", "context_end", "cancelled" (interrupt() or on_text) or
+    "out_of_memory" (the KV budget ran out). stop_index: the index in `stop` of the stop
+    string that ended the reply; None when none did. generated_tokens counts the tokens a
+    stop string dropped too."""
     prompt_tokens: int
     reused_tokens: int
     computed_tokens: int

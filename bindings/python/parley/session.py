@@ -1,6 +1,7 @@
 """Session: one conversation."""
 
 import ctypes
+import functools
 
 from . import _native, _options
 from ._buffers import read_ids
@@ -8,6 +9,9 @@ from ._handle import NativeHandle
 from ._streaming import stream_pieces
 from .errors import CancelledError, check, error_for
 from .info import ROLES, SessionInfo, TurnStats
+
+# Stands for "no user message" where text is expected: None is a NULL text, which send refuses.
+_CONTINUE = object()
 
 
 class Session(NativeHandle):
@@ -18,7 +22,7 @@ class Session(NativeHandle):
 
     def __init__(self, lib, handle):
         super().__init__(lib, handle, lib.parley_session_close, "session")
-        self.last_stats = None  # TurnStats of the last send or stream, also a cancelled one
+        self.last_stats = None  # TurnStats of the last reply generated, also a cancelled one
         # An id never changes: read once, so that repr() and .id work while a reply runs
         # (get_info would then be BUSY).
         self._id = self.info.id
@@ -48,14 +52,30 @@ class Session(NativeHandle):
         options = _options.generate_options(self._lib, max_tokens, temperature, top_k, top_p,
                                             min_p, repeat_penalty, repeat_last_n, seed,
                                             ignore_eos, stop, reply_prefix)
-        pieces = []
+        return self._reply(text, options, on_text)
 
-        def on_piece(piece):
-            pieces.append(piece)
-            return on_text(piece) if on_text is not None else False
-
-        self._send(text, options, on_piece, lambda: "".join(pieces))
-        return "".join(pieces)
+    def continue_reply(self, *, max_tokens=256, temperature=0.8, top_k=40, top_p=0.95,
+                       min_p=0.05, repeat_penalty=1.0, repeat_last_n=64, seed=0,
+                       ignore_eos=False, stop=None, reply_prefix=None, on_text=None):
+        """Generates without a new user message and returns the text this call generated
+        (reply_prefix included), with the options, on_text and last_stats of send(). What it
+        generates depends on how the conversation ends:
+        - a user message without its reply (rewind(1) dropped it): the reply to it. With the
+          same options and seed it is the reply the dropped one was; with another seed,
+          another take on it.
+        - a reply left open (it stopped at max_tokens, before a stop string, at the end of the
+          context, when interrupted, or was written with add_exchange): more of it. The new
+          text is appended to that reply, which stays one turn; greedy continuation of a reply
+          cut at max_tokens gives what one longer reply would have.
+        max_tokens and stop apply to the new text; reply_prefix only starts a reply that has
+        no text yet. last_stats.prompt_tokens is 0.
+        Raises InvalidArgumentError when there is no user message yet, when the model ended
+        the last reply (send a message or rewind it), or for a reply_prefix when the reply
+        already has text; CancelledError (with .reply, the new text) as send()."""
+        options = _options.generate_options(self._lib, max_tokens, temperature, top_k, top_p,
+                                            min_p, repeat_penalty, repeat_last_n, seed,
+                                            ignore_eos, stop, reply_prefix)
+        return self._reply(_CONTINUE, options, on_text)
 
     def stream(self, text, *, max_tokens=256, temperature=0.8, top_k=40, top_p=0.95,
                min_p=0.05, repeat_penalty=1.0, repeat_last_n=64, seed=0, ignore_eos=False,
@@ -69,11 +89,23 @@ class Session(NativeHandle):
                                             min_p, repeat_penalty, repeat_last_n, seed,
                                             ignore_eos, stop, reply_prefix)
         self._live()  # fail now, not at the first next()
-        return stream_pieces(lambda on_piece, reply: self._send(text, options, on_piece, reply))
+        return stream_pieces(functools.partial(self._generate, text, options))
 
-    def _send(self, text, options, on_piece, reply_so_far):
-        """One parley_session_send. on_piece(str) returns truthy to stop the reply."""
-        data = _options.text_arg("text", text)
+    def _reply(self, text, options, on_text):
+        """send() and continue_reply(): the text generated, gathered from its pieces."""
+        pieces = []
+
+        def on_piece(piece):
+            pieces.append(piece)
+            return on_text(piece) if on_text is not None else False
+
+        self._generate(text, options, on_piece, lambda: "".join(pieces))
+        return "".join(pieces)
+
+    def _generate(self, text, options, on_piece, reply_so_far):
+        """One parley_session_send of text, or parley_session_continue for _CONTINUE.
+        on_piece(str) returns truthy to stop the reply."""
+        data = None if text is _CONTINUE else _options.text_arg("text", text)
         handle = self._live()
         raised = []
         stopped_here = []
@@ -91,8 +123,12 @@ class Session(NativeHandle):
 
         callback = _native.parley_text_fn(on_text)  # alive until the call below returns
         stats = _native.sized(_native.TurnStats)
-        status = self._lib.parley_session_send(handle, data, ctypes.byref(options), callback,
-                                               None, ctypes.byref(stats))
+        if text is _CONTINUE:
+            status = self._lib.parley_session_continue(handle, ctypes.byref(options), callback,
+                                                       None, ctypes.byref(stats))
+        else:
+            status = self._lib.parley_session_send(handle, data, ctypes.byref(options),
+                                                   callback, None, ctypes.byref(stats))
         message = self._lib.parley_last_error().decode(errors="replace") if status else ""
         if status in (0, CancelledError.status):
             self.last_stats = TurnStats.from_struct(stats)

@@ -108,6 +108,34 @@ TEST_CASE("store: append_turns continues where the transcript ends, and nowhere 
   CHECK(store.load_turns("s").size() == 3);  // failed calls changed nothing
 }
 
+TEST_CASE("store: replace_turns_from rewrites the last turns, and only a transcript as expected") {
+  test::TempDir dir;
+  Store store((dir / "chat.db").string());
+  store.create_session(session_named("s"));
+  store.append_turns("s", 0, std::vector{turn(1, "u", {2, 3}), turn(2, "a partial", {4})});
+  store.replace_turns_from("s", 1, 2, std::vector{turn(2, "a partial reply", {4, 5, 6})});
+  auto back = store.load_turns("s");
+  REQUIRE(back.size() == 2);
+  check_same(back[0], turn(1, "u", {2, 3}));
+  check_same(back[1], turn(2, "a partial reply", {4, 5, 6}));
+  store.replace_turns_from("s", 2, 2, std::vector{turn(1, "next", {7})});  // an append
+  CHECK(store.load_turns("s").size() == 3);
+
+  const auto one = std::vector{turn(2, "x", {9})};
+  // Another engine's view of the count: refused, nothing written.
+  CHECK(status_of([&] { store.replace_turns_from("s", 2, 2, one); }) ==
+        Status::invalid_argument);
+  CHECK(status_of([&] { store.replace_turns_from("s", 4, 3, one); }) ==
+        Status::invalid_argument);
+  CHECK(status_of([&] { store.replace_turns_from("nobody", 0, 0, one); }) == Status::not_found);
+  CHECK(status_of([&] { store.replace_turns_from("s", 2, 3, std::vector{turn(5, "", {})}); }) ==
+        Status::invalid_argument);
+  back = store.load_turns("s");
+  REQUIRE(back.size() == 3);
+  check_same(back[1], turn(2, "a partial reply", {4, 5, 6}));
+  check_same(back[2], turn(1, "next", {7}));
+}
+
 TEST_CASE("store: create_session refuses an existing id and an empty one") {
   test::TempDir dir;
   Store store((dir / "chat.db").string());

@@ -1,0 +1,230 @@
+// Session.Continue (since 0.4): generation without a new user message. It gives the reply a
+// rewind dropped again (regenerate), or more of a reply left open, appended to it.
+using System;
+using System.Collections.Generic;
+using System.Linq;
+
+namespace Parley.Tests
+{
+    internal static class ContinueTests
+    {
+        private const string Prompt = "Once upon a time";
+        private const string EndingPrompt = "The little dog";  // the raw model ends this reply
+        private const string Prefix = " There was a";
+        private const int MaxTokens = 32;
+
+        public static void Register(TestRunner r)
+        {
+            r.Add("continuing a rewound reply gives it again", RegenerateGivesTheReplyAgain);
+            r.Add("continuing a reply cut at MaxTokens gives the longer reply", CutReplyGrows);
+            r.Add("a reply written with AddExchange is continued", WrittenReplyIsContinued);
+            r.Add("continued pieces concatenate to the returned text", PiecesMakeTheText);
+            r.Add("a ReplyPrefix starts a regenerated reply", PrefixStartsRegeneratedReply);
+            r.Add("nothing to continue in a fresh session is InvalidArgument", FreshSessionFails);
+            r.Add("a reply the model ended is not continued", EndedReplyFails);
+            r.Add("a ReplyPrefix for a reply under way is InvalidArgument", PrefixUnderWayFails);
+            r.Add("Continue on a disposed session throws", DisposedSessionThrows);
+        }
+
+        private static GenerateOptions Greedy(int maxTokens, string prefix = null)
+        {
+            GenerateOptions o = Fixture.Greedy(maxTokens);
+            o.ReplyPrefix = prefix;
+            return o;
+        }
+
+        private static string LastText(Session s)
+        {
+            IList<Turn> turns = s.Turns;
+            return turns[turns.Count - 1].Text;
+        }
+
+        private static void RegenerateGivesTheReplyAgain()
+        {
+            using (Engine engine = Fixture.OpenEngine())
+            {
+                foreach (string template in new[] { "raw", "chatml" })
+                {
+                    string what = " (" + template + ")";
+                    var options = new SessionOptions { ChatTemplate = template };
+                    using (Session s = engine.CreateSession(options))
+                    {
+                        string reply = s.Send(Prompt, Greedy(MaxTokens));
+                        int[] tokens = s.Tokens;
+                        int turns = s.Info.Turns;
+                        s.Rewind(1);
+                        Assert.Equal(turns - 1, s.Info.Turns, "turns after the rewind" + what);
+                        Assert.Equal(reply, s.Continue(Greedy(MaxTokens)),
+                                     "the reply again" + what);
+                        Assert.SequenceEqual(tokens, s.Tokens, "the tokens again" + what);
+                        Assert.Equal(turns, s.Info.Turns, "turns" + what);
+                        Assert.Equal(reply, LastText(s), "the kept turn" + what);
+                        Assert.Equal(0, s.LastStats.PromptTokens, "prompt tokens" + what);
+                        Assert.Equal(MaxTokens, s.LastStats.GeneratedTokens, "generated" + what);
+                        Assert.Equal(StopReason.MaxTokens, s.LastStats.StopReason, "reason" + what);
+                    }
+                }
+                // A sampled reply comes again with the same seed.
+                var sampled = new GenerateOptions
+                {
+                    Temperature = 0.8f, Seed = 1234, MaxTokens = 24,
+                };
+                using (Session s = Fixture.RawSession(engine))
+                {
+                    string reply = s.Send(Prompt, sampled);
+                    int[] tokens = s.Tokens;
+                    s.Rewind(1);
+                    Assert.Equal(reply, s.Continue(sampled), "the sampled reply again");
+                    Assert.SequenceEqual(tokens, s.Tokens, "the sampled tokens again");
+                }
+            }
+        }
+
+        private static void CutReplyGrows()
+        {
+            using (Engine engine = Fixture.OpenEngine())
+            {
+                string expected;
+                int[] expectedTokens;
+                using (Session whole = Fixture.RawSession(engine))
+                {
+                    expected = whole.Send(Prompt, Greedy(10));
+                    expectedTokens = whole.Tokens;
+                }
+                using (Session s = Fixture.RawSession(engine))
+                {
+                    string first = s.Send(Prompt, Greedy(4));
+                    int turns = s.Info.Turns;
+                    string more = s.Continue(Greedy(6));
+                    Assert.True(more.Length > 0, "the reply grew");
+                    Assert.Equal(turns, s.Info.Turns, "the same turn, not a new one");
+                    Assert.Equal(expected, LastText(s), "the continued turn");
+                    Assert.Equal(expected, first + more, "what Send and Continue returned");
+                    Assert.SequenceEqual(expectedTokens, s.Tokens, "the tokens");
+                    Assert.Equal(0, s.LastStats.PromptTokens, "prompt tokens");
+                    Assert.Equal(6, s.LastStats.GeneratedTokens, "generated tokens");
+                    Assert.Equal(StopReason.MaxTokens, s.LastStats.StopReason, "stop reason");
+                }
+            }
+        }
+
+        private static void WrittenReplyIsContinued()
+        {
+            const string written = "there was a big red dog.";
+            using (Engine engine = Fixture.OpenEngine())
+            using (Session s = Fixture.RawSession(engine))
+            {
+                s.AddExchange(Prompt, written);
+                string more = s.Continue(Greedy(MaxTokens));
+                Assert.True(more.Length > 0, "the written reply grew");
+                Assert.Equal(2, s.Info.Turns, "turns");
+                Assert.Equal(written + more, LastText(s), "the continued turn");
+            }
+        }
+
+        private static void PiecesMakeTheText()
+        {
+            using (Engine engine = Fixture.OpenEngine())
+            using (Session s = Fixture.RawSession(engine))
+            {
+                s.Send(Prompt, Greedy(4));
+                var pieces = new List<string>();
+                string more = s.Continue(Greedy(MaxTokens), pieces.Add);
+                Assert.True(pieces.Count > 1, "several pieces (" + pieces.Count + ")");
+                Assert.Equal(more, string.Concat(pieces), "the pieces");
+            }
+        }
+
+        private static void PrefixStartsRegeneratedReply()
+        {
+            using (Engine engine = Fixture.OpenEngine())
+            {
+                string expected;
+                using (Session s = Fixture.RawSession(engine))
+                    expected = s.Send(Prompt, Greedy(MaxTokens, Prefix));
+                using (Session s = Fixture.RawSession(engine))
+                {
+                    s.Send(Prompt, Greedy(MaxTokens));
+                    s.Rewind(1);
+                    var pieces = new List<string>();
+                    string reply = s.Continue(Greedy(MaxTokens, Prefix), pieces.Add);
+                    Assert.Equal(expected, reply, "the reply with the prefix");
+                    Assert.True(pieces[0].StartsWith(Prefix, StringComparison.Ordinal),
+                                "the prefix is streamed first");
+                    Assert.Equal(expected, LastText(s), "the kept turn");
+                }
+            }
+        }
+
+        private static void FreshSessionFails()
+        {
+            using (Engine engine = Fixture.OpenEngine())
+            {
+                using (Session s = Fixture.RawSession(engine))
+                {
+                    Assert.ThrowsStatus(ParleyStatus.InvalidArgument,
+                                        () => s.Continue(Greedy(MaxTokens)), "a fresh session");
+                    Assert.Equal(0, s.Info.Turns, "no turns");
+                }
+                var options = new SessionOptions
+                {
+                    ChatTemplate = "chatml", SystemPrompt = "You tell stories.",
+                };
+                using (Session s = engine.CreateSession(options))
+                {
+                    Assert.ThrowsStatus(ParleyStatus.InvalidArgument,
+                                        () => s.Continue(Greedy(MaxTokens)),
+                                        "a system prompt only");
+                    Assert.Equal(1, s.Info.Turns, "the system prompt only");
+                }
+            }
+        }
+
+        private static void EndedReplyFails()
+        {
+            var untilTheEnd = new GenerateOptions { Temperature = 0, MaxTokens = 0 };
+            using (Engine engine = Fixture.OpenEngine())
+            using (Session s = Fixture.RawSession(engine))
+            {
+                string reply = s.Send(EndingPrompt, untilTheEnd);
+                if (s.LastStats.StopReason != StopReason.EndToken)
+                    throw new SkipException("the model did not end its reply to \"" + EndingPrompt
+                                            + "\" (" + s.LastStats.StopReason + ")");
+                int[] tokens = s.Tokens;
+                Assert.ThrowsStatus(ParleyStatus.InvalidArgument,
+                                    () => s.Continue(Greedy(MaxTokens)), "an ended reply");
+                Assert.SequenceEqual(tokens, s.Tokens, "tokens unchanged");
+                Assert.Equal(reply, LastText(s), "the reply unchanged");
+                s.Rewind(1);  // a rewound reply is regenerated instead
+                Assert.Equal(reply, s.Continue(untilTheEnd), "the ended reply again");
+                Assert.Equal(StopReason.EndToken, s.LastStats.StopReason, "stop reason");
+            }
+        }
+
+        private static void PrefixUnderWayFails()
+        {
+            using (Engine engine = Fixture.OpenEngine())
+            using (Session s = Fixture.RawSession(engine))
+            {
+                s.Send(Prompt, Greedy(4));
+                int[] tokens = s.Tokens;
+                string text = LastText(s);
+                Assert.ThrowsStatus(ParleyStatus.InvalidArgument,
+                                    () => s.Continue(Greedy(MaxTokens, Prefix)), "a prefix");
+                Assert.SequenceEqual(tokens, s.Tokens, "tokens unchanged");
+                Assert.Equal(text, LastText(s), "the reply unchanged");
+                Assert.True(s.Continue(Greedy(MaxTokens, "")).Length > 0, "\"\" is no prefix");
+            }
+        }
+
+        private static void DisposedSessionThrows()
+        {
+            using (Engine engine = Fixture.OpenEngine())
+            {
+                Session s = Fixture.RawSession(engine);
+                s.Dispose();
+                Assert.Throws<ObjectDisposedException>(() => s.Continue(), "a disposed session");
+            }
+        }
+    }
+}

@@ -1,0 +1,86 @@
+#include "replies.h"
+
+#include <cstdio>
+
+#include "output.h"
+#include "parley.h"
+
+namespace chat {
+namespace {
+
+// Runs one generating call (send or continue) with the command line's options; prints its
+// outcome. `what` names it in an error.
+template <class Call>
+void generate(const CliArgs& args, Sessions::Open& open, const char* what, Call&& call) {
+  clear_stop_request();
+  parley_turn_stats stats;
+  stats.struct_size = sizeof stats;
+  parley_status st = PARLEY_OK;
+  {
+    const InterruptOnCtrlC stop(open.session.get());
+    const GenerateOptions gen(args);
+    st = call(gen.get(), &stats);
+  }
+  std::printf("\n");
+  if (st == PARLEY_OK || st == PARLEY_E_CANCELLED) {
+    open.last_turn = stats;
+    if (st == PARLEY_E_CANCELLED) std::printf("[stopped]\n");
+    if (args.print_ids) print_ids(last_reply_ids(open.session.get()));
+  } else {
+    print_error(what, st);
+    if (st == PARLEY_E_CONTEXT_FULL) {
+      std::fprintf(stderr,
+                   "(the conversation fills the context: /reset or /new starts another, "
+                   "/rewind N drops messages, --overflow drop-oldest forgets old ones)\n");
+    }
+  }
+}
+
+// The role of the conversation's last message; -1 when there is none (or it cannot be read).
+int32_t last_role(parley_session* s) {
+  parley_session_info info;
+  info.struct_size = sizeof info;
+  parley_turn turn;
+  turn.struct_size = sizeof turn;
+  if (parley_session_get_info(s, &info) != PARLEY_OK || info.n_turns == 0 ||
+      parley_session_get_turn(s, info.n_turns - 1, &turn) != PARLEY_OK) {
+    return -1;
+  }
+  return turn.role;
+}
+
+}  // namespace
+
+void send_message(const CliArgs& args, Sessions::Open& open, const std::string& text) {
+  generate(args, open, "send failed", [&](const parley_generate_options* o,
+                                          parley_turn_stats* stats) {
+    return parley_session_send(open.session.get(), text.c_str(), o, stream_to_stdout, nullptr,
+                               stats);
+  });
+}
+
+void continue_reply(const CliArgs& args, Sessions::Open& open) {
+  generate(args, open, "continue failed", [&](const parley_generate_options* o,
+                                              parley_turn_stats* stats) {
+    return parley_session_continue(open.session.get(), o, stream_to_stdout, nullptr, stats);
+  });
+}
+
+void retry_reply(const CliArgs& args, Sessions::Open& open) {
+  parley_session* s = open.session.get();
+  const int32_t role = last_role(s);
+  if (role != PARLEY_ROLE_ASSISTANT && role != PARLEY_ROLE_USER) {
+    std::printf("no reply to retry: send a message first\n");
+    return;
+  }
+  if (role == PARLEY_ROLE_ASSISTANT) {
+    const parley_status st = parley_session_rewind(s, 1);
+    if (st != PARLEY_OK) {
+      print_error("retry failed", st);
+      return;
+    }
+  }
+  continue_reply(args, open);
+}
+
+}  // namespace chat

@@ -1,0 +1,22 @@
+// The console's ways to get a reply: a message sent, the last reply continued, or the last
+// reply generated anew. Each streams to stdout, stops on Ctrl-C, and keeps what was written.
+#pragma once
+
+#include <string>
+
+#include "cli_args.h"
+#include "sessions.h"
+
+namespace chat {
+
+// A message line: sent as the user's, its reply streamed.
+void send_message(const CliArgs& args, Sessions::Open& open, const std::string& text);
+
+// /continue: more of the last reply (one cut at --max-tokens, a stop string or Ctrl-C), or
+// the reply to the last message when its reply was rewound.
+void continue_reply(const CliArgs& args, Sessions::Open& open);
+
+// /retry: drops the last reply and generates it anew (the same one with a fixed --seed).
+void retry_reply(const CliArgs& args, Sessions::Open& open);
+
+}  // namespace chat

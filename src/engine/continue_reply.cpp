@@ -1,0 +1,96 @@
+// Session::continue_reply — generating without a new user message: a missing reply (rewound
+// to be generated anew) or more of an open one.
+#include <algorithm>
+
+#include "common/error.h"
+#include "engine/clock.h"
+#include "engine/engine.h"
+#include "engine/session.h"
+#include "text/utf8_stream.h"
+
+namespace parley::engine {
+
+void Session::continue_reply(const GenerateParams& params, const TextSink& sink,
+                             TurnStats& stats) {
+  const double started_ms = now_ms();
+  interrupt_.store(false, std::memory_order_relaxed);
+  // 0. Everything that can refuse is checked before any work, as in send().
+  const bool has_message = !messages_.empty() && messages_.back().role != Role::system;
+  require(has_message, Status::invalid_argument,
+          "the conversation has no message to reply to: send one first");
+  const Message& last = messages_.back();
+  require(last.role == Role::user || !last.closed, Status::invalid_argument,
+          "the last reply is complete (the model ended it): send a message, or rewind the "
+          "reply to have it generated anew");
+  const bool reply_start = last.role == Role::user || (last.n_tokens == 0 && last.text.empty());
+  require(text::is_valid_utf8(params.reply_prefix), Status::invalid_argument,
+          "reply_prefix is not valid UTF-8");
+  // Encoded on its own, a prefix in the middle of a reply would gain the space a text's
+  // first word has: it only starts a reply.
+  require(reply_start || params.reply_prefix.empty(), Status::invalid_argument,
+          "reply_prefix starts a reply, and the last reply is under way: continue it without "
+          "one, or rewind it first");
+  sample::Sampler sampler(params.sampler, seed_for(params));
+  stats = TurnStats{};
+  stats.kv_source = n_cached_ > 0 ? KvSource::resident : KvSource::fresh;
+
+  // 1. Nothing new to render but a prefix; the reply needs room for one token more.
+  std::vector<int32_t> new_ids;
+  const std::vector<int32_t> reply_ids = params.reply_prefix.empty()
+                                             ? std::vector<int32_t>()
+                                             : template_.render_reply(params.reply_prefix);
+  fit_turn(nullptr, new_ids, reply_ids.size() + 1, false, stats);
+  // The logits after the last token start the reply: computed again when its KV is there
+  // (after a rewind), as they are not kept.
+  if (!tokens_.empty() && n_cached_ == tokens_.size()) await_last_token_kv();
+
+  // 2. Where the conversation stood (after a DROP_OLDEST rebuild, the renumbered messages).
+  const size_t tokens_before = tokens_.size();
+  const uint32_t cached_before = n_cached_;
+  const bool closed_before = reply_closed_;
+  const bool missing = messages_.back().role == Role::user;
+
+  // 3. Prefill the pending token (and a prefix); 4. generate; 5a. the reply as it will be.
+  ReplyCut cut = ReplyCut::none;
+  Message reply_message = missing ? Message{Role::assistant, std::string(), 0,
+                                            uint32_t(tokens_before), false}
+                                  : messages_.back();
+  try {
+    tokens_.insert(tokens_.end(), reply_ids.begin(), reply_ids.end());
+    const uint32_t from_cache = prefill();
+    stats.reused_tokens = cached_before + from_cache;
+    stats.computed_tokens = n_cached_ - stats.reused_tokens;
+    if (n_cached_ < tokens_.size()) {  // stopped during the prefill: the prefix alone
+      cut = ReplyCut::cancelled;
+      stats.stop_reason = StopReason::cancelled;
+      reply_message.text += params.reply_prefix;
+      reply_closed_ = false;
+    } else {
+      reply_message.text += decode(sampler, params, reply_start, sink, stats, started_ms, cut);
+    }
+    reply_message.n_tokens = uint32_t(tokens_.size()) - reply_message.token_begin;
+    reply_message.closed = reply_closed_;
+    messages_.reserve(messages_.size() + 1);
+  } catch (...) {
+    tokens_.resize(tokens_before);
+    truncate_kv(cached_before);
+    reply_closed_ = closed_before;
+    throw;
+  }
+
+  // 5b. The reply is the conversation's (also when cut short). Nothing here can fail.
+  if (missing) {
+    messages_.push_back(std::move(reply_message));
+  } else {
+    messages_.back() = std::move(reply_message);
+    n_committed_ = std::min(n_committed_, messages_.size() - 1);  // its stored turn is stale
+  }
+  stats.kept = true;
+  last_used_ms_ = now_ms();
+
+  // 6. Durable before this returns, as a turn.
+  commit_messages();
+  fail_if_cut(cut, stats);
+}
+
+}  // namespace parley::engine
