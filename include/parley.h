@@ -405,6 +405,16 @@ PARLEY_API parley_status parley_store_list_sessions(parley_engine *e, char *buf,
 
 /* ---- Generation -------------------------------------------------------------------------- */
 
+/* A change to one token's logit before sampling (parley_generate_options.logit_bias, since
+ * 0.4): a positive bias makes the token likelier, a negative one rarer; -INFINITY bans it (a
+ * word the reply must never use, or the end token for a reply that must not end early). The
+ * ids are the model's (parley_tokenize gives them); a word may take several. */
+typedef struct parley_logit_bias {
+  int32_t token;  /* an id of the model's vocabulary */
+  float   bias;   /* added to the logit, before the repeat penalty and the temperature;
+                     finite, or -INFINITY */
+} parley_logit_bias;
+
 /* Start from parley_generate_options_init(). A struct zeroed except for struct_size means
  * greedy decoding with every filter off and no token limit but the context. */
 typedef struct parley_generate_options {
@@ -430,6 +440,11 @@ typedef struct parley_generate_options {
    * kept as the reply's start; max_tokens and the stop strings apply to what follows it.
    * NULL or "" = none. Read during the call only. */
   const char *reply_prefix;
+  /* Since 0.4. Biases of single tokens (see parley_logit_bias), each token listed once; they
+   * may not ban every token. Read during the call only. */
+  const parley_logit_bias *logit_bias;
+  uint32_t n_logit_bias;    /* default 0 */
+  int32_t  reserved1;       /* must be 0 */
 } parley_generate_options;
 
 /** Fills `o` with defaults; use the macro parley_generate_options_init(o). Since: 0.1. */

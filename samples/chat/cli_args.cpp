@@ -32,6 +32,23 @@ float parse_float(std::string_view flag, const char* s) {
   return v;
 }
 
+// "ID=BIAS", BIAS a number or -inf (a ban).
+parley_logit_bias parse_logit_bias(const char* s) {
+  const std::string_view v = s;
+  const auto eq = v.find('=');
+  const char* want = "ID=BIAS: a token id, then a number or -inf";
+  if (eq == std::string_view::npos) throw bad_value("--logit-bias", v, want);
+  const std::string id(v.substr(0, eq)), bias(v.substr(eq + 1));
+  parley_logit_bias b;
+  try {
+    b.token = int32_t(parse_integer("--logit-bias", id.c_str(), 0, INT32_MAX));
+    b.bias = bias == "-inf" ? -INFINITY : parse_float("--logit-bias", bias.c_str());
+  } catch (const std::invalid_argument&) {
+    throw bad_value("--logit-bias", v, want);
+  }
+  return b;
+}
+
 int32_t parse_kv(const char* s) {
   const std::string_view v = s;
   if (v == "default") return PARLEY_KV_DEFAULT;
@@ -75,6 +92,7 @@ const char* usage() {
          "      --stop TEXT         end the reply before TEXT, which is not shown (repeat for\n"
          "                          several, up to 16; --stop $'\\n' gives one-line replies)\n"
          "      --reply-prefix TEXT every reply starts with TEXT and the model goes on from it\n"
+         "      --logit-bias ID=B   add B to token ID's logit; B = -inf bans it (repeat for more)\n"
          "      --threads N         CPU threads (default: one per core)\n"
          "      --device D          auto, cpu, cuda or cuda:N (default auto)\n"
          "      --kv TYPE           KV cache type: int8 (default), f16, f32\n"
@@ -98,6 +116,8 @@ GenerateOptions::GenerateOptions(const CliArgs& args) : options_(args.gen) {
   options_.stop = stop_.empty() ? nullptr : stop_.data();
   options_.n_stop = uint32_t(stop_.size());
   options_.reply_prefix = args.reply_prefix ? args.reply_prefix->c_str() : nullptr;
+  options_.logit_bias = args.logit_bias.empty() ? nullptr : args.logit_bias.data();
+  options_.n_logit_bias = uint32_t(args.logit_bias.size());
 }
 
 CliArgs parse_args(int argc, char** argv) {
@@ -126,6 +146,7 @@ CliArgs parse_args(int argc, char** argv) {
     else if (flag == "--ignore-eos") a.gen.ignore_eos = 1;
     else if (flag == "--stop") a.stop_strings.emplace_back(value());
     else if (flag == "--reply-prefix") a.reply_prefix = value();
+    else if (flag == "--logit-bias") a.logit_bias.push_back(parse_logit_bias(value()));
     else if (flag == "--threads") a.n_threads = int32_t(parse_integer(flag, value(), 0, 1024));
     else if (flag == "--device") a.device = value();
     else if (flag == "--kv") a.kv_type = parse_kv(value());

@@ -22,15 +22,17 @@ struct CliArgs {
   int32_t kv_type = PARLEY_KV_DEFAULT;
   uint32_t context_length = 0;
   int32_t overflow = PARLEY_OVERFLOW_ERROR;  // of the conversations this run starts
-  parley_generate_options gen{};  // without stop strings and reply prefix: GenerateOptions
+  parley_generate_options gen{};  // without the three below: GenerateOptions
   std::vector<std::string> stop_strings;  // --stop, in order
   std::optional<std::string> reply_prefix;
+  std::vector<parley_logit_bias> logit_bias;  // --logit-bias
   bool print_ids = false;
   bool help = false;
   bool version = false;
 };
 
-// args.gen with args.stop_strings and reply_prefix: valid while args lives unchanged.
+// args.gen with args.stop_strings, reply_prefix and logit_bias: valid while args lives
+// unchanged.
 class GenerateOptions {
  public:
   explicit GenerateOptions(const CliArgs& args);

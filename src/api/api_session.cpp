@@ -87,6 +87,20 @@ engine::GenerateParams generate_params_from(const parley_generate_options* user)
   p.sampler.repeat_last_n = o.repeat_last_n;
   p.stop_strings = stop_strings_from(o);
   if (o.reply_prefix) p.reply_prefix = o.reply_prefix;
+  check_arg(o.reserved1 == 0, "reserved1 must be 0");
+  check_arg(o.n_logit_bias == 0 || o.logit_bias, "logit_bias is NULL but n_logit_bias is not 0");
+  // No vocabulary has 2^24 tokens, and each is listed once at most: a larger count is a
+  // garbage value, refused before it is read. The sampler checks the entries against the model.
+  constexpr uint32_t kMaxLogitBias = 1u << 24;
+  if (o.n_logit_bias > kMaxLogitBias) {
+    fail(Status::invalid_argument, "n_logit_bias is " + std::to_string(o.n_logit_bias) +
+                                       "; each token is listed once at most, and no vocabulary "
+                                       "has more than " + std::to_string(kMaxLogitBias));
+  }
+  p.sampler.logit_bias.reserve(o.n_logit_bias);
+  for (uint32_t i = 0; i < o.n_logit_bias; ++i) {
+    p.sampler.logit_bias.push_back({o.logit_bias[i].token, o.logit_bias[i].bias});
+  }
   return p;
 }
 

@@ -30,7 +30,7 @@ void Session::continue_reply(const GenerateParams& params, const TextSink& sink,
   require(reply_start || params.reply_prefix.empty(), Status::invalid_argument,
           "reply_prefix starts a reply, and the last reply is under way: continue it without "
           "one, or rewind it first");
-  sample::Sampler sampler(params.sampler, seed_for(params));
+  sample::Sampler sampler(params.sampler, seed_for(params), size_t(engine_->config().n_vocab));
   stats = TurnStats{};
   stats.kv_source = n_cached_ > 0 ? KvSource::resident : KvSource::fresh;
 

@@ -76,7 +76,9 @@ void Session::run_turn(std::string_view user_text, const std::string_view* writt
   require(text::is_valid_utf8(params.reply_prefix), Status::invalid_argument,
           "reply_prefix is not valid UTF-8");
   std::optional<sample::Sampler> sampler;
-  if (!written_reply) sampler.emplace(params.sampler, seed_for(params));
+  if (!written_reply) {
+    sampler.emplace(params.sampler, seed_for(params), size_t(engine_->config().n_vocab));
+  }
   stats = TurnStats{};
   stats.kv_source = n_cached_ > 0 ? KvSource::resident : KvSource::fresh;
 

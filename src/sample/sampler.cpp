@@ -37,6 +37,31 @@ void validate(const SamplerParams& p) {
                 "finite and > 0 (1 = off)", p.repeat_penalty);
 }
 
+void validate_bias(const std::vector<TokenBias>& biases, size_t n_vocab) {
+  std::vector<int32_t> ids;
+  ids.reserve(biases.size());
+  size_t banned = 0;
+  for (const TokenBias& b : biases) {
+    require_param(b.token >= 0, "a logit_bias token", ">= 0", b.token);
+    if (n_vocab > 0) {
+      require_param(static_cast<size_t>(b.token) < n_vocab, "a logit_bias token",
+                    ("below the vocabulary's " + std::to_string(n_vocab)).c_str(), b.token);
+    }
+    require_param(!std::isnan(b.bias) && b.bias != -kNegInf, "a logit_bias bias",
+                  "finite or -inf", b.bias);
+    banned += b.bias == kNegInf;
+    ids.push_back(b.token);
+  }
+  std::sort(ids.begin(), ids.end());
+  const auto twice = std::adjacent_find(ids.begin(), ids.end());
+  if (twice != ids.end()) {
+    fail(Status::invalid_argument,
+         "sampler: logit_bias lists token " + std::to_string(*twice) + " twice");
+  }
+  require(n_vocab == 0 || banned < n_vocab, Status::invalid_argument,
+          "sampler: logit_bias bans every token of the vocabulary");
+}
+
 // CTRL / llama.cpp rule: dividing a negative logit would raise it, so negatives are
 // multiplied instead; either way a penalty > 1 makes the token less likely. Each distinct id
 // is penalised once, however often it occurs in the window.
@@ -96,8 +121,10 @@ size_t sort_best(std::vector<uint64_t>& keys, size_t from, size_t upto) {
 
 }  // namespace
 
-Sampler::Sampler(const SamplerParams& params, uint64_t seed) : params_(params), rng_(seed) {
+Sampler::Sampler(const SamplerParams& params, uint64_t seed, size_t n_vocab)
+    : params_(params), rng_(seed) {
   validate(params_);
+  validate_bias(params_.logit_bias, n_vocab);
 }
 
 int32_t Sampler::sample(std::span<const float> logits, std::span<const int32_t> history) {
@@ -110,6 +137,12 @@ int32_t Sampler::sample(std::span<const float> logits, std::span<const int32_t> 
   // NaN would break every comparison below; a NaN logit means "impossible", like -inf.
   for (float& x : l) {
     if (std::isnan(x)) x = kNegInf;
+  }
+  for (const TokenBias& b : params_.logit_bias) {
+    require(static_cast<size_t>(b.token) < l.size(), Status::internal,
+            "sampler: a logit_bias token is outside the logits");
+    float& x = l[static_cast<size_t>(b.token)];
+    x = b.bias == kNegInf ? kNegInf : x + b.bias;  // banned even where the logit is +inf
   }
   if (params_.repeat_penalty != 1.0f) apply_repeat_penalty(l, history, params_, scratch_ids_);
 

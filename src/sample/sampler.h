@@ -1,4 +1,4 @@
-// Logits -> one token: penalties -> temperature -> top-k -> top-p -> min-p -> draw.
+// Logits -> one token: logit biases -> penalties -> temperature -> top-k -> top-p -> min-p -> draw.
 #pragma once
 
 #include <cstdint>
@@ -9,6 +9,12 @@
 
 namespace parley::sample {
 
+// A change to one token's logit: added before the penalty; -inf bans the token.
+struct TokenBias {
+  int32_t token;
+  float bias;
+};
+
 struct SamplerParams {
   float temperature = 0.8f;     // 0 = greedy (argmax; the lowest id wins ties)
   int32_t top_k = 40;           // 0 = off
@@ -16,12 +22,15 @@ struct SamplerParams {
   float min_p = 0.05f;          // 0 = off
   float repeat_penalty = 1.0f;  // 1 = off; > 1 discourages tokens seen in the window
   uint32_t repeat_last_n = 64;  // the window: the last n ids of the history
+  std::vector<TokenBias> logit_bias;  // each token at most once
 };
 
 class Sampler {
  public:
-  // Throws Error(invalid_argument) for out-of-range parameters (negative temperature, ...).
-  Sampler(const SamplerParams& params, uint64_t seed);
+  // Throws Error(invalid_argument) for out-of-range parameters (negative temperature, a NaN
+  // or +inf bias, a token biased twice, ...). With n_vocab (not 0), biased ids must be below
+  // it and may not ban every token.
+  Sampler(const SamplerParams& params, uint64_t seed, size_t n_vocab = 0);
 
   // history: the conversation's ids so far (the penalty looks at its last repeat_last_n).
   // NaN logits count as -inf; none finite at all throws Error(internal). Greedy draws nothing

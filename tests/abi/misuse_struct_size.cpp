@@ -195,6 +195,10 @@ MisuseRows struct_size_rows() {
   earlier_options_row<parley_generate_options>(
       r, "parley_session_send", "generate options: 0.2's size, garbage behind it",
       offsetof(parley_generate_options, stop), send_with);
+  // 0.3's struct ended before the logit biases.
+  earlier_options_row<parley_generate_options>(
+      r, "parley_session_send", "generate options: 0.3's size, garbage behind it",
+      offsetof(parley_generate_options, logit_bias), send_with);
 
   const auto get_stats = [](MisuseWorld& w, parley_engine_stats* s) {
     return parley_engine_get_stats(w.engine(), s);

@@ -174,6 +174,37 @@ MisuseRows value_rows() {
     g.stop = kUnread;
   });
   generate("reserved0 1", kInvalid, [](parley_generate_options& g) { g.reserved0 = 1; });
+  generate("reserved1 1", kInvalid, [](parley_generate_options& g) { g.reserved1 = 1; });
+  generate("logit_bias NULL, n_logit_bias 1", kInvalid,
+           [](parley_generate_options& g) { g.n_logit_bias = 1; });
+  generate("logit_bias: n_logit_bias 2^24 + 1", kInvalid, [](parley_generate_options& g) {
+    static const parley_logit_bias kOne[1] = {{1, 1.0f}};  // never read that far
+    g.logit_bias = kOne;
+    g.n_logit_bias = (1u << 24) + 1;
+  });
+  const auto bias_row = [&](const char* what, parley_status st, parley_logit_bias entry) {
+    r.push_back({"parley_session_send", what, st, [entry](MisuseWorld& w) {
+                   parley_generate_options g = quick_generate();
+                   g.logit_bias = &entry;
+                   g.n_logit_bias = 1;
+                   return parley_session_send(w.session(), "a", &g, nullptr, nullptr, nullptr);
+                 }});
+  };
+  bias_row("logit_bias: token -1", kInvalid, {-1, 1.0f});
+  bias_row("logit_bias: a token past any vocabulary", kInvalid, {1 << 30, 1.0f});
+  bias_row("logit_bias: a NaN bias", kInvalid, {1, std::numeric_limits<float>::quiet_NaN()});
+  bias_row("logit_bias: a +inf bias", kInvalid, {1, std::numeric_limits<float>::infinity()});
+  bias_row("logit_bias: a -inf bias bans the token", PARLEY_OK,
+           {1, -std::numeric_limits<float>::infinity()});
+  generate("logit_bias: a token listed twice", kInvalid, [](parley_generate_options& g) {
+    static const parley_logit_bias kTwice[2] = {{3, 1.0f}, {3, 2.0f}};
+    g.logit_bias = kTwice;
+    g.n_logit_bias = 2;
+  });
+  generate("logit_bias with n_logit_bias 0: none", PARLEY_OK, [](parley_generate_options& g) {
+    static const parley_logit_bias kUnread[1] = {{-1, 0.0f}};
+    g.logit_bias = kUnread;
+  });
 
   r.push_back({"parley_session_send", "400 KB of text", PARLEY_E_CONTEXT_FULL,
                [](MisuseWorld& w) { return send_text(w.session(), huge_text().c_str()); }});

@@ -41,7 +41,13 @@ static_assert(offsetof(parley_generate_options, stop) == 48);  // since 0.3
 static_assert(offsetof(parley_generate_options, n_stop) == 56);
 static_assert(offsetof(parley_generate_options, reserved0) == 60);
 static_assert(offsetof(parley_generate_options, reply_prefix) == 64);
-static_assert(sizeof(parley_generate_options) == 72);
+static_assert(offsetof(parley_generate_options, logit_bias) == 72);  // since 0.4
+static_assert(offsetof(parley_generate_options, n_logit_bias) == 80);
+static_assert(offsetof(parley_generate_options, reserved1) == 84);
+static_assert(sizeof(parley_generate_options) == 88);
+static_assert(offsetof(parley_logit_bias, token) == 0);
+static_assert(offsetof(parley_logit_bias, bias) == 4);
+static_assert(sizeof(parley_logit_bias) == 8);
 
 static_assert(offsetof(parley_turn_stats, prompt_tokens) == 8);
 static_assert(offsetof(parley_turn_stats, reused_tokens) == 12);

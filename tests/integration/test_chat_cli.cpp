@@ -206,6 +206,39 @@ TEST_CASE("--stop ends the reply before the text, and --print-ids shows the ids 
   CHECK(empty.out == "parley-chat: error: a --stop text has 1 to 256 bytes\n");
 }
 
+TEST_CASE("--logit-bias bans or favours token ids; a malformed one is refused") {
+  PARLEY_SHARED_OR_SKIP(gguf, "models/stories260k/stories260k-f32.gguf");
+  const std::string base = "-m " + quote(gguf.string()) +
+                           " --template raw --temp 0 --ignore-eos -n 6 --print-ids -p " +
+                           quote("Once upon a time");
+  const auto ids_of = [](const Run& r) {
+    const size_t at = r.out.rfind("\nids:");
+    REQUIRE(at != std::string::npos);
+    return r.out.substr(at + 1);
+  };
+  const Run plain = run_chat(base);
+  REQUIRE(plain.exit_code == 0);
+  const std::string first = ids_of(plain).substr(5, ids_of(plain).find(' ', 5) - 5);
+  const Run banned = run_chat(base + " --logit-bias " + first + "=-inf");
+  CHECK(banned.exit_code == 0);
+  std::string banned_ids = ids_of(banned);
+  banned_ids.back() = ' ';  // "ids: a b c " : every id between spaces
+  CHECK(banned_ids.find(" " + first + " ") == std::string::npos);
+  const Run favoured = run_chat(base + " --logit-bias 300=100 --logit-bias " + first + "=-inf");
+  CHECK(favoured.exit_code == 0);
+  CHECK(ids_of(favoured) == "ids: 300 300 300 300 300 300\n");
+  for (const char* bad : {"7", "x=1", "7=", "7=inf", "-1=2"}) {
+    CAPTURE(bad);
+    const Run r = run_program(PARLEY_CHAT_EXE, std::string("-m x -p hi --logit-bias ") + bad, "",
+                              Stderr::merged);
+    CHECK(r.exit_code == 1);
+    CHECK(r.out.find("invalid value for --logit-bias") != std::string::npos);
+  }
+  const Run past = run_program(PARLEY_CHAT_EXE, base + " --logit-bias 512=1", "", Stderr::merged);
+  CHECK(past.exit_code == 1);
+  CHECK(past.out.find("below the vocabulary's 512") != std::string::npos);
+}
+
 TEST_CASE("errors exit with status 1 and keep stdout empty") {
   CHECK(run_chat("").exit_code == 1);
   CHECK(run_chat("--no-such-flag").exit_code == 1);

@@ -243,3 +243,51 @@ TEST_CASE("the defaults keep draws among the 40 best of a 32000-token vocabulary
     CHECK(logits[static_cast<size_t>(sampler.sample(logits, {}))] >= fortieth);
   }
 }
+
+TEST_CASE("logit_bias: greedy picks the argmax of the biased logits; -inf bans a token") {
+  const std::vector<float> logits = {1.0f, 4.0f, 3.5f, -2.0f};
+  SamplerParams p = greedy_params();
+  p.logit_bias = {{1, -1.0f}};  // 3.0 < 3.5
+  CHECK(Sampler(p, 0).sample(logits, {}) == 2);
+  p.logit_bias = {{3, 7.0f}};  // 5.0 > 4.0
+  CHECK(Sampler(p, 0).sample(logits, {}) == 3);
+  p.logit_bias = {{1, -kInf}, {2, -kInf}};
+  CHECK(Sampler(p, 0).sample(logits, {}) == 0);
+  // Banned also where the model's logit is +inf (no inf - inf = NaN).
+  p.logit_bias = {{0, -kInf}};
+  CHECK(Sampler(p, 0).sample(std::vector<float>{kInf, 1.0f}, {}) == 1);
+  // Before the penalty: a biased token seen in the window is penalised from its biased logit.
+  p.logit_bias = {{0, 1.0f}};
+  p.repeat_penalty = 2.0f;
+  // (1 + 1) / 2 = 1 < 1.5; the penalty first would tie at 1 / 2 + 1 = 1.5 (the lower id).
+  const std::vector<float> close = {1.0f, 1.5f};
+  const std::vector<int32_t> history = {0};
+  CHECK(Sampler(p, 0).sample(close, history) == 1);
+  p.logit_bias = {{0, 2.0f}};  // (1 + 2) / 2 = 1.5: the tie goes to the lower id
+  CHECK(Sampler(p, 0).sample(close, history) == 0);
+}
+
+TEST_CASE("logit_bias: bad entries are rejected with a message") {
+  SamplerParams p = greedy_params();
+  p.logit_bias = {{-1, 1.0f}};
+  check_rejected(p, "logit_bias token");
+  p.logit_bias = {{0, kNaN}};
+  check_rejected(p, "logit_bias bias");
+  p.logit_bias = {{0, kInf}};
+  check_rejected(p, "logit_bias bias");
+  p.logit_bias = {{5, 1.0f}, {2, 0.5f}, {5, -1.0f}};
+  check_rejected(p, "lists token 5 twice");
+
+  // Against a vocabulary: ids below its size, and not every token banned.
+  p.logit_bias = {{4, 1.0f}};
+  CHECK_NOTHROW(Sampler(p, 0, 5));
+  CHECK_THROWS_AS(Sampler(p, 0, 4), Error);
+  p.logit_bias = {{0, -kInf}, {1, -kInf}, {2, -kInf}};
+  CHECK_THROWS_AS(Sampler(p, 0, 3), Error);
+  CHECK_NOTHROW(Sampler(p, 0, 4));
+  try {
+    Sampler(p, 0, 3);
+  } catch (const Error& e) {
+    CHECK(std::string(e.what()).find("bans every token") != std::string::npos);
+  }
+}

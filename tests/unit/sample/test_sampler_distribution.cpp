@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <limits>
 #include <vector>
 
 #include "distribution_check.h"
@@ -279,4 +280,18 @@ TEST_CASE("thousands of candidates: top-k keeps the right set, in proportion") {
     check_ranked_buckets(draw_counts(sampler, logits, kBucketDraws), restrict_to(p, keep),
                          order, kBucketDraws);
   }
+}
+
+TEST_CASE("logit_bias: frequencies match softmax((logits + bias) / T)") {
+  const std::vector<float> logits = {1.0f, 2.0f, 0.5f, -1.0f, 3.0f, 0.0f};
+  std::vector<float> biased = logits;
+  biased[4] -= 2.5f;
+  biased[3] += 3.0f;
+  SamplerParams params = plain_params(1.5f);
+  params.logit_bias = {{4, -2.5f}, {3, 3.0f}, {0, -std::numeric_limits<float>::infinity()}};
+  std::vector<double> p = softmax(biased, 1.5);
+  std::vector<bool> keep(p.size(), true);
+  keep[0] = false;
+  Sampler sampler(params, 91);
+  check_frequencies(draw_counts(sampler, logits, kDraws), restrict_to(p, keep), kDraws);
 }
