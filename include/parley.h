@@ -403,6 +403,28 @@ PARLEY_API parley_status parley_session_get_tokens(parley_session *s, int32_t *i
 PARLEY_API parley_status parley_store_list_sessions(parley_engine *e, char *buf, size_t cap,
                                                     size_t *needed);
 
+typedef struct parley_stored_session_info {
+  size_t   struct_size;
+  int64_t  created_unix_ms;  /* when the conversation was started (Unix time, milliseconds) */
+  int64_t  updated_unix_ms;  /* when its last change was committed */
+  uint32_t n_turns;          /* messages stored, the system prompt included */
+  int32_t  is_open;          /* 1: open in this engine (the store may lag a turn that failed
+                                to commit; parley_session_get_info has it as it is) */
+  uint64_t kv_bytes_stored;  /* its stored KV, shared prefix blocks included; 0 = none */
+  int32_t  same_model;       /* 1: stored with this engine's model, so its KV can come back;
+                                0: another model's (opening it recomputes the KV, or refuses
+                                tokens the model does not have) */
+  int32_t  reserved0;
+} parley_stored_session_info;
+
+/** A stored conversation's dates and size, without opening it (a "saved chats" menu).
+ *  @param[in]  id   a stored session's id (parley_store_list_sessions)
+ *  @param[out] out  caller sets out->struct_size; the library fills that many bytes
+ *  Errors: INVALID_ARGUMENT (NULL or empty id, NULL out or a bad struct_size), NOT_FOUND (no
+ *  store, or no such session), STORAGE, MISUSE. Thread-safety: any thread. Since: 0.4. */
+PARLEY_API parley_status parley_store_get_session_info(parley_engine *e, const char *id,
+                                                       parley_stored_session_info *out);
+
 /* ---- Generation -------------------------------------------------------------------------- */
 
 /* A change to one token's logit before sampling (parley_generate_options.logit_bias, since

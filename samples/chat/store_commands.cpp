@@ -1,6 +1,7 @@
 #include "store_commands.h"
 
 #include <cstdio>
+#include <ctime>
 #include <optional>
 #include <string>
 #include <vector>
@@ -9,6 +10,17 @@
 
 namespace chat {
 namespace {
+
+// "2026-12-03 07:55:10 UTC"
+std::string utc_time(int64_t unix_ms) {
+  const std::time_t t = static_cast<std::time_t>(unix_ms / 1000);
+  std::tm tm{};
+  char buf[32];
+  if (!gmtime_r(&t, &tm) || !std::strftime(buf, sizeof buf, "%Y-%m-%d %H:%M:%S UTC", &tm)) {
+    return "?";
+  }
+  return buf;
+}
 
 void print_current(Sessions& sessions) {
   std::printf("(session %s)\n", sessions.current().id.c_str());
@@ -120,7 +132,19 @@ void StoreCommands::list_not_open() const {
     return;
   }
   std::printf("stored, not open:\n");
-  for (const auto* id : closed) std::printf("  - %s\n", id->c_str());
+  for (const auto* id : closed) {
+    parley_stored_session_info info;
+    info.struct_size = sizeof info;
+    // Another process may have deleted it since the listing: then the id alone.
+    if (parley_store_get_session_info(engine, id->c_str(), &info) != PARLEY_OK) {
+      std::printf("  - %s\n", id->c_str());
+      continue;
+    }
+    std::printf("  - %s  %u turns, updated %s, %llu KV bytes stored%s\n", id->c_str(),
+                info.n_turns, utc_time(info.updated_unix_ms).c_str(),
+                static_cast<unsigned long long>(info.kv_bytes_stored),
+                info.same_model ? "" : " (another model's)");
+  }
 }
 
 }  // namespace chat

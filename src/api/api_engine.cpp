@@ -156,4 +156,22 @@ PARLEY_API parley_status parley_store_list_sessions(parley_engine* e, char* buf,
   });
 }
 
+PARLEY_API parley_status parley_store_get_session_info(parley_engine* e, const char* id,
+                                                       parley_stored_session_info* out) {
+  return guarded(__func__, [&] {
+    auto handle = acquire(e);
+    check_arg(id && *id, "id is NULL or empty");
+    check_out_struct(out, "out");
+    const auto info = handle->engine->stored_session_info(id);
+    parley_stored_session_info r{};
+    r.created_unix_ms = info.summary.session.created_ms;
+    r.updated_unix_ms = info.summary.session.updated_ms;
+    r.n_turns = info.summary.n_turns;
+    r.is_open = info.open ? 1 : 0;
+    r.kv_bytes_stored = info.summary.kv_bytes;
+    r.same_model = info.same_model ? 1 : 0;
+    write_out_struct(out, r);
+  });
+}
+
 }  // extern "C"

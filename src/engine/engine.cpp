@@ -186,6 +186,19 @@ void Engine::delete_stored_session(const std::string& id) {
   store_->delete_session(id);
 }
 
+Engine::StoredSessionInfo Engine::stored_session_info(const std::string& id) {
+  require(store_ != nullptr, Status::not_found,
+          "no session store is open (set store_path), so there is no stored session '" + id + "'");
+  auto summary = store_->session_summary(id);
+  require(summary.has_value(), Status::not_found, "no stored session '" + id + "'");
+  StoredSessionInfo info;
+  info.same_model = summary->session.model_fingerprint == model_->fingerprint;
+  info.summary = std::move(*summary);
+  std::lock_guard lock(mutex_);
+  info.open = sessions_.count(id) > 0;
+  return info;
+}
+
 EngineStats Engine::stats() const {
   EngineStats s;
   {

@@ -95,6 +95,15 @@ class Engine {
   // invalid_argument (it is open in this engine), storage.
   void delete_stored_session(const std::string& id);
 
+  // A stored conversation as the store has it, and whether it is open here. Throws Error:
+  // not_found (no store, or no such session), storage.
+  struct StoredSessionInfo {
+    store::StoredSummary summary;
+    bool open = false;
+    bool same_model = false;  // stored with this engine's model: its KV can come back
+  };
+  StoredSessionInfo stored_session_info(const std::string& id);
+
   EngineStats stats() const;
 
  private:

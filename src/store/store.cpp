@@ -189,6 +189,20 @@ std::vector<StoredTurn> Store::load_turns(const std::string& id) {
   });
 }
 
+std::optional<StoredSummary> Store::session_summary(const std::string& id) {
+  return impl_->call("session_summary", kReadOnly,
+                     [&](Connection& db) -> std::optional<StoredSummary> {
+                       ReadTransaction snapshot(db);
+                       auto row = transcript_rows::select_session(db, id);
+                       if (!row) return std::nullopt;
+                       StoredSummary s;
+                       s.session = std::move(row->session);
+                       s.n_turns = static_cast<uint32_t>(row->n_turns);
+                       s.kv_bytes = kv_rows::session_kv_bytes(db, id);
+                       return s;
+                     });
+}
+
 std::vector<std::string> Store::list_sessions() {
   return impl_->call("list_sessions", kReadOnly,
                      [&](Connection& db) { return transcript_rows::select_session_ids(db); });

@@ -26,6 +26,13 @@ struct StoredSession {
   int64_t updated_ms = 0;
 };
 
+// What a listing shows of a stored conversation without reading its turns.
+struct StoredSummary {
+  StoredSession session;
+  uint32_t n_turns = 0;
+  uint64_t kv_bytes = 0;  // its stored KV, shared prefix blocks included
+};
+
 struct StoredTurn {
   int32_t role = 0;                // PARLEY_ROLE_*
   std::string text;
@@ -96,6 +103,7 @@ class Store {
   // Error(corrupt) when a turn cannot be read back (a bad token blob, a gap in the indexes).
   std::vector<StoredTurn> load_turns(const std::string& id);
   std::vector<std::string> list_sessions();  // by creation time
+  std::optional<StoredSummary> session_summary(const std::string& id);  // one snapshot
 
   // KV. save_kv replaces the session's stored KV in one transaction and inserts the prefix
   // blobs that are not stored yet; it may use synchronous=NORMAL (KV can be rebuilt).

@@ -83,6 +83,12 @@ std::vector<std::pair<const char*, parley_status (*)(parley_engine*)>> engine_ca
          return parley_session_open(e, "x", &s);
        }},
       {"parley_session_delete", [](parley_engine* e) { return parley_session_delete(e, "x"); }},
+      {"parley_store_get_session_info",
+       [](parley_engine* e) {
+         parley_stored_session_info info{};
+         info.struct_size = sizeof info;
+         return parley_store_get_session_info(e, "x", &info);
+       }},
       {"parley_store_list_sessions",
        [](parley_engine* e) {
          size_t n = 0;

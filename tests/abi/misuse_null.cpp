@@ -89,6 +89,19 @@ MisuseRows null_pointer_rows() {
   });
   add("parley_engine_get_model_info", "out NULL", kInvalid,
       [](MisuseWorld& w) { return parley_engine_get_model_info(w.engine(), nullptr); });
+  add("parley_store_get_session_info", "engine NULL", kInvalid, [](MisuseWorld&) {
+    parley_stored_session_info info{};
+    info.struct_size = sizeof info;
+    return parley_store_get_session_info(nullptr, "x", &info);
+  });
+  add("parley_store_get_session_info", "id NULL", kInvalid, [](MisuseWorld& w) {
+    parley_stored_session_info info{};
+    info.struct_size = sizeof info;
+    return parley_store_get_session_info(w.engine_with_store(), nullptr, &info);
+  });
+  add("parley_store_get_session_info", "out NULL", kInvalid, [](MisuseWorld& w) {
+    return parley_store_get_session_info(w.engine_with_store(), "x", nullptr);
+  });
   add("parley_store_list_sessions", "engine NULL", kInvalid, [](MisuseWorld&) {
     size_t n = 0;
     return parley_store_list_sessions(nullptr, nullptr, 0, &n);

@@ -217,6 +217,21 @@ MisuseRows struct_size_rows() {
                                 [](MisuseWorld& w, parley_session_info* i) {
                                   return parley_session_get_info(w.session(), i);
                                 });
+  out_rows<parley_stored_session_info>(
+      r, "parley_store_get_session_info", [](MisuseWorld& w, parley_stored_session_info* i) {
+        // A stored session to describe: created on the first row, reopened on later ones.
+        parley_engine* e = w.engine_with_store();
+        parley_session* s = nullptr;
+        if (parley_session_open(e, "listed", &s) != PARLEY_OK) {
+          parley_session_options o;
+          parley_session_options_init(&o);
+          o.id = "listed";
+          const parley_status st = parley_session_create(e, &o, &s);
+          if (st != PARLEY_OK) return st;
+        }
+        parley_session_close(s);
+        return parley_store_get_session_info(e, "listed", i);
+      });
   out_rows<parley_turn>(r, "parley_session_get_turn", [](MisuseWorld& w, parley_turn* t) {
     return parley_session_get_turn(w.session_with_turn(), 0, t);
   });

@@ -2,8 +2,10 @@
 // and deleted; their state and stored bytes are reported.
 #include <doctest/doctest.h>
 
+#include <chrono>
 #include <cstring>
 #include <string>
+#include <thread>
 
 #include "abi_fixture.h"
 #include "parley.h"
@@ -133,5 +135,82 @@ TEST_CASE("a used id is refused naming why: open here, or stored and not open") 
   CHECK(last_error_mentions("stored conversation; open it instead"));
   REQUIRE(parley_session_open(e, "x", &again) == PARLEY_OK);
   parley_session_close(again);
+  parley_engine_close(e);
+}
+
+namespace {
+
+parley_stored_session_info stored_info(parley_engine* e, const char* id) {
+  parley_stored_session_info info;
+  info.struct_size = sizeof info;
+  REQUIRE_MESSAGE(parley_store_get_session_info(e, id, &info) == PARLEY_OK, parley_last_error());
+  return info;
+}
+
+int64_t unix_ms_now() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+}  // namespace
+
+TEST_CASE("parley_store_get_session_info: dates, turns, stored KV and whether it is open") {
+  TempDir dir;
+  const std::string db = (dir / "sessions.db").string();
+  const auto g = greedy_options(6);
+  parley_engine* e = open_with_store(db);
+  const int64_t before = unix_ms_now();
+  parley_session* s = create_raw_session(e, "alice");
+  auto info = stored_info(e, "alice");
+  CHECK(info.n_turns == 0);
+  CHECK(info.is_open == 1);
+  CHECK(info.same_model == 1);
+  CHECK(info.kv_bytes_stored == 0);
+  CHECK(info.created_unix_ms >= before);
+  CHECK(info.updated_unix_ms >= info.created_unix_ms);
+  const int64_t created = info.created_unix_ms;
+
+  std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  REQUIRE(parley_session_send(s, "a b c", &g, nullptr, nullptr, nullptr) == PARLEY_OK);
+  info = stored_info(e, "alice");
+  CHECK(info.n_turns == 2);
+  CHECK(info.created_unix_ms == created);
+  CHECK(info.updated_unix_ms > created);
+  CHECK(info.updated_unix_ms <= unix_ms_now());
+  CHECK(info.kv_bytes_stored == 0);  // still in memory
+
+  parley_session_close(s);  // spills the KV
+  info = stored_info(e, "alice");
+  CHECK(info.is_open == 0);
+  CHECK(info.n_turns == 2);
+  CHECK(info.kv_bytes_stored > 0);
+
+  // Refusals: a bad id, no such session, no store, a bad struct.
+  parley_stored_session_info out;
+  out.struct_size = sizeof out;
+  CHECK(parley_store_get_session_info(e, "nobody", &out) == PARLEY_E_NOT_FOUND);
+  CHECK(last_error_mentions("nobody"));
+  CHECK(parley_store_get_session_info(e, "", &out) == PARLEY_E_INVALID_ARGUMENT);
+  out.struct_size = 3;
+  CHECK(parley_store_get_session_info(e, "alice", &out) == PARLEY_E_INVALID_ARGUMENT);
+  parley_engine_close(e);
+  EngineHandle no_store(tiny_chat_model());
+  out.struct_size = sizeof out;
+  CHECK(parley_store_get_session_info(no_store, "alice", &out) == PARLEY_E_NOT_FOUND);
+  CHECK(last_error_mentions("store_path"));
+}
+
+TEST_CASE("parley_store_get_session_info: a conversation of another model is marked so") {
+  PARLEY_SHARED_OR_SKIP(gguf, "models/stories260k/stories260k-f32.gguf");
+  TempDir dir;
+  const std::string db = (dir / "sessions.db").string();
+  parley_engine* e = open_with_store(db);
+  parley_session_close(create_raw_session(e, "tiny"));
+  parley_engine_close(e);
+  e = open_engine_with_store(gguf.string(), db);
+  CHECK(stored_info(e, "tiny").same_model == 0);
+  parley_session_close(create_raw_session(e, "stories"));
+  CHECK(stored_info(e, "stories").same_model == 1);
   parley_engine_close(e);
 }

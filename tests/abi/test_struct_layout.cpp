@@ -71,6 +71,15 @@ static_assert(offsetof(parley_session_info, kv_bytes_resident) == 152);
 static_assert(offsetof(parley_session_info, kv_bytes_stored) == 160);
 static_assert(sizeof(parley_session_info) == 168);
 
+static_assert(offsetof(parley_stored_session_info, created_unix_ms) == 8);  // since 0.4
+static_assert(offsetof(parley_stored_session_info, updated_unix_ms) == 16);
+static_assert(offsetof(parley_stored_session_info, n_turns) == 24);
+static_assert(offsetof(parley_stored_session_info, is_open) == 28);
+static_assert(offsetof(parley_stored_session_info, kv_bytes_stored) == 32);
+static_assert(offsetof(parley_stored_session_info, same_model) == 40);
+static_assert(offsetof(parley_stored_session_info, reserved0) == 44);
+static_assert(sizeof(parley_stored_session_info) == 48);
+
 static_assert(offsetof(parley_turn, text) == 8);
 static_assert(offsetof(parley_turn, role) == 16);
 static_assert(offsetof(parley_turn, n_tokens) == 20);

@@ -108,7 +108,10 @@ std::optional<std::vector<std::string>> stored_not_open(const std::string& text)
   std::istringstream lines(text.substr(at + header.size()));
   std::string line;
   std::getline(lines, line);  // the rest of the header line: "" or " none"
-  while (std::getline(lines, line) && line.rfind("  - ", 0) == 0) ids.push_back(line.substr(4));
+  // "  - ID  N turns, updated ..."
+  while (std::getline(lines, line) && line.rfind("  - ", 0) == 0) {
+    ids.push_back(line.substr(4, line.find("  ", 4) - 4));
+  }
   return ids;
 }
 
@@ -547,6 +550,13 @@ TEST_CASE("store: /open after a restart brings the conversation and its KV back"
   TempDir dir;
   const Run before = run_store_console(gguf, dir / "chat.db", "/new s\nOnce upon a time\n/quit\n");
   CHECK(before.exit_code == 0);
+
+  // Listed with what the store has of it before it is opened.
+  const Run listing = run_store_console(gguf, dir / "chat.db", "/sessions\n", "--session other");
+  const size_t line = listing.out.find("  - s  2 turns, updated 20");
+  REQUIRE(line != std::string::npos);
+  CHECK(listing.out.find(" UTC, ", line) != std::string::npos);
+  CHECK(listing.out.find(" KV bytes stored\n", line) != std::string::npos);
 
   const Run after = run_store_console(gguf, dir / "chat.db", "/open s\n/sessions\nThe cat\n/stats\n");
   CHECK(after.exit_code == 0);

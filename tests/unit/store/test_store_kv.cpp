@@ -208,3 +208,29 @@ TEST_CASE("store: file_bytes grows with what is stored and is a whole number of 
   CHECK(full < empty + (1u << 20) + (1u << 18));  // overhead stays small
   CHECK(store.kv_bytes("s") == (1u << 20));
 }
+
+TEST_CASE("store: session_summary has the header, the turn count and the KV bytes at once") {
+  test::TempDir dir;
+  Store store((dir / "kv.db").string());
+  CHECK_FALSE(store.session_summary("a").has_value());
+  StoredSession header = session_named("a");
+  header.created_ms = 1000;
+  header.updated_ms = 2000;
+  store.create_session(header);
+  auto summary = store.session_summary("a");
+  REQUIRE(summary.has_value());
+  CHECK(summary->session.id == "a");
+  CHECK(summary->session.created_ms == 1000);
+  CHECK(summary->n_turns == 0);
+  CHECK(summary->kv_bytes == 0);
+
+  store.append_turns("a", 0, std::vector{StoredTurn{1, "hi", {1, 2}, true},
+                                         StoredTurn{2, "yo", {3}, true}});
+  store.save_kv("a", kv_of({1}, bytes_of(10, 0), 20), std::vector{PrefixBlob{1, bytes_of(64, 1)}});
+  summary = store.session_summary("a");
+  REQUIRE(summary.has_value());
+  CHECK(summary->n_turns == 2);
+  CHECK(summary->session.updated_ms >= 2000);
+  CHECK(summary->kv_bytes == store.kv_bytes("a"));
+  CHECK(summary->kv_bytes > 0);
+}
