@@ -73,6 +73,19 @@ namespace Parley
             }
         }
 
+        // A stored conversation's dates, turns and stored KV, without opening it. NotFound
+        // without a store or when no conversation of that id is stored.
+        public StoredSessionInfo GetStoredSessionInfo(string id)
+        {
+            var s = new NativeStoredSessionInfo
+            {
+                struct_size = SizeOf<NativeStoredSessionInfo>.Value
+            };
+            ParleyException.ThrowIfFailed(NativeMethods.parley_store_get_session_info(
+                Handle, Utf8.ToNative(id, "id"), ref s));
+            return new StoredSessionInfo(s);
+        }
+
         public EngineStats Stats
         {
             get

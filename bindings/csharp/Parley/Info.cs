@@ -1,4 +1,5 @@
-// Descriptions the library fills in: the loaded model, a session, one message.
+// Descriptions the library fills in: the loaded model, a session, a stored session, one
+// message.
 namespace Parley
 {
     public sealed class ModelInfo
@@ -51,6 +52,30 @@ namespace Parley
         public SessionState State { get; private set; }
         public long KvBytesResident { get; private set; }
         public long KvBytesStored { get; private set; }
+    }
+
+    // A stored conversation as the store has it, read without opening it (a "saved chats" list).
+    public sealed class StoredSessionInfo
+    {
+        internal StoredSessionInfo(NativeStoredSessionInfo s)
+        {
+            CreatedUnixMs = s.created_unix_ms;
+            UpdatedUnixMs = s.updated_unix_ms;
+            Turns = (int)s.n_turns;
+            IsOpen = s.is_open != 0;
+            KvBytesStored = (long)s.kv_bytes_stored;
+            SameModel = s.same_model != 0;
+        }
+
+        public long CreatedUnixMs { get; private set; }  // when it started, Unix milliseconds
+        public long UpdatedUnixMs { get; private set; }  // when its last change was committed
+        public int Turns { get; private set; }           // messages, the system prompt included
+        // Open in this engine; the store may then lag a turn that failed to commit (Session.Info
+        // has the session as it is).
+        public bool IsOpen { get; private set; }
+        public long KvBytesStored { get; private set; }  // 0: no stored KV
+        // Stored with this engine's model: its KV can come back instead of being recomputed.
+        public bool SameModel { get; private set; }
     }
 
     public sealed class Turn

@@ -105,6 +105,10 @@ namespace Parley
         internal static extern int parley_store_list_sessions(
             EngineHandle engine, [Out] byte[] buf, UIntPtr cap, out UIntPtr needed);
 
+        [DllImport(Library, CallingConvention = CallingConvention.Cdecl)]
+        internal static extern int parley_store_get_session_info(
+            EngineHandle engine, [In] byte[] id, ref NativeStoredSessionInfo info);
+
         // ---- Generation
 
         [DllImport(Library, CallingConvention = CallingConvention.Cdecl)]

@@ -102,12 +102,32 @@ namespace Parley
     }
 
     [StructLayout(LayoutKind.Sequential)]
+    internal struct NativeStoredSessionInfo  // since 0.4
+    {
+        public UIntPtr struct_size;
+        public long created_unix_ms;
+        public long updated_unix_ms;
+        public uint n_turns;
+        public int is_open;
+        public ulong kv_bytes_stored;
+        public int same_model;
+        public int reserved0;
+    }
+
+    [StructLayout(LayoutKind.Sequential)]
     internal struct NativeTurn
     {
         public UIntPtr struct_size;
         public IntPtr text;
         public int role;
         public uint n_tokens;
+    }
+
+    [StructLayout(LayoutKind.Sequential)]
+    internal struct NativeLogitBias  // since 0.4
+    {
+        public int token;
+        public float bias;
     }
 
     [StructLayout(LayoutKind.Sequential)]
@@ -127,6 +147,9 @@ namespace Parley
         public uint n_stop;
         public int reserved0;
         public IntPtr reply_prefix;  // since 0.3: const char *, UTF-8
+        public IntPtr logit_bias;  // since 0.4: const parley_logit_bias *, n_logit_bias entries
+        public uint n_logit_bias;
+        public int reserved1;
 
         internal static NativeGenerateOptions Defaults()
         {

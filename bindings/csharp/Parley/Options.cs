@@ -93,8 +93,14 @@ namespace Parley
         // reply's start; MaxTokens and Stop apply only to what follows it. null or "" = none.
         public string ReplyPrefix { get; set; }
 
-        // The strings Stop and ReplyPrefix point to live in `strings`: dispose of it after
-        // the call.
+        // Biases added to chosen tokens' logits before sampling, by token id: a positive bias
+        // makes a token likelier, a negative one rarer; float.NegativeInfinity bans it. The ids
+        // are the model's (Engine.Tokenize gives them). A NaN or +inf bias, an id outside the
+        // vocabulary, or banning every token: ParleyStatus.InvalidArgument. null or empty = none.
+        public IDictionary<int, float> LogitBias { get; set; }
+
+        // The strings Stop and ReplyPrefix point to, and the LogitBias array, live in
+        // `strings`: dispose of it after the call.
         internal static NativeGenerateOptions ToNative(GenerateOptions options,
                                                        NativeStrings strings)
         {
@@ -116,6 +122,7 @@ namespace Parley
             o.stop = strings.AddArray(stop, "Stop");
             o.n_stop = stop == null ? 0u : (uint)stop.Count;
             o.reply_prefix = strings.Add(options.ReplyPrefix, "ReplyPrefix");
+            o.logit_bias = strings.AddLogitBias(options.LogitBias, out o.n_logit_bias);
             return o;
         }
     }

@@ -47,8 +47,8 @@ namespace Parley
         }
     }
 
-    // Unmanaged copies of the strings an options struct points to, alive until Dispose (the
-    // end of the call that reads the struct).
+    // Unmanaged copies of the strings (and arrays) an options struct points to, alive until
+    // Dispose (the end of the call that reads the struct).
     internal sealed class NativeStrings : IDisposable
     {
         private readonly List<IntPtr> _blocks = new List<IntPtr>();
@@ -57,10 +57,30 @@ namespace Parley
         {
             byte[] bytes = Utf8.ToNative(s, paramName);
             if (bytes == null) return IntPtr.Zero;
-            IntPtr p = Marshal.AllocHGlobal(bytes.Length);
-            _blocks.Add(p);
+            IntPtr p = Alloc(bytes.Length);
             Marshal.Copy(bytes, 0, p, bytes.Length);
             return p;
+        }
+
+        // An unmanaged parley_logit_bias array of the entries of `biases`, and their count;
+        // IntPtr.Zero for null or empty. The values go as they are: the library knows the
+        // vocabulary and judges them.
+        internal IntPtr AddLogitBias(IDictionary<int, float> biases, out uint count)
+        {
+            count = 0;
+            if (biases == null) return IntPtr.Zero;
+            // Copied first: the count and the block then agree whatever biases.Count says.
+            var entries = new List<KeyValuePair<int, float>>(biases);
+            if (entries.Count == 0) return IntPtr.Zero;
+            int size = Marshal.SizeOf(typeof(NativeLogitBias));
+            IntPtr array = Alloc(checked(size * entries.Count));
+            for (int i = 0; i < entries.Count; i++)
+            {
+                var entry = new NativeLogitBias { token = entries[i].Key, bias = entries[i].Value };
+                Marshal.StructureToPtr(entry, IntPtr.Add(array, i * size), false);
+            }
+            count = (uint)entries.Count;
+            return array;
         }
 
         // An unmanaged array of pointers to copies of `strings`, for a `const char *const *`
@@ -76,10 +96,16 @@ namespace Parley
                     throw new ArgumentException("element " + i + " is null", paramName);
                 pointers[i] = Add(strings[i], paramName);
             }
-            IntPtr array = Marshal.AllocHGlobal(IntPtr.Size * pointers.Length);
-            _blocks.Add(array);
+            IntPtr array = Alloc(IntPtr.Size * pointers.Length);
             Marshal.Copy(pointers, 0, array, pointers.Length);
             return array;
+        }
+
+        private IntPtr Alloc(int bytes)
+        {
+            IntPtr p = Marshal.AllocHGlobal(bytes);
+            _blocks.Add(p);
+            return p;
         }
 
         public void Dispose()

@@ -16,28 +16,45 @@ namespace Parley.Tests
         {
             r.Add("every exported function is declared", EveryExportIsDeclared);
             r.Add("structs match the C layout", StructsMatchC);
-            r.Add("the 0.3 fields are appended where parley.h documents them", Appended03Fields);
+            r.Add("the 0.3 and 0.4 fields and structs are where parley.h documents them",
+                  AppendedFields);
         }
 
         // The sizes and offsets parley.h documents for 64-bit targets (tests/abi asserts the
         // same): new fields go after the old ones, whose offsets do not move.
-        private static void Appended03Fields()
+        private static void AppendedFields()
         {
             if (IntPtr.Size != 8) throw new SkipException("the documented layouts are for 64-bit");
             Assembly parley = typeof(Engine).Assembly;
             Type options = NativeType(parley, "parley_generate_options");
             Type stats = NativeType(parley, "parley_turn_stats");
-            Assert.Equal(72, Marshal.SizeOf(options), "sizeof parley_generate_options");
+            Type bias = NativeType(parley, "parley_logit_bias");
+            Type stored = NativeType(parley, "parley_stored_session_info");
+            Assert.Equal(88, Marshal.SizeOf(options), "sizeof parley_generate_options");
             Assert.Equal(44, (int)Marshal.OffsetOf(options, "ignore_eos"), "offsetof ignore_eos");
             Assert.Equal(48, (int)Marshal.OffsetOf(options, "stop"), "offsetof stop");
             Assert.Equal(56, (int)Marshal.OffsetOf(options, "n_stop"), "offsetof n_stop");
             Assert.Equal(60, (int)Marshal.OffsetOf(options, "reserved0"), "offsetof reserved0");
             Assert.Equal(64, (int)Marshal.OffsetOf(options, "reply_prefix"),
                          "offsetof reply_prefix");
+            Assert.Equal(72, (int)Marshal.OffsetOf(options, "logit_bias"), "offsetof logit_bias");
+            Assert.Equal(80, (int)Marshal.OffsetOf(options, "n_logit_bias"),
+                         "offsetof n_logit_bias");
+            Assert.Equal(84, (int)Marshal.OffsetOf(options, "reserved1"), "offsetof reserved1");
+            Assert.Equal(8, Marshal.SizeOf(bias), "sizeof parley_logit_bias");
+            Assert.Equal(0, (int)Marshal.OffsetOf(bias, "token"), "offsetof token");
+            Assert.Equal(4, (int)Marshal.OffsetOf(bias, "bias"), "offsetof bias");
             Assert.Equal(64, Marshal.SizeOf(stats), "sizeof parley_turn_stats");
             Assert.Equal(48, (int)Marshal.OffsetOf(stats, "kv_source"), "offsetof kv_source");
             Assert.Equal(56, (int)Marshal.OffsetOf(stats, "stop_reason"), "offsetof stop_reason");
             Assert.Equal(60, (int)Marshal.OffsetOf(stats, "stop_index"), "offsetof stop_index");
+            Assert.Equal(48, Marshal.SizeOf(stored), "sizeof parley_stored_session_info");
+            string[] storedFields = { "created_unix_ms", "updated_unix_ms", "n_turns", "is_open",
+                                      "kv_bytes_stored", "same_model", "reserved0" };
+            int[] storedOffsets = { 8, 16, 24, 28, 32, 40, 44 };
+            for (int i = 0; i < storedFields.Length; i++)
+                Assert.Equal(storedOffsets[i], (int)Marshal.OffsetOf(stored, storedFields[i]),
+                             "offsetof " + storedFields[i]);
         }
 
         private static void EveryExportIsDeclared()

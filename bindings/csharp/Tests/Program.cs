@@ -35,8 +35,10 @@ namespace Parley.Tests
             ReplyPrefixTests.Register(runner);
             ExchangeTests.Register(runner);
             ContinueTests.Register(runner);
+            LogitBiasTests.Register(runner);
             ErrorTests.Register(runner);
             StoreTests.Register(runner);
+            StoredSessionInfoTests.Register(runner);
             LifetimeTests.Register(runner);
             return runner.RunAll();
         }

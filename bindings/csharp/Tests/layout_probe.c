@@ -76,6 +76,16 @@ int main(void) {
   FIELD(parley_session_info, kv_bytes_resident);
   FIELD(parley_session_info, kv_bytes_stored);
 
+  SIZE(parley_stored_session_info);
+  FIELD(parley_stored_session_info, struct_size);
+  FIELD(parley_stored_session_info, created_unix_ms);
+  FIELD(parley_stored_session_info, updated_unix_ms);
+  FIELD(parley_stored_session_info, n_turns);
+  FIELD(parley_stored_session_info, is_open);
+  FIELD(parley_stored_session_info, kv_bytes_stored);
+  FIELD(parley_stored_session_info, same_model);
+  FIELD(parley_stored_session_info, reserved0);
+
   SIZE(parley_turn);
   FIELD(parley_turn, struct_size);
   FIELD(parley_turn, text);
@@ -97,6 +107,13 @@ int main(void) {
   FIELD(parley_generate_options, n_stop);
   FIELD(parley_generate_options, reserved0);
   FIELD(parley_generate_options, reply_prefix);
+  FIELD(parley_generate_options, logit_bias);
+  FIELD(parley_generate_options, n_logit_bias);
+  FIELD(parley_generate_options, reserved1);
+
+  SIZE(parley_logit_bias);
+  FIELD(parley_logit_bias, token);
+  FIELD(parley_logit_bias, bias);
 
   SIZE(parley_turn_stats);
   FIELD(parley_turn_stats, struct_size);

@@ -16,13 +16,14 @@ from .errors import (BackendError, BadModelError, BusyError, CancelledError,
                      ContextFullError, CorruptError, InternalError, InvalidArgumentError,
                      IoError, MisuseError, ModelMismatchError, NotFoundError,
                      OutOfMemoryError, ParleyError, StorageError, UnsupportedError)
-from .info import EngineStats, ModelInfo, SessionInfo, TurnStats
+from .info import EngineStats, ModelInfo, SessionInfo, StoredSessionInfo, TurnStats
 from .session import Session
 
 __version__ = "0.4.0"
 
 __all__ = [
-    "Engine", "Session", "EngineStats", "ModelInfo", "SessionInfo", "TurnStats",
+    "Engine", "Session", "EngineStats", "ModelInfo", "SessionInfo", "StoredSessionInfo",
+    "TurnStats",
     "version", "version_number", "library_path", "set_log_callback", "LibraryError",
     "ParleyError", "InvalidArgumentError", "NotFoundError", "IoError", "BadModelError",
     "UnsupportedError", "OutOfMemoryError", "ContextFullError", "BusyError", "CancelledError",

@@ -3,7 +3,7 @@ of every parley_* function. Nothing here decides policy; engine.py and session.p
 
 import ctypes
 from ctypes import (CFUNCTYPE, POINTER, Structure, c_char, c_char_p, c_double, c_float, c_int,
-                    c_int32, c_size_t, c_uint32, c_uint64, c_void_p)
+                    c_int32, c_int64, c_size_t, c_uint32, c_uint64, c_void_p)
 
 # The version this binding was written against (PARLEY_VERSION_NUMBER of parley.h).
 VERSION_NUMBER = 0 * 10000 + 4 * 100 + 0
@@ -97,12 +97,32 @@ class SessionInfo(Structure):
     ]
 
 
+class StoredSessionInfo(Structure):  # since 0.4
+    _fields_ = [
+        ("struct_size", c_size_t),
+        ("created_unix_ms", c_int64),
+        ("updated_unix_ms", c_int64),
+        ("n_turns", c_uint32),
+        ("is_open", c_int32),
+        ("kv_bytes_stored", c_uint64),
+        ("same_model", c_int32),
+        ("reserved0", c_int32),
+    ]
+
+
 class Turn(Structure):
     _fields_ = [
         ("struct_size", c_size_t),
         ("text", c_char_p),
         ("role", c_int32),
         ("n_tokens", c_uint32),
+    ]
+
+
+class LogitBias(Structure):  # since 0.4
+    _fields_ = [
+        ("token", c_int32),
+        ("bias", c_float),
     ]
 
 
@@ -122,6 +142,9 @@ class GenerateOptions(Structure):
         ("n_stop", c_uint32),
         ("reserved0", c_int32),
         ("reply_prefix", c_char_p),  # since 0.3
+        ("logit_bias", POINTER(LogitBias)),  # since 0.4
+        ("n_logit_bias", c_uint32),
+        ("reserved1", c_int32),
     ]
 
 
@@ -178,6 +201,8 @@ SIGNATURES = {
                                   [session_p, POINTER(c_int32), c_size_t, POINTER(c_size_t)]),
     "parley_store_list_sessions": (parley_status,
                                    [engine_p, POINTER(c_char), c_size_t, POINTER(c_size_t)]),
+    "parley_store_get_session_info": (parley_status,
+                                      [engine_p, c_char_p, POINTER(StoredSessionInfo)]),
     "parley_generate_options_init_sized": (None, [POINTER(GenerateOptions), c_size_t]),
     "parley_session_send": (parley_status,
                             [session_p, c_char_p, POINTER(GenerateOptions), parley_text_fn,

@@ -1,7 +1,9 @@
 """Python arguments -> the option structs of parley.h, initialised by the library's
 *_init_sized functions with this binding's struct sizes."""
 
+import collections.abc
 import ctypes
+import numbers
 import os
 
 from . import _native
@@ -80,6 +82,44 @@ def stop_arg(stop):
     return (ctypes.c_char_p * len(encoded))(*encoded), len(encoded)
 
 
+def logit_bias_arg(logit_bias):
+    """{token id: bias}, or an iterable of (token id, bias) pairs -> (parley_logit_bias[],
+    count); None or empty -> (None, 0). Whether the ids are in the vocabulary, each listed once,
+    and the biases finite or -inf is for the library to judge: it knows the vocabulary."""
+    if logit_bias is None:
+        return None, 0
+    what = "logit_bias must be a mapping {token id: bias} or (token id, bias) pairs"
+    if isinstance(logit_bias, collections.abc.Mapping):
+        items = list(logit_bias.items())
+    elif isinstance(logit_bias, (str, bytes)):
+        raise InvalidArgumentError("%s, not %s" % (what, type(logit_bias).__name__))
+    else:
+        try:
+            items = list(logit_bias)
+        except TypeError:
+            raise InvalidArgumentError("%s, not %s"
+                                       % (what, type(logit_bias).__name__)) from None
+    if not items:
+        return None, 0
+    entries = []
+    for i, item in enumerate(items):
+        try:
+            token, bias = item
+        except (TypeError, ValueError):
+            raise InvalidArgumentError("logit_bias[%d] must be a (token id, bias) pair, not %r"
+                                       % (i, item)) from None
+        if isinstance(token, bool) or not isinstance(token, int):
+            raise InvalidArgumentError("logit_bias token %r must be an int, not %s"
+                                       % (token, type(token).__name__))
+        int_arg("logit_bias token", token, ctypes.c_int32)  # ctypes would wrap it around
+        if isinstance(bias, bool) or not isinstance(bias, numbers.Real):
+            raise InvalidArgumentError("the logit_bias of token %d must be a float, not %s"
+                                       % (token, type(bias).__name__))
+        entries.append(_native.LogitBias(token, float(bias)))
+    # As with stop: the options struct keeps the array alive (ctypes' _objects).
+    return (_native.LogitBias * len(entries))(*entries), len(entries)
+
+
 def engine_options(lib, model, store, device, kv, threads, kv_budget, idle_spill_ms, context):
     o = _native.EngineOptions()
     lib.parley_engine_options_init_sized(ctypes.byref(o), ctypes.sizeof(o))
@@ -106,7 +146,7 @@ def session_options(lib, id, system, template, scope, overflow):
 
 
 def generate_options(lib, max_tokens, temperature, top_k, top_p, min_p, repeat_penalty,
-                     repeat_last_n, seed, ignore_eos, stop, reply_prefix):
+                     repeat_last_n, seed, ignore_eos, stop, reply_prefix, logit_bias):
     o = _native.GenerateOptions()
     lib.parley_generate_options_init_sized(ctypes.byref(o), ctypes.sizeof(o))
     o.seed = int_arg("seed", seed, ctypes.c_uint64)
@@ -121,4 +161,5 @@ def generate_options(lib, max_tokens, temperature, top_k, top_p, min_p, repeat_p
     o.stop, o.n_stop = stop_arg(stop)
     # Like stop, the struct keeps the bytes alive (ctypes' _objects) until a stream() sends.
     o.reply_prefix = text_arg("reply_prefix", reply_prefix)
+    o.logit_bias, o.n_logit_bias = logit_bias_arg(logit_bias)
     return o

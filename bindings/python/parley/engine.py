@@ -6,7 +6,7 @@ from . import _library, _native, _options
 from ._buffers import read_ids, read_text
 from ._handle import NativeHandle
 from .errors import check
-from .info import EngineStats, ModelInfo
+from .info import EngineStats, ModelInfo, StoredSessionInfo
 from .session import Session
 
 
@@ -55,6 +55,14 @@ class Engine(NativeHandle):
     def delete_session(self, id):
         """Deletes a stored conversation that is not open."""
         check(self._lib.parley_session_delete(self._live(), _options.text_arg("id", id)))
+
+    def stored_session_info(self, id):
+        """A stored conversation's dates, turns and stored KV, without opening it. Raises
+        NotFoundError without a store or when no such conversation is stored."""
+        s = _native.sized(_native.StoredSessionInfo)
+        check(self._lib.parley_store_get_session_info(self._live(), _options.text_arg("id", id),
+                                                      ctypes.byref(s)))
+        return StoredSessionInfo.from_struct(s)
 
     @property
     def stats(self):

@@ -105,3 +105,21 @@ class SessionInfo:
     def from_struct(cls, s):
         return _copy(cls, s, id=_text(s.id),
                      state=SESSION_STATES.get(s.state, str(s.state)))
+
+
+@dataclasses.dataclass(frozen=True)
+class StoredSessionInfo:
+    """A stored conversation, read from the store without opening it. Times are Unix
+    milliseconds; n_turns counts the system prompt. is_open: open in this engine (the store may
+    lag a turn that failed to commit; Session.info has it as it is). same_model: stored with
+    this engine's model, so its KV can come back rather than be recomputed."""
+    created_unix_ms: int
+    updated_unix_ms: int
+    n_turns: int
+    is_open: bool
+    kv_bytes_stored: int
+    same_model: bool
+
+    @classmethod
+    def from_struct(cls, s):
+        return _copy(cls, s, is_open=bool(s.is_open), same_model=bool(s.same_model))

@@ -34,7 +34,7 @@ class Session(NativeHandle):
 
     def send(self, text, *, max_tokens=256, temperature=0.8, top_k=40, top_p=0.95, min_p=0.05,
              repeat_penalty=1.0, repeat_last_n=64, seed=0, ignore_eos=False, stop=None,
-             reply_prefix=None, on_text=None):
+             reply_prefix=None, logit_bias=None, on_text=None):
         """Adds a user message and returns the whole reply.
 
         stop: stop strings (a sequence of str, at most 16, each 1-256 bytes of UTF-8); the
@@ -45,18 +45,24 @@ class Session(NativeHandle):
         the model goes on: a format or a voice to keep ("{", "*nods* "). It is streamed first,
         returned and kept as the reply's start; max_tokens and stop apply only to what follows
         it. None or "" = none.
+        logit_bias: {token id: bias} (or (token id, bias) pairs) added to those tokens' logits
+        before sampling: a positive bias makes a token likelier, a negative one rarer, and
+        float("-inf") bans it. The ids are the model's (Engine.tokenize gives them), each listed
+        once; a NaN or +inf bias (a C float: past its range a bias is infinite), an id outside
+        the vocabulary or banning every token raises InvalidArgumentError. None or {} = none.
         on_text(piece) is called with each piece of text as it is generated, on this thread;
         a truthy return stops the reply there (send then returns the partial reply). An
         exception it raises stops the reply and propagates from send.
         Raises CancelledError (with .reply) when interrupt() stopped it."""
         options = _options.generate_options(self._lib, max_tokens, temperature, top_k, top_p,
                                             min_p, repeat_penalty, repeat_last_n, seed,
-                                            ignore_eos, stop, reply_prefix)
+                                            ignore_eos, stop, reply_prefix, logit_bias)
         return self._reply(text, options, on_text)
 
     def continue_reply(self, *, max_tokens=256, temperature=0.8, top_k=40, top_p=0.95,
                        min_p=0.05, repeat_penalty=1.0, repeat_last_n=64, seed=0,
-                       ignore_eos=False, stop=None, reply_prefix=None, on_text=None):
+                       ignore_eos=False, stop=None, reply_prefix=None, logit_bias=None,
+                       on_text=None):
         """Generates without a new user message and returns the text this call generated
         (reply_prefix included), with the options, on_text and last_stats of send(). What it
         generates depends on how the conversation ends:
@@ -74,12 +80,12 @@ class Session(NativeHandle):
         already has text; CancelledError (with .reply, the new text) as send()."""
         options = _options.generate_options(self._lib, max_tokens, temperature, top_k, top_p,
                                             min_p, repeat_penalty, repeat_last_n, seed,
-                                            ignore_eos, stop, reply_prefix)
+                                            ignore_eos, stop, reply_prefix, logit_bias)
         return self._reply(_CONTINUE, options, on_text)
 
     def stream(self, text, *, max_tokens=256, temperature=0.8, top_k=40, top_p=0.95,
                min_p=0.05, repeat_penalty=1.0, repeat_last_n=64, seed=0, ignore_eos=False,
-               stop=None, reply_prefix=None):
+               stop=None, reply_prefix=None, logit_bias=None):
         """Like send(), but returns an iterator of the reply's pieces, each yielded as it is
         generated. Generation waits while the loop body runs, so the body counts as inside
         the reply (calls on this session raise BusyError); leaving the loop early (break,
@@ -87,7 +93,7 @@ class Session(NativeHandle):
         an iterator still half-read then. Nothing is sent before the first next()."""
         options = _options.generate_options(self._lib, max_tokens, temperature, top_k, top_p,
                                             min_p, repeat_penalty, repeat_last_n, seed,
-                                            ignore_eos, stop, reply_prefix)
+                                            ignore_eos, stop, reply_prefix, logit_bias)
         self._live()  # fail now, not at the first next()
         return stream_pieces(functools.partial(self._generate, text, options))
 
