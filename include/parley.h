@@ -459,7 +459,8 @@ typedef struct parley_generate_options {
   int32_t  reserved0;       /* must be 0 */
   /* Since 0.3. The reply starts with this UTF-8 text, tokenized as plain text, and the model
    * goes on from it: a format or a voice to keep ("{", "*nods* "). It is streamed first and
-   * kept as the reply's start; max_tokens and the stop strings apply to what follows it.
+   * kept as the reply's start; max_tokens and the stop strings apply to what follows it (a
+   * stop string that begins in the prefix and ends after it ends the reply right after it).
    * NULL or "" = none. Read during the call only. */
   const char *reply_prefix;
   /* Since 0.4. Biases of single tokens (see parley_logit_bias), each token listed once; they
@@ -539,8 +540,10 @@ PARLEY_API parley_status parley_session_send(parley_session *s, const char *user
  *    context, when interrupted, or was written with parley_session_add_exchange()): more of
  *    it. The new text is streamed and appended to that reply, which stays one turn; greedy
  *    continuation of a reply cut at max_tokens gives what one longer reply would have.
- *  max_tokens and the stop strings apply to the new text; options->reply_prefix only starts a
- *  reply that has no text yet. stats cover this call (prompt_tokens 0).
+ *  max_tokens and the stop strings apply to the new text (a stop string that begins in the
+ *  reply's earlier text and ends in the new text ends the reply where the new text begins:
+ *  nothing is added); options->reply_prefix only starts a reply that has no text yet. stats
+ *  cover this call (prompt_tokens 0).
  *  Errors: INVALID_ARGUMENT (no user message yet; the last reply was ended by the model, as
  *  its end token does: send a message or rewind the reply; a reply_prefix for a reply under
  *  way; bad options), CONTEXT_FULL (no room for one more token and the overflow policy is

@@ -22,7 +22,7 @@ void Session::continue_reply(const GenerateParams& params, const TextSink& sink,
   require(last.role == Role::user || !last.closed, Status::invalid_argument,
           "the last reply is complete (the model ended it): send a message, or rewind the "
           "reply to have it generated anew");
-  const bool reply_start = last.role == Role::user || (last.n_tokens == 0 && last.text.empty());
+  const bool reply_start = last.role == Role::user || last.text.empty();
   require(text::is_valid_utf8(params.reply_prefix), Status::invalid_argument,
           "reply_prefix is not valid UTF-8");
   // Encoded on its own, a prefix in the middle of a reply would gain the space a text's
@@ -66,7 +66,10 @@ void Session::continue_reply(const GenerateParams& params, const TextSink& sink,
       reply_message.text += params.reply_prefix;
       reply_closed_ = false;
     } else {
-      reply_message.text += decode(sampler, params, reply_start, sink, stats, started_ms, cut);
+      // Stop strings may begin in the reply's earlier text; it is never cut.
+      const std::string added =
+          decode(sampler, params, reply_message.text, sink, stats, started_ms, cut);
+      reply_message.text += added;
     }
     reply_message.n_tokens = uint32_t(tokens_.size()) - reply_message.token_begin;
     reply_message.closed = reply_closed_;

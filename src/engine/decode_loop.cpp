@@ -18,12 +18,14 @@ class ReplyText {
  public:
   ReplyText(const text::StopStrings& stops, const TextSink& sink) : stops_(stops), sink_(sink) {}
 
-  // Streams the reply's prefix: its start, which stop strings do not look into; false as add().
-  bool begin(std::string_view prefix) {
-    if (prefix.empty()) return true;
-    text_ = prefix;
-    streamed_ = text_.size();
-    sink_open_ = !sink_ || sink_(text_);
+  // Sets what comes before the new text: the reply's earlier text (not streamed again) and a
+  // prefix (streamed now). A stop string may begin in them but ends after them: they are
+  // never cut. False as add().
+  bool begin(std::string_view earlier, std::string_view prefix) {
+    text_ = std::string(earlier) + std::string(prefix);
+    new_from_ = earlier.size();
+    streamed_ = kept_ = text_.size();
+    if (!prefix.empty()) sink_open_ = !sink_ || sink_(prefix);
     return sink_open_;
   }
   // Adds a token's text; false when the sink asked to stop.
@@ -35,15 +37,16 @@ class ReplyText {
   bool finish(std::string_view tail) { return append(tail, true); }
 
   const std::optional<text::StopStrings::Match>& stop() const { return stop_; }
-  // Reply tokens whose text starts before the stop string: the ones the reply keeps.
+  // Reply tokens whose text starts before the stop string: the ones the reply keeps (none when
+  // it began in the earlier text or the prefix).
   size_t tokens_before_stop() const {
     return size_t(std::lower_bound(token_starts_.begin(), token_starts_.end(), stop_->at) -
                   token_starts_.begin());
   }
-  // The reply: everything generated, or what lies before the stop string.
+  // The new text (the prefix, then what was generated), up to the stop string if any.
   std::string take() {
-    if (stop_) text_.resize(stop_->at);
-    return std::move(text_);
+    if (stop_) text_.resize(std::max(stop_->at, kept_));
+    return text_.substr(new_from_);
   }
 
  private:
@@ -63,6 +66,8 @@ class ReplyText {
   const text::StopStrings& stops_;
   const TextSink& sink_;
   std::string text_;
+  size_t new_from_ = 0;  // text_[0, new_from_) is the reply's earlier text
+  size_t kept_ = 0;      // text_[0, kept_) is never cut (earlier text and prefix)
   size_t streamed_ = 0;  // text_[0, streamed_) went to the sink
   bool sink_open_ = true;
   std::vector<size_t> token_starts_;  // where each reply token's text starts in text_
@@ -72,7 +77,7 @@ class ReplyText {
 }  // namespace
 
 std::string Session::decode(sample::Sampler& sampler, const GenerateParams& params,
-                            bool reply_start, const TextSink& sink, TurnStats& stats, double started_ms,
+                            std::string_view earlier, const TextSink& sink, TurnStats& stats, double started_ms,
                             ReplyCut& cut) {
   const uint32_t context = engine_->context_length();
   const uint32_t limit = params.max_tokens ? params.max_tokens : UINT32_MAX;
@@ -80,7 +85,7 @@ std::string Session::decode(sample::Sampler& sampler, const GenerateParams& para
   // A reply with a prefix, or one that goes on, does not start at the first generated token:
   // its space stays.
   text::DetokenizeStream stream(engine_->tokenizer(), template_.strip_reply_leading_space() &&
-                                                          reply_start &&
+                                                          earlier.empty() &&
                                                           params.reply_prefix.empty());
   // A raw reply to BOS alone starts a text: the stream decodes it as sentencepiece would.
   if (!tokens_.empty() && tokens_.back() == engine_->tokenizer().bos_id()) stream.push(tokens_.back());
@@ -90,7 +95,7 @@ std::string Session::decode(sample::Sampler& sampler, const GenerateParams& para
   double first_token_ms = 0;
   reply_closed_ = false;
   StepBatcher::Decoder decoder(engine_->step_batcher());
-  if (!reply.begin(params.reply_prefix)) {
+  if (!reply.begin(earlier, params.reply_prefix)) {
     cut = ReplyCut::cancelled;
   }
   while (cut == ReplyCut::none) {

@@ -212,14 +212,14 @@ class Session {
   void feed_last_token(StepBatcher::Decoder& decoder);
   // Makes positions [from, to) writable, spilling other sessions when the budget is short.
   void prepare_write(uint32_t from, uint32_t to);
-  // Samples, streams and feeds reply tokens until a stop; returns the reply's text (the
-  // prefix, then what was generated); `reply_start`: the reply has no text yet. A reply
+  // Samples, streams and feeds reply tokens until a stop; returns the new text (the prefix,
+  // then what was generated) of a reply that had the `earlier` text so far. A reply
   // that shows a stop string ends before it: the text from there on is not streamed, and the
   // tokens that brought only that text are dropped (with their KV).
   // How a reply ended, when not by a stop token, a stop string or a limit.
   enum class ReplyCut { none, cancelled, out_of_kv_memory };
-  std::string decode(sample::Sampler& sampler, const GenerateParams& params, bool reply_start,
-                     const TextSink& sink, TurnStats& stats, double started_ms, ReplyCut& cut);
+  std::string decode(sample::Sampler& sampler, const GenerateParams& params,
+                     std::string_view earlier, const TextSink& sink, TurnStats& stats, double started_ms, ReplyCut& cut);
   // The sampler's seed: the caller's, or a fresh random one for 0.
   static uint64_t seed_for(const GenerateParams& params);
   // The error a kept turn still reports when its reply was cut short.

@@ -31,13 +31,16 @@ class StopStrings {
     size_t end;                  // text[streamed, end) can be streamed now
     std::optional<Match> stop;   // set once the reply's end is known (then end == stop->at)
   };
-  // For `text`, of which text[0, streamed) was streamed already (never a stop string's
-  // start): what can be streamed now, and the stop if it is known. `last`: no more text
-  // will come.
+  // For `text`, of which text[0, streamed) was streamed already: what can be streamed now,
+  // and the stop if it is known. A stop string that ends past `streamed` counts also when it
+  // begins before: text given as already there (a reply's earlier text) may hold its start.
+  // `last`: no more text will come.
   Cut next_cut(std::string_view text, size_t streamed, bool last) const;
 
   // The first place at or after `from` where a whole stop string lies in `text`.
   std::optional<Match> find(std::string_view text, size_t from) const;
+  // The first whole stop string in `text` that ends past `end` (it may begin before).
+  std::optional<Match> find_ending_after(std::string_view text, size_t end) const;
 
   // Where `text`'s held-back tail starts: the first offset at or after `from` from which the
   // rest of the text is the start of a stop string (more text could complete it); text.size()
@@ -45,6 +48,10 @@ class StopStrings {
   size_t held_from(std::string_view text, size_t from) const;
 
  private:
+  // The earliest match (the shortest on a tie), each string searched from start_of(string).
+  template <class StartOf>
+  std::optional<Match> earliest(std::string_view text, StartOf start_of) const;
+
   std::vector<std::string> strings_;
   size_t longest_ = 0;
 };

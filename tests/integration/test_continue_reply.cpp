@@ -104,6 +104,64 @@ TEST_CASE("a reply cut at max_tokens and continued is the reply one longer call 
   }
 }
 
+TEST_CASE("stop strings on a continuation: one that begins in the earlier text ends it there") {
+  PARLEY_SHARED_OR_SKIP(gguf, "models/stories260k/stories260k-f32.gguf");
+  auto engine = open_engine(gguf.string(), kv::KvType::f32);
+  engine::Session whole(engine, session_options("", "raw"));
+  greedy_turn(whole, "Once upon a time", 32);
+  const std::string full = whole.messages().back().text;
+  engine::Session s(engine, session_options("", "raw"));
+  greedy_turn(s, "Once upon a time", 8);
+  const std::string cut = s.messages().back().text;
+  REQUIRE(full.starts_with(cut));
+  REQUIRE(full.size() > cut.size() + 12);
+
+  // Across the boundary: 3 bytes already streamed, 5 new.
+  const std::string across = full.substr(cut.size() - 3, 8);
+  REQUIRE(full.find(across) == cut.size() - 3);
+  const auto tokens = s.tokens();
+  engine::GenerateParams params = greedy(16);
+  params.stop_strings = text::StopStrings({"never there", across});
+  engine::TurnStats stats;
+  CHECK(continue_reply(s, params, stats).empty());  // nothing past the earlier text
+  CHECK(stats.stop_reason == engine::StopReason::stop_string);
+  CHECK(stats.stop_index == 1);
+  CHECK(s.messages().back().text == cut);  // what was streamed before stays
+  CHECK(s.tokens() == tokens);             // the new tokens brought only stop-string text
+  CHECK(!s.messages().back().closed);
+
+  // Wholly in the new text: as one call would have ended.
+  const std::string later = full.substr(cut.size() + 6, 4);
+  const size_t at = full.find(later, cut.size());
+  params.stop_strings = text::StopStrings({later});
+  CHECK(continue_reply(s, params, stats) == full.substr(cut.size(), at - cut.size()));
+  CHECK(s.messages().back().text == full.substr(0, at));
+  CHECK(stats.stop_reason == engine::StopReason::stop_string);
+}
+
+TEST_CASE("a stop string that begins in a reply prefix ends the reply right after it") {
+  PARLEY_SHARED_OR_SKIP(gguf, "models/stories260k/stories260k-f32.gguf");
+  auto engine = open_engine(gguf.string(), kv::KvType::f32);
+  engine::GenerateParams params = greedy(16);
+  params.reply_prefix = "The little";
+  engine::Session free(engine, session_options("", "llama2"));
+  engine::TurnStats stats;
+  free.send("Tell me a story.", params, nullptr, stats);
+  const std::string full = free.messages().back().text;
+  REQUIRE(full.size() > params.reply_prefix.size() + 3);
+  const std::string across = full.substr(params.reply_prefix.size() - 2, 5);  // "le" + 3 more
+  REQUIRE(full.find(across) == params.reply_prefix.size() - 2);
+
+  params.stop_strings = text::StopStrings({across});
+  engine::Session s(engine, session_options("", "llama2"));
+  std::string streamed;
+  s.send("Tell me a story.", params,
+         [&](std::string_view piece) { return streamed.append(piece), true; }, stats);
+  CHECK(streamed == "The little");
+  CHECK(s.messages().back().text == "The little");
+  CHECK(stats.stop_reason == engine::StopReason::stop_string);
+}
+
 TEST_CASE("continued reply tokens are the greedy choices of the all-at-once logits") {
   PARLEY_SHARED_OR_SKIP(gguf, "models/stories260k/stories260k-f32.gguf");
   auto engine = open_engine(gguf.string(), kv::KvType::f32);

@@ -1,4 +1,4 @@
-// A turn that append_turns reported done is in the file even if the process dies the next
+// A turn that append_turns (or replace_turns_from) reported done is in the file even if the process dies the next
 // instant: a forked child appends turns and kills itself with SIGKILL right after the last
 // call returns (no destructor, no close, no checkpoint), and the parent reads the file.
 #include <doctest/doctest.h>
@@ -27,6 +27,9 @@ constexpr int kTurns = 5;
           "s", static_cast<uint32_t>(i),
           std::vector{StoredTurn{1 + i % 2, "turn " + std::to_string(i), {i}, true}});
     }
+    // The last reply went on: its turn is rewritten in place.
+    store.replace_turns_from("s", kTurns - 1, kTurns,
+                             std::vector{StoredTurn{1, "turn 4, longer", {4, 5}, false}});
     raise(SIGKILL);
   } catch (...) {
   }
@@ -35,7 +38,7 @@ constexpr int kTurns = 5;
 
 }  // namespace
 
-TEST_CASE("store: turns survive a SIGKILL right after append_turns returns") {
+TEST_CASE("store: turns survive a SIGKILL right after append_turns or replace_turns_from returns") {
   test::TempDir dir;
   const std::string path = (dir / "chat.db").string();
   {
@@ -60,5 +63,6 @@ TEST_CASE("store: turns survive a SIGKILL right after append_turns returns") {
   CHECK_FALSE(store.recovery().has_value());
   const auto turns = store.load_turns("s");
   REQUIRE(turns.size() == kTurns);
-  CHECK(turns.back().text == "turn " + std::to_string(kTurns - 1));
+  CHECK(turns.back().text == "turn 4, longer");
+  CHECK(turns.back().token_ids == std::vector<int32_t>{4, 5});
 }

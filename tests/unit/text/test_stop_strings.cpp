@@ -95,6 +95,37 @@ TEST_CASE("a stop string found waits for one that starts earlier and may still c
   CHECK(cut.end == 1);
 }
 
+TEST_CASE("text given as already streamed: a stop string may begin in it, never lie in it") {
+  const StopStrings stops({"\nPlayer:", "ab"});
+  // The earlier text ends with a stop string's start; the new text completes it.
+  auto cut = stops.next_cut("Hi.\nPla", 7, false);
+  CHECK(!cut.stop);
+  CHECK(cut.end == 7);  // nothing more until it is known
+  cut = stops.next_cut("Hi.\nPlay", 7, false);
+  CHECK(!cut.stop);
+  CHECK(cut.end == 7);  // "y" is held: "\nPlay" may still become the stop string
+  cut = stops.next_cut("Hi.\nPlayer: go", 7, false);
+  REQUIRE(cut.stop);
+  CHECK(cut.stop->at == 3);
+  CHECK(cut.stop->index == 0);
+  cut = stops.next_cut("Hi.\nPlan", 7, false);  // not the stop string after all
+  CHECK(!cut.stop);
+  CHECK(cut.end == 8);
+  // A stop string wholly inside the earlier text (given before this stop was asked for) is
+  // not this reply's end; one that ends past it is.
+  cut = stops.next_cut("xab yy", 4, false);
+  CHECK(!cut.stop);
+  CHECK(cut.end == 6);
+  cut = stops.next_cut("xa", 2, false);
+  CHECK(cut.end == 2);  // "a" could begin "ab": held, though already streamed
+  cut = stops.next_cut("xab", 2, false);
+  REQUIRE(cut.stop);
+  CHECK(cut.stop->at == 1);
+  CHECK(stops.find_ending_after("xab yab", 3)->at == 5);
+  CHECK(stops.find_ending_after("xab yab", 2)->at == 1);
+  CHECK(!stops.find_ending_after("xab y", 3));
+}
+
 TEST_CASE("streamed in random pieces: the text before the first stop string, nothing else") {
   std::mt19937 rng(20261201);
   const std::string alphabet = "ab\n:";  // few letters, so that stop strings occur often
