@@ -77,8 +77,8 @@ class ReplyText {
 }  // namespace
 
 std::string Session::decode(sample::Sampler& sampler, const GenerateParams& params,
-                            std::string_view earlier, const TextSink& sink, TurnStats& stats, double started_ms,
-                            ReplyCut& cut) {
+                            std::string_view earlier, const TextSink& sink, TurnStats& stats,
+                            double started_ms, ReplyCut& cut) {
   const uint32_t context = engine_->context_length();
   const uint32_t limit = params.max_tokens ? params.max_tokens : UINT32_MAX;
   const auto& stops = template_.stop_tokens();

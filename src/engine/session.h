@@ -219,7 +219,8 @@ class Session {
   // How a reply ended, when not by a stop token, a stop string or a limit.
   enum class ReplyCut { none, cancelled, out_of_kv_memory };
   std::string decode(sample::Sampler& sampler, const GenerateParams& params,
-                     std::string_view earlier, const TextSink& sink, TurnStats& stats, double started_ms, ReplyCut& cut);
+                     std::string_view earlier, const TextSink& sink, TurnStats& stats,
+                     double started_ms, ReplyCut& cut);
   // The sampler's seed: the caller's, or a fresh random one for 0.
   static uint64_t seed_for(const GenerateParams& params);
   // The error a kept turn still reports when its reply was cut short.

@@ -378,7 +378,8 @@ TEST_CASE("console: /continue goes on with the reply as the reference does; /ret
   const auto& g = *std::find_if(goldens.begin(), goldens.end(),
                                 [](const GreedyGolden& x) { return x.name == "once_upon"; });
   const auto first = [&](size_t n) {
-    return ids_line(std::vector<int32_t>(g.generated_ids.begin(), g.generated_ids.begin() + long(n)));
+    return ids_line(
+        std::vector<int32_t>(g.generated_ids.begin(), g.generated_ids.begin() + long(n)));
   };
   const Run r = run_program(PARLEY_CHAT_EXE,
                             "-m " + quote(gguf.string()) +

@@ -82,11 +82,10 @@ TEST_CASE("a banned token never appears: every reply token is the best of the re
   parley_engine* e = open_engine(gguf.string(), PARLEY_KV_F32);
   const std::vector<int32_t> plain = greedy_reply(e, "Once upon a time", 40, {});
   // Ban the reply's most frequent token.
+  const auto count = [&](int32_t id) { return std::count(plain.begin(), plain.end(), id); };
   int32_t banned = plain.front();
   for (int32_t id : plain) {
-    if (std::count(plain.begin(), plain.end(), id) > std::count(plain.begin(), plain.end(), banned)) {
-      banned = id;
-    }
+    if (count(id) > count(banned)) banned = id;
   }
   const std::vector<int32_t> reply = greedy_reply(e, "Once upon a time", 40, {{banned, kBan}});
   CHECK(std::find(reply.begin(), reply.end(), banned) == reply.end());

@@ -1,6 +1,7 @@
-// A turn that append_turns (or replace_turns_from) reported done is in the file even if the process dies the next
-// instant: a forked child appends turns and kills itself with SIGKILL right after the last
-// call returns (no destructor, no close, no checkpoint), and the parent reads the file.
+// A turn that append_turns (or replace_turns_from) reported done is in the file even if the
+// process dies the next instant: a forked child writes turns and kills itself with SIGKILL
+// right after the last call returns (no destructor, no close, no checkpoint), and the parent
+// reads the file.
 #include <doctest/doctest.h>
 #include <signal.h>
 #include <sys/wait.h>
