@@ -45,20 +45,26 @@ int stream_to_stdout(const char* utf8, size_t len, void*) {
   return g_stop_requested.load() ? 1 : 0;
 }
 
-std::vector<int32_t> last_reply_ids(parley_session* s) {
+std::optional<parley_turn> last_turn(parley_session* s) {
   parley_session_info info;
   info.struct_size = sizeof info;
-  parley_turn reply;
-  reply.struct_size = sizeof reply;
+  parley_turn turn;
+  turn.struct_size = sizeof turn;
   if (parley_session_get_info(s, &info) != PARLEY_OK || info.n_turns == 0 ||
-      parley_session_get_turn(s, info.n_turns - 1, &reply) != PARLEY_OK) {
-    return {};
+      parley_session_get_turn(s, info.n_turns - 1, &turn) != PARLEY_OK) {
+    return std::nullopt;
   }
+  return turn;
+}
+
+std::vector<int32_t> last_reply_ids(parley_session* s) {
+  const std::optional<parley_turn> reply = last_turn(s);
+  if (!reply) return {};
   size_t n = 0;
   if (parley_session_get_tokens(s, nullptr, 0, &n) != PARLEY_OK) return {};
   std::vector<int32_t> ids(n);
   if (parley_session_get_tokens(s, ids.data(), ids.size(), &n) != PARLEY_OK) return {};
-  return std::vector<int32_t>(ids.end() - std::min<size_t>(reply.n_tokens, ids.size()), ids.end());
+  return std::vector<int32_t>(ids.end() - std::min<size_t>(reply->n_tokens, ids.size()), ids.end());
 }
 
 void print_ids(const std::vector<int32_t>& ids) {

@@ -3,6 +3,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <optional>
 #include <thread>
 #include <vector>
 
@@ -32,6 +33,9 @@ class InterruptOnCtrlC {
 
 // A parley_text_fn: writes the text to stdout at once; returns non-zero after Ctrl-C.
 int stream_to_stdout(const char* utf8, size_t len, void* user);
+
+// The conversation's last message; nullopt when there is none (or it cannot be read).
+std::optional<parley_turn> last_turn(parley_session* s);
 
 // The ids of the last reply as the conversation keeps them.
 std::vector<int32_t> last_reply_ids(parley_session* s);

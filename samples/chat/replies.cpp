@@ -1,6 +1,7 @@
 #include "replies.h"
 
 #include <cstdio>
+#include <optional>
 
 #include "output.h"
 #include "parley.h"
@@ -36,19 +37,6 @@ void generate(const CliArgs& args, Sessions::Open& open, const char* what, Call&
   }
 }
 
-// The role of the conversation's last message; -1 when there is none (or it cannot be read).
-int32_t last_role(parley_session* s) {
-  parley_session_info info;
-  info.struct_size = sizeof info;
-  parley_turn turn;
-  turn.struct_size = sizeof turn;
-  if (parley_session_get_info(s, &info) != PARLEY_OK || info.n_turns == 0 ||
-      parley_session_get_turn(s, info.n_turns - 1, &turn) != PARLEY_OK) {
-    return -1;
-  }
-  return turn.role;
-}
-
 }  // namespace
 
 void send_message(const CliArgs& args, Sessions::Open& open, const std::string& text) {
@@ -68,7 +56,8 @@ void continue_reply(const CliArgs& args, Sessions::Open& open) {
 
 void retry_reply(const CliArgs& args, Sessions::Open& open) {
   parley_session* s = open.session.get();
-  const int32_t role = last_role(s);
+  const std::optional<parley_turn> last = last_turn(s);
+  const int32_t role = last ? last->role : -1;
   if (role != PARLEY_ROLE_ASSISTANT && role != PARLEY_ROLE_USER) {
     std::printf("no reply to retry: send a message first\n");
     return;
