@@ -557,6 +557,19 @@ PARLEY_API parley_status parley_session_continue(parley_session *s,
                                                  parley_text_fn on_text, void *user,
                                                  parley_turn_stats *stats);
 
+/** Measures a message before it is sent: how many tokens parley_session_send(s, user_text)
+ *  would add before its reply (the message with the template's markers and what closes the
+ *  previous reply, as stats->prompt_tokens would say), and how many of the context's tokens
+ *  would then be left for the reply; 0 left means it does not fit (send then refuses it, or
+ *  with PARLEY_OVERFLOW_DROP_OLDEST drops the oldest exchanges). Nothing is computed or changed.
+ *  @param[out] prompt_tokens  may be NULL
+ *  @param[out] context_left   may be NULL
+ *  Errors: INVALID_ARGUMENT (NULL or invalid UTF-8 text), BUSY, MISUSE.
+ *  Thread-safety: one thread per session. Since: 0.4. */
+PARLEY_API parley_status parley_session_count_tokens(parley_session *s, const char *user_text,
+                                                     uint32_t *prompt_tokens,
+                                                     uint32_t *context_left);
+
 /** Adds a user message and a reply to it that the caller wrote, without generating, as if the
  *  model had replied so: a character's scripted lines, or a conversation carried over from
  *  elsewhere. The reply is tokenized as plain text (as user text is) and left open, as one

@@ -1,4 +1,5 @@
 // parley_session_*: argument checks, the busy flag, then engine::Session.
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <string>
@@ -304,6 +305,22 @@ PARLEY_API parley_status parley_session_continue(parley_session* s,
                  engine::TurnStats& turn_stats) {
                handle->session->continue_reply(params, sink, turn_stats);
              });
+  });
+}
+
+PARLEY_API parley_status parley_session_count_tokens(parley_session* s, const char* user_text,
+                                                     uint32_t* prompt_tokens,
+                                                     uint32_t* context_left) {
+  return guarded(__func__, [&] {
+    auto handle = acquire(s);
+    SessionUse use(*handle);
+    check_arg(user_text, "user_text is NULL");
+    const auto& session = *handle->session;
+    const size_t n = session.count_turn_tokens(user_text);
+    const size_t used = session.tokens().size() + n;
+    const size_t context = session.context_length();
+    if (prompt_tokens) *prompt_tokens = uint32_t(std::min<size_t>(n, UINT32_MAX));
+    if (context_left) *context_left = uint32_t(used < context ? context - used : 0);
   });
 }
 

@@ -220,6 +220,14 @@ uint64_t Session::kv_bytes_stored() const {
   return store ? store->kv_bytes(id_) : 0;
 }
 
+size_t Session::count_turn_tokens(std::string_view user_text) const {
+  require(text::is_valid_utf8(user_text), Status::invalid_argument,
+          "user text is not valid UTF-8");
+  return render_turn(user_text).size();
+}
+
+uint32_t Session::context_length() const { return engine_->context_length(); }
+
 std::vector<int32_t> Session::render_turn(std::string_view user_text) const {
   std::vector<int32_t> ids;
   if (!reply_closed_) ids = template_.close_reply();

@@ -140,6 +140,11 @@ class Session {
   // model); otherwise errors as send's.
   void continue_reply(const GenerateParams& params, const TextSink& sink, TurnStats& stats);
 
+  // How many ids a send of `user_text` would add before its reply (nothing changes). Throws
+  // Error(invalid_argument) for invalid UTF-8.
+  size_t count_turn_tokens(std::string_view user_text) const;
+  uint32_t context_length() const;  // the engine's
+
   // A new session with this one's conversation: full KV blocks are shared, the partially
   // filled last block is copied. Throws Error: invalid_argument (bad or used id),
   // out_of_memory, storage.

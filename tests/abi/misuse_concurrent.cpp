@@ -28,6 +28,10 @@ std::vector<InnerCall> session_calls() {
       {"parley_session_send", [](MisuseWorld&, parley_session* s) { return send_text(s, "b"); }},
       {"parley_session_add_exchange",
        [](MisuseWorld&, parley_session* s) { return parley_session_add_exchange(s, "b", "c"); }},
+      {"parley_session_count_tokens",
+       [](MisuseWorld&, parley_session* s) {
+         return parley_session_count_tokens(s, "b", nullptr, nullptr);
+       }},
       {"parley_session_continue",
        [](MisuseWorld&, parley_session* s) {
          const parley_generate_options g = quick_generate();

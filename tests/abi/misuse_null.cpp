@@ -227,6 +227,18 @@ MisuseRows null_pointer_rows() {
                                        nullptr);
       });
 
+  add("parley_session_count_tokens", "session NULL", kInvalid, [](MisuseWorld&) {
+    uint32_t n = 0, left = 0;
+    return parley_session_count_tokens(nullptr, "a", &n, &left);
+  });
+  add("parley_session_count_tokens", "user_text NULL", kInvalid, [](MisuseWorld& w) {
+    uint32_t n = 0, left = 0;
+    return parley_session_count_tokens(w.session(), nullptr, &n, &left);
+  });
+  add("parley_session_count_tokens", "both outputs NULL", PARLEY_OK, [](MisuseWorld& w) {
+    return parley_session_count_tokens(w.session(), "a", nullptr, nullptr);
+  });
+
   add("parley_session_add_exchange", "session NULL", kInvalid,
       [](MisuseWorld&) { return parley_session_add_exchange(nullptr, "a", "b"); });
   add("parley_session_add_exchange", "user_text NULL", kInvalid,

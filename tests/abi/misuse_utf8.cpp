@@ -77,6 +77,10 @@ MisuseRows utf8_rows() {
                    g.reply_prefix = text.c_str();
                    return parley_session_send(w.session(), "a", &g, nullptr, nullptr, nullptr);
                  }});
+    r.push_back({"parley_session_count_tokens", b.what, kInvalid, [text](MisuseWorld& w) {
+                   return parley_session_count_tokens(w.session(), text.c_str(), nullptr,
+                                                      nullptr);
+                 }});
     r.push_back({"parley_session_continue", std::string("reply prefix: ") + b.what, kInvalid,
                  [text](MisuseWorld& w) {
                    parley_generate_options g = quick_generate();
