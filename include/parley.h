@@ -544,9 +544,9 @@ PARLEY_API parley_status parley_session_send(parley_session *s, const char *user
  *  reply's earlier text and ends in the new text ends the reply where the new text begins:
  *  nothing is added); options->reply_prefix only starts a reply that has no text yet. stats
  *  cover this call (prompt_tokens 0).
- *  Errors: INVALID_ARGUMENT (no user message yet; the last reply was ended by the model, as
- *  its end token does: send a message or rewind the reply; a reply_prefix for a reply under
- *  way; bad options), CONTEXT_FULL (no room for one more token and the overflow policy is
+ *  Errors: INVALID_ARGUMENT (no user message yet; the model ended the last reply with its end
+ *  token: send a message or rewind the reply; a reply_prefix for a reply under way; bad
+ *  options), CONTEXT_FULL (no room for one more token and the overflow policy is
  *  ERROR; with DROP_OLDEST the oldest exchanges are dropped, never the last user message),
  *  and the rest as parley_session_send(): CANCELLED and OUT_OF_MEMORY keep what was
  *  generated, STORAGE keeps it in memory; BUSY, MISUSE, BACKEND.
