@@ -1,5 +1,5 @@
 // Descriptions the library fills in: the loaded model, a session, a stored session, one
-// message.
+// message, what a message would take.
 namespace Parley
 {
     public sealed class ModelInfo
@@ -90,5 +90,21 @@ namespace Parley
         public Role Role { get; private set; }
         public string Text { get; private set; }
         public int Tokens { get; private set; }    // tokens this message took in the conversation
+    }
+
+    // What a message would take, measured before it is sent (Session.CountTokens).
+    public sealed class TokenCount
+    {
+        internal TokenCount(uint promptTokens, uint contextLeft)
+        {
+            PromptTokens = (int)promptTokens;
+            ContextLeft = (int)contextLeft;
+        }
+
+        // Tokens the send would add before its reply: the message with the template's markers
+        // and what closes the previous reply (the send's LastStats.PromptTokens).
+        public int PromptTokens { get; private set; }
+        // Tokens of the context then left for the reply; 0: the message does not fit.
+        public int ContextLeft { get; private set; }
     }
 }

@@ -126,6 +126,11 @@ namespace Parley
             TextCallback onText, IntPtr user, ref NativeTurnStats stats);
 
         [DllImport(Library, CallingConvention = CallingConvention.Cdecl)]
+        internal static extern int parley_session_count_tokens(
+            SessionHandle session, [In] byte[] userText, out uint promptTokens,
+            out uint contextLeft);
+
+        [DllImport(Library, CallingConvention = CallingConvention.Cdecl)]
         internal static extern int parley_session_add_exchange(
             SessionHandle session, [In] byte[] userText, [In] byte[] replyText);
 

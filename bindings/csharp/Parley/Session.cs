@@ -66,6 +66,21 @@ namespace Parley
             return Generate(null, options, onPiece);
         }
 
+        // Measures a message before it is sent: the tokens Send(text) would add before its
+        // reply, and the context then left for the reply (0: it does not fit; Send then fails
+        // with ParleyStatus.ContextFull, or with OverflowPolicy.DropOldest drops the oldest
+        // exchanges). Nothing is computed and the session is unchanged. The text is taken as
+        // Send takes it.
+        public TokenCount CountTokens(string text)
+        {
+            byte[] utf8 = Utf8.ToNative(text, "text");
+            if (utf8 == null) throw new ArgumentNullException("text");
+            uint promptTokens, contextLeft;
+            ParleyException.ThrowIfFailed(NativeMethods.parley_session_count_tokens(
+                Handle, utf8, out promptTokens, out contextLeft));
+            return new TokenCount(promptTokens, contextLeft);
+        }
+
         // Adds a user message and a reply to it that the caller wrote, without generating, as
         // if the model had replied so: a character's scripted lines, or a conversation carried
         // over from elsewhere. Both are turns (Rewind(2) removes them). The reply is tokenized

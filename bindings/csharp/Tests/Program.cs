@@ -35,6 +35,7 @@ namespace Parley.Tests
             ReplyPrefixTests.Register(runner);
             ExchangeTests.Register(runner);
             ContinueTests.Register(runner);
+            CountTokensTests.Register(runner);
             LogitBiasTests.Register(runner);
             ErrorTests.Register(runner);
             StoreTests.Register(runner);

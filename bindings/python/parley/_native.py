@@ -210,6 +210,8 @@ SIGNATURES = {
     "parley_session_continue": (parley_status,
                                 [session_p, POINTER(GenerateOptions), parley_text_fn, c_void_p,
                                  POINTER(TurnStats)]),
+    "parley_session_count_tokens": (parley_status,
+                                    [session_p, c_char_p, POINTER(c_uint32), POINTER(c_uint32)]),
     "parley_session_add_exchange": (parley_status, [session_p, c_char_p, c_char_p]),
     "parley_tokenize": (parley_status,
                         [engine_p, c_char_p, c_int32, POINTER(c_int32), c_size_t,

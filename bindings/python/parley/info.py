@@ -123,3 +123,13 @@ class StoredSessionInfo:
     @classmethod
     def from_struct(cls, s):
         return _copy(cls, s, is_open=bool(s.is_open), same_model=bool(s.same_model))
+
+
+@dataclasses.dataclass(frozen=True)
+class TokenCount:
+    """What a message would take, measured before it is sent. prompt_tokens: the tokens send()
+    would add before its reply (the message with the template's markers and what closes the
+    previous reply; last_stats.prompt_tokens of that send). context_left: the context's tokens
+    then left for the reply; 0 means the message does not fit."""
+    prompt_tokens: int
+    context_left: int

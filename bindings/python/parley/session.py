@@ -8,7 +8,7 @@ from ._buffers import read_ids
 from ._handle import NativeHandle
 from ._streaming import stream_pieces
 from .errors import CancelledError, check, error_for
-from .info import ROLES, SessionInfo, TurnStats
+from .info import ROLES, SessionInfo, TokenCount, TurnStats
 
 # Stands for "no user message" where text is expected: None is a NULL text, which send refuses.
 _CONTINUE = object()
@@ -147,6 +147,19 @@ class Session(NativeHandle):
             if isinstance(error, CancelledError):
                 error.reply = reply_so_far()
             raise error
+
+    def count_tokens(self, text):
+        """Measures a message before it is sent: a TokenCount of the tokens send(text) would
+        add before its reply (its last_stats.prompt_tokens) and of the context then left for
+        the reply (0: it does not fit; send raises ContextFullError, or with overflow
+        "drop_oldest" drops the oldest exchanges). Nothing is computed and the session is
+        unchanged. The text is taken as send() takes it."""
+        data = _options.text_arg("text", text)
+        prompt_tokens, context_left = ctypes.c_uint32(), ctypes.c_uint32()
+        check(self._lib.parley_session_count_tokens(self._live(), data,
+                                                    ctypes.byref(prompt_tokens),
+                                                    ctypes.byref(context_left)))
+        return TokenCount(prompt_tokens.value, context_left.value)
 
     def add_exchange(self, user_text, reply_text):
         """Adds a user message and a reply to it that the caller wrote, without generating,
