@@ -9,6 +9,12 @@
 namespace chat {
 namespace {
 
+// stream_to_stdout that also notes (in *user, a bool) that some of the reply was written.
+int stream_and_note(const char* utf8, size_t len, void* user) {
+  *static_cast<bool*>(user) = true;
+  return stream_to_stdout(utf8, len, nullptr);
+}
+
 // stdout holds only the reply, so the id of a conversation the library named goes to stderr:
 // without it the stored conversation could not be continued.
 void announce_stored_id(parley_session* session) {
@@ -42,13 +48,15 @@ int run_one_shot(parley_engine* engine, const CliArgs& args) {
   if (args.store_path && !args.session_id) announce_stored_id(session);
   parley_turn_stats stats;
   stats.struct_size = sizeof stats;
+  bool wrote = false;
   {
     const InterruptOnCtrlC stop(session);
     const GenerateOptions gen(args);
-    st = parley_session_send(session, args.prompt->c_str(), gen.get(), stream_to_stdout,
-                             nullptr, &stats);
+    st = parley_session_send(session, args.prompt->c_str(), gen.get(), stream_and_note, &wrote,
+                             &stats);
   }
-  std::printf("\n");
+  // A reply ends its line; a send refused before any reply leaves stdout empty.
+  if (st == PARLEY_OK || st == PARLEY_E_CANCELLED || wrote) std::printf("\n");
   int rc = 0;
   if (st == PARLEY_OK || st == PARLEY_E_CANCELLED) {
     if (args.print_ids) print_ids(last_reply_ids(session));

@@ -240,6 +240,7 @@ TEST_CASE("--logit-bias bans or favours token ids; a malformed one is refused") 
   const Run past = run_program(PARLEY_CHAT_EXE, base + " --logit-bias 512=1", "", Stderr::merged);
   CHECK(past.exit_code == 1);
   CHECK(past.out.find("below the vocabulary's 512") != std::string::npos);
+  CHECK(run_chat(base + " --logit-bias 512=1").out.empty());  // a refused send writes nothing
 }
 
 TEST_CASE("errors exit with status 1 and keep stdout empty") {
