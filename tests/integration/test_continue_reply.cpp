@@ -144,10 +144,10 @@ TEST_CASE("a stop string that begins in a reply prefix ends the reply right afte
   auto engine = open_engine(gguf.string(), kv::KvType::f32);
   engine::GenerateParams params = greedy(16);
   params.reply_prefix = "The little";
-  engine::Session free(engine, session_options("", "llama2"));
+  engine::Session unstopped(engine, session_options("", "llama2"));
   engine::TurnStats stats;
-  free.send("Tell me a story.", params, nullptr, stats);
-  const std::string full = free.messages().back().text;
+  unstopped.send("Tell me a story.", params, nullptr, stats);
+  const std::string full = unstopped.messages().back().text;
   REQUIRE(full.size() > params.reply_prefix.size() + 3);
   const std::string across = full.substr(params.reply_prefix.size() - 2, 5);  // "le" + 3 more
   REQUIRE(full.find(across) == params.reply_prefix.size() - 2);
