@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds Parley and runs every test; exits non-zero on any failure. This is what CI runs.
 #   BUILD_DIR               build tree (default: build)
-#   PARLEY_FUZZ_SECONDS=N   seconds each fuzz target runs (default 120)
+#   PARLEY_FUZZ_SECONDS=N   seconds each fuzz target runs (default 60)
 #   PARLEY_SANITIZE_PASS=0  skip the second build, which runs the tests again under
 #                           AddressSanitizer + UndefinedBehaviorSanitizer
 #   PARLEY_TSAN_PASS=0      skip the ThreadSanitizer build of the threaded tests
@@ -28,7 +28,7 @@ scripts/check-abi.sh "$build_dir"
 scripts/test-abi-guard.sh "$build_dir"
 
 echo "== fuzzing (libFuzzer, clang, ASan + UBSan)"
-BUILD_DIR=$build_dir-fuzz scripts/test-fuzz.sh "${PARLEY_FUZZ_SECONDS:-120}"
+BUILD_DIR=$build_dir-fuzz scripts/test-fuzz.sh "${PARLEY_FUZZ_SECONDS:-60}"
 
 if [ "${PARLEY_SANITIZE_PASS:-1}" != "0" ]; then
   echo "== tests under AddressSanitizer + UndefinedBehaviorSanitizer"
