@@ -58,13 +58,6 @@ std::string turn_text(parley_session* s, uint32_t index) {
   return t.text;
 }
 
-uint32_t turn_count(parley_session* s) {
-  parley_session_info info{};
-  info.struct_size = sizeof info;
-  REQUIRE(parley_session_get_info(s, &info) == PARLEY_OK);
-  return info.n_turns;
-}
-
 }  // namespace
 
 TEST_CASE("a reply cut at max_tokens and continued is the reply one longer call gives") {
@@ -333,14 +326,14 @@ TEST_CASE("parley_session_continue: a stopped continuation keeps its part; the s
   REQUIRE(parley_session_continue(s, &g, collect, &streamed, &stats) == PARLEY_OK);
   CHECK(stats.kv_source == PARLEY_KV_SOURCE_RESTORED);
   CHECK(turn_text(s, 1) == streamed);
-  CHECK(turn_count(s) == 2);
+  CHECK(session_info(s).n_turns == 2);
   const std::vector<int32_t> tokens = session_tokens(s);
   parley_session_close(s);
   parley_engine_close(e);
 
   e = open_engine_with_store(model, store);
   REQUIRE(parley_session_open(e, "story", &s) == PARLEY_OK);
-  CHECK(turn_count(s) == 2);
+  CHECK(session_info(s).n_turns == 2);
   CHECK(turn_text(s, 1) == streamed);
   CHECK(session_tokens(s) == tokens);
   // Rewound and generated again after the restart: committed in place of the old one.
@@ -354,7 +347,7 @@ TEST_CASE("parley_session_continue: a stopped continuation keeps its part; the s
 
   e = open_engine_with_store(model, store);
   REQUIRE(parley_session_open(e, "story", &s) == PARLEY_OK);
-  CHECK(turn_count(s) == 2);
+  CHECK(session_info(s).n_turns == 2);
   CHECK(turn_text(s, 1) == again);
   parley_session_close(s);
   parley_engine_close(e);

@@ -26,13 +26,6 @@ Measure measure(parley_session* s, const char* text) {
   return m;
 }
 
-uint32_t n_tokens(parley_session* s) {
-  parley_session_info info{};
-  info.struct_size = sizeof info;
-  REQUIRE(parley_session_get_info(s, &info) == PARLEY_OK);
-  return info.n_tokens;
-}
-
 }  // namespace
 
 TEST_CASE("count_tokens: a message measures what its send reports, and what is left after it") {
@@ -56,13 +49,13 @@ TEST_CASE("count_tokens: a message measures what its send reports, and what is l
     // max_tokens, which it closes), and one after a rewound reply.
     for (const char* text : {"Tell me a story.", "And then?", "What next?"}) {
       CAPTURE(text);
-      const uint32_t before = n_tokens(s);
+      const uint32_t before = session_info(s).n_tokens;
       const Measure m = measure(s, text);
       CHECK(m.context_left == info.context_length - before - m.prompt_tokens);
-      CHECK(n_tokens(s) == before);  // measuring changes nothing
+      CHECK(session_info(s).n_tokens == before);  // measuring changes nothing
       REQUIRE(parley_session_send(s, text, &g, nullptr, nullptr, &stats) == PARLEY_OK);
       CHECK(stats.prompt_tokens == m.prompt_tokens);
-      CHECK(n_tokens(s) == before + m.prompt_tokens + stats.generated_tokens);
+      CHECK(session_info(s).n_tokens == before + m.prompt_tokens + stats.generated_tokens);
       if (std::string(text) == "And then?") REQUIRE(parley_session_rewind(s, 1) == PARLEY_OK);
     }
     parley_session_close(s);

@@ -47,6 +47,14 @@ inline parley_session* create_raw_session(parley_engine* e, const char* id) {
   return s;
 }
 
+// What parley_session_get_info says of `s`; fails the test when it cannot.
+inline parley_session_info session_info(parley_session* s) {
+  parley_session_info info{};
+  info.struct_size = sizeof info;
+  REQUIRE(parley_session_get_info(s, &info) == PARLEY_OK);
+  return info;
+}
+
 // Every token a session holds (prompts and replies), through the two-call size protocol.
 inline std::vector<int32_t> session_tokens(parley_session* s) {
   size_t n = 0;
