@@ -51,11 +51,10 @@ void Session::commit_messages() {
     if (rewrite_transcript_) {
       store->replace_turns(id_, stored_turns(0));
       rewrite_transcript_ = false;
-    } else if (n_committed_ < n_stored_) {  // a stored reply went on since
+    } else if (n_committed_ < messages_.size() || n_committed_ < n_stored_) {
+      // New turns, and a stored reply that went on since (it is rewritten in place).
       store->replace_turns_from(id_, uint32_t(n_committed_), uint32_t(n_stored_),
                                 stored_turns(n_committed_));
-    } else if (n_committed_ < messages_.size()) {
-      store->append_turns(id_, uint32_t(n_committed_), stored_turns(n_committed_));
     }
   } catch (const Error& e) {
     if (e.status() == Status::storage || e.status() == Status::out_of_memory) throw;

@@ -29,14 +29,16 @@ void Session::add_exchange(std::string_view user_text, std::string_view reply_te
 
 void Session::fit_turn(const std::string_view* user_text, std::vector<int32_t>& new_ids,
                        size_t reply_room, bool written, TurnStats& stats) {
-  const std::string reply_needs = (written ? "" : "at least ") + std::to_string(reply_room);
-  const std::string needs =
-      user_text ? "the message needs " + std::to_string(new_ids.size()) + " tokens and its reply " +
-                      reply_needs
-                : "the reply needs " + reply_needs + " more tokens";
   const uint32_t context = engine_->context_length();
   const bool fits = tokens_.size() + new_ids.size() + reply_room <= context;
+  // Words for a refusal only.
+  const auto reply_needs = [&] {
+    return (written ? "" : "at least ") + std::to_string(reply_room);
+  };
   if (!fits && overflow_ != OverflowPolicy::drop_oldest) {
+    const std::string needs = user_text ? "the message needs " + std::to_string(new_ids.size()) +
+                                              " tokens and its reply " + reply_needs()
+                                        : "the reply needs " + reply_needs() + " more tokens";
     fail(Status::context_full,
          needs + ", but only " +
              std::to_string(context - std::min<size_t>(context, tokens_.size())) +
@@ -52,8 +54,8 @@ void Session::fit_turn(const std::string_view* user_text, std::vector<int32_t>& 
       const std::string alone =
           user_text ? std::to_string(
                           template_.render_user_turn(system_prompt_, *user_text, true).size()) +
-                          " with the conversation's opening, and its reply " + reply_needs
-                    : reply_needs + " more after its user message and the conversation's opening";
+                          " with the conversation's opening, and its reply " + reply_needs()
+                    : reply_needs() + " more after its user message and the conversation's opening";
       fail(Status::context_full,
            std::string(user_text ? "the message" : "the reply") + " does not fit the context's " +
                std::to_string(context) + " tokens even with every earlier exchange dropped (it " +

@@ -43,8 +43,8 @@ void validate_bias(const std::vector<TokenBias>& biases, size_t n_vocab) {
   size_t banned = 0;
   for (const TokenBias& b : biases) {
     require_param(b.token >= 0, "a logit_bias token", ">= 0", b.token);
-    if (n_vocab > 0) {
-      require_param(static_cast<size_t>(b.token) < n_vocab, "a logit_bias token",
+    if (n_vocab > 0 && static_cast<size_t>(b.token) >= n_vocab) {
+      require_param(false, "a logit_bias token",
                     ("below the vocabulary's " + std::to_string(n_vocab)).c_str(), b.token);
     }
     require_param(!std::isnan(b.bias) && b.bias != -kNegInf, "a logit_bias bias",

@@ -34,6 +34,18 @@ void require_known_roles(const char* call, std::span<const StoredTurn> turns) {
   }
 }
 
+// In the caller's transaction: the session's turns from first_index on become `turns`.
+void write_turns_from(Connection& db, const std::string& id,
+                      const transcript_rows::SessionRow& row, uint32_t first_index,
+                      std::span<const StoredTurn> turns) {
+  if (first_index < row.n_turns) transcript_rows::delete_turns_from(db, id, first_index);
+  for (size_t i = 0; i < turns.size(); ++i) {
+    transcript_rows::insert_turn(db, id, static_cast<int64_t>(first_index + i), turns[i]);
+  }
+  transcript_rows::update_turn_count(db, id, first_index + static_cast<int64_t>(turns.size()),
+                                     std::max(now_ms(), row.session.updated_ms));
+}
+
 }  // namespace
 
 struct Store::Impl {
@@ -99,11 +111,7 @@ void Store::append_turns(const std::string& id, uint32_t first_index,
             "append_turns: session " + id + " has " + std::to_string(row.n_turns) +
                 " turns; the next one is " + std::to_string(row.n_turns) + ", not " +
                 std::to_string(first_index));
-    for (size_t i = 0; i < turns.size(); ++i) {
-      transcript_rows::insert_turn(db, id, static_cast<int64_t>(first_index + i), turns[i]);
-    }
-    transcript_rows::update_turn_count(db, id, row.n_turns + static_cast<int64_t>(turns.size()),
-                                       std::max(now_ms(), row.session.updated_ms));
+    write_turns_from(db, id, row, first_index, turns);
     transaction.commit();
   });
 }
@@ -120,12 +128,7 @@ void Store::replace_turns_from(const std::string& id, uint32_t first_index, uint
     require(row.n_turns == n_stored, Status::invalid_argument,
             "replace_turns_from: session " + id + " has " + std::to_string(row.n_turns) +
                 " turns, not " + std::to_string(n_stored));
-    transcript_rows::delete_turns_from(db, id, first_index);
-    for (size_t i = 0; i < turns.size(); ++i) {
-      transcript_rows::insert_turn(db, id, static_cast<int64_t>(first_index + i), turns[i]);
-    }
-    transcript_rows::update_turn_count(db, id, first_index + static_cast<int64_t>(turns.size()),
-                                       std::max(now_ms(), row.session.updated_ms));
+    write_turns_from(db, id, row, first_index, turns);
     transaction.commit();
   });
 }
