@@ -81,7 +81,7 @@ extern "C" {
  * (PARLEY_DEPRECATED) stays exported and working until the next major version. */
 
 #define PARLEY_VERSION_MAJOR 0
-#define PARLEY_VERSION_MINOR 4
+#define PARLEY_VERSION_MINOR 5
 #define PARLEY_VERSION_PATCH 0
 #define PARLEY_VERSION_NUMBER \
   (PARLEY_VERSION_MAJOR * 10000 + PARLEY_VERSION_MINOR * 100 + PARLEY_VERSION_PATCH)
@@ -556,6 +556,30 @@ PARLEY_API parley_status parley_session_continue(parley_session *s,
                                                  const parley_generate_options *o,
                                                  parley_text_fn on_text, void *user,
                                                  parley_turn_stats *stats);
+
+/** Does now the work the next parley_session_send() or parley_session_continue() would
+ *  begin with, so that its first token comes sooner: call it while a game level or a window
+ *  loads, or on a thread of your own, then send when the user speaks.
+ *  - A session whose KV is in the store (reopened with parley_session_open(), suspended, or
+ *    spilled when idle) gets it back now (stats->kv_source RESTORED, or REBUILT when some of
+ *    it had to be recomputed; stats->restore_ms).
+ *  - Tokens of the conversation without KV (the rest of a prompt or exchange that
+ *    parley_session_interrupt() stopped, blocks the store could not give back) are computed,
+ *    all but the last one, which the next turn computes with its own message.
+ *  - A conversation with no message yet computes the KV of its opening (BOS, the template's
+ *    markers and the system prompt), in whole blocks of 16 tokens, and holds it for its first
+ *    turn. Sessions of the same cache_scope that start alike find it too. Suspending the
+ *    session lets it go (it stays cached until the KV budget needs the memory).
+ *  Calling it again when nothing is left to do costs nothing. Replies are the same, bit for
+ *  bit, with or without it.
+ *  @param[out] stats  filled when not NULL (caller sets struct_size): reused_tokens (KV that
+ *                     was already there or came from the prefix cache), computed_tokens,
+ *                     restore_ms, kv_source; the other fields 0 (stop_index -1)
+ *  Errors: CANCELLED (parley_session_interrupt(): what was computed is kept, and stats are
+ *  filled), OUT_OF_MEMORY (the KV budget is exhausted even after spilling idle sessions; the
+ *  session stays usable), INVALID_ARGUMENT (bad stats struct_size), BUSY, MISUSE, BACKEND.
+ *  Thread-safety: one thread per session. Since: 0.5. */
+PARLEY_API parley_status parley_session_prepare(parley_session *s, parley_turn_stats *stats);
 
 /** Measures a message before it is sent: how many tokens parley_session_send(s, user_text)
  *  would add before its reply (the message with the template's markers and what closes the

@@ -27,6 +27,8 @@ const char* kConsoleHelp =
     "/rewind N      drop the last N messages (a message and its reply are two)\n"
     "/continue      more of the last reply (cut at --max-tokens, a stop string or Ctrl-C)\n"
     "/retry         drop the last reply and write it anew (the same one with a fixed --seed)\n"
+    "/prepare       compute now what the next message would begin with: the KV of a stored\n"
+    "               conversation, or the system prompt of one not yet begun\n"
     "/close ID      close an open conversation (with --store it stays stored)\n"
     "/sessions      list the open conversations: turns, tokens, state, KV bytes resident and\n"
     "               stored (* = current); with --store also the stored ones not open here\n"
@@ -81,6 +83,7 @@ bool run_command(const Command& c, parley_engine* engine, SessionCommands& comma
   if (c.name == "/help") std::printf("%s", kConsoleHelp);
   else if (c.name == "/continue") continue_reply(commands.args, commands.sessions.current());
   else if (c.name == "/retry") retry_reply(commands.args, commands.sessions.current());
+  else if (c.name == "/prepare") prepare_next(commands.sessions.current());
   else if (c.name == "/stats") print_stats(engine, commands.sessions.current().last_turn);
   else if (c.name == "/new") commands.start_new(c.arg);
   else if (c.name == "/switch") commands.switch_to(c.arg);

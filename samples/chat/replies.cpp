@@ -5,6 +5,7 @@
 
 #include "output.h"
 #include "parley.h"
+#include "state_names.h"
 
 namespace chat {
 namespace {
@@ -70,6 +71,24 @@ void retry_reply(const CliArgs& args, Sessions::Open& open) {
     }
   }
   continue_reply(args, open);
+}
+
+void prepare_next(Sessions::Open& open) {
+  clear_stop_request();
+  parley_turn_stats stats;
+  stats.struct_size = sizeof stats;
+  parley_status st = PARLEY_OK;
+  {
+    const InterruptOnCtrlC stop(open.session.get());
+    st = parley_session_prepare(open.session.get(), &stats);
+  }
+  if (st != PARLEY_OK && st != PARLEY_E_CANCELLED) {
+    print_error("prepare failed", st);
+    return;
+  }
+  std::printf("(prepared: %u tokens computed, %u already there; KV %s, restore %.2f ms)%s\n",
+              stats.computed_tokens, stats.reused_tokens, kv_source_name(stats.kv_source),
+              stats.restore_ms, st == PARLEY_E_CANCELLED ? " [stopped]" : "");
 }
 
 }  // namespace chat

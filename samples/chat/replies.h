@@ -19,4 +19,8 @@ void continue_reply(const CliArgs& args, Sessions::Open& open);
 // /retry: drops the last reply and generates it anew (the same one with a fixed --seed).
 void retry_reply(const CliArgs& args, Sessions::Open& open);
 
+// /prepare: computes now what the next message would begin with (KV from the store, the
+// system prompt of a conversation not yet begun) and says what it did. Ctrl-C stops it.
+void prepare_next(Sessions::Open& open);
+
 }  // namespace chat

@@ -308,6 +308,25 @@ PARLEY_API parley_status parley_session_continue(parley_session* s,
   });
 }
 
+PARLEY_API parley_status parley_session_prepare(parley_session* s, parley_turn_stats* stats) {
+  return guarded(__func__, [&] {
+    auto handle = acquire(s);
+    SessionUse use(*handle);
+    if (stats) check_out_struct(stats, "stats");
+    engine::TurnStats prepare_stats;
+    try {
+      handle->session->prepare(prepare_stats);
+    } catch (const Error& e) {
+      // Stopped: what was computed is kept, and the figures say how much.
+      if (stats && e.status() == Status::cancelled) {
+        write_out_struct(stats, turn_stats_to_c(prepare_stats));
+      }
+      throw;
+    }
+    if (stats) write_out_struct(stats, turn_stats_to_c(prepare_stats));
+  });
+}
+
 PARLEY_API parley_status parley_session_count_tokens(parley_session* s, const char* user_text,
                                                      uint32_t* prompt_tokens,
                                                      uint32_t* context_left) {

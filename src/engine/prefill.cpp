@@ -11,32 +11,35 @@
 
 namespace parley::engine {
 
-uint32_t Session::prefill() {
-  auto& backend = engine_->backend();
-  const uint32_t context = engine_->context_length();
-  const uint32_t end = uint32_t(tokens_.size());
-
+uint32_t Session::prefill(uint32_t end) {
   // The last token is always computed: its logits start the reply.
   const uint32_t before = n_cached_;
   n_cached_ = blocks_.reuse_published(tokens_, n_cached_, end - 1);
+  opening_.reset();  // a prepared opening's blocks, when the turn begins with them, are taken
   const uint32_t from_cache = n_cached_ - before;
-
-  prepare_write(n_cached_, end);
-  logits_.resize(size_t(engine_->config().n_vocab));
-  const uint32_t chunk = std::max<uint32_t>(1, backend.max_batch());
-  auto view = blocks_.view(context);
-  // interrupt() is seen between chunks: a stop during a long prompt does not wait for all of
-  // it. What is computed stays; the next turn computes the rest.
-  while (n_cached_ < end && !interrupt_.load(std::memory_order_relaxed)) {
-    const uint32_t n = std::min(chunk, end - n_cached_);
-    backend::Batch batch;
-    batch.tokens = std::span<const int32_t>(tokens_).subspan(n_cached_, n);
-    batch.start_pos = n_cached_;
-    backend.forward(batch, view, logits_);
-    n_cached_ += n;
-  }
+  n_cached_ = compute(blocks_, tokens_, n_cached_, end);
   blocks_.publish_full(tokens_, n_cached_);
   return from_cache;
+}
+
+uint32_t Session::compute(kv::BlockTable& table, std::span<const int32_t> tokens, uint32_t from,
+                          uint32_t end) {
+  auto& backend = engine_->backend();
+  prepare_write(table, from, end);
+  logits_.resize(size_t(engine_->config().n_vocab));
+  const uint32_t chunk = std::max<uint32_t>(1, backend.max_batch());
+  auto view = table.view(engine_->context_length());
+  // interrupt() is seen between chunks: a stop during a long prompt does not wait for all of
+  // it. What is computed stays; the next turn computes the rest.
+  while (from < end && !interrupt_.load(std::memory_order_relaxed)) {
+    const uint32_t n = std::min(chunk, end - from);
+    backend::Batch batch;
+    batch.tokens = tokens.subspan(from, n);
+    batch.start_pos = from;
+    backend.forward(batch, view, logits_);
+    from += n;
+  }
+  return from;
 }
 
 void Session::feed_last_token(StepBatcher::Decoder& decoder) {
@@ -53,9 +56,9 @@ void Session::feed_last_token(StepBatcher::Decoder& decoder) {
   if (n_cached_ % kv::kBlockTokens == 0) blocks_.publish_full(tokens_, n_cached_);
 }
 
-void Session::prepare_write(uint32_t from, uint32_t to) {
+void Session::prepare_write(kv::BlockTable& table, uint32_t from, uint32_t to) {
   try {
-    blocks_.prepare_write(from, to);
+    table.prepare_write(from, to);
   } catch (const Error& e) {
     // Short of KV memory: idle sessions go to the store, then this one tries again.
     if (e.status() != Status::out_of_memory) throw;
@@ -64,7 +67,7 @@ void Session::prepare_write(uint32_t from, uint32_t to) {
     for (int attempt = 1;; ++attempt) {
       if (!engine_->make_room(needed, this)) throw;
       try {
-        blocks_.prepare_write(from, to);
+        table.prepare_write(from, to);
         return;
       } catch (const Error& again) {
         if (again.status() != Status::out_of_memory || attempt == 3) throw;

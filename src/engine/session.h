@@ -140,6 +140,15 @@ class Session {
   // model); otherwise errors as send's.
   void continue_reply(const GenerateParams& params, const TextSink& sink, TurnStats& stats);
 
+  // Does now what the next turn would otherwise start with (prepare.cpp): a spilled session's
+  // KV comes back from the store; tokens without KV are computed, all but the last (the next
+  // turn computes it with its message); a conversation not yet begun computes the full blocks
+  // of its opening (BOS, the template's markers and the system prompt) and holds them for its
+  // first turn. `stats` gets reused_tokens, computed_tokens, restore_ms and kv_source. Throws
+  // Error(cancelled) when interrupted (what was computed stays), out_of_memory (the session
+  // stays usable), backend.
+  void prepare(TurnStats& stats);
+
   // How many ids a send of `user_text` would add before its reply (nothing changes). Throws
   // Error(invalid_argument) for invalid UTF-8.
   size_t count_turn_tokens(std::string_view user_text) const;
@@ -164,7 +173,9 @@ class Session {
   const std::string& id() const { return id_; }
   const std::vector<Message>& messages() const { return messages_; }
   const std::vector<int32_t>& tokens() const { return tokens_; }
-  uint64_t kv_bytes_resident() const { return blocks_.bytes(); }
+  uint64_t kv_bytes_resident() const {
+    return blocks_.bytes() + (opening_ ? opening_->blocks.bytes() : 0);
+  }
   bool spilled() const { return spilled_.load(std::memory_order_relaxed); }
   double last_used_ms() const { return last_used_ms_.load(std::memory_order_relaxed); }
   SessionState state(double now_ms, uint32_t idle_after_ms) const;
@@ -208,15 +219,23 @@ class Session {
   // Decodes blobs of the full blocks from n_cached_ on into the cache and advances n_cached_
   // up to the first that is bad (false then; a recomputable error is logged).
   bool decode_block_blobs(const std::vector<std::vector<std::byte>>& blobs);
-  // Feeds tokens_[n_cached_..] through the model, reusing published prefix blocks first;
+  // Feeds tokens_[n_cached_, end) through the model, reusing published prefix blocks first;
   // leaves the last row's logits in logits_. Returns the tokens found in the prefix cache.
-  // Stops between chunks when interrupted (n_cached_ then short of tokens_, logits_ stale).
-  uint32_t prefill();
+  // Stops between chunks when interrupted (n_cached_ then short of end, logits_ stale).
+  uint32_t prefill(uint32_t end);
+  uint32_t prefill() { return prefill(uint32_t(tokens_.size())); }
+  // Computes tokens[from, end) into `table` in chunks; returns how far it got (end, or less
+  // when interrupted). Does not publish.
+  uint32_t compute(kv::BlockTable& table, std::span<const int32_t> tokens, uint32_t from,
+                   uint32_t end);
+  // prepare() for a conversation not yet begun: its opening's full blocks into opening_.
+  void prepare_opening(TurnStats& stats);
   // Runs one token at position n_cached_ (the last of tokens_), as one of the decode steps
   // that `decoder` shares with other sessions, and publishes a filled block.
   void feed_last_token(StepBatcher::Decoder& decoder);
   // Makes positions [from, to) writable, spilling other sessions when the budget is short.
-  void prepare_write(uint32_t from, uint32_t to);
+  void prepare_write(uint32_t from, uint32_t to) { prepare_write(blocks_, from, to); }
+  void prepare_write(kv::BlockTable& table, uint32_t from, uint32_t to);
   // Samples, streams and feeds reply tokens until a stop; returns the new text (the prefix,
   // then what was generated) of a reply that had the `earlier` text so far. A reply
   // that shows a stop string ends before it: the text from there on is not streamed, and the
@@ -253,6 +272,13 @@ class Session {
   uint32_t n_cached_ = 0;        // tokens_[0, n_cached_) have their K/V in blocks_
   bool reply_closed_ = true;     // the last reply ended with a stop token (or there is none)
   kv::BlockTable blocks_;
+  // The opening's blocks, computed by prepare() before the first turn and published: held
+  // until that turn takes them from the prefix cache (or a spill lets them go).
+  struct Opening {
+    kv::BlockTable blocks;
+    uint32_t n_tokens;
+  };
+  std::optional<Opening> opening_;
   std::vector<float> logits_;    // [n_vocab] of the last fed token
   size_t n_committed_ = 0;       // messages_[0, n_committed_) are in the store
   size_t n_stored_ = 0;          // turns the store holds (more when a reply went on since)

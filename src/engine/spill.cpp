@@ -16,7 +16,10 @@ namespace parley::engine {
 
 bool Session::spill() {
   auto* store = engine_->store();
-  if (!store || spilled() || n_cached_ == 0) return false;
+  if (!store) return false;
+  // A prepared opening is recomputable and stays in the prefix cache until evicted: let go.
+  opening_.reset();
+  if (spilled() || n_cached_ == 0) return false;
   auto& pool = blocks_.pool();
   const auto& layout = pool.layout();
   const uint64_t fingerprint = engine_->model().fingerprint;

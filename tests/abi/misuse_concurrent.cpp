@@ -32,6 +32,8 @@ std::vector<InnerCall> session_calls() {
        [](MisuseWorld&, parley_session* s) {
          return parley_session_count_tokens(s, "b", nullptr, nullptr);
        }},
+      {"parley_session_prepare",
+       [](MisuseWorld&, parley_session* s) { return parley_session_prepare(s, nullptr); }},
       {"parley_session_continue",
        [](MisuseWorld&, parley_session* s) {
          const parley_generate_options g = quick_generate();

@@ -227,6 +227,12 @@ MisuseRows null_pointer_rows() {
                                        nullptr);
       });
 
+  add("parley_session_prepare", "session NULL", kInvalid, [](MisuseWorld&) {
+    return parley_session_prepare(nullptr, nullptr);
+  });
+  add("parley_session_prepare", "stats NULL", PARLEY_OK,
+      [](MisuseWorld& w) { return parley_session_prepare(w.session_with_turn(), nullptr); });
+
   add("parley_session_count_tokens", "session NULL", kInvalid, [](MisuseWorld&) {
     uint32_t n = 0, left = 0;
     return parley_session_count_tokens(nullptr, "a", &n, &left);

@@ -253,6 +253,10 @@ MisuseRows struct_size_rows() {
                                 return parley_session_continue(w.session_with_turn(), &g,
                                                                nullptr, nullptr, t);
                               });
+  out_rows<parley_turn_stats>(r, "parley_session_prepare",
+                              [](MisuseWorld& w, parley_turn_stats* t) {
+                                return parley_session_prepare(w.session_with_turn(), t);
+                              });
   // 0.2's struct ended before stop_reason.
   earlier_size_row<parley_turn_stats>(
       r, "parley_session_send", "turn stats: 0.2's size: filled up to it, nothing past it",

@@ -571,6 +571,63 @@ TEST_CASE("store: /open after a restart brings the conversation and its KV back"
   CHECK(after.out.find("last turn KV: restored, restore ") != std::string::npos);
 }
 
+TEST_CASE("store: /prepare brings a reopened conversation's KV back before its next message") {
+  PARLEY_SHARED_OR_SKIP(gguf, "models/stories260k/stories260k-f32.gguf");
+  TempDir dir;
+  CHECK(run_store_console(gguf, dir / "chat.db", "/new s\nOnce upon a time\n/quit\n").exit_code ==
+        0);
+  const Run r =
+      run_store_console(gguf, dir / "chat.db", "/open s\n/prepare\n/sessions\nThe cat\n/stats\n");
+  CHECK(r.exit_code == 0);
+  unsigned computed = 1, there = 0;
+  const size_t prepared = r.out.find("(prepared: ");
+  REQUIRE(prepared != std::string::npos);
+  REQUIRE(std::sscanf(r.out.c_str() + prepared,
+                      "(prepared: %u tokens computed, %u already there; KV restored, restore ",
+                      &computed, &there) == 2);
+  CHECK(computed == 0);
+  const auto listed = listed_sessions(r.out);
+  REQUIRE(listed.count("s") == 1);
+  CHECK(listed.at("s").state == "active");  // back in memory before the message
+  CHECK(there == listed.at("s").tokens - 1);
+  // The reply of the run without /prepare, from KV that was already there.
+  CHECK(r.out.find("\n named Tom. Tom loved\n") != std::string::npos);
+  CHECK(r.out.find("last turn KV: resident, restore 0.00 ms\n") != std::string::npos);
+}
+
+TEST_CASE("console: /prepare computes a new conversation's system prompt for its first message") {
+  PARLEY_SHARED_OR_SKIP(gguf, "models/stories260k/stories260k-f32.gguf");
+  const std::string system =
+      "Once upon a time, there was a little girl named Lily. She loved to play outside in the "
+      "park with her big red ball.";
+  const Run r = run_program(PARLEY_CHAT_EXE,
+                            "-m " + quote(gguf.string()) + " --template raw --temp 0 -n 8 " +
+                                "--system " + quote(system),
+                            "/prepare\n/prepare\nOne day\n/stats\n", Stderr::merged);
+  CHECK(r.exit_code == 0);
+  unsigned computed = 0, there = 1, again = 1, then_there = 0;
+  const size_t first = r.out.find("(prepared: ");
+  REQUIRE(first != std::string::npos);
+  REQUIRE(std::sscanf(r.out.c_str() + first,
+                      "(prepared: %u tokens computed, %u already there; KV new, restore 0.00 ms)",
+                      &computed, &there) == 2);
+  CHECK(computed >= 16);
+  CHECK(computed % 16 == 0);
+  CHECK(there == 0);
+  const size_t second = r.out.find("(prepared: ", first + 1);
+  REQUIRE(second != std::string::npos);
+  REQUIRE(std::sscanf(r.out.c_str() + second, "(prepared: %u tokens computed, %u already there",
+                      &again, &then_there) == 2);
+  CHECK(again == 0);
+  CHECK(then_there == computed);
+  unsigned prompt = 0, reused = 0;
+  const size_t turn = r.out.find("last turn: ");
+  REQUIRE(turn != std::string::npos);
+  REQUIRE(std::sscanf(r.out.c_str() + turn, "last turn: %u prompt tokens (%u reused", &prompt,
+                      &reused) == 2);
+  CHECK(reused == computed);
+}
+
 TEST_CASE("store: /delete removes a stored conversation that is not open, never an open one") {
   PARLEY_SHARED_OR_SKIP(gguf, "models/stories260k/stories260k-f32.gguf");
   TempDir dir;

@@ -20,7 +20,7 @@ from .info import (EngineStats, ModelInfo, SessionInfo, StoredSessionInfo, Token
                    TurnStats)
 from .session import Session
 
-__version__ = "0.4.0"
+__version__ = "0.5.0"
 
 __all__ = [
     "Engine", "Session", "EngineStats", "ModelInfo", "SessionInfo", "StoredSessionInfo",
