@@ -156,6 +156,10 @@ PARLEY_API const char *parley_last_error(void);
 #define PARLEY_SESSION_IDLE    1
 #define PARLEY_SESSION_SPILLED 2
 
+/* parley_session_score_replies() (since 0.5) */
+#define PARLEY_SCORE_WITH_END     1u  /* flag: score the end of each reply too */
+#define PARLEY_MAX_SCORED_REPLIES 256 /* replies one call scores */
+
 #define PARLEY_ROLE_SYSTEM    0
 #define PARLEY_ROLE_USER      1
 #define PARLEY_ROLE_ASSISTANT 2
@@ -580,6 +584,34 @@ PARLEY_API parley_status parley_session_continue(parley_session *s,
  *  session stays usable), INVALID_ARGUMENT (bad stats struct_size), BUSY, MISUSE, BACKEND.
  *  Thread-safety: one thread per session. Since: 0.5. */
 PARLEY_API parley_status parley_session_prepare(parley_session *s, parley_turn_stats *stats);
+
+/** How likely the model finds each of several replies to a message, without generating and
+ *  without changing the conversation: for each reply, the natural log of the probability that
+ *  the model, after the conversation so far and `user_text`, replies with exactly that text
+ *  (the sum of log p over its tokens, at temperature 1: no sampling options apply). The most
+ *  likely reply is the model's choice among a character's possible lines or actions, or the
+ *  label it gives a message ("friendly", "hostile"). A longer reply has more tokens to pay
+ *  for; logprobs[i] / n_tokens[i] compares replies per token.
+ *  With PARLEY_SCORE_WITH_END in `flags` the end of each reply (the template's end of reply,
+ *  EOS for "raw") is scored too, so that "Yes" is not also counted as the start of "Yes, but".
+ *  The message is computed once for all replies, over the conversation's KV, which is shared,
+ *  not copied (a spilled session's KV comes back from the store first).
+ *  @param[in]  user_text  UTF-8 text ("" allowed)
+ *  @param[in]  replies    n_replies UTF-8 texts, written as parley_session_add_exchange() takes
+ *                         them ("" allowed: 0 tokens, logprob 0 unless the end is scored)
+ *  @param[in]  flags      0 or PARLEY_SCORE_WITH_END
+ *  @param[out] logprobs   n_replies values, each <= 0
+ *  @param[out] n_tokens   n_replies token counts (the end's included), or NULL
+ *  Errors: INVALID_ARGUMENT (NULL, invalid UTF-8, n_replies 0 or above
+ *  PARLEY_MAX_SCORED_REPLIES, unknown flags), CONTEXT_FULL (the message and one of the replies
+ *  do not fit in what is left of the context; the message says which), CANCELLED
+ *  (parley_session_interrupt()), OUT_OF_MEMORY, BUSY, MISUSE, BACKEND. The outputs are
+ *  written only on PARLEY_OK.
+ *  Thread-safety: one thread per session. Since: 0.5. */
+PARLEY_API parley_status parley_session_score_replies(parley_session *s, const char *user_text,
+                                                      const char *const *replies,
+                                                      size_t n_replies, uint32_t flags,
+                                                      double *logprobs, uint32_t *n_tokens);
 
 /** Measures a message before it is sent: how many tokens parley_session_send(s, user_text)
  *  would add before its reply (the message with the template's markers and what closes the

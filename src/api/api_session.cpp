@@ -327,6 +327,36 @@ PARLEY_API parley_status parley_session_prepare(parley_session* s, parley_turn_s
   });
 }
 
+PARLEY_API parley_status parley_session_score_replies(parley_session* s, const char* user_text,
+                                                      const char* const* replies,
+                                                      size_t n_replies, uint32_t flags,
+                                                      double* logprobs, uint32_t* n_tokens) {
+  return guarded(__func__, [&] {
+    auto handle = acquire(s);
+    SessionUse use(*handle);
+    check_arg(user_text, "user_text is NULL");
+    check_arg(replies, "replies is NULL");
+    check_arg(logprobs, "logprobs is NULL");
+    if (n_replies == 0 || n_replies > PARLEY_MAX_SCORED_REPLIES) {
+      fail(Status::invalid_argument, "n_replies is " + std::to_string(n_replies) +
+                                         "; one call scores 1 to " +
+                                         std::to_string(PARLEY_MAX_SCORED_REPLIES));
+    }
+    check_arg((flags & ~PARLEY_SCORE_WITH_END) == 0, "flags has bits other than PARLEY_SCORE_*");
+    std::vector<std::string_view> texts;
+    for (size_t i = 0; i < n_replies; ++i) {
+      if (!replies[i]) fail(Status::invalid_argument, "replies[" + std::to_string(i) + "] is NULL");
+      texts.emplace_back(replies[i]);
+    }
+    const auto scores = handle->session->score_replies(
+        user_text, texts, (flags & PARLEY_SCORE_WITH_END) != 0);
+    for (size_t i = 0; i < n_replies; ++i) {
+      logprobs[i] = scores[i].logprob;
+      if (n_tokens) n_tokens[i] = scores[i].n_tokens;
+    }
+  });
+}
+
 PARLEY_API parley_status parley_session_count_tokens(parley_session* s, const char* user_text,
                                                      uint32_t* prompt_tokens,
                                                      uint32_t* context_left) {

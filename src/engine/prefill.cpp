@@ -17,16 +17,16 @@ uint32_t Session::prefill(uint32_t end) {
   n_cached_ = blocks_.reuse_published(tokens_, n_cached_, end - 1);
   opening_.reset();  // a prepared opening's blocks, when the turn begins with them, are taken
   const uint32_t from_cache = n_cached_ - before;
-  n_cached_ = compute(blocks_, tokens_, n_cached_, end);
+  n_cached_ = compute(blocks_, tokens_, n_cached_, end, logits_);
   blocks_.publish_full(tokens_, n_cached_);
   return from_cache;
 }
 
 uint32_t Session::compute(kv::BlockTable& table, std::span<const int32_t> tokens, uint32_t from,
-                          uint32_t end) {
+                          uint32_t end, std::vector<float>& logits) {
   auto& backend = engine_->backend();
   prepare_write(table, from, end);
-  logits_.resize(size_t(engine_->config().n_vocab));
+  logits.resize(size_t(engine_->config().n_vocab));
   const uint32_t chunk = std::max<uint32_t>(1, backend.max_batch());
   auto view = table.view(engine_->context_length());
   // interrupt() is seen between chunks: a stop during a long prompt does not wait for all of
@@ -36,7 +36,7 @@ uint32_t Session::compute(kv::BlockTable& table, std::span<const int32_t> tokens
     backend::Batch batch;
     batch.tokens = tokens.subspan(from, n);
     batch.start_pos = from;
-    backend.forward(batch, view, logits_);
+    backend.forward(batch, view, logits);
     from += n;
   }
   return from;

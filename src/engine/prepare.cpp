@@ -64,7 +64,8 @@ void Session::prepare_opening(TurnStats& stats) {
   opening_->n_tokens = there;
   uint32_t done = there;
   try {
-    done = compute(table, ids, there, end);
+    std::vector<float> logits;  // of no use: the first turn computes its own
+    done = compute(table, ids, there, end, logits);
   } catch (...) {
     table.truncate(there);
     if (there == 0) opening_.reset();

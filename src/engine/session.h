@@ -149,6 +149,19 @@ class Session {
   // stays usable), backend.
   void prepare(TurnStats& stats);
 
+  // How likely the model finds each reply to `user_text` after the conversation so far
+  // (score_replies.cpp): the sum of log p over each reply's tokens (at temperature 1), and
+  // with `with_end` over the ids that end a reply (the template's; EOS for raw) too. Nothing
+  // is added to the conversation; a spilled session's KV comes back. Throws Error:
+  // invalid_argument (invalid UTF-8), context_full (the message and a reply do not fit),
+  // cancelled (interrupt()), out_of_memory, backend.
+  struct ReplyScore {
+    double logprob = 0;
+    uint32_t n_tokens = 0;  // tokens scored
+  };
+  std::vector<ReplyScore> score_replies(std::string_view user_text,
+                                        std::span<const std::string_view> replies, bool with_end);
+
   // How many ids a send of `user_text` would add before its reply (nothing changes). Throws
   // Error(invalid_argument) for invalid UTF-8.
   size_t count_turn_tokens(std::string_view user_text) const;
@@ -224,10 +237,10 @@ class Session {
   // Stops between chunks when interrupted (n_cached_ then short of end, logits_ stale).
   uint32_t prefill(uint32_t end);
   uint32_t prefill() { return prefill(uint32_t(tokens_.size())); }
-  // Computes tokens[from, end) into `table` in chunks; returns how far it got (end, or less
-  // when interrupted). Does not publish.
+  // Computes tokens[from, end) into `table` in chunks, the last row's logits into `logits`;
+  // returns how far it got (end, or less when interrupted). Does not publish.
   uint32_t compute(kv::BlockTable& table, std::span<const int32_t> tokens, uint32_t from,
-                   uint32_t end);
+                   uint32_t end, std::vector<float>& logits);
   // prepare() for a conversation not yet begun: its opening's full blocks into opening_.
   void prepare_opening(TurnStats& stats);
   // Runs one token at position n_cached_ (the last of tokens_), as one of the decode steps

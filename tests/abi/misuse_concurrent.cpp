@@ -32,6 +32,12 @@ std::vector<InnerCall> session_calls() {
        [](MisuseWorld&, parley_session* s) {
          return parley_session_count_tokens(s, "b", nullptr, nullptr);
        }},
+      {"parley_session_score_replies",
+       [](MisuseWorld&, parley_session* s) {
+         const char* const replies[] = {"b"};
+         double lp = 0;
+         return parley_session_score_replies(s, "a", replies, 1, 0, &lp, nullptr);
+       }},
       {"parley_session_prepare",
        [](MisuseWorld&, parley_session* s) { return parley_session_prepare(s, nullptr); }},
       {"parley_session_continue",

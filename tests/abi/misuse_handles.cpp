@@ -22,6 +22,12 @@ std::vector<std::pair<const char*, parley_status (*)(parley_session*)>> session_
        [](parley_session* s) { return parley_session_add_exchange(s, "a", "b"); }},
       {"parley_session_count_tokens",
        [](parley_session* s) { return parley_session_count_tokens(s, "a", nullptr, nullptr); }},
+      {"parley_session_score_replies",
+       [](parley_session* s) {
+         const char* const replies[] = {"b"};
+         double lp = 0;
+         return parley_session_score_replies(s, "a", replies, 1, 0, &lp, nullptr);
+       }},
       {"parley_session_prepare",
        [](parley_session* s) { return parley_session_prepare(s, nullptr); }},
       {"parley_session_continue",

@@ -233,6 +233,36 @@ MisuseRows null_pointer_rows() {
   add("parley_session_prepare", "stats NULL", PARLEY_OK,
       [](MisuseWorld& w) { return parley_session_prepare(w.session_with_turn(), nullptr); });
 
+  add("parley_session_score_replies", "session NULL", kInvalid, [](MisuseWorld&) {
+    const char* const replies[] = {"b"};
+    double lp = 0;
+    return parley_session_score_replies(nullptr, "a", replies, 1, 0, &lp, nullptr);
+  });
+  add("parley_session_score_replies", "user_text NULL", kInvalid, [](MisuseWorld& w) {
+    const char* const replies[] = {"b"};
+    double lp = 0;
+    return parley_session_score_replies(w.session(), nullptr, replies, 1, 0, &lp, nullptr);
+  });
+  add("parley_session_score_replies", "replies NULL", kInvalid, [](MisuseWorld& w) {
+    double lp = 0;
+    return parley_session_score_replies(w.session(), "a", nullptr, 1, 0, &lp, nullptr);
+  });
+  add("parley_session_score_replies", "a reply NULL", kInvalid, [](MisuseWorld& w) {
+    const char* const replies[] = {"b", nullptr};
+    double lp[2] = {};
+    return parley_session_score_replies(w.session(), "a", replies, 2, 0, lp, nullptr);
+  });
+  add("parley_session_score_replies", "logprobs NULL", kInvalid, [](MisuseWorld& w) {
+    const char* const replies[] = {"b"};
+    return parley_session_score_replies(w.session(), "a", replies, 1, 0, nullptr, nullptr);
+  });
+  add("parley_session_score_replies", "n_tokens NULL", PARLEY_OK, [](MisuseWorld& w) {
+    const char* const replies[] = {"b"};
+    double lp = 0;
+    return parley_session_score_replies(w.session_with_turn(), "a", replies, 1, 0, &lp,
+                                        nullptr);
+  });
+
   add("parley_session_count_tokens", "session NULL", kInvalid, [](MisuseWorld&) {
     uint32_t n = 0, left = 0;
     return parley_session_count_tokens(nullptr, "a", &n, &left);

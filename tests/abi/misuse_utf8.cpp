@@ -88,6 +88,20 @@ MisuseRows utf8_rows() {
                    return parley_session_continue(w.session_with_turn(), &g, nullptr, nullptr,
                                                   nullptr);
                  }});
+    r.push_back({"parley_session_score_replies", std::string("user text: ") + b.what, kInvalid,
+                 [text](MisuseWorld& w) {
+                   const char* const replies[] = {"b"};
+                   double lp = 0;
+                   return parley_session_score_replies(w.session(), text.c_str(), replies, 1, 0,
+                                                       &lp, nullptr);
+                 }});
+    r.push_back({"parley_session_score_replies", std::string("reply: ") + b.what, kInvalid,
+                 [text](MisuseWorld& w) {
+                   const char* const replies[] = {"b", text.c_str()};
+                   double lp[2] = {};
+                   return parley_session_score_replies(w.session(), "a", replies, 2, 0, lp,
+                                                       nullptr);
+                 }});
     r.push_back({"parley_session_add_exchange", std::string("user text: ") + b.what, kInvalid,
                  [text](MisuseWorld& w) {
                    return parley_session_add_exchange(w.session(), text.c_str(), "b");

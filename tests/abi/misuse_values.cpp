@@ -1,10 +1,12 @@
 // Rows: out-of-range enum values and numbers, and huge lengths, in every argument that takes
 // them. Values outside what parley.h lists are INVALID_ARGUMENT; text too long for the context
 // is CONTEXT_FULL; indexes past the end are NOT_FOUND (turns) or INVALID_ARGUMENT (rewind).
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <limits>
 #include <string>
+#include <vector>
 
 #include "misuse_matrix.h"
 
@@ -236,6 +238,28 @@ MisuseRows value_rows() {
                  g.top_p = 2;
                  return parley_session_continue(w.session_with_turn(), &g, nullptr, nullptr,
                                                 nullptr);
+               }});
+  const auto score = [](size_t n_replies, uint32_t flags) {
+    return [n_replies, flags](MisuseWorld& w) {
+      std::vector<const char*> replies(std::max<size_t>(n_replies, 1), "b");
+      std::vector<double> lp(replies.size());
+      return parley_session_score_replies(w.session(), "a", replies.data(), n_replies, flags,
+                                          lp.data(), nullptr);
+    };
+  };
+  r.push_back({"parley_session_score_replies", "no replies", kInvalid, score(0, 0)});
+  r.push_back({"parley_session_score_replies", "PARLEY_MAX_SCORED_REPLIES replies", PARLEY_OK,
+               score(PARLEY_MAX_SCORED_REPLIES, PARLEY_SCORE_WITH_END)});
+  r.push_back({"parley_session_score_replies", "one reply more than PARLEY_MAX_SCORED_REPLIES",
+               kInvalid, score(PARLEY_MAX_SCORED_REPLIES + 1, 0)});
+  r.push_back({"parley_session_score_replies", "an unknown flag", kInvalid, score(1, 2)});
+  r.push_back({"parley_session_score_replies", "a reply of 400 KB", PARLEY_E_CONTEXT_FULL,
+               [](MisuseWorld& w) {
+                 const std::string huge = huge_text();
+                 const char* const replies[] = {"b", huge.c_str()};
+                 double lp[2] = {};
+                 return parley_session_score_replies(w.session(), "a", replies, 2, 0, lp,
+                                                     nullptr);
                }});
   r.push_back({"parley_session_rewind", "more turns than there are", kInvalid,
                [](MisuseWorld& w) { return parley_session_rewind(w.session_with_turn(), 3); }});

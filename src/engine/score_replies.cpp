@@ -1,0 +1,113 @@
+// Session::score_replies — how likely the model finds each of several replies to a message,
+// without generating and without changing the conversation. The message is computed once, in
+// a table that shares the conversation's full blocks; each reply then runs in a fork of that
+// table with logits for every row, and the log-probability of each next token is summed.
+#include <algorithm>
+#include <cmath>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "common/error.h"
+#include "engine/clock.h"
+#include "engine/engine.h"
+#include "engine/session.h"
+#include "text/tokenizer.h"
+#include "text/utf8_stream.h"
+
+namespace parley::engine {
+namespace {
+
+// log softmax(row)[target], in double: the sum over a reply must not drift with its length.
+double log_probability(std::span<const float> row, int32_t target) {
+  const float top = *std::max_element(row.begin(), row.end());
+  double sum = 0;
+  for (const float x : row) sum += std::exp(double(x) - double(top));
+  return double(row[size_t(target)]) - double(top) - std::log(sum);
+}
+
+}  // namespace
+
+std::vector<Session::ReplyScore> Session::score_replies(
+    std::string_view user_text, std::span<const std::string_view> replies, bool with_end) {
+  interrupt_.store(false, std::memory_order_relaxed);
+  // 0. Everything that can refuse is checked before any work.
+  require(text::is_valid_utf8(user_text), Status::invalid_argument,
+          "user text is not valid UTF-8");
+  for (size_t i = 0; i < replies.size(); ++i) {
+    require(text::is_valid_utf8(replies[i]), Status::invalid_argument,
+            [&] { return "reply " + std::to_string(i) + " is not valid UTF-8"; });
+  }
+  std::vector<int32_t> ending = template_.close_reply();
+  if (ending.empty()) ending.push_back(engine_->tokenizer().eos_id());  // raw: EOS ends a text
+  std::vector<int32_t> prompt = tokens_;
+  const std::vector<int32_t> new_ids = render_turn(user_text);
+  prompt.insert(prompt.end(), new_ids.begin(), new_ids.end());
+  std::vector<std::vector<int32_t>> reply_ids;
+  const uint32_t context = engine_->context_length();
+  for (size_t i = 0; i < replies.size(); ++i) {
+    auto ids = replies[i].empty() ? std::vector<int32_t>() : template_.render_reply(replies[i]);
+    if (with_end) ids.insert(ids.end(), ending.begin(), ending.end());
+    if (prompt.size() + ids.size() > context) {
+      fail(Status::context_full,
+           "the message (" + std::to_string(new_ids.size()) + " tokens) and reply " +
+               std::to_string(i) + " (" + std::to_string(ids.size()) + ") do not fit in the " +
+               std::to_string(context - std::min<size_t>(context, tokens_.size())) +
+               " tokens the context has left");
+    }
+    reply_ids.push_back(std::move(ids));
+  }
+  if (spilled()) restore_kv();  // the conversation's KV is the start of every reply's
+  last_used_ms_ = now_ms();
+
+  // 1. The conversation and the message, but for the message's last token: its logits score
+  //    each reply's first token, so it runs with each reply.
+  const uint32_t last = uint32_t(prompt.size()) - 1;
+  const uint32_t start = std::min(n_cached_, last);
+  engine_->make_room(1, this);  // the fork copies the partly filled block
+  kv::BlockTable base = blocks_.fork(start);
+  std::vector<float> scratch(size_t(engine_->config().n_vocab));
+  uint32_t done = base.reuse_published(prompt, start, last);
+  done = compute(base, prompt, done, last, scratch);
+  require(done == last, Status::cancelled, "scoring was stopped");
+
+  // 2. Each reply after it, every row's logits kept.
+  auto& backend = engine_->backend();
+  const size_t n_vocab = size_t(engine_->config().n_vocab);
+  // Rows of logits are n_vocab floats each: a bounded number at a time.
+  const uint32_t chunk = std::clamp<uint32_t>(backend.max_batch(), 1, 64);
+  std::vector<ReplyScore> scores(replies.size());
+  std::vector<int32_t> sequence;
+  std::vector<float> rows;
+  for (size_t r = 0; r < replies.size(); ++r) {
+    const auto& ids = reply_ids[r];
+    scores[r].n_tokens = uint32_t(ids.size());
+    if (ids.empty()) continue;
+    sequence.assign(prompt.begin(), prompt.end());
+    sequence.insert(sequence.end(), ids.begin(), ids.end());
+    kv::BlockTable table = base.fork(last);
+    const uint32_t end = uint32_t(sequence.size()) - 1;  // the reply's last token predicts none
+    prepare_write(table, last, end);
+    auto view = table.view(context);
+    for (uint32_t from = last; from < end;) {
+      require(!interrupt_.load(std::memory_order_relaxed), Status::cancelled,
+              "scoring was stopped");
+      const uint32_t n = std::min(chunk, end - from);
+      rows.resize(size_t(n) * n_vocab);
+      backend::Batch batch;
+      batch.tokens = std::span<const int32_t>(sequence).subspan(from, n);
+      batch.start_pos = from;
+      batch.all_logits = true;
+      backend.forward(batch, view, rows);
+      for (uint32_t i = 0; i < n; ++i) {
+        const auto row = std::span<const float>(rows).subspan(size_t(i) * n_vocab, n_vocab);
+        scores[r].logprob += log_probability(row, sequence[from + i + 1]);
+      }
+      from += n;
+    }
+  }
+  last_used_ms_ = now_ms();
+  return scores;
+}
+
+}  // namespace parley::engine

@@ -1,0 +1,239 @@
+// Session::score_replies: the log-probability of candidate replies, checked against the
+// independent reference's logits (run.c's, in ../shared/golden) and against the model run
+// directly over the tokens the same exchange takes in a conversation; the conversation is left
+// as it was, spilled KV comes back for it, and an interrupt stops it.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "common/error.h"
+#include "golden.h"
+#include "model_runner.h"
+#include "session_fixture.h"
+#include "support/error_check.h"
+#include "support/shared_assets.h"
+#include "support/synth_model.h"
+#include "text/tokenizer.h"
+
+using namespace parley;
+using namespace parley::test;
+
+namespace {
+
+std::vector<engine::Session::ReplyScore> score(engine::Session& s, const std::string& message,
+                                               const std::vector<std::string_view>& replies,
+                                               bool with_end) {
+  const auto use = s.try_use();
+  REQUIRE(use);
+  return s.score_replies(message, replies, with_end);
+}
+
+// log softmax(logits[row])[target] in double, from a [rows, n_vocab] array.
+double log_p(const std::vector<float>& logits, size_t n_vocab, size_t row, int32_t target) {
+  const auto first = logits.begin() + std::ptrdiff_t(row * n_vocab);
+  const float top = *std::max_element(first, first + std::ptrdiff_t(n_vocab));
+  double sum = 0;
+  for (size_t v = 0; v < n_vocab; ++v) sum += std::exp(double(first[std::ptrdiff_t(v)]) - top);
+  return double(first[target]) - top - std::log(sum);
+}
+
+}  // namespace
+
+TEST_CASE("a reply's score is its log-probability under the reference's logits") {
+  PARLEY_SHARED_OR_SKIP(golden_dir, "golden");
+  PARLEY_SHARED_OR_SKIP(gguf, "models/stories260k/stories260k-f32.gguf");
+  const auto golden = read_logits_golden(golden_dir, "once_upon");
+  // The message is the reference's first tokens, BOS "Once upon a time,"; the replies are the
+  // words that follow in its trajectory (each word's first piece carries its space, as a
+  // reply's first word does when the reply is encoded on its own).
+  const std::string message = "Once upon a time,";
+  const std::vector<int32_t> prompt(golden.token_ids.begin(), golden.token_ids.begin() + 6);
+  auto engine = open_engine(gguf.string(), kv::KvType::f32);
+  REQUIRE(engine->tokenizer().encode(message) ==
+          std::vector<int32_t>(prompt.begin() + 1, prompt.end()));
+
+  for (const size_t length : {1, 8, 30}) {
+    CAPTURE(length);
+    const std::vector<int32_t> reply_ids(golden.token_ids.begin() + 6,
+                                         golden.token_ids.begin() + 6 + std::ptrdiff_t(length));
+    const std::string reply = engine->tokenizer().decode(reply_ids);
+    // The reply as the conversation would hold it: the same ids as the reference's.
+    {
+      engine::Session written(engine, session_options("", "raw", "written"));
+      const auto use = written.try_use();
+      written.add_exchange(message, reply);
+      std::vector<int32_t> expected_ids = prompt;
+      expected_ids.insert(expected_ids.end(), reply_ids.begin(), reply_ids.end());
+      REQUIRE(written.tokens() == expected_ids);
+    }
+    // Row p of the reference's logits follows token p: it scores token p + 1.
+    double expected = 0;
+    for (size_t i = 0; i < length; ++i) {
+      expected += log_p(golden.logits, golden.n_vocab, 5 + i, reply_ids[i]);
+    }
+    const double eos = log_p(golden.logits, golden.n_vocab, 5 + length, 2);
+
+    engine::Session s(engine, session_options("", "raw"));
+    const auto scores = score(s, message, {reply}, false);
+    REQUIRE(scores.size() == 1);
+    CHECK(scores[0].n_tokens == length);
+    CHECK(std::fabs(scores[0].logprob - expected) <= 2e-4 * double(length));
+    const auto ended = score(s, message, {reply}, true);
+    CHECK(ended[0].n_tokens == length + 1);
+    CHECK(std::fabs(ended[0].logprob - (expected + eos)) <= 2e-4 * double(length + 1));
+    CHECK(s.tokens().empty());  // nothing was added
+  }
+}
+
+TEST_CASE("scores later in a conversation equal the model run over the same tokens") {
+  PARLEY_SHARED_OR_SKIP(gguf, "models/stories260k/stories260k-f32.gguf");
+  auto engine = open_engine(gguf.string(), kv::KvType::f32);
+  ModelRunner runner(gguf.string());
+  const size_t n_vocab = size_t(runner.config().n_vocab);
+  const std::vector<std::string_view> replies = {"She was happy.", "The dog ran away.", ""};
+  for (const char* name : {"llama2", "chatml", "raw"}) {
+    CAPTURE(name);
+    engine::Session s(engine, session_options("You tell stories.", name));
+    greedy_turn(s, "Tell me about Lily.", 10);
+    const std::vector<int32_t> tokens_before = s.tokens();
+    const size_t messages_before = s.messages().size();
+    const auto scores = score(s, "What next?", replies, true);
+    const auto alone = score(s, "What next?", {replies[1]}, true);
+    CHECK(s.tokens() == tokens_before);
+    CHECK(s.messages().size() == messages_before);
+    CHECK(alone[0].logprob == scores[1].logprob);  // each reply is scored on its own
+
+    for (size_t r = 0; r < replies.size(); ++r) {
+      CAPTURE(r);
+      // The same exchange added to a copy: its tokens, the model run over them directly.
+      auto copy = s.fork("copy-" + std::string(name) + std::to_string(r));
+      std::vector<int32_t> ids;
+      uint32_t reply_tokens = 0;
+      size_t reply_end = 0;
+      {
+        const auto use = copy->try_use();
+        copy->add_exchange("What next?", replies[r]);
+        reply_tokens = copy->messages().back().n_tokens;
+        reply_end = copy->tokens().size();
+        copy->add_exchange("", "");  // its turn begins with what closes the reply
+        ids = copy->tokens();
+      }
+      const size_t reply_begin = reply_end - reply_tokens;
+      const size_t n_end = scores[r].n_tokens - reply_tokens;
+      if (std::string(name) == "raw") {  // nothing closes a raw reply: EOS ends it
+        REQUIRE(n_end == 1);
+        ids.resize(reply_end);
+        ids.push_back(engine->tokenizer().eos_id());
+      } else {
+        REQUIRE(n_end >= 1);
+        ids.resize(reply_end + n_end);
+      }
+      const auto logits = runner.logits(ids, kv::KvType::f32);
+      double expected = 0;
+      for (size_t p = reply_begin; p < ids.size(); ++p) {
+        expected += log_p(logits, n_vocab, p - 1, ids[p]);
+      }
+      CHECK(std::fabs(scores[r].logprob - expected) <= 1e-4 * double(scores[r].n_tokens));
+      CHECK(scores[r].logprob <= 0);
+    }
+  }
+}
+
+TEST_CASE("scoring leaves the conversation as it was; spilled KV comes back for it") {
+  const TempDir dir;
+  auto engine =
+      open_engine_with_store(small_synthetic_model(), kv::KvType::int8, {(dir / "s.db").string()});
+  engine::Session scored(engine, session_options("", "raw", "a"));
+  engine::Session twin(engine, session_options("", "raw", "b"));
+  for (auto* s : {&scored, &twin}) greedy_turn(*s, "a b c d e f g h i j k l m n o p q r", 20);
+  {
+    const auto use = scored.try_use();
+    REQUIRE(scored.spill());
+  }
+  const std::vector<std::string_view> replies = {"p q r", "s", "t u v w x y z"};
+  const auto a = score(scored, "x y", replies, true);
+  const auto b = score(twin, "x y", replies, false);
+  CHECK_FALSE(scored.spilled());
+  REQUIRE(a.size() == 3);
+  for (size_t r = 0; r < replies.size(); ++r) {
+    CAPTURE(r);
+    CHECK(a[r].n_tokens == b[r].n_tokens + 1);
+    CHECK(a[r].logprob < b[r].logprob);  // the end has a probability below 1 too
+  }
+  // Restored bit for bit: the same scores as the conversation that never left memory.
+  const auto again = score(twin, "x y", replies, true);
+  for (size_t r = 0; r < replies.size(); ++r) CHECK(again[r].logprob == a[r].logprob);
+
+  const auto x = greedy_turn(scored, "x y", 12);
+  const auto y = greedy_turn(twin, "x y", 12);
+  CHECK(x.computed_tokens == y.computed_tokens);
+  CHECK(scored.tokens() == twin.tokens());
+  const auto lx = scored.last_logits();
+  const auto ly = twin.last_logits();
+  CHECK(std::equal(lx.begin(), lx.end(), ly.begin(), ly.end()));
+}
+
+TEST_CASE("scoring refuses a reply beyond the context and invalid UTF-8, naming the reply") {
+  auto engine = open_engine(small_synthetic_model(), kv::KvType::int8);
+  engine::Session s(engine, session_options("", "raw"));
+  std::string long_reply;
+  for (int i = 0; i < 200; ++i) long_reply += "a b ";
+  engine::Session::Use use = s.try_use();
+  CHECK_PARLEY_ERROR(s.score_replies("x", std::vector<std::string_view>{"a", long_reply}, false),
+                     Status::context_full, "reply 1");
+  CHECK_PARLEY_ERROR(
+      s.score_replies("x", std::vector<std::string_view>{"\xC0\xAF", "a"}, false),
+      Status::invalid_argument, "reply 0", "UTF-8");
+  CHECK_PARLEY_ERROR(s.score_replies("\xC0\xAF", std::vector<std::string_view>{"a"}, false),
+                     Status::invalid_argument, "user text");
+  CHECK(s.tokens().empty());
+  CHECK(s.score_replies("x", std::vector<std::string_view>{"a"}, false).size() == 1);
+}
+
+TEST_CASE("interrupt() stops scoring between chunks; the conversation is as it was") {
+  SynthSpec spec;
+  spec.dim = 256;
+  spec.hidden_dim = 512;
+  spec.context_length = 2048;
+  engine::EngineOptions options;
+  options.model_path = synthetic_gguf_once("long-score", spec);
+  options.kv_type = kv::KvType::int8;
+  options.n_threads = 1;  // a core left for the thread that asks to stop
+  auto engine = std::make_shared<engine::Engine>(options);
+  engine::Session s(engine, session_options("", "raw"));
+  greedy_turn(s, "a b", 4);
+  const auto before = s.tokens();
+  std::string message;
+  for (int i = 0; i < 500; ++i) message += "a b c ";
+
+  std::atomic<bool> started{false}, done{false};
+  std::thread stopper([&] {
+    while (!done.load()) {
+      s.interrupt();
+      started.store(true);
+      std::this_thread::yield();
+    }
+  });
+  while (!started.load()) std::this_thread::yield();
+  Status status = Status::ok;
+  {
+    const auto use = s.try_use();
+    try {
+      s.score_replies(message, std::vector<std::string_view>{"d"}, false);
+    } catch (const Error& e) {
+      status = e.status();
+    }
+  }
+  done.store(true);
+  stopper.join();
+  CHECK(status == Status::cancelled);
+  CHECK(s.tokens() == before);
+  CHECK(engine->stats().blocks.used == s.kv_bytes_resident() /
+                                           engine->kv_pool().layout().block_bytes());
+}
