@@ -26,6 +26,7 @@ namespace Parley
     // Why a reply ended (TurnStats.StopReason).
     public enum StopReason
     {
+        None = 0,         // no reply: the stats of Session.Prepare()
         EndToken = 1,     // the model ended it (EOS or the template's end of turn)
         MaxTokens = 2,    // it reached GenerateOptions.MaxTokens
         StopString = 3,   // it showed a stop string (TurnStats.StopIndex says which)

@@ -126,6 +126,16 @@ namespace Parley
             TextCallback onText, IntPtr user, ref NativeTurnStats stats);
 
         [DllImport(Library, CallingConvention = CallingConvention.Cdecl)]
+        internal static extern int parley_session_prepare(
+            SessionHandle session, ref NativeTurnStats stats);
+
+        // replies: n_replies pointers to NUL-terminated UTF-8; nTokens may be null (NULL).
+        [DllImport(Library, CallingConvention = CallingConvention.Cdecl)]
+        internal static extern int parley_session_score_replies(
+            SessionHandle session, [In] byte[] userText, [In] IntPtr[] replies,
+            UIntPtr nReplies, uint flags, [Out] double[] logprobs, [Out] uint[] nTokens);
+
+        [DllImport(Library, CallingConvention = CallingConvention.Cdecl)]
         internal static extern int parley_session_count_tokens(
             SessionHandle session, [In] byte[] userText, out uint promptTokens,
             out uint contextLeft);

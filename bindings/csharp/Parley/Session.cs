@@ -66,6 +66,24 @@ namespace Parley
             return Generate(null, options, onPiece);
         }
 
+        // Does now the work the next Send or Continue would begin with, so that its first
+        // token comes sooner: call it while a level or a window loads, or on a thread of your
+        // own, then send when the user speaks. KV in the store (a reopened, suspended or
+        // spilled session) comes back; tokens without KV are computed, all but the last; a
+        // conversation with no message yet computes its opening (the system prompt and the
+        // template's markers) in whole blocks of 16 tokens and holds it for its first turn.
+        // Calling it again when nothing is left costs nothing, and replies are the same with
+        // or without it. Returns the stats of this work: ReusedTokens, ComputedTokens,
+        // RestoreMs and KvSource (Restored or Rebuilt when the KV came from the store); the
+        // other counts are 0, StopReason None, StopIndex -1. LastStats is unchanged.
+        // ParleyStatus.Cancelled when Interrupt() stopped it (what was computed is kept).
+        public TurnStats Prepare()
+        {
+            var stats = new NativeTurnStats { struct_size = SizeOf<NativeTurnStats>.Value };
+            ParleyException.ThrowIfFailed(NativeMethods.parley_session_prepare(Handle, ref stats));
+            return new TurnStats(stats);
+        }
+
         // Measures a message before it is sent: the tokens Send(text) would add before its
         // reply, and the context then left for the reply (0: it does not fit; Send then fails
         // with ParleyStatus.ContextFull, or with OverflowPolicy.DropOldest drops the oldest
@@ -98,8 +116,9 @@ namespace Parley
         }
 
         // Asks a running send to stop at the next token; it then fails with
-        // ParleyStatus.Cancelled, keeping the partial reply as the turn. Any thread, any time;
-        // a no-op when nothing runs.
+        // ParleyStatus.Cancelled, keeping the partial reply as the turn. A running Prepare
+        // fails so too, keeping what it computed. Any thread, any time; a no-op when nothing
+        // runs.
         public void Interrupt()
         {
             ParleyException.ThrowIfFailed(NativeMethods.parley_session_interrupt(Handle));

@@ -1,4 +1,5 @@
-// Figures the library reports: for one turn, and for a whole engine.
+// Figures the library reports: for one turn (or the work Session.Prepare did ahead of one),
+// and for a whole engine.
 namespace Parley
 {
     public sealed class TurnStats

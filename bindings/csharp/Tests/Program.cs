@@ -36,6 +36,7 @@ namespace Parley.Tests
             ExchangeTests.Register(runner);
             ContinueTests.Register(runner);
             CountTokensTests.Register(runner);
+            PrepareTests.Register(runner);
             LogitBiasTests.Register(runner);
             ErrorTests.Register(runner);
             StoreTests.Register(runner);

@@ -23,12 +23,12 @@ def _text(raw):
 
 @dataclasses.dataclass(frozen=True)
 class TurnStats:
-    """What one send() or continue_reply() did. kv_source: "new", "resident", "restored" or
-    "rebuilt". stop_reason, why the reply ended: "end_token" (the model ended it),
-    "max_tokens", "stop_string", "context_end", "cancelled" (interrupt() or on_text) or
-    "out_of_memory" (the KV budget ran out). stop_index: the index in `stop` of the stop
-    string that ended the reply; None when none did. generated_tokens counts the tokens a
-    stop string dropped too."""
+    """What one send(), continue_reply() or prepare() did. kv_source: "new", "resident",
+    "restored" or "rebuilt". stop_reason, why the reply ended: "end_token" (the model ended
+    it), "max_tokens", "stop_string", "context_end", "cancelled" (interrupt() or on_text),
+    "out_of_memory" (the KV budget ran out), or None for prepare(), which replies nothing.
+    stop_index: the index in `stop` of the stop string that ended the reply; None when none
+    did. generated_tokens counts the tokens a stop string dropped too."""
     prompt_tokens: int
     reused_tokens: int
     computed_tokens: int
@@ -37,13 +37,14 @@ class TurnStats:
     tpot_ms: float
     restore_ms: float
     kv_source: str
-    stop_reason: str
+    stop_reason: Optional[str]
     stop_index: Optional[int]
 
     @classmethod
     def from_struct(cls, s):
         return _copy(cls, s, kv_source=KV_SOURCES.get(s.kv_source, str(s.kv_source)),
-                     stop_reason=STOP_REASONS.get(s.stop_reason, str(s.stop_reason)),
+                     stop_reason=(STOP_REASONS.get(s.stop_reason, str(s.stop_reason))
+                                  if s.stop_reason else None),
                      stop_index=s.stop_index if s.stop_index >= 0 else None)
 
 

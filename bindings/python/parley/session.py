@@ -148,6 +148,22 @@ class Session(NativeHandle):
                 error.reply = reply_so_far()
             raise error
 
+    def prepare(self):
+        """Does now the work the next send() or continue_reply() would begin with, so that its
+        first token comes sooner: call it while a level or a window loads, or on a thread of
+        your own, then send when the user speaks. KV in the store (a reopened, suspended or
+        spilled session) comes back; tokens without KV are computed, all but the last; a
+        conversation with no message yet computes its opening (the system prompt and the
+        template's markers) in whole blocks of 16 tokens and holds it for its first turn.
+        Calling it again when nothing is left costs nothing, and replies are the same with or
+        without it. Returns a TurnStats of this work: reused_tokens, computed_tokens,
+        restore_ms and kv_source ("restored" or "rebuilt" when the KV came from the store);
+        the other counts are 0, stop_reason and stop_index None. last_stats is unchanged.
+        Raises CancelledError when interrupt() stopped it (what was computed is kept)."""
+        stats = _native.sized(_native.TurnStats)
+        check(self._lib.parley_session_prepare(self._live(), ctypes.byref(stats)))
+        return TurnStats.from_struct(stats)
+
     def count_tokens(self, text):
         """Measures a message before it is sent: a TokenCount of the tokens send(text) would
         add before its reply (its last_stats.prompt_tokens) and of the context then left for
@@ -174,7 +190,8 @@ class Session(NativeHandle):
 
     def interrupt(self):
         """Stops the running reply at its next token (it raises CancelledError and keeps the
-        partial reply as the turn). Any thread, any time; a no-op when nothing runs."""
+        partial reply as the turn), or a running prepare() (it raises CancelledError and keeps
+        what it computed). Any thread, any time; a no-op when nothing runs."""
         with self._close_lock:
             check(self._lib.parley_session_interrupt(self._live()))
 
