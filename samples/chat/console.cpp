@@ -10,6 +10,7 @@
 #include "new_session.h"
 #include "output.h"
 #include "replies.h"
+#include "score_command.h"
 #include "session_commands.h"
 #include "sessions.h"
 #include "stats_report.h"
@@ -27,6 +28,8 @@ const char* kConsoleHelp =
     "/rewind N      drop the last N messages (a message and its reply are two)\n"
     "/continue      more of the last reply (cut at --max-tokens, a stop string or Ctrl-C)\n"
     "/retry         drop the last reply and write it anew (the same one with a fixed --seed)\n"
+    "/score M | R1 | R2 ...  how likely the model finds each reply R to the message M (best\n"
+    "               first); nothing is added to the conversation\n"
     "/prepare       compute now what the next message would begin with: the KV of a stored\n"
     "               conversation, or the system prompt of one not yet begun\n"
     "/close ID      close an open conversation (with --store it stays stored)\n"
@@ -84,6 +87,7 @@ bool run_command(const Command& c, parley_engine* engine, SessionCommands& comma
   else if (c.name == "/continue") continue_reply(commands.args, commands.sessions.current());
   else if (c.name == "/retry") retry_reply(commands.args, commands.sessions.current());
   else if (c.name == "/prepare") prepare_next(commands.sessions.current());
+  else if (c.name == "/score") score_replies(commands.sessions.current(), c.arg);
   else if (c.name == "/stats") print_stats(engine, commands.sessions.current().last_turn);
   else if (c.name == "/new") commands.start_new(c.arg);
   else if (c.name == "/switch") commands.switch_to(c.arg);

@@ -628,6 +628,31 @@ TEST_CASE("console: /prepare computes a new conversation's system prompt for its
   CHECK(reused == computed);
 }
 
+TEST_CASE("console: /score lists replies best first and adds nothing; a bad line gets usage") {
+  PARLEY_SHARED_OR_SKIP(gguf, "models/stories260k/stories260k-f32.gguf");
+  // The words stories260K continues "Once upon a time," with, and the same words shuffled.
+  const Run r = run_console(gguf,
+                            "/score Once upon a time, | girl little Lily a there named was. | "
+                            "there was a little girl named Lily.\n/score no replies\n/sessions\n");
+  CHECK(r.exit_code == 0);
+  const size_t header = r.out.find("(log-probability of each reply");
+  REQUIRE(header != std::string::npos);
+  const size_t best = r.out.find("there was a little girl named Lily.\n", header);
+  const size_t worst = r.out.find("girl little Lily a there named was.\n", header);
+  REQUIRE(best != std::string::npos);
+  REQUIRE(worst != std::string::npos);
+  CHECK(best < worst);
+  double best_lp = 0, per_token = 0;
+  const size_t line = r.out.rfind('\n', best);
+  REQUIRE(std::sscanf(r.out.c_str() + line + 1, "%lf %lf", &best_lp, &per_token) == 2);
+  CHECK(best_lp < 0);
+  CHECK(per_token > best_lp);  // several tokens
+  CHECK(r.out.find("usage: /score MESSAGE | REPLY | REPLY ...\n") != std::string::npos);
+  const auto listed = listed_sessions(r.out);
+  REQUIRE(listed.size() == 1);
+  CHECK(listed.begin()->second.tokens == 0);
+}
+
 TEST_CASE("store: /delete removes a stored conversation that is not open, never an open one") {
   PARLEY_SHARED_OR_SKIP(gguf, "models/stories260k/stories260k-f32.gguf");
   TempDir dir;
