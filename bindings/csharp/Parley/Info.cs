@@ -107,4 +107,23 @@ namespace Parley
         // Tokens of the context then left for the reply; 0: the message does not fit.
         public int ContextLeft { get; private set; }
     }
+
+    // How likely the model finds one reply to a message (Session.ScoreReplies).
+    public sealed class ReplyScore
+    {
+        internal ReplyScore(string text, double logProb, uint tokenCount)
+        {
+            Text = text;
+            LogProb = logProb;
+            TokenCount = (int)tokenCount;
+        }
+
+        // The reply as given.
+        public string Text { get; private set; }
+        // The natural log of the probability of exactly this reply, summed over its tokens
+        // (<= 0).
+        public double LogProb { get; private set; }
+        // Tokens scored: the reply's, and its end's when the end was scored.
+        public int TokenCount { get; private set; }
+    }
 }

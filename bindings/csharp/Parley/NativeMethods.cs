@@ -12,6 +12,9 @@ namespace Parley
         // (An iOS player links the library statically and would use "__Internal" instead.)
         internal const string Library = "parley";
 
+        // PARLEY_SCORE_WITH_END: parley_session_score_replies scores the end of each reply too.
+        internal const uint ScoreWithEnd = 1;
+
         [UnmanagedFunctionPointer(CallingConvention.Cdecl)]
         internal delegate void LogCallback(int level, IntPtr msg, IntPtr user);
 

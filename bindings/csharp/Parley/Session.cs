@@ -99,6 +99,53 @@ namespace Parley
             return new TokenCount(promptTokens, contextLeft);
         }
 
+        // How likely the model finds each of several replies to a message, without generating
+        // and without changing the conversation: for each reply, in the order of `replies`, the
+        // natural log of the probability that the model, after the conversation so far and
+        // `message`, replies with exactly that text (the sum over its tokens, at temperature 1:
+        // no sampling options apply) and the number of tokens scored. The most likely reply is
+        // the model's pick among a character's possible lines or actions, or the label it
+        // gives a message. A longer reply has more tokens to pay for; LogProb / TokenCount
+        // compares replies per token. `withEnd` scores the end of each reply too (the
+        // template's end of reply, EOS for "raw"), so that "Yes" is not also counted as the
+        // start of "Yes, but". The message is taken as Send takes it, each reply as
+        // AddExchange takes it ("" is 0 tokens, LogProb 0 unless the end is scored).
+        // ParleyStatus.InvalidArgument for no replies or more than 256, ContextFull when the
+        // message and one of the replies do not fit in what is left of the context, Cancelled
+        // when Interrupt() stopped it.
+        public ReplyScore[] ScoreReplies(string message, IList<string> replies,
+                                         bool withEnd = false)
+        {
+            byte[] utf8 = Utf8.ToNative(message, "message");
+            if (utf8 == null) throw new ArgumentNullException("message");
+            if (replies == null) throw new ArgumentNullException("replies");
+            // Copied first: the count and the pointers then agree whatever replies.Count says.
+            var texts = new List<string>(replies);
+            int n = texts.Count;
+            // At least one element each: with no replies the library, not the marshaller, says
+            // what is wrong.
+            var pointers = new IntPtr[Math.Max(n, 1)];
+            var logprobs = new double[pointers.Length];
+            var tokens = new uint[pointers.Length];
+            using (var strings = new NativeStrings())
+            {
+                for (int i = 0; i < n; i++)
+                {
+                    // C would take a NULL for a missing string, as for stop strings.
+                    if (texts[i] == null)
+                        throw new ArgumentException("element " + i + " is null", "replies");
+                    pointers[i] = strings.Add(texts[i], "replies");
+                }
+                ParleyException.ThrowIfFailed(NativeMethods.parley_session_score_replies(
+                    Handle, utf8, pointers, new UIntPtr((uint)n),
+                    withEnd ? NativeMethods.ScoreWithEnd : 0u, logprobs, tokens));
+            }
+            var scores = new ReplyScore[n];
+            for (int i = 0; i < n; i++)
+                scores[i] = new ReplyScore(texts[i], logprobs[i], tokens[i]);
+            return scores;
+        }
+
         // Adds a user message and a reply to it that the caller wrote, without generating, as
         // if the model had replied so: a character's scripted lines, or a conversation carried
         // over from elsewhere. Both are turns (Rewind(2) removes them). The reply is tokenized
@@ -117,8 +164,8 @@ namespace Parley
 
         // Asks a running send to stop at the next token; it then fails with
         // ParleyStatus.Cancelled, keeping the partial reply as the turn. A running Prepare
-        // fails so too, keeping what it computed. Any thread, any time; a no-op when nothing
-        // runs.
+        // fails so too, keeping what it computed, and so does a running ScoreReplies. Any
+        // thread, any time; a no-op when nothing runs.
         public void Interrupt()
         {
             ParleyException.ThrowIfFailed(NativeMethods.parley_session_interrupt(Handle));

@@ -37,6 +37,7 @@ namespace Parley.Tests
             ContinueTests.Register(runner);
             CountTokensTests.Register(runner);
             PrepareTests.Register(runner);
+            ScoreRepliesTests.Register(runner);
             LogitBiasTests.Register(runner);
             ErrorTests.Register(runner);
             StoreTests.Register(runner);

@@ -16,15 +16,15 @@ from .errors import (BackendError, BadModelError, BusyError, CancelledError,
                      ContextFullError, CorruptError, InternalError, InvalidArgumentError,
                      IoError, MisuseError, ModelMismatchError, NotFoundError,
                      OutOfMemoryError, ParleyError, StorageError, UnsupportedError)
-from .info import (EngineStats, ModelInfo, SessionInfo, StoredSessionInfo, TokenCount,
-                   TurnStats)
+from .info import (EngineStats, ModelInfo, ReplyScore, SessionInfo, StoredSessionInfo,
+                   TokenCount, TurnStats)
 from .session import Session
 
 __version__ = "0.5.0"
 
 __all__ = [
-    "Engine", "Session", "EngineStats", "ModelInfo", "SessionInfo", "StoredSessionInfo",
-    "TokenCount", "TurnStats",
+    "Engine", "Session", "EngineStats", "ModelInfo", "ReplyScore", "SessionInfo",
+    "StoredSessionInfo", "TokenCount", "TurnStats",
     "version", "version_number", "library_path", "set_log_callback", "LibraryError",
     "ParleyError", "InvalidArgumentError", "NotFoundError", "IoError", "BadModelError",
     "UnsupportedError", "OutOfMemoryError", "ContextFullError", "BusyError", "CancelledError",

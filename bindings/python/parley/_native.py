@@ -7,6 +7,7 @@ from ctypes import (CFUNCTYPE, POINTER, Structure, c_char, c_char_p, c_double, c
 
 # The version this binding was written against (PARLEY_VERSION_NUMBER of parley.h).
 VERSION_NUMBER = 0 * 10000 + 5 * 100 + 0
+SCORE_WITH_END = 1  # PARLEY_SCORE_WITH_END: parley_session_score_replies scores each end
 
 parley_status = c_int32
 engine_p = c_void_p  # parley_engine *

@@ -82,6 +82,21 @@ def stop_arg(stop):
     return (ctypes.c_char_p * len(encoded))(*encoded), len(encoded)
 
 
+def replies_arg(replies):
+    """A sequence of str -> (the items as given, their UTF-8 bytes); None items stay None
+    (NULL). How many is for the library to judge, 0 included."""
+    # A lone str is a sequence too, of one-character replies: surely not what was meant.
+    if isinstance(replies, (str, bytes)):
+        raise InvalidArgumentError("replies must be a sequence of str, not a single %s; "
+                                   "wrap it in a list" % type(replies).__name__)
+    try:
+        items = list(replies)
+    except TypeError:
+        raise InvalidArgumentError("replies must be a sequence of str, not %s"
+                                   % type(replies).__name__) from None
+    return items, [text_arg("replies[%d]" % i, r) for i, r in enumerate(items)]
+
+
 def logit_bias_arg(logit_bias):
     """{token id: bias}, or an iterable of (token id, bias) pairs -> (parley_logit_bias[],
     count); None or empty -> (None, 0). Whether the ids are in the vocabulary, each listed once,

@@ -134,3 +134,13 @@ class TokenCount:
     then left for the reply; 0 means the message does not fit."""
     prompt_tokens: int
     context_left: int
+
+
+@dataclasses.dataclass(frozen=True)
+class ReplyScore:
+    """How likely the model finds one reply (Session.score_replies). text: the reply as given.
+    logprob: the natural log of the probability of exactly that reply, summed over its tokens
+    (<= 0). n_tokens: the tokens scored, the reply's end included when it was scored."""
+    text: str
+    logprob: float
+    n_tokens: int

@@ -8,7 +8,7 @@ from ._buffers import read_ids
 from ._handle import NativeHandle
 from ._streaming import stream_pieces
 from .errors import CancelledError, check, error_for
-from .info import ROLES, SessionInfo, TokenCount, TurnStats
+from .info import ROLES, ReplyScore, SessionInfo, TokenCount, TurnStats
 
 # Stands for "no user message" where text is expected: None is a NULL text, which send refuses.
 _CONTINUE = object()
@@ -177,6 +177,34 @@ class Session(NativeHandle):
                                                     ctypes.byref(context_left)))
         return TokenCount(prompt_tokens.value, context_left.value)
 
+    def score_replies(self, message, replies, with_end=False):
+        """How likely the model finds each of several replies to a message, without generating
+        and without changing the conversation: a list of ReplyScore, in the order of replies,
+        each with the natural log of the probability that the model, after the conversation so
+        far and message, replies with exactly that text (the sum over its tokens, at
+        temperature 1: no sampling options apply) and the number of tokens scored. The most
+        likely reply is the model's pick among a character's possible lines or actions, or
+        the label it gives a message. A longer reply has more tokens to pay for; logprob /
+        n_tokens compares replies per token. with_end=True scores the end of each reply too
+        (the template's end of reply, EOS for "raw"), so that "Yes" is not also counted as
+        the start of "Yes, but". message is taken as send() takes it, each reply as
+        add_exchange() takes it ("" is 0 tokens, logprob 0 unless the end is scored).
+        Raises InvalidArgumentError for no replies or more than 256, ContextFullError when the
+        message and one of the replies do not fit in what is left of the context,
+        CancelledError when interrupt() stopped it."""
+        data = _options.text_arg("message", message)
+        texts, encoded = _options.replies_arg(replies)
+        n = len(encoded)
+        # At least one element each: an empty list still passes valid pointers, and the
+        # library, not ctypes, says that no replies is not a call it takes.
+        array = (ctypes.c_char_p * max(n, 1))(*encoded)
+        logprobs = (ctypes.c_double * max(n, 1))()
+        n_tokens = (ctypes.c_uint32 * max(n, 1))()
+        flags = _native.SCORE_WITH_END if with_end else 0
+        check(self._lib.parley_session_score_replies(self._live(), data, array, n, flags,
+                                                     logprobs, n_tokens))
+        return [ReplyScore(texts[i], logprobs[i], n_tokens[i]) for i in range(n)]
+
     def add_exchange(self, user_text, reply_text):
         """Adds a user message and a reply to it that the caller wrote, without generating,
         as if the model had replied so: a character's scripted lines, or a conversation
@@ -190,8 +218,9 @@ class Session(NativeHandle):
 
     def interrupt(self):
         """Stops the running reply at its next token (it raises CancelledError and keeps the
-        partial reply as the turn), or a running prepare() (it raises CancelledError and keeps
-        what it computed). Any thread, any time; a no-op when nothing runs."""
+        partial reply as the turn), a running prepare() (it raises CancelledError and keeps
+        what it computed) or score_replies() (it raises CancelledError). Any thread, any time;
+        a no-op when nothing runs."""
         with self._close_lock:
             check(self._lib.parley_session_interrupt(self._live()))
 
