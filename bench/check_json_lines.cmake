@@ -99,9 +99,9 @@ foreach(line IN LISTS lines)
 endforeach()
 
 # prefill: 16 and 1000 capped to the context; decode: one context; turn: one line a turn;
-# prefix: two sessions, a prepared one and a summary; spill: one length; kv-bytes: one KV type; codec: four
-# zstd levels, with and without the filter; concurrent: 1 and 2 sessions, steps shared or not,
-# and a prompt beside a generating session.
+# prefix: two sessions, a prepared one and a summary; spill: one length; kv-bytes: one KV type;
+# codec: four zstd levels, with and without the filter; concurrent: 1 and 2 sessions, steps
+# shared or not, and a prompt beside a generating session.
 set(expected prefill 2 decode 1 turn 2 prefix 4 spill 1 kv-bytes 1 codec 8 concurrent 5)
 set(report "")
 while(expected)

@@ -574,8 +574,8 @@ PARLEY_API parley_status parley_session_continue(parley_session *s,
  *    markers and the system prompt), in whole blocks of 16 tokens, and holds it for its first
  *    turn. Sessions of the same cache_scope that start alike find it too. Suspending the
  *    session lets it go (it stays cached until the KV budget needs the memory).
- *  Calling it again when nothing is left to do costs nothing. Replies are the same, bit for
- *  bit, with or without it.
+ *  Calling it again when nothing is left to do costs nothing. Replies are those the session
+ *  gives without it (on the CPU backend bit for bit: the work is only done earlier).
  *  @param[out] stats  filled when not NULL (caller sets struct_size): reused_tokens (KV that
  *                     was already there or came from the prefix cache), computed_tokens,
  *                     restore_ms, kv_source; the other fields 0 (stop_index -1)

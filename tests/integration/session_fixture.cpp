@@ -1,5 +1,8 @@
 #include "session_fixture.h"
 
+#include <atomic>
+#include <thread>
+
 #include "common/error.h"
 #include "support/shared_assets.h"
 #include "support/synth_model.h"
@@ -59,6 +62,56 @@ const std::string& small_synthetic_model() {
   spec.context_length = 128;
   spec.n_kv_heads = 1;
   return synthetic_gguf_once("small", spec);
+}
+
+const std::string& long_context_model() {
+  SynthSpec spec;
+  spec.dim = 256;
+  spec.hidden_dim = 512;
+  spec.context_length = 2048;
+  return synthetic_gguf_once("long-context", spec);
+}
+
+std::shared_ptr<engine::Engine> open_long_context_engine() {
+  engine::EngineOptions options;
+  options.model_path = long_context_model();
+  options.kv_type = kv::KvType::int8;
+  options.n_threads = 1;
+  return std::make_shared<engine::Engine>(options);
+}
+
+Status run_while_stopping(engine::Session& s, const std::function<void()>& work) {
+  std::atomic<bool> started{false}, done{false};
+  std::thread stopper([&] {
+    while (!done.load()) {
+      s.interrupt();
+      started.store(true);
+      std::this_thread::yield();
+    }
+  });
+  while (!started.load()) std::this_thread::yield();
+  Status status = Status::ok;
+  {
+    const auto use = s.try_use();
+    try {
+      work();
+    } catch (const Error& e) {
+      status = e.status();
+    }
+  }
+  done.store(true);
+  stopper.join();
+  return status;
+}
+
+std::string story_system_prompt() {
+  return "Once upon a time, there was a little girl named Lily. She loved to play outside in "
+         "the park with her big red ball. One day, she saw a small dog under a tree. The dog "
+         "was sad because he could not find his mom. Lily wanted to help him, so she looked "
+         "everywhere in the park. They looked behind the slide, near the pond and under the "
+         "bench. Then they heard a loud bark and saw a big brown dog running to them. It was "
+         "the mom! The little dog was very happy and wagged his tail. Lily smiled and went home "
+         "to tell her mom about her new friends. Her mom gave her a big hug and a warm cookie.";
 }
 
 }  // namespace parley::test

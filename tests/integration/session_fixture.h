@@ -2,10 +2,12 @@
 // a small synthetic chat model that needs nothing from outside the repository.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "common/error.h"
 #include "engine/engine.h"
 #include "engine/session.h"
 
@@ -32,5 +34,21 @@ engine::TurnStats greedy_turn(engine::Session& s, const std::string& text, uint3
 
 // A GGUF file (written once per process) of a small random model: vocab 320, context 128.
 const std::string& small_synthetic_model();
+
+// A GGUF file (written once per process) of a random model whose context (2048) holds several
+// CPU prefill chunks (512 tokens), each taking milliseconds: a stop requested from another
+// thread is seen well before the last one, however the threads are scheduled.
+const std::string& long_context_model();
+
+// An engine on long_context_model() with INT8 KV and one thread, so that a core is left for
+// a thread that asks a session to stop.
+std::shared_ptr<engine::Engine> open_long_context_engine();
+
+// Runs `work` with the right to use `s`, while another thread asks `s` to stop over and over
+// (from before `work` starts until it ends); the status of the Error it threw, ok when none.
+Status run_while_stopping(engine::Session& s, const std::function<void()>& work);
+
+// About 200 tokens of the kind of text stories260K knows.
+std::string story_system_prompt();
 
 }  // namespace parley::test

@@ -5,39 +5,18 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
-#include <atomic>
 #include <memory>
 #include <string>
-#include <thread>
 
 #include "common/error.h"
 #include "session_fixture.h"
 #include "support/shared_assets.h"
-#include "support/synth_model.h"
 
 using namespace parley;
 using namespace parley::test;
 
-namespace {
-
-// A context of several CPU prefill chunks (512 tokens), each taking milliseconds, so the stop
-// requests are seen well before the last one, however the threads are scheduled.
-const std::string& long_context_model() {
-  SynthSpec spec;
-  spec.dim = 256;
-  spec.hidden_dim = 512;
-  spec.context_length = 2048;
-  return synthetic_gguf_once("long-interrupt", spec);
-}
-
-}  // namespace
-
 TEST_CASE("interrupt() stops a long prompt between chunks; the message keeps an empty reply") {
-  engine::EngineOptions options;
-  options.model_path = long_context_model();
-  options.kv_type = kv::KvType::int8;
-  options.n_threads = 1;  // a core left for the thread that asks to stop
-  auto engine = std::make_shared<engine::Engine>(options);
+  auto engine = open_long_context_engine();
   // Scopes of their own: neither finds the other's prompt in the prefix cache.
   engine::Session stopped(engine, session_options("", "raw", "stopped"));
   engine::Session rewound(engine, session_options("", "raw", "rewound"));
@@ -48,31 +27,13 @@ TEST_CASE("interrupt() stops a long prompt between chunks; the message keeps an 
   greedy_turn(rewound, message, 4);
   rewound.rewind(1);
 
-  // Stop requests from another thread for as long as the send runs.
-  std::atomic<bool> started{false}, done{false};
-  std::thread stopper([&] {
-    while (!done.load()) {
-      stopped.interrupt();
-      started.store(true);
-      std::this_thread::yield();
-    }
-  });
-  while (!started.load()) std::this_thread::yield();
   engine::GenerateParams greedy;
   greedy.sampler.temperature = 0;
   greedy.max_tokens = 4;
   engine::TurnStats stats;
-  Status status = Status::ok;
-  {
-    const auto use = stopped.try_use();
-    try {
-      stopped.send(message, greedy, [](std::string_view) { return true; }, stats);
-    } catch (const Error& e) {
-      status = e.status();
-    }
-  }
-  done.store(true);
-  stopper.join();
+  const Status status = run_while_stopping(stopped, [&] {
+    stopped.send(message, greedy, [](std::string_view) { return true; }, stats);
+  });
 
   CHECK(status == Status::cancelled);
   REQUIRE(stats.prompt_tokens > 3 * 512);

@@ -16,17 +16,6 @@ using namespace parley::test;
 
 namespace {
 
-// About 200 tokens of the kind of text stories260K knows.
-std::string long_system_prompt() {
-  return "Once upon a time, there was a little girl named Lily. She loved to play outside in "
-         "the park with her big red ball. One day, she saw a small dog under a tree. The dog "
-         "was sad because he could not find his mom. Lily wanted to help him, so she looked "
-         "everywhere in the park. They looked behind the slide, near the pond and under the "
-         "bench. Then they heard a loud bark and saw a big brown dog running to them. It was "
-         "the mom! The little dog was very happy and wagged his tail. Lily smiled and went home "
-         "to tell her mom about her new friends. Her mom gave her a big hug and a warm cookie.";
-}
-
 double max_diff(std::span<const float> a, std::span<const float> b) {
   double d = 0;
   for (size_t i = 0; i < a.size(); ++i) d = std::max(d, double(std::fabs(a[i] - b[i])));
@@ -40,10 +29,10 @@ TEST_CASE("a prefix hit gives the same tokens and logits as computing it") {
   for (auto type : {kv::KvType::int8, kv::KvType::f32}) {
     CAPTURE(std::string(kv::kv_type_name(type)));
     auto engine = open_engine(gguf.string(), type);
-    engine::Session first(engine, session_options(long_system_prompt()));
+    engine::Session first(engine, session_options(story_system_prompt()));
     const auto miss = greedy_turn(first, "Lily", 20);
     CHECK(miss.reused_tokens == 0);
-    engine::Session second(engine, session_options(long_system_prompt()));
+    engine::Session second(engine, session_options(story_system_prompt()));
     const auto hit = greedy_turn(second, "Lily", 20);
     CHECK(hit.reused_tokens >= 12 * 16);
     CHECK(hit.computed_tokens == hit.prompt_tokens - hit.reused_tokens);
@@ -55,26 +44,26 @@ TEST_CASE("a prefix hit gives the same tokens and logits as computing it") {
 TEST_CASE("different cache scopes never share") {
   PARLEY_SHARED_OR_SKIP(gguf, "models/stories260k/stories260k-f32.gguf");
   auto engine = open_engine(gguf.string(), kv::KvType::int8);
-  engine::Session alice(engine, session_options(long_system_prompt(), "raw", "alice"));
+  engine::Session alice(engine, session_options(story_system_prompt(), "raw", "alice"));
   greedy_turn(alice, "Lily", 4);
   const auto hits_before = engine->stats().blocks.prefix_hits;
-  engine::Session bob(engine, session_options(long_system_prompt(), "raw", "bob"));
+  engine::Session bob(engine, session_options(story_system_prompt(), "raw", "bob"));
   CHECK(greedy_turn(bob, "Lily", 4).reused_tokens == 0);
   CHECK(engine->stats().blocks.prefix_hits == hits_before);
-  engine::Session alice2(engine, session_options(long_system_prompt(), "raw", "alice"));
+  engine::Session alice2(engine, session_options(story_system_prompt(), "raw", "alice"));
   CHECK(greedy_turn(alice2, "Lily", 4).reused_tokens > 0);
 }
 
 TEST_CASE("32 sessions with one 200-token system prompt hold one copy of its full blocks") {
   PARLEY_SHARED_OR_SKIP(gguf, "models/stories260k/stories260k-f32.gguf");
   auto engine = open_engine(gguf.string(), kv::KvType::int8);
-  const size_t system_tokens = engine->tokenizer().encode(long_system_prompt()).size() + 1;  // + BOS
+  const size_t system_tokens = engine->tokenizer().encode(story_system_prompt()).size() + 1;  // + BOS
   REQUIRE(system_tokens >= 200);
   const uint64_t shared_blocks = system_tokens / 16;
 
   std::vector<std::unique_ptr<engine::Session>> sessions;
   for (int i = 0; i < 32; ++i) {
-    sessions.push_back(std::make_unique<engine::Session>(engine, session_options(long_system_prompt())));
+    sessions.push_back(std::make_unique<engine::Session>(engine, session_options(story_system_prompt())));
     const auto stats = greedy_turn(*sessions.back(), "Tom", 2);
     CHECK(stats.reused_tokens == (i == 0 ? 0 : shared_blocks * 16));
   }
@@ -91,7 +80,7 @@ TEST_CASE("32 sessions with one 200-token system prompt hold one copy of its ful
   sessions.clear();
   CHECK(engine->stats().blocks.used == 0);
   CHECK(engine->stats().blocks.cached >= shared_blocks);
-  engine::Session later(engine, session_options(long_system_prompt()));
+  engine::Session later(engine, session_options(story_system_prompt()));
   CHECK(greedy_turn(later, "Ben", 2).reused_tokens == shared_blocks * 16);
 }
 
@@ -100,7 +89,7 @@ TEST_CASE("cached prefix blocks give way when the budget needs their memory") {
   // stories260K INT8 blocks: 16 x 480 bytes. A budget of 20 blocks: one long conversation fits.
   auto engine = open_engine(gguf.string(), kv::KvType::int8, 20 * 16 * 480);
   {
-    engine::Session s(engine, session_options(long_system_prompt()));
+    engine::Session s(engine, session_options(story_system_prompt()));
     greedy_turn(s, "Tom", 2);
   }
   CHECK(engine->stats().blocks.cached >= 12);
@@ -122,7 +111,7 @@ TEST_CASE("under budget pressure cached prefix blocks go before idle sessions ar
   engine::Session idle(engine, session_options("", "raw", "idle"));
   greedy_turn(idle, "Tom", 40);  // 3 blocks, kept resident while not in use
   {
-    engine::Session s(engine, session_options(long_system_prompt(), "raw", "gone"));
+    engine::Session s(engine, session_options(story_system_prompt(), "raw", "gone"));
     greedy_turn(s, "Tom", 2);
   }
   const uint64_t cached = engine->stats().blocks.cached;

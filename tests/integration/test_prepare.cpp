@@ -5,32 +5,19 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
-#include <atomic>
-#include <filesystem>
 #include <memory>
 #include <string>
-#include <thread>
 
 #include "common/error.h"
 #include "session_fixture.h"
 #include "support/error_check.h"
 #include "support/shared_assets.h"
-#include "support/synth_model.h"
 #include "text/chat_template.h"
 
 using namespace parley;
 using namespace parley::test;
 
 namespace {
-
-// About 200 tokens of the kind of text stories260K knows.
-std::string long_system_prompt() {
-  return "Once upon a time, there was a little girl named Lily. She loved to play outside in "
-         "the park with her big red ball. One day, she saw a small dog under a tree. The dog "
-         "was sad because he could not find his mom. Lily wanted to help him, so she looked "
-         "everywhere in the park. They looked behind the slide, near the pond and under the "
-         "bench. Then they heard a loud bark and saw a big brown dog running to them.";
-}
 
 engine::TurnStats prepare(engine::Session& s) {
   engine::TurnStats stats;
@@ -53,42 +40,6 @@ uint32_t opening_full_tokens(const engine::Engine& engine, text::TemplateKind ki
   return uint32_t(tmpl.render_system(system).size() / 16 * 16);
 }
 
-// Runs `work` on `s` while another thread asks `s` to stop, over and over; the status it
-// ended with.
-template <class Work>
-Status run_while_stopping(engine::Session& s, Work&& work) {
-  std::atomic<bool> started{false}, done{false};
-  std::thread stopper([&] {
-    while (!done.load()) {
-      s.interrupt();
-      started.store(true);
-      std::this_thread::yield();
-    }
-  });
-  while (!started.load()) std::this_thread::yield();
-  Status status = Status::ok;
-  {
-    const auto use = s.try_use();
-    try {
-      work();
-    } catch (const Error& e) {
-      status = e.status();
-    }
-  }
-  done.store(true);
-  stopper.join();
-  return status;
-}
-
-// A context of several CPU prefill chunks (512 tokens), so a stop is seen between them.
-const std::string& long_context_model() {
-  SynthSpec spec;
-  spec.dim = 256;
-  spec.hidden_dim = 512;
-  spec.context_length = 2048;
-  return synthetic_gguf_once("long-prepare", spec);
-}
-
 }  // namespace
 
 TEST_CASE("prepare computes a new conversation's opening, and its first turn takes it") {
@@ -99,13 +50,12 @@ TEST_CASE("prepare computes a new conversation's opening, and its first turn tak
       CAPTURE(std::string(kv::kv_type_name(type)));
       CAPTURE(name);
       const uint32_t opening =
-          opening_full_tokens(*engine, *text::template_from_name(name), long_system_prompt());
+          opening_full_tokens(*engine, *text::template_from_name(name), story_system_prompt());
       REQUIRE(opening >= 10 * 16);
       // Scopes of their own: neither finds the other's blocks.
-      engine::Session prepared(engine,
-                               session_options(long_system_prompt(), name, "p-" + std::string(name)));
-      engine::Session plain(engine,
-                            session_options(long_system_prompt(), name, "q-" + std::string(name)));
+      const std::string scope(name);
+      engine::Session prepared(engine, session_options(story_system_prompt(), name, "p-" + scope));
+      engine::Session plain(engine, session_options(story_system_prompt(), name, "q-" + scope));
       const auto first = prepare(prepared);
       CHECK(first.computed_tokens == opening);
       CHECK(first.reused_tokens == 0);
@@ -133,19 +83,19 @@ TEST_CASE("a prepared opening is shared with the sessions of its scope that star
   PARLEY_SHARED_OR_SKIP(gguf, "models/stories260k/stories260k-f32.gguf");
   auto engine = open_engine(gguf.string(), kv::KvType::int8);
   const uint32_t opening =
-      opening_full_tokens(*engine, text::TemplateKind::raw, long_system_prompt());
-  engine::Session first(engine, session_options(long_system_prompt()));
+      opening_full_tokens(*engine, text::TemplateKind::raw, story_system_prompt());
+  engine::Session first(engine, session_options(story_system_prompt()));
   CHECK(prepare(first).computed_tokens == opening);
   const auto used = engine->stats().blocks.used;
   CHECK(used == opening / 16);
-  engine::Session second(engine, session_options(long_system_prompt()));
+  engine::Session second(engine, session_options(story_system_prompt()));
   const auto found = prepare(second);
   CHECK(found.computed_tokens == 0);
   CHECK(found.reused_tokens == opening);
   CHECK(engine->stats().blocks.used == used);  // one copy
   CHECK(engine->stats().blocks.shared == used);
   // Another scope computes its own.
-  engine::Session other(engine, session_options(long_system_prompt(), "raw", "other"));
+  engine::Session other(engine, session_options(story_system_prompt(), "raw", "other"));
   CHECK(prepare(other).computed_tokens == opening);
 }
 
@@ -231,17 +181,13 @@ TEST_CASE("a conversation reopened by a restarted engine is prepared from the st
 }
 
 TEST_CASE("a stopped prepare keeps what it computed, and the next one goes on from there") {
-  engine::EngineOptions options;
-  options.model_path = long_context_model();
-  options.kv_type = kv::KvType::int8;
-  options.n_threads = 1;  // a core left for the thread that asks to stop
-  auto engine = std::make_shared<engine::Engine>(options);
+  auto engine = open_long_context_engine();
   std::string system;
-  for (int i = 0; i < 500; ++i) system += "a b c ";
+  for (int i = 0; i < 250; ++i) system += "a b c ";
   engine::Session stopped(engine, session_options(system, "raw", "stopped"));
   engine::Session plain(engine, session_options(system, "raw", "plain"));
   const uint32_t opening = opening_full_tokens(*engine, text::TemplateKind::raw, system);
-  REQUIRE(opening > 2 * 512);
+  REQUIRE(opening > 512);  // two prefill chunks at least
 
   engine::TurnStats first;
   const Status status = run_while_stopping(stopped, [&] { stopped.prepare(first); });
@@ -260,15 +206,11 @@ TEST_CASE("a stopped prepare keeps what it computed, and the next one goes on fr
 }
 
 TEST_CASE("prepare computes the prompt an interrupt left without KV, all but its last token") {
-  engine::EngineOptions options;
-  options.model_path = long_context_model();
-  options.kv_type = kv::KvType::int8;
-  options.n_threads = 1;
-  auto engine = std::make_shared<engine::Engine>(options);
+  auto engine = open_long_context_engine();
   engine::Session stopped(engine, session_options("", "raw", "stopped"));
   engine::Session rewound(engine, session_options("", "raw", "rewound"));
   std::string message;
-  for (int i = 0; i < 600; ++i) message += "a b c ";
+  for (int i = 0; i < 250; ++i) message += "a b c ";
   // The same message answered, then its reply rewound: the conversation the stop leaves.
   greedy_turn(rewound, message, 4);
   rewound.rewind(1);
@@ -300,7 +242,7 @@ TEST_CASE("suspending a prepared session lets its opening go; the first turn sti
   PARLEY_SHARED_OR_SKIP(gguf, "models/stories260k/stories260k-f32.gguf");
   const TempDir dir;
   auto engine = open_engine_with_store(gguf.string(), kv::KvType::int8, {(dir / "s.db").string()});
-  engine::Session s(engine, session_options(long_system_prompt()));
+  engine::Session s(engine, session_options(story_system_prompt()));
   const uint32_t opening = prepare(s).computed_tokens;
   REQUIRE(opening >= 10 * 16);
   {
@@ -318,7 +260,7 @@ TEST_CASE("prepare beyond the KV budget is OUT_OF_MEMORY and holds nothing") {
   const uint64_t block_bytes =
       open_engine(gguf.string(), kv::KvType::int8)->stats().kv_bytes_per_token * 16;
   auto engine = open_engine(gguf.string(), kv::KvType::int8, 4 * block_bytes);
-  engine::Session s(engine, session_options(long_system_prompt()));
+  engine::Session s(engine, session_options(story_system_prompt()));
   engine::TurnStats stats;
   {
     const auto use = s.try_use();

@@ -8,10 +8,10 @@
 #include <thread>
 
 #include "parley.h"
+#include "session_fixture.h"
 #include "support/c_api_options.h"
 #include "support/c_api_sessions.h"
 #include "support/shared_assets.h"
-#include "support/synth_model.h"
 
 using namespace parley::test;
 
@@ -91,19 +91,14 @@ TEST_CASE("parley_session_prepare: an opening, then a reopened conversation, in 
 }
 
 TEST_CASE("parley_session_prepare: stopped by parley_session_interrupt, with its figures") {
-  SynthSpec spec;
-  spec.dim = 256;
-  spec.hidden_dim = 512;
-  spec.context_length = 2048;
   parley_engine_options eo;
   parley_engine_options_init(&eo);
-  const std::string model = synthetic_gguf_once("long-prepare-api", spec);
-  eo.model_path = model.c_str();
+  eo.model_path = long_context_model().c_str();
   eo.n_threads = 1;  // a core left for the thread that asks to stop
   parley_engine* e = nullptr;
   REQUIRE_MESSAGE(parley_engine_open(&eo, &e) == PARLEY_OK, parley_last_error());
   std::string system;
-  for (int i = 0; i < 500; ++i) system += "a b c ";
+  for (int i = 0; i < 250; ++i) system += "a b c ";
   parley_session* s = create_session(e, nullptr, system.c_str());
 
   std::atomic<bool> started{false}, done{false};

@@ -19,7 +19,7 @@ namespace {
 
 constexpr uint32_t kReply = 6;
 
-const std::string& long_context_model() {
+const std::string& long_restore_model() {
   SynthSpec spec;
   spec.context_length = 2048;
   spec.n_kv_heads = 1;
@@ -63,7 +63,7 @@ void damage_block(const std::string& db, const std::string& id, size_t block) {
 }  // namespace
 
 TEST_CASE("a long conversation restores whole, and a damaged block costs only what follows it") {
-  auto reference_engine = open_engine(long_context_model(), kv::KvType::int8);
+  auto reference_engine = open_engine(long_restore_model(), kv::KvType::int8);
   engine::Session reference(reference_engine, session_options("", "raw"));
   greedy_turn(reference, long_text(), kReply);
   const size_t first_turn_tokens = reference.tokens().size();
@@ -77,14 +77,14 @@ TEST_CASE("a long conversation restores whole, and a damaged block costs only wh
     auto o = session_options("", "raw");
     o.id = "long";
     {
-      auto engine = open_engine_with_store(long_context_model(), kv::KvType::int8, {db});
+      auto engine = open_engine_with_store(long_restore_model(), kv::KvType::int8, {db});
       engine::Session s(engine, o);
       greedy_turn(s, long_text(), kReply);
     }  // closing spills the KV
     constexpr size_t kDamagedBlock = 70;  // in the second batch of blocks decoded together
     if (damaged) damage_block(db, "long", kDamagedBlock);
 
-    auto engine = open_engine_with_store(long_context_model(), kv::KvType::int8, {db});
+    auto engine = open_engine_with_store(long_restore_model(), kv::KvType::int8, {db});
     auto s = engine::Session::open(engine, "long");
     const auto stats = greedy_turn(*s, " and then", kReply);
     if (damaged) {

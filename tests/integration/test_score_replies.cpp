@@ -5,11 +5,9 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
-#include <atomic>
 #include <cmath>
 #include <memory>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "common/error.h"
@@ -18,7 +16,6 @@
 #include "session_fixture.h"
 #include "support/error_check.h"
 #include "support/shared_assets.h"
-#include "support/synth_model.h"
 #include "text/tokenizer.h"
 
 using namespace parley;
@@ -197,41 +194,15 @@ TEST_CASE("scoring refuses a reply beyond the context and invalid UTF-8, naming 
 }
 
 TEST_CASE("interrupt() stops scoring between chunks; the conversation is as it was") {
-  SynthSpec spec;
-  spec.dim = 256;
-  spec.hidden_dim = 512;
-  spec.context_length = 2048;
-  engine::EngineOptions options;
-  options.model_path = synthetic_gguf_once("long-score", spec);
-  options.kv_type = kv::KvType::int8;
-  options.n_threads = 1;  // a core left for the thread that asks to stop
-  auto engine = std::make_shared<engine::Engine>(options);
+  auto engine = open_long_context_engine();
   engine::Session s(engine, session_options("", "raw"));
   greedy_turn(s, "a b", 4);
   const auto before = s.tokens();
   std::string message;
   for (int i = 0; i < 500; ++i) message += "a b c ";
 
-  std::atomic<bool> started{false}, done{false};
-  std::thread stopper([&] {
-    while (!done.load()) {
-      s.interrupt();
-      started.store(true);
-      std::this_thread::yield();
-    }
-  });
-  while (!started.load()) std::this_thread::yield();
-  Status status = Status::ok;
-  {
-    const auto use = s.try_use();
-    try {
-      s.score_replies(message, std::vector<std::string_view>{"d"}, false);
-    } catch (const Error& e) {
-      status = e.status();
-    }
-  }
-  done.store(true);
-  stopper.join();
+  const Status status = run_while_stopping(
+      s, [&] { s.score_replies(message, std::vector<std::string_view>{"d"}, false); });
   CHECK(status == Status::cancelled);
   CHECK(s.tokens() == before);
   CHECK(engine->stats().blocks.used == s.kv_bytes_resident() /
