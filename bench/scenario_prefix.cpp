@@ -25,6 +25,21 @@ nlohmann::ordered_json block_stats(const engine::EngineStats& s) {
           {"kv_bytes_resident", s.kv_bytes_resident}};
 }
 
+// A line for one session's first turn: its figures, and how much of its prompt was found.
+nlohmann::ordered_json turn_line(BenchContext& ctx, engine::Engine& engine,
+                                 const TimedTurn& turn, const char* part) {
+  nlohmann::ordered_json line = ctx.line("prefix", engine);
+  line["prompt_tokens"] = turn.stats.prompt_tokens;
+  line["context_tokens"] = turn.context_tokens();
+  line["generated_tokens"] = turn.stats.generated_tokens;
+  line["prefill_tok_s"] = turn.prefill_tok_s();
+  line["ttft_ms"] = turn.stats.ttft_ms;
+  line["part"] = part;
+  line["reused_tokens"] = turn.stats.reused_tokens;
+  line["computed_tokens"] = turn.stats.computed_tokens;
+  return line;
+}
+
 }  // namespace
 
 void run_prefix(BenchContext& ctx) {
@@ -51,16 +66,8 @@ void run_prefix(BenchContext& ctx) {
       const TimedTurn turn = send_timed(*sessions.back(), messages[i % messages.size()],
                                         fixed_length_params(kReplyTokens));
       ttft.push_back(turn.stats.ttft_ms);
-      nlohmann::ordered_json line = ctx.line("prefix", *engine);
-      line["prompt_tokens"] = turn.stats.prompt_tokens;
-      line["context_tokens"] = turn.context_tokens();
-      line["generated_tokens"] = turn.stats.generated_tokens;
-      line["prefill_tok_s"] = turn.prefill_tok_s();
-      line["ttft_ms"] = turn.stats.ttft_ms;
-      line["part"] = "session";
+      nlohmann::ordered_json line = turn_line(ctx, *engine, turn, "session");
       line["session"] = i + 1;
-      line["reused_tokens"] = turn.stats.reused_tokens;
-      line["computed_tokens"] = turn.stats.computed_tokens;
       ctx.write(line);
     }
 
@@ -80,17 +87,9 @@ void run_prefix(BenchContext& ctx) {
     const double prepare_ms = engine::now_ms() - prepare_start;
     const TimedTurn after = send_timed(prepared, short_messages()[0],
                                        fixed_length_params(kReplyTokens));
-    nlohmann::ordered_json prepared_line = ctx.line("prefix", *engine);
-    prepared_line["prompt_tokens"] = after.stats.prompt_tokens;
-    prepared_line["context_tokens"] = after.context_tokens();
-    prepared_line["generated_tokens"] = after.stats.generated_tokens;
-    prepared_line["prefill_tok_s"] = after.prefill_tok_s();
-    prepared_line["ttft_ms"] = after.stats.ttft_ms;
-    prepared_line["part"] = "prepared";
+    nlohmann::ordered_json prepared_line = turn_line(ctx, *engine, after, "prepared");
     prepared_line["prepare_ms"] = prepare_ms;
     prepared_line["prepared_tokens"] = prepare_stats.computed_tokens;
-    prepared_line["reused_tokens"] = after.stats.reused_tokens;
-    prepared_line["computed_tokens"] = after.stats.computed_tokens;
     ctx.write(prepared_line);
 
     const double rest = median(std::vector<double>(ttft.begin() + 1, ttft.end()));
