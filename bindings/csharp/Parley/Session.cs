@@ -42,7 +42,7 @@ namespace Parley
         {
             if (text == null) throw new ArgumentNullException("text");
             if (_handle.IsClosed) throw new ObjectDisposedException("Session");
-            return StreamPieces(text, options);
+            return StreamPieces(onPiece => SendCore(text, options, onPiece));
         }
 
         // Generates without a new user message and returns the text this call generated
@@ -64,6 +64,17 @@ namespace Parley
             Func<string, bool> onPiece = null;
             if (onText != null) onPiece = piece => { onText(piece); return true; };
             return Generate(null, options, onPiece);
+        }
+
+        // Generates without a new user message, as Continue does, and yields the text this call
+        // generates piece by piece, as the enumerated Stream does: nothing is generated before
+        // the first MoveNext, which fails as Continue would (ParleyStatus.InvalidArgument when
+        // there is nothing to continue), and leaving the loop early stops the reply, keeping
+        // what was generated.
+        public IEnumerable<string> StreamContinue(GenerateOptions options = null)
+        {
+            if (_handle.IsClosed) throw new ObjectDisposedException("Session");
+            return StreamPieces(onPiece => Generate(null, options, onPiece));
         }
 
         // Does now the work the next Send or Continue would begin with, so that its first
@@ -305,7 +316,9 @@ namespace Parley
             }
         }
 
-        private IEnumerable<string> StreamPieces(string text, GenerateOptions options)
+        // Runs `generate` (a send or a continue, handed the piece handler) on a worker thread
+        // and yields its pieces.
+        private IEnumerable<string> StreamPieces(Func<Func<string, bool>, string> generate)
         {
             var pieces = new BlockingCollection<string>();
             int stopRequested = 0;
@@ -314,7 +327,7 @@ namespace Parley
             {
                 try
                 {
-                    SendCore(text, options, piece =>
+                    generate(piece =>
                     {
                         if (Volatile.Read(ref stopRequested) != 0) return false;
                         pieces.Add(piece);
@@ -341,7 +354,7 @@ namespace Parley
             {
                 if (!pieces.IsCompleted)
                 {
-                    // The caller left early: stop the reply (the flag covers a send that has
+                    // The caller left early: stop the reply (the flag covers a reply that has
                     // not started yet, Interrupt one between two tokens), then wait for it.
                     Volatile.Write(ref stopRequested, 1);
                     try

@@ -1,5 +1,6 @@
 // Session.Continue (since 0.4): generation without a new user message. It gives the reply a
 // rewind dropped again (regenerate), or more of a reply left open, appended to it.
+// Session.StreamContinue is its enumerated form, as the enumerated Stream is Send's.
 using System;
 using System.Collections.Generic;
 using System.Linq;
@@ -19,11 +20,15 @@ namespace Parley.Tests
             r.Add("continuing a reply cut at MaxTokens gives the longer reply", CutReplyGrows);
             r.Add("a reply written with AddExchange is continued", WrittenReplyIsContinued);
             r.Add("continued pieces concatenate to the returned text", PiecesMakeTheText);
+            r.Add("an enumerated continuation gives what Continue gives", EnumeratedIsContinue);
+            r.Add("a rewound reply is enumerated again", RewoundReplyIsEnumerated);
+            r.Add("leaving an enumerated continuation early keeps it", LeavingEnumerationEarly);
             r.Add("a ReplyPrefix starts a regenerated reply", PrefixStartsRegeneratedReply);
             r.Add("nothing to continue in a fresh session is InvalidArgument", FreshSessionFails);
             r.Add("a reply the model ended is not continued", EndedReplyFails);
             r.Add("a ReplyPrefix for a reply under way is InvalidArgument", PrefixUnderWayFails);
-            r.Add("Continue on a disposed session throws", DisposedSessionThrows);
+            r.Add("Continue and StreamContinue on a disposed session throw",
+                  DisposedSessionThrows);
         }
 
         private static GenerateOptions Greedy(int maxTokens, string prefix = null)
@@ -135,6 +140,66 @@ namespace Parley.Tests
             }
         }
 
+        private static void EnumeratedIsContinue()
+        {
+            using (Engine engine = Fixture.OpenEngine())
+            using (Session s = Fixture.RawSession(engine))
+            {
+                string first = s.Send(Prompt, Greedy(4));
+                using (Session twin = s.Fork())
+                {
+                    string expected = twin.Continue(Greedy(MaxTokens));
+                    int[] tokens = s.Tokens;
+                    IEnumerable<string> enumerated = s.StreamContinue(Greedy(MaxTokens));
+                    Assert.SequenceEqual(tokens, s.Tokens, "nothing before the enumeration");
+                    List<string> pieces = enumerated.ToList();
+                    Assert.True(pieces.Count > 1, "several pieces (" + pieces.Count + ")");
+                    Assert.Equal(expected, string.Concat(pieces), "the pieces");
+                    Assert.Equal(first + expected, LastText(s), "the continued turn");
+                    Assert.SequenceEqual(twin.Tokens, s.Tokens, "the tokens");
+                }
+                Assert.Equal(0, s.LastStats.PromptTokens, "prompt tokens");
+                Assert.Equal(MaxTokens, s.LastStats.GeneratedTokens, "generated tokens");
+                Assert.Equal(StopReason.MaxTokens, s.LastStats.StopReason, "stop reason");
+            }
+        }
+
+        private static void RewoundReplyIsEnumerated()
+        {
+            using (Engine engine = Fixture.OpenEngine())
+            using (Session s = Fixture.RawSession(engine))
+            {
+                string reply = s.Send(Prompt, Greedy(MaxTokens));
+                int[] tokens = s.Tokens;
+                s.Rewind(1);
+                Assert.Equal(reply, string.Concat(s.StreamContinue(Greedy(MaxTokens))),
+                             "the reply again");
+                Assert.SequenceEqual(tokens, s.Tokens, "the tokens again");
+            }
+        }
+
+        private static void LeavingEnumerationEarly()
+        {
+            using (Engine engine = Fixture.OpenEngine())
+            using (Session s = Fixture.RawSession(engine))
+            {
+                string first = s.Send(Prompt, Greedy(4));
+                int turns = s.Info.Turns;
+                List<string> taken = s.StreamContinue(Greedy(0)).Take(1).ToList();
+                Assert.Equal(1, taken.Count, "pieces taken");
+                // The worker has finished: the reply it stopped is kept, the same turn grown by
+                // at least what was taken (it may have generated ahead of the loop).
+                Assert.Equal(turns, s.Info.Turns, "the same turn, not a new one");
+                string kept = LastText(s);
+                Assert.True(kept.StartsWith(first + taken[0], StringComparison.Ordinal),
+                            "the kept reply starts with the pieces: \"" + kept + "\"");
+                Assert.Equal(StopReason.Cancelled, s.LastStats.StopReason, "stop reason");
+                Assert.True(s.LastStats.GeneratedTokens < engine.ModelInfo.ContextLength - 5,
+                            "stopped before the context's end");
+                Assert.True(s.Continue(Greedy(4)).Length > 0, "the session is free again");
+            }
+        }
+
         private static void PrefixStartsRegeneratedReply()
         {
             using (Engine engine = Fixture.OpenEngine())
@@ -165,6 +230,11 @@ namespace Parley.Tests
                     Assert.ThrowsStatus(ParleyStatus.InvalidArgument,
                                         () => s.Continue(Greedy(MaxTokens)), "a fresh session");
                     Assert.Equal(0, s.Info.Turns, "no turns");
+                    // As the enumerated Stream, the library is asked at the first MoveNext.
+                    IEnumerable<string> enumerated = s.StreamContinue(Greedy(MaxTokens));
+                    Assert.ThrowsStatus(ParleyStatus.InvalidArgument,
+                                        () => enumerated.ToList(), "an enumerated continuation");
+                    Assert.Equal(0, s.Info.Turns, "still no turns");
                 }
                 var options = new SessionOptions
                 {
@@ -224,6 +294,8 @@ namespace Parley.Tests
                 Session s = Fixture.RawSession(engine);
                 s.Dispose();
                 Assert.Throws<ObjectDisposedException>(() => s.Continue(), "a disposed session");
+                Assert.Throws<ObjectDisposedException>(() => s.StreamContinue(),
+                                                       "StreamContinue on a disposed session");
             }
         }
     }

@@ -97,6 +97,19 @@ class Session(NativeHandle):
         self._live()  # fail now, not at the first next()
         return stream_pieces(functools.partial(self._generate, text, options))
 
+    def stream_continue(self, *, max_tokens=256, temperature=0.8, top_k=40, top_p=0.95,
+                        min_p=0.05, repeat_penalty=1.0, repeat_last_n=64, seed=0,
+                        ignore_eos=False, stop=None, reply_prefix=None, logit_bias=None):
+        """Like continue_reply(), but returns an iterator of the pieces of the text it
+        generates, each yielded as it is generated; the loop and leaving it early are as with
+        stream(). Nothing is generated before the first next(), which raises what
+        continue_reply() would (InvalidArgumentError when there is nothing to continue)."""
+        options = _options.generate_options(self._lib, max_tokens, temperature, top_k, top_p,
+                                            min_p, repeat_penalty, repeat_last_n, seed,
+                                            ignore_eos, stop, reply_prefix, logit_bias)
+        self._live()  # fail now, not at the first next()
+        return stream_pieces(functools.partial(self._generate, _CONTINUE, options))
+
     def _reply(self, text, options, on_text):
         """send() and continue_reply(): the text generated, gathered from its pieces."""
         pieces = []

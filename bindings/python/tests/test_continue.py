@@ -1,5 +1,6 @@
 """Session.continue_reply (since 0.4): generation without a new user message. It gives the
-reply a rewind dropped again (regenerate), or more of a reply left open, appended to it."""
+reply a rewind dropped again (regenerate), or more of a reply left open, appended to it.
+Session.stream_continue is its iterator form, as stream() is send()'s."""
 
 import pytest
 
@@ -110,6 +111,56 @@ def test_a_truthy_on_text_stops_the_continuation_and_keeps_it(engine):
         assert s.turns[-1] == ("assistant", first + more)
 
 
+def test_a_streamed_continuation_gives_what_continue_reply_gives(engine):
+    with engine.session(template="raw") as s:
+        first = s.send(PROMPT, **cut_greedy(4))
+        with s.fork() as twin:
+            expected = twin.continue_reply(**GREEDY)
+            tokens = s.tokens
+            it = s.stream_continue(**GREEDY)
+            assert s.tokens == tokens  # nothing generated before the first next()
+            pieces = list(it)
+            assert len(pieces) > 1
+            assert "".join(pieces) == expected
+            assert s.turns[-1] == ("assistant", first + expected)
+            assert s.tokens == twin.tokens
+        stats = s.last_stats
+        assert stats.prompt_tokens == 0
+        assert stats.generated_tokens == GREEDY["max_tokens"]
+        assert stats.stop_reason == "max_tokens"
+
+
+def test_a_rewound_reply_is_streamed_again(engine):
+    with engine.session(template="raw") as s:
+        reply = s.send(PROMPT, **GREEDY)
+        tokens = s.tokens
+        s.rewind(1)
+        assert "".join(s.stream_continue(**GREEDY)) == reply
+        assert s.tokens == tokens
+
+
+def test_leaving_a_streamed_continuation_early_keeps_what_it_yielded(engine):
+    with engine.session(template="raw") as s:
+        first = s.send(PROMPT, **cut_greedy(4))
+        n_turns = s.info.n_turns
+        for piece in s.stream_continue(**cut_greedy(200)):
+            break
+        assert piece
+        assert s.info.n_turns == n_turns
+        assert s.turns[-1] == ("assistant", first + piece)
+        assert s.last_stats.stop_reason == "cancelled"
+        assert s.continue_reply(**GREEDY)  # the stream's thread is done: the session is free
+
+
+def test_calling_the_session_from_a_streamed_continuation_is_busy(engine):
+    with engine.session(template="raw") as s:
+        s.send(PROMPT, **cut_greedy(4))
+        with pytest.raises(parley.BusyError):
+            for _ in s.stream_continue(**cut_greedy(200)):
+                s.tokens
+        assert s.continue_reply(**GREEDY)
+
+
 def test_a_reply_prefix_starts_a_regenerated_reply(engine):
     with engine.session(template="raw") as s:
         expected = s.send(PROMPT, **GREEDY, reply_prefix=PREFIX)
@@ -131,6 +182,12 @@ def test_a_fresh_session_has_nothing_to_continue(engine):
                 s.continue_reply(**GREEDY)
             assert info.value.status == 1
             assert info.value.message  # the library's own message
+            assert s.turns == turns
+            it = s.stream_continue(**GREEDY)  # as stream(), the library is asked at next()
+            with pytest.raises(parley.InvalidArgumentError) as streamed:
+                next(it)
+            assert streamed.value.status == 1
+            assert streamed.value.message == info.value.message
             assert s.turns == turns
 
 
@@ -170,6 +227,8 @@ def test_bad_options_are_refused_before_c(engine):
             s.continue_reply(max_tokens=-1)
         with pytest.raises(parley.InvalidArgumentError, match="wrap it in a list"):
             s.continue_reply(stop="dog")
+        with pytest.raises(parley.InvalidArgumentError):  # at the call, as stream()
+            s.stream_continue(max_tokens=-1)
 
 
 def test_a_closed_session_is_misuse(engine):
@@ -177,3 +236,5 @@ def test_a_closed_session_is_misuse(engine):
     s.close()
     with pytest.raises(parley.MisuseError):
         s.continue_reply(**GREEDY)
+    with pytest.raises(parley.MisuseError):
+        s.stream_continue(**GREEDY)
