@@ -28,6 +28,7 @@ const char* kConsoleHelp =
     "/rewind N      drop the last N messages (a message and its reply are two)\n"
     "/continue      more of the last reply (cut at --max-tokens, a stop string or Ctrl-C)\n"
     "/retry         drop the last reply and write it anew (the same one with a fixed --seed)\n"
+    "/exchange U | R  add the message U and the reply R, written, without generating\n"
     "/score M | R1 | R2 ...  how likely the model finds each reply R to the message M (best\n"
     "               first); nothing is added to the conversation\n"
     "/prepare       compute now what the next message would begin with: the KV of a stored\n"
@@ -88,6 +89,7 @@ bool run_command(const Command& c, parley_engine* engine, SessionCommands& comma
   else if (c.name == "/retry") retry_reply(commands.args, commands.sessions.current());
   else if (c.name == "/prepare") prepare_next(commands.sessions.current());
   else if (c.name == "/score") score_replies(commands.sessions.current(), c.arg);
+  else if (c.name == "/exchange") write_exchange(commands.sessions.current(), c.arg);
   else if (c.name == "/stats") print_stats(engine, commands.sessions.current().last_turn);
   else if (c.name == "/new") commands.start_new(c.arg);
   else if (c.name == "/switch") commands.switch_to(c.arg);

@@ -2,7 +2,10 @@
 
 #include <cstdio>
 #include <optional>
+#include <string>
+#include <vector>
 
+#include "bar_parts.h"
 #include "output.h"
 #include "parley.h"
 #include "state_names.h"
@@ -71,6 +74,25 @@ void retry_reply(const CliArgs& args, Sessions::Open& open) {
     }
   }
   continue_reply(args, open);
+}
+
+void write_exchange(Sessions::Open& open, std::string_view arg) {
+  const std::vector<std::string> parts = split_bars(arg);
+  if (parts.size() != 2) {
+    std::printf("usage: /exchange USER MESSAGE | REPLY\n");
+    return;
+  }
+  clear_stop_request();
+  parley_status st = PARLEY_OK;
+  {
+    const InterruptOnCtrlC stop(open.session.get());
+    st = parley_session_add_exchange(open.session.get(), parts[0].c_str(), parts[1].c_str());
+  }
+  if (st != PARLEY_OK) {
+    print_error("exchange failed", st);
+    return;
+  }
+  std::printf("(added: a message and its reply)\n");
 }
 
 void prepare_next(Sessions::Open& open) {

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 
 #include "cli_args.h"
 #include "sessions.h"
@@ -18,6 +19,9 @@ void continue_reply(const CliArgs& args, Sessions::Open& open);
 
 // /retry: drops the last reply and generates it anew (the same one with a fixed --seed).
 void retry_reply(const CliArgs& args, Sessions::Open& open);
+
+// /exchange USER | REPLY: adds a message and a reply written for it, without generating.
+void write_exchange(Sessions::Open& open, std::string_view arg);
 
 // /prepare: computes now what the next message would begin with (KV from the store, the
 // system prompt of a conversation not yet begun) and says what it did. Ctrl-C stops it.

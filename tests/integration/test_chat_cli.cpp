@@ -653,6 +653,27 @@ TEST_CASE("console: /score lists replies best first and adds nothing; a bad line
   CHECK(listed.begin()->second.tokens == 0);
 }
 
+TEST_CASE("console: /exchange adds a written message and reply; a bad line gets usage") {
+  PARLEY_SHARED_OR_SKIP(gguf, "models/stories260k/stories260k-f32.gguf");
+  TempDir dir;
+  const Run r = run_store_console(
+      gguf, dir / "chat.db",
+      "/exchange Tell me a story. | Once upon a time there was a cat.\n/exchange one part\n"
+      "/sessions\n",
+      "--session s");
+  CHECK(r.exit_code == 0);
+  CHECK(r.out.find("(added: a message and its reply)\n") != std::string::npos);
+  CHECK(r.out.find("usage: /exchange USER MESSAGE | REPLY\n") != std::string::npos);
+  const auto listed = listed_sessions(r.out);
+  REQUIRE(listed.count("s") == 1);
+  CHECK(listed.at("s").turns == 2);
+  CHECK(listed.at("s").tokens > 10);
+  // Stored as written: a later run lists both turns.
+  const Run later = run_store_console(gguf, dir / "chat.db", "/sessions\n", "--session s");
+  REQUIRE(listed_sessions(later.out).count("s") == 1);
+  CHECK(listed_sessions(later.out).at("s").turns == 2);
+}
+
 TEST_CASE("store: /delete removes a stored conversation that is not open, never an open one") {
   PARLEY_SHARED_OR_SKIP(gguf, "models/stories260k/stories260k-f32.gguf");
   TempDir dir;
