@@ -45,20 +45,18 @@ void Session::continue_reply(const GenerateParams& params, const TextSink& sink,
   if (!tokens_.empty() && n_cached_ == tokens_.size()) await_last_token_kv();
 
   // 2. Where the conversation stood (after a DROP_OLDEST rebuild, the renumbered messages).
-  const size_t tokens_before = tokens_.size();
-  const uint32_t cached_before = n_cached_;
-  const bool closed_before = reply_closed_;
+  const Checkpoint before = checkpoint();
   const bool missing = messages_.back().role == Role::user;
 
   // 3. Prefill the pending token (and a prefix); 4. generate; 5a. the reply as it will be.
   ReplyCut cut = ReplyCut::none;
   Message reply_message = missing ? Message{Role::assistant, std::string(), 0,
-                                            uint32_t(tokens_before), false}
+                                            uint32_t(before.n_tokens), false}
                                   : messages_.back();
   try {
     tokens_.insert(tokens_.end(), reply_ids.begin(), reply_ids.end());
     const uint32_t from_cache = prefill();
-    stats.reused_tokens = cached_before + from_cache;
+    stats.reused_tokens = before.n_cached + from_cache;
     stats.computed_tokens = n_cached_ - stats.reused_tokens;
     if (n_cached_ < tokens_.size()) {  // stopped during the prefill: the prefix alone
       cut = ReplyCut::cancelled;
@@ -75,9 +73,7 @@ void Session::continue_reply(const GenerateParams& params, const TextSink& sink,
     reply_message.closed = reply_closed_;
     messages_.reserve(messages_.size() + 1);
   } catch (...) {
-    tokens_.resize(tokens_before);
-    truncate_kv(cached_before);
-    reply_closed_ = closed_before;
+    roll_back(before);
     throw;
   }
 

@@ -264,6 +264,19 @@ class Session {
   void fail_if_cut(ReplyCut cut, const TurnStats& stats);
   // Drops KV past n tokens (tokens_ is the caller's).
   void truncate_kv(uint32_t n);
+  // Where a turn starts from, so that one that fails leaves the conversation as it was.
+  struct Checkpoint {
+    size_t n_tokens;
+    uint32_t n_cached;
+    bool reply_closed;
+  };
+  Checkpoint checkpoint() const { return {tokens_.size(), n_cached_, reply_closed_}; }
+  // Tokens, their KV and the last reply's state back to `c` (messages_ are the caller's).
+  void roll_back(const Checkpoint& c) {
+    tokens_.resize(c.n_tokens);
+    truncate_kv(c.n_cached);
+    reply_closed_ = c.reply_closed;
+  }
   // Drops the last n reply tokens and their KV; the one then last awaits its KV again.
   void drop_reply_tokens(size_t n);
   // Drops the last token's KV if it was computed, as a generated reply leaves it: the next

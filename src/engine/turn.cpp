@@ -95,9 +95,8 @@ void Session::run_turn(std::string_view user_text, const std::string_view* writt
   fit_turn(&user_text, new_ids, reply_room, written_reply != nullptr, stats);
 
   // 2. Remember where the conversation stood, so a failure leaves it as it was.
-  const size_t tokens_before = tokens_.size();
-  const uint32_t cached_before = n_cached_;
-  const bool closed_before = reply_closed_;
+  const Checkpoint before = checkpoint();
+  const size_t tokens_before = before.n_tokens;
   const bool first = tokens_before == 0;
   stats.prompt_tokens = uint32_t(new_ids.size());
 
@@ -112,7 +111,7 @@ void Session::run_turn(std::string_view user_text, const std::string_view* writt
     tokens_.insert(tokens_.end(), new_ids.begin(), new_ids.end());
     tokens_.insert(tokens_.end(), reply_ids.begin(), reply_ids.end());
     const uint32_t from_cache = prefill();
-    stats.reused_tokens = cached_before + from_cache;
+    stats.reused_tokens = before.n_cached + from_cache;
     stats.computed_tokens = n_cached_ - stats.reused_tokens;  // short of the prompt if stopped
     std::string reply;
     if (written_reply) {
@@ -147,9 +146,7 @@ void Session::run_turn(std::string_view user_text, const std::string_view* writt
                      uint32_t(reply_start), reply_closed_};
     messages_.reserve(messages_.size() + 3);
   } catch (...) {
-    tokens_.resize(tokens_before);
-    truncate_kv(cached_before);
-    reply_closed_ = closed_before;
+    roll_back(before);
     throw;
   }
 
