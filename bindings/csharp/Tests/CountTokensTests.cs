@@ -112,16 +112,15 @@ namespace Parley.Tests
             using (Session s = Fixture.RawSession(engine))
             {
                 int contextLength = engine.ModelInfo.ContextLength;
-                var huge = new StringBuilder();
-                while (huge.Length < 8 * contextLength) huge.Append("and the dog ran ");
+                string huge = Fixture.TextBeyondContext(engine);
                 s.Send("The little dog", Fixture.Greedy(8));
                 string before = Snapshot(s);
-                TokenCount count = s.CountTokens(huge.ToString());
+                TokenCount count = s.CountTokens(huge);
                 Assert.True(count.PromptTokens > contextLength,
                             "more tokens than the context (" + count.PromptTokens + ")");
                 Assert.Equal(0, count.ContextLeft, "context left");
                 Assert.ThrowsStatus(ParleyStatus.ContextFull,
-                    () => s.Send(huge.ToString(), Fixture.Greedy(4)), "sending it");
+                    () => s.Send(huge, Fixture.Greedy(4)), "sending it");
                 Assert.Equal(before, Snapshot(s), "tokens and turns");
                 Assert.True(s.CountTokens("Once").ContextLeft > 0, "a short message still fits");
             }

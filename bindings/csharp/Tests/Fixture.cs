@@ -3,6 +3,7 @@
 // visibly, except in CI (CI=true), where its absence is a failure.
 using System;
 using System.IO;
+using System.Text;
 
 namespace Parley.Tests
 {
@@ -45,6 +46,29 @@ namespace Parley.Tests
         public static GenerateOptions Greedy(int maxTokens)
         {
             return new GenerateOptions { Temperature = 0, MaxTokens = maxTokens, IgnoreEos = true };
+        }
+
+        // Text of far more tokens than the engine's context (about 8 characters per token of room).
+        public static string TextBeyondContext(Engine engine)
+        {
+            var text = new StringBuilder();
+            int room = engine.ModelInfo.ContextLength;
+            while (text.Length < 8 * room) text.Append("and the dog ran ");
+            return text.ToString();
+        }
+
+        // Runs `body` with the path of a store file in a fresh temporary folder, removed after.
+        public static void WithStoreFile(Action<string> body)
+        {
+            string dir = NewTempDir();
+            try
+            {
+                body(Path.Combine(dir, "chats.sqlite"));
+            }
+            finally
+            {
+                Directory.Delete(dir, true);
+            }
         }
 
         public static string NewTempDir()

@@ -2,7 +2,6 @@
 // new conversation computes its opening, a stored one gets its KV back; replies are the same
 // with or without it.
 using System;
-using System.IO;
 
 namespace Parley.Tests
 {
@@ -103,10 +102,8 @@ namespace Parley.Tests
 
         private static void ReopenedSessionIsRestored()
         {
-            string dir = Fixture.NewTempDir();
-            try
+            Fixture.WithStoreFile(store =>
             {
-                string store = Path.Combine(dir, "chats.sqlite");
                 using (Engine engine = Fixture.OpenEngine(store))
                 using (Session s = ChatSession(engine, "raw", null, "cs-prepare"))
                 {
@@ -142,19 +139,14 @@ namespace Parley.Tests
                     Assert.Equal(reply, s.Send(Messages[1], Fixture.Greedy(16)), "the reply");
                     Assert.SequenceEqual(tokens, s.Tokens, "the tokens");
                 }
-            }
-            finally
-            {
-                Directory.Delete(dir, true);
-            }
+            });
         }
 
         private static void SuspendedSessionIsRestored()
         {
-            string dir = Fixture.NewTempDir();
-            try
+            Fixture.WithStoreFile(store =>
             {
-                using (Engine engine = Fixture.OpenEngine(Path.Combine(dir, "chats.sqlite")))
+                using (Engine engine = Fixture.OpenEngine(store))
                 using (Session s = Fixture.RawSession(engine))
                 {
                     s.Send("Once upon a time", Fixture.Greedy(8));
@@ -166,11 +158,7 @@ namespace Parley.Tests
                     Assert.Equal(KvSource.Resident, s.LastStats.KvSource, "the send's kv source");
                     Assert.Equal(0.0, s.LastStats.RestoreMs, "the send restores nothing");
                 }
-            }
-            finally
-            {
-                Directory.Delete(dir, true);
-            }
+            });
         }
 
         private static void ReentrantPrepareIsBusy()

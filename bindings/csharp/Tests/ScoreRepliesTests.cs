@@ -2,7 +2,6 @@
 // message, without generating and without changing the conversation.
 using System;
 using System.Collections.Generic;
-using System.IO;
 using System.Text;
 
 namespace Parley.Tests
@@ -148,10 +147,9 @@ namespace Parley.Tests
 
         private static void SuspendedSession()
         {
-            string dir = Fixture.NewTempDir();
-            try
+            Fixture.WithStoreFile(store =>
             {
-                using (Engine engine = Fixture.OpenEngine(Path.Combine(dir, "chats.sqlite")))
+                using (Engine engine = Fixture.OpenEngine(store))
                 using (Session s = Fixture.RawSession(engine))
                 {
                     s.Send("The little dog", Fixture.Greedy(16));
@@ -160,11 +158,7 @@ namespace Parley.Tests
                     Assert.Equal(0L, s.Info.KvBytesResident, "no KV in memory");
                     AssertSameScores(expected, s.ScoreReplies(Message, Replies), "after Suspend");
                 }
-            }
-            finally
-            {
-                Directory.Delete(dir, true);
-            }
+            });
         }
 
         private static void HowManyReplies()
@@ -238,13 +232,11 @@ namespace Parley.Tests
             using (Engine engine = Fixture.OpenEngine())
             using (Session s = Fixture.RawSession(engine))
             {
-                int contextLength = engine.ModelInfo.ContextLength;
-                var huge = new StringBuilder();
-                while (huge.Length < 8 * contextLength) huge.Append("and the dog ran ");
+                string huge = Fixture.TextBeyondContext(engine);
                 s.Send("The little dog", Fixture.Greedy(8));
                 string before = Snapshot(s);
                 ParleyException e = Assert.ThrowsStatus(ParleyStatus.ContextFull,
-                    () => s.ScoreReplies(Message, new[] { Replies[0], huge.ToString() }),
+                    () => s.ScoreReplies(Message, new[] { Replies[0], huge }),
                     "scoring it");
                 Assert.True(e.Message.Contains("reply 1"), "the message says which, got "
                             + e.Message);

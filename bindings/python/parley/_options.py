@@ -55,20 +55,25 @@ def choice_arg(name, value, choices):
                                    % (name, ", ".join(sorted(choices)), value)) from None
 
 
+def _items(name, value):
+    """The items of a sequence argument as a list; a lone str or bytes (a sequence of
+    characters, surely not what was meant) or a non-sequence is refused, naming `name`."""
+    if isinstance(value, (str, bytes)):
+        raise InvalidArgumentError("%s must be a sequence of str, not a single %s; "
+                                   "wrap it in a list" % (name, type(value).__name__))
+    try:
+        return list(value)
+    except TypeError:
+        raise InvalidArgumentError("%s must be a sequence of str, not %s"
+                                   % (name, type(value).__name__)) from None
+
+
 def stop_arg(stop):
     """A sequence of str -> (char *[] of UTF-8, count); None or empty -> (None, 0). How many
     and how long is for the library to judge, so its limits live in one place."""
     if stop is None:
         return None, 0
-    # A lone str is a sequence too, of one-character stop strings: surely not what was meant.
-    if isinstance(stop, (str, bytes)):
-        raise InvalidArgumentError("stop must be a sequence of str, not a single %s; "
-                                   "wrap it in a list" % type(stop).__name__)
-    try:
-        items = list(stop)
-    except TypeError:
-        raise InvalidArgumentError("stop must be a sequence of str, not %s"
-                                   % type(stop).__name__) from None
+    items = _items("stop", stop)
     if not items:
         return None, 0
     encoded = []
@@ -85,15 +90,7 @@ def stop_arg(stop):
 def replies_arg(replies):
     """A sequence of str -> (the items as given, their UTF-8 bytes); None items stay None
     (NULL). How many is for the library to judge, 0 included."""
-    # A lone str is a sequence too, of one-character replies: surely not what was meant.
-    if isinstance(replies, (str, bytes)):
-        raise InvalidArgumentError("replies must be a sequence of str, not a single %s; "
-                                   "wrap it in a list" % type(replies).__name__)
-    try:
-        items = list(replies)
-    except TypeError:
-        raise InvalidArgumentError("replies must be a sequence of str, not %s"
-                                   % type(replies).__name__) from None
+    items = _items("replies", replies)
     return items, [text_arg("replies[%d]" % i, r) for i, r in enumerate(items)]
 
 

@@ -45,3 +45,4 @@ def engine(model_path):
 
 # Greedy decoding that does not stop early: the settings of the reference runs.
 GREEDY = dict(temperature=0, max_tokens=32, ignore_eos=True)
+HUGE = "and the dog ran " * 20000  # far more tokens than the model's context

@@ -3,13 +3,12 @@ it is sent, agrees with what the send then reports, and says when a message will
 
 import pytest
 
-from conftest import GREEDY
+from conftest import GREEDY, HUGE
 
 import parley
 
 SYSTEM = "You tell stories."
 MESSAGES = ["Tell me a story.", "And then?"]
-HUGE = "and the dog ran " * 20000  # far more tokens than the model's context
 
 
 def snapshot(s):

@@ -5,13 +5,12 @@ import dataclasses
 
 import pytest
 
-from conftest import GREEDY
+from conftest import GREEDY, HUGE
 
 import parley
 
 MESSAGE = "Once upon a time,"
 REPLIES = ["there was a little girl named Lily.", "girl little Lily a there named was."]
-HUGE = "and the dog ran " * 20000  # far more tokens than the model's context
 
 
 def snapshot(s):
