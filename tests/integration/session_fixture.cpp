@@ -104,6 +104,20 @@ Status run_while_stopping(engine::Session& s, const std::function<void()>& work)
   return status;
 }
 
+StoppedSend send_stopped_beside_rewound(engine::Session& stopped, engine::Session& rewound,
+                                        const std::string& message) {
+  greedy_turn(rewound, message, 4);
+  rewound.rewind(1);
+  engine::GenerateParams greedy;
+  greedy.sampler.temperature = 0;
+  greedy.max_tokens = 4;
+  StoppedSend sent;
+  sent.status = run_while_stopping(stopped, [&] {
+    stopped.send(message, greedy, [](std::string_view) { return true; }, sent.stats);
+  });
+  return sent;
+}
+
 std::string story_system_prompt() {
   return "Once upon a time, there was a little girl named Lily. She loved to play outside in "
          "the park with her big red ball. One day, she saw a small dog under a tree. The dog "

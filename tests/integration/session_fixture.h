@@ -48,6 +48,16 @@ std::shared_ptr<engine::Engine> open_long_context_engine();
 // (from before `work` starts until it ends); the status of the Error it threw, ok when none.
 Status run_while_stopping(engine::Session& s, const std::function<void()>& work);
 
+// `message` answered by `rewound` (4 greedy tokens), then its reply rewound: the conversation
+// a stop leaves. Then the same message sent to `stopped` while another thread asks it to stop;
+// the status that send ended with, and its figures.
+struct StoppedSend {
+  Status status = Status::ok;
+  engine::TurnStats stats;
+};
+StoppedSend send_stopped_beside_rewound(engine::Session& stopped, engine::Session& rewound,
+                                        const std::string& message);
+
 // About 200 tokens of the kind of text stories260K knows.
 std::string story_system_prompt();
 

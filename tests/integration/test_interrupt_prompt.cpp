@@ -22,18 +22,7 @@ TEST_CASE("interrupt() stops a long prompt between chunks; the message keeps an 
   engine::Session rewound(engine, session_options("", "raw", "rewound"));
   std::string message;
   for (int i = 0; i < 600; ++i) message += "a b c ";
-
-  // The same message answered, then its reply rewound: the conversation the stop leaves.
-  greedy_turn(rewound, message, 4);
-  rewound.rewind(1);
-
-  engine::GenerateParams greedy;
-  greedy.sampler.temperature = 0;
-  greedy.max_tokens = 4;
-  engine::TurnStats stats;
-  const Status status = run_while_stopping(stopped, [&] {
-    stopped.send(message, greedy, [](std::string_view) { return true; }, stats);
-  });
+  const auto [status, stats] = send_stopped_beside_rewound(stopped, rewound, message);
 
   CHECK(status == Status::cancelled);
   REQUIRE(stats.prompt_tokens > 3 * 512);

@@ -211,16 +211,7 @@ TEST_CASE("prepare computes the prompt an interrupt left without KV, all but its
   engine::Session rewound(engine, session_options("", "raw", "rewound"));
   std::string message;
   for (int i = 0; i < 250; ++i) message += "a b c ";
-  // The same message answered, then its reply rewound: the conversation the stop leaves.
-  greedy_turn(rewound, message, 4);
-  rewound.rewind(1);
-
-  engine::GenerateParams greedy;
-  greedy.sampler.temperature = 0;
-  greedy.max_tokens = 4;
-  engine::TurnStats sent;
-  const Status status = run_while_stopping(
-      stopped, [&] { stopped.send(message, greedy, [](std::string_view) { return true; }, sent); });
+  const auto [status, sent] = send_stopped_beside_rewound(stopped, rewound, message);
   REQUIRE(status == Status::cancelled);
   REQUIRE(sent.computed_tokens < sent.prompt_tokens);
 
