@@ -82,7 +82,7 @@ extern "C" {
 
 #define PARLEY_VERSION_MAJOR 0
 #define PARLEY_VERSION_MINOR 5
-#define PARLEY_VERSION_PATCH 0
+#define PARLEY_VERSION_PATCH 1
 #define PARLEY_VERSION_NUMBER \
   (PARLEY_VERSION_MAJOR * 10000 + PARLEY_VERSION_MINOR * 100 + PARLEY_VERSION_PATCH)
 
@@ -462,10 +462,12 @@ typedef struct parley_generate_options {
   uint32_t n_stop;          /* at most PARLEY_MAX_STOP_STRINGS; default 0 */
   int32_t  reserved0;       /* must be 0 */
   /* Since 0.3. The reply starts with this UTF-8 text, tokenized as plain text, and the model
-   * goes on from it: a format or a voice to keep ("{", "*nods* "). It is streamed first and
-   * kept as the reply's start; max_tokens and the stop strings apply to what follows it (a
-   * stop string that begins in the prefix and ends after it ends the reply right after it).
-   * NULL or "" = none. Read during the call only. */
+   * goes on from it: a format or a voice to keep ("{", "*nods* "). With the "raw" template it
+   * continues the message (" and" starts a word, "," joins the last one; since 0.5.1, before
+   * which a space was put before it). It is streamed first and kept as the reply's start;
+   * max_tokens and the stop strings apply to what follows it (a stop string that begins in
+   * the prefix and ends after it ends the reply right after it). NULL or "" = none. Read
+   * during the call only. */
   const char *reply_prefix;
   /* Since 0.4. Biases of single tokens (see parley_logit_bias), each token listed once; they
    * may not ban every token. Read during the call only. */
@@ -629,7 +631,10 @@ PARLEY_API parley_status parley_session_count_tokens(parley_session *s, const ch
 /** Adds a user message and a reply to it that the caller wrote, without generating, as if the
  *  model had replied so: a character's scripted lines, or a conversation carried over from
  *  elsewhere. The reply is tokenized as plain text (as user text is) and left open, as one
- *  cut at max_tokens: the next turn closes it the way the template closes a reply. The KV of
+ *  cut at max_tokens: the next turn closes it the way the template closes a reply. With the
+ *  "raw" template the reply continues the message as the model's own reply would, and as a
+ *  streamed raw reply reads: " there was" starts a word, ", and" joins the last one (since
+ *  0.5.1; before, a space was put before every reply). The KV of
  *  both is computed before this returns (parley_session_interrupt() stops that part: the next
  *  turn computes the rest), so the next send() computes little more than its own message.
  *  Both are turns (parley_session_get_turn; rewinding 2 removes them).

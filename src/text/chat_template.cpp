@@ -83,6 +83,7 @@ std::vector<int32_t> ChatTemplate::render_system(std::string_view system_prompt)
 }
 
 std::vector<int32_t> ChatTemplate::render_reply(std::string_view reply) const {
+  if (kind_ == TemplateKind::raw) return tokenizer_.encode_continuation(reply);
   return tokenize({text(std::string(reply))});
 }
 

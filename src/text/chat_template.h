@@ -43,9 +43,11 @@ class ChatTemplate {
   // for checking that it fits). Empty when there is no system prompt.
   std::vector<int32_t> render_system(std::string_view system_prompt) const;
 
-  // Ids of a reply the caller wrote, as the model would give them: the text encoded on its
-  // own (so a chat reply's first word has the leading space sentencepiece writes, which
-  // streaming drops). Empty for "".
+  // Ids of a reply the caller wrote, as the model would give them, so that a streamed reply
+  // written back gives the ids it came from. In a chat template the text is encoded on its
+  // own (a reply's first word has the leading space sentencepiece writes, which streaming
+  // drops); with raw it continues the text before it (Tokenizer::encode_continuation: " so"
+  // starts a word, "," joins the last one). Empty for "".
   std::vector<int32_t> render_reply(std::string_view reply) const;
 
   // Ids that close an assistant reply which stopped before its end token (max_tokens, stop).

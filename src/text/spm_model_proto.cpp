@@ -334,6 +334,16 @@ SpmModelInfo read_spm_model_info(std::string_view model_proto) {
   return info;
 }
 
+std::string without_dummy_prefix(std::string_view model_proto) {
+  // A message field written twice merges, and the scalar appended last wins.
+  WireWriter normalizer;
+  normalizer.boolean(field::kNormalizerAddDummyPrefix, false);
+  WireWriter model;
+  model.fields(model_proto);
+  model.bytes(field::kModelNormalizerSpec, normalizer.data());
+  return model.take();
+}
+
 bool looks_like_control(std::string_view piece) {
   return piece.size() > 4 && piece.substr(0, 2) == "<|" && piece.substr(piece.size() - 2) == "|>";
 }

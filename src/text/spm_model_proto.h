@@ -48,6 +48,10 @@ struct SpmModelInfo {
 // Throws Error(bad_model) on malformed wire data.
 SpmModelInfo read_spm_model_info(std::string_view model_proto);
 
+// The same model with normalizer_spec.add_dummy_prefix false, for text that continues other
+// text ("," after "time" is one piece, not U+2581 and then ",").
+std::string without_dummy_prefix(std::string_view model_proto);
+
 // Whether a piece is written as chat markers are: "<|" ... "|>" ("<|im_start|>", "<|user|>").
 bool looks_like_control(std::string_view piece);
 

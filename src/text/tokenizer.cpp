@@ -40,6 +40,8 @@ std::string describe_marked(const std::vector<std::string>& pieces) {
 
 struct Tokenizer::Impl {
   sentencepiece::SentencePieceProcessor sp;
+  // The same model without the dummy prefix; loaded only when `sp` adds one.
+  sentencepiece::SentencePieceProcessor sp_continuing;
   std::vector<PieceType> types;         // [n_vocab]
   std::vector<std::string> piece_bytes;  // [n_vocab], see Tokenizer::piece_bytes
   int32_t bos = -1;
@@ -58,6 +60,21 @@ struct Tokenizer::Impl {
             "tokenizer model: piece count disagrees with sentencepiece's");
     types = std::move(info.piece_types);
     add_dummy_prefix = info.add_dummy_prefix;
+    if (add_dummy_prefix) {
+      const auto continuing = sp_continuing.LoadFromSerializedProto(without_dummy_prefix(proto));
+      require(continuing.ok(), Status::bad_model,
+              "sentencepiece cannot load the tokenizer model: " + continuing.ToString());
+    }
+  }
+
+  std::vector<int32_t> encode(std::string_view text, bool continuing) const {
+    require(is_valid_utf8(text), Status::invalid_argument, "text to tokenize is not valid UTF-8");
+    std::vector<int> ids;
+    // Each member called by name binds to SentencePieceProcessor::Encode itself, not through
+    // the vtable, which the out-of-memory tests' wrapper of it relies on.
+    const auto status = continuing ? sp_continuing.Encode(text, &ids) : sp.Encode(text, &ids);
+    require(status.ok(), Status::internal, "sentencepiece encode failed: " + status.ToString());
+    return {ids.begin(), ids.end()};
   }
 
   std::string bytes_of(int32_t id) const {
@@ -106,11 +123,16 @@ Tokenizer::Tokenizer(const model::TokenizerSource& source) : impl_(std::make_uni
 Tokenizer::~Tokenizer() = default;
 
 std::vector<int32_t> Tokenizer::encode(std::string_view text) const {
-  require(is_valid_utf8(text), Status::invalid_argument, "text to tokenize is not valid UTF-8");
-  std::vector<int> ids;
-  const auto status = impl_->sp.Encode(text, &ids);
-  require(status.ok(), Status::internal, "sentencepiece encode failed: " + status.ToString());
-  return {ids.begin(), ids.end()};
+  return impl_->encode(text, false);
+}
+
+std::vector<int32_t> Tokenizer::encode_continuation(std::string_view text) const {
+  if (!impl_->add_dummy_prefix) return encode(text);
+  // The dummy prefix is the space a word after a space starts with; some normalizers also
+  // drop leading spaces, so that space goes to the processor that adds it back. A lone space
+  // has no word to start: it is the U+2581 piece itself.
+  if (text.size() > 1 && text.front() == ' ') return encode(text.substr(1));
+  return impl_->encode(text, true);
 }
 
 std::string Tokenizer::decode(std::span<const int32_t> ids) const {

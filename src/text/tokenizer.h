@@ -27,6 +27,12 @@ class Tokenizer {
   // Throws Error(invalid_argument) on invalid UTF-8.
   std::vector<int32_t> encode(std::string_view text) const;
 
+  // Plain text that continues other text, as a model writing on would give it: a leading
+  // space becomes the next word's U+2581, and text without one joins what came before
+  // (",", "s"), where encode() would put a U+2581 first. Equals encode() for a tokenizer
+  // without a dummy prefix. Throws as encode().
+  std::vector<int32_t> encode_continuation(std::string_view text) const;
+
   // Ids -> text as sentencepiece DecodeIds does (control tokens vanish, byte pieces are
   // joined, the leading space of the text is dropped), except that a NUL byte becomes U+FFFD.
   // Throws Error(invalid_argument) for an id outside [0, n_vocab).

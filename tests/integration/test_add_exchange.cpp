@@ -43,16 +43,18 @@ TEST_CASE("a written exchange: the user turn's ids, the reply encoded, then repl
     auto engine = open_engine(gguf.string(), kv_type);
     const auto& tok = engine->tokenizer();
     engine::Session s(engine, session_options());  // raw
-    const std::string reply = "there was a big red dog. He liked to run.";
+    // A raw reply continues the text, as the model's own would: its space starts a word.
+    const std::string reply = " there was a big red dog. He liked to run.";
     s.add_exchange("Once upon a time,", reply);
+    const auto reply_ids = tok.encode("there was a big red dog. He liked to run.");
     const auto written = concat(concat({tok.bos_id()}, tok.encode("Once upon a time,")),
-                                tok.encode(reply));
+                                reply_ids);
     CHECK(s.tokens() == written);
     REQUIRE(s.messages().size() == 2);
     CHECK(s.messages()[0].role == engine::Role::user);
     CHECK(s.messages()[1].role == engine::Role::assistant);
     CHECK(s.messages()[1].text == reply);
-    CHECK(s.messages()[1].n_tokens == tok.encode(reply).size());
+    CHECK(s.messages()[1].n_tokens == reply_ids.size());
     CHECK(!s.messages()[1].closed);
 
     // The next turn computes its own message and the written reply's last token only.
@@ -176,14 +178,16 @@ TEST_CASE("a reply prefix starts the reply; the model goes on from it as from it
     params.sampler.temperature = 0;
     params.max_tokens = 20;
     params.ignore_eos = true;
-    params.reply_prefix = "The little dog";
+    // A raw reply continues the message: its space keeps "The" a word of its own.
+    const bool raw = std::string(chat_template) == "raw";
+    params.reply_prefix = raw ? " The little dog" : "The little dog";
     params.stop_strings = text::StopStrings({"little", "very"});  // only past the prefix
     std::string streamed;
     engine::TurnStats stats;
     s.send("Once upon a time", params,
            [&](std::string_view piece) { return streamed.append(piece), true; }, stats);
     const auto& reply = s.messages().back();
-    CHECK(reply.text.starts_with("The little dog"));
+    CHECK(reply.text.starts_with(params.reply_prefix));
     CHECK(streamed == reply.text);
     CHECK(reply.text.find("very") == std::string::npos);
     const auto prefix_ids = tok.encode("The little dog");
@@ -191,10 +195,11 @@ TEST_CASE("a reply prefix starts the reply; the model goes on from it as from it
     CHECK(std::equal(prefix_ids.begin(), prefix_ids.end(),
                      s.tokens().begin() + reply.token_begin));
     // The reply reads as sentencepiece decodes its ids as one text (no space dropped after the
-    // prefix); a stop string cut it inside its last token at most.
+    // prefix; a raw reply keeps the space a text's start loses); a stop string cut it inside
+    // its last token at most.
     const std::span<const int32_t> reply_ids(s.tokens().data() + reply.token_begin,
                                              reply.n_tokens);
-    const std::string decoded = tok.decode(reply_ids);
+    const std::string decoded = (raw ? " " : "") + tok.decode(reply_ids);
     CHECK(decoded.starts_with(reply.text));
     if (stats.stop_reason == engine::StopReason::stop_string) {
       ++stopped;

@@ -47,8 +47,8 @@ TEST_CASE("a reply's score is its log-probability under the reference's logits")
   PARLEY_SHARED_OR_SKIP(gguf, "models/stories260k/stories260k-f32.gguf");
   const auto golden = read_logits_golden(golden_dir, "once_upon");
   // The message is the reference's first tokens, BOS "Once upon a time,"; the replies are the
-  // words that follow in its trajectory (each word's first piece carries its space, as a
-  // reply's first word does when the reply is encoded on its own).
+  // words that follow in its trajectory, written as the raw template streams them (" there
+  // was": the space starts the word).
   const std::string message = "Once upon a time,";
   const std::vector<int32_t> prompt(golden.token_ids.begin(), golden.token_ids.begin() + 6);
   auto engine = open_engine(gguf.string(), kv::KvType::f32);
@@ -59,7 +59,8 @@ TEST_CASE("a reply's score is its log-probability under the reference's logits")
     CAPTURE(length);
     const std::vector<int32_t> reply_ids(golden.token_ids.begin() + 6,
                                          golden.token_ids.begin() + 6 + std::ptrdiff_t(length));
-    const std::string reply = engine->tokenizer().decode(reply_ids);
+    std::string reply;
+    for (int32_t id : reply_ids) reply += engine->tokenizer().piece_bytes(id);
     // The reply as the conversation would hold it: the same ids as the reference's.
     {
       engine::Session written(engine, session_options("", "raw", "written"));
@@ -86,6 +87,40 @@ TEST_CASE("a reply's score is its log-probability under the reference's logits")
     CHECK(std::fabs(ended[0].logprob - (expected + eos)) <= 2e-4 * double(length + 1));
     CHECK(s.tokens().empty());  // nothing was added
   }
+}
+
+TEST_CASE("a raw reply that starts with a comma joins the message's last word") {
+  PARLEY_SHARED_OR_SKIP(golden_dir, "golden");
+  PARLEY_SHARED_OR_SKIP(gguf, "models/stories260k/stories260k-f32.gguf");
+  const auto golden = read_logits_golden(golden_dir, "once_upon");
+  // BOS "Once upon a time" and then the reference's ", there was ...": the comma is the
+  // piece "," after "time", not a space and a comma.
+  const std::string message = "Once upon a time";
+  auto engine = open_engine(gguf.string(), kv::KvType::f32);
+  const auto& tok = engine->tokenizer();
+  REQUIRE(tok.encode(message) ==
+          std::vector<int32_t>(golden.token_ids.begin() + 1, golden.token_ids.begin() + 5));
+  const std::vector<int32_t> reply_ids(golden.token_ids.begin() + 5,
+                                       golden.token_ids.begin() + 12);
+  std::string reply;
+  for (int32_t id : reply_ids) reply += tok.piece_bytes(id);
+  REQUIRE(reply.starts_with(","));
+
+  engine::Session written(engine, session_options("", "raw", "written"));
+  {
+    const auto use = written.try_use();
+    written.add_exchange(message, reply);
+  }
+  CHECK(written.tokens() == std::vector<int32_t>(golden.token_ids.begin(),
+                                                  golden.token_ids.begin() + 12));
+  double expected = 0;
+  for (size_t i = 0; i < reply_ids.size(); ++i) {
+    expected += log_p(golden.logits, golden.n_vocab, 4 + i, reply_ids[i]);
+  }
+  engine::Session s(engine, session_options("", "raw"));
+  const auto scores = score(s, message, {reply}, false);
+  CHECK(scores[0].n_tokens == reply_ids.size());
+  CHECK(std::fabs(scores[0].logprob - expected) <= 2e-4 * double(reply_ids.size()));
 }
 
 TEST_CASE("scores later in a conversation equal the model run over the same tokens") {

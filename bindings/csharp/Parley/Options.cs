@@ -89,8 +89,10 @@ namespace Parley
         public IList<string> Stop { get; set; }
 
         // Text the reply starts with, tokenized as plain text, from which the model goes on: a
-        // format or a voice to keep ("{", "*nods* "). It is streamed first and kept as the
-        // reply's start; MaxTokens and Stop apply only to what follows it. null or "" = none.
+        // format or a voice to keep ("{", "*nods* "); with the "raw" template it continues the
+        // message (" and" starts a word, "," joins the last one). It is streamed first and kept
+        // as the reply's start; MaxTokens and Stop apply only to what follows it. null or "" =
+        // none.
         public string ReplyPrefix { get; set; }
 
         // Biases added to chosen tokens' logits before sampling, by token id: a positive bias

@@ -161,8 +161,10 @@ namespace Parley
         // if the model had replied so: a character's scripted lines, or a conversation carried
         // over from elsewhere. Both are turns (Rewind(2) removes them). The reply is tokenized
         // as plain text and left open; the next send closes it as the template closes a reply,
-        // and only computes its own message. ParleyStatus.ContextFull when the two do not fit;
-        // the session is then as before.
+        // and only computes its own message. With the "raw" template the reply continues the
+        // message, as a streamed raw reply reads: " there was" starts a word, ", and" joins the
+        // last one. ParleyStatus.ContextFull when the two do not fit; the session is then as
+        // before.
         public void AddExchange(string userText, string replyText)
         {
             byte[] user = Utf8.ToNative(userText, "userText");

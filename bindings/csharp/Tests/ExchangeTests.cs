@@ -15,7 +15,8 @@ namespace Parley.Tests
         public static void Register(TestRunner r)
         {
             r.Add("an exchange is two turns and a greedy send follows it", ExchangeIsTwoTurns);
-            r.Add("the tokens end with the reply as the library tokenizes it", TokensEndWithReply);
+            r.Add("a raw reply continues the text: its space starts its first word",
+                  TokensEndWithReply);
             r.Add("Rewind(2) gives back the tokens from before", RewindRemovesExchange);
             r.Add("null text is refused", NullTextIsRefused);
             r.Add("a reply longer than the context is ContextFull", LongReplyIsContextFull);
@@ -54,7 +55,7 @@ namespace Parley.Tests
             {
                 s.Send("The little dog", Fixture.Greedy(8));
                 int[] before = s.Tokens;
-                s.AddExchange(User, Reply);
+                s.AddExchange(User, " " + Reply);
                 int[] after = s.Tokens;
                 int[] replyIds = engine.Tokenize(Reply);
                 Assert.True(replyIds.Length > 0, "the reply has tokens");

@@ -42,7 +42,9 @@ class Session(NativeHandle):
         kept. Text that may be the start of one reaches on_text once the next tokens show it
         is not. last_stats.stop_reason and .stop_index say why the reply ended.
         reply_prefix: text (a str) the reply starts with, tokenized as plain text, from which
-        the model goes on: a format or a voice to keep ("{", "*nods* "). It is streamed first,
+        the model goes on: a format or a voice to keep ("{", "*nods* "); with the "raw"
+        template it continues the message (" and" starts a word, "," joins the last one).
+        It is streamed first,
         returned and kept as the reply's start; max_tokens and stop apply only to what follows
         it. None or "" = none.
         logit_bias: {token id: bias} (or (token id, bias) pairs) added to those tokens' logits
@@ -223,7 +225,9 @@ class Session(NativeHandle):
         as if the model had replied so: a character's scripted lines, or a conversation
         carried over from elsewhere. Both are turns (rewind(2) removes them). The reply is
         tokenized as plain text and left open; the next send closes it as the template
-        closes a reply, and only computes its own message.
+        closes a reply, and only computes its own message. With the "raw" template the
+        reply continues the message, as a streamed raw reply reads: " there was" starts a
+        word, ", and" joins the last one.
         Raises ContextFullError when the two do not fit; the session is then as before."""
         user = _options.text_arg("user_text", user_text)
         reply = _options.text_arg("reply_text", reply_text)

@@ -42,11 +42,11 @@ def test_a_templated_session_adds_the_exchange_after_its_system_prompt(engine):
         assert len(s.turns) == 5
 
 
-def test_the_tokens_end_with_the_reply_as_the_library_tokenizes_it(engine):
+def test_a_raw_reply_continues_the_text_its_space_starting_its_first_word(engine):
     with engine.session(template="raw") as s:
         s.send("The little dog", **GREEDY)
         before = s.tokens
-        s.add_exchange(USER, REPLY)
+        s.add_exchange(USER, " " + REPLY)
         after = s.tokens
         reply_ids = engine.tokenize(REPLY)
         assert reply_ids

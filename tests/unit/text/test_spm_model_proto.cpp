@@ -118,6 +118,26 @@ TEST_CASE("read_spm_model_info agrees with sentencepiece on the reference models
   }
 }
 
+TEST_CASE("without_dummy_prefix turns only the dummy prefix off, as sentencepiece reads it") {
+  for (const char* path : {test::kLlama2Model, test::kTok512Model}) {
+    PARLEY_SHARED_OR_SKIP(model, path);
+    const std::string proto = test::read_file(model);
+    const std::string changed = without_dummy_prefix(proto);
+    const auto before = read_spm_model_info(proto);
+    const auto after = read_spm_model_info(changed);
+    CHECK_FALSE(after.add_dummy_prefix);
+    CHECK(after.piece_types == before.piece_types);
+    sentencepiece::SentencePieceProcessor original;
+    sentencepiece::SentencePieceProcessor continuing;
+    REQUIRE(original.LoadFromSerializedProto(proto).ok());
+    REQUIRE(continuing.LoadFromSerializedProto(changed).ok());
+    // "Hello" alone is a word after the dummy prefix; without it, a word's inside.
+    CHECK(original.EncodeAsPieces("Hello").front().starts_with("\xE2\x96\x81"));
+    CHECK_FALSE(continuing.EncodeAsPieces("Hello").front().starts_with("\xE2\x96\x81"));
+    CHECK(continuing.EncodeAsPieces("x Hello").back() == original.EncodeAsPieces("x Hello").back());
+  }
+}
+
 TEST_CASE("read_spm_model_info rejects malformed wire data") {
   const auto proto = build_spm_model_proto(test::small_vocab({"a"}));
   const auto status_of = [](const std::string& bytes) {
