@@ -81,8 +81,8 @@ extern "C" {
  * (PARLEY_DEPRECATED) stays exported and working until the next major version. */
 
 #define PARLEY_VERSION_MAJOR 0
-#define PARLEY_VERSION_MINOR 5
-#define PARLEY_VERSION_PATCH 1
+#define PARLEY_VERSION_MINOR 6
+#define PARLEY_VERSION_PATCH 0
 #define PARLEY_VERSION_NUMBER \
   (PARLEY_VERSION_MAJOR * 10000 + PARLEY_VERSION_MINOR * 100 + PARLEY_VERSION_PATCH)
 
@@ -358,6 +358,24 @@ PARLEY_API parley_status parley_session_interrupt(parley_session *s);
  *  Thread-safety: one thread per session. Since: 0.1. */
 PARLEY_API parley_status parley_session_rewind(parley_session *s, uint32_t n_turns);
 
+/** Lets the conversation go on under a new system prompt: a character whose situation
+ *  changed ("The player has stolen your sword."), a tone to change. Every message is kept; the
+ *  next reply reads them after the new prompt, as if it had been there from the start. The
+ *  system message (turn 0) is changed, added when there was none, or removed by NULL or "";
+ *  the turn numbers of parley_session_get_turn() move by one when it comes or goes. With a
+ *  store, the change is committed (synchronous=FULL) before this returns, and a reopened
+ *  session has it.
+ *  Cost: the conversation's KV is computed again by the next turn, or ahead of it by
+ *  parley_session_prepare() (sessions of the same cache_scope with the same opening share
+ *  it). Setting the prompt the session already has costs nothing.
+ *  @param[in] system_prompt  UTF-8 text, or NULL or "" for none
+ *  Errors: INVALID_ARGUMENT (invalid UTF-8), CONTEXT_FULL (the conversation with this prompt
+ *  would not fit the context with room for a reply), STORAGE, BUSY, MISUSE; after an error
+ *  nothing has changed.
+ *  Thread-safety: one thread per session. Since: 0.6. */
+PARLEY_API parley_status parley_session_set_system_prompt(parley_session *s,
+                                                          const char *system_prompt);
+
 /** Closes a session. With a store its KV is spilled first, so reopening it is instant. NULL is
  *  a no-op. If a send is running on another thread, the session is freed when that send
  *  returns. Thread-safety: any thread. Since: 0.1. */
@@ -463,7 +481,7 @@ typedef struct parley_generate_options {
   int32_t  reserved0;       /* must be 0 */
   /* Since 0.3. The reply starts with this UTF-8 text, tokenized as plain text, and the model
    * goes on from it: a format or a voice to keep ("{", "*nods* "). With the "raw" template it
-   * continues the message (" and" starts a word, "," joins the last one; since 0.5.1, before
+   * continues the message (" and" starts a word, "," joins the last one; since 0.6, before
    * which a space was put before it). It is streamed first and kept as the reply's start;
    * max_tokens and the stop strings apply to what follows it (a stop string that begins in
    * the prefix and ends after it ends the reply right after it). NULL or "" = none. Read
@@ -634,9 +652,9 @@ PARLEY_API parley_status parley_session_count_tokens(parley_session *s, const ch
  *  cut at max_tokens: the next turn closes it the way the template closes a reply. With the
  *  "raw" template the reply continues the message as the model's own reply would, and as a
  *  streamed raw reply reads: " there was" starts a word, ", and" joins the last one (since
- *  0.5.1; before, a space was put before every reply). The KV of
- *  both is computed before this returns (parley_session_interrupt() stops that part: the next
- *  turn computes the rest), so the next send() computes little more than its own message.
+ *  0.6; before, a space was put before every reply). The KV of both is computed before this
+ *  returns (parley_session_interrupt() stops that part: the next turn computes the rest), so
+ *  the next send() computes little more than its own message.
  *  Both are turns (parley_session_get_turn; rewinding 2 removes them).
  *  @param[in] s           the session
  *  @param[in] user_text   UTF-8 text ("" allowed)

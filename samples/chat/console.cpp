@@ -40,7 +40,8 @@ const char* kConsoleHelp =
     "/suspend       move the current conversation's KV to the store; the next message\n"
     "               brings it back\n"
     "/delete ID     delete a stored conversation that is not open here\n"
-    "/system TEXT   replace the current conversation with a new one with this system prompt\n"
+    "/system TEXT   go on under TEXT as the system prompt, every message kept (the next\n"
+    "               message computes the conversation again); /system alone removes it\n"
     "/reset         replace the current conversation with a new one (same system prompt)\n"
     "/stats         figures of the last turn, KV memory and the store\n"
     "/quit          leave (also Ctrl-D); open conversations are closed, which with --store\n"
@@ -100,9 +101,8 @@ bool run_command(const Command& c, parley_engine* engine, SessionCommands& comma
   else if (c.name == "/open") store.open(c.arg);
   else if (c.name == "/suspend") store.suspend();
   else if (c.name == "/delete") store.remove(c.arg);
-  else if (c.name == "/reset") commands.replace_current(std::nullopt);
-  else if (c.name == "/system" && c.arg.empty()) std::printf("usage: /system TEXT\n");
-  else if (c.name == "/system") commands.replace_current(std::string(c.arg));
+  else if (c.name == "/reset") commands.reset();
+  else if (c.name == "/system") commands.set_system_prompt(c.arg);
   else return false;
   return true;
 }

@@ -2,6 +2,8 @@
 
 #include <charconv>
 #include <cstdio>
+#include <optional>
+#include <string>
 
 #include "new_session.h"
 #include "output.h"
@@ -32,6 +34,18 @@ std::string system_prompt_of(parley_session* s) {
     return "";
   }
   return turn.text;
+}
+
+// The conversation's number of turns; nullopt (said on stderr) when it cannot be read.
+std::optional<uint32_t> turn_count(parley_session* s) {
+  parley_session_info info;
+  info.struct_size = sizeof info;
+  const parley_status st = parley_session_get_info(s, &info);
+  if (st != PARLEY_OK) {
+    print_error("cannot read the session", st);
+    return std::nullopt;
+  }
+  return info.n_turns;
 }
 
 void print_current(Sessions& sessions) {
@@ -93,24 +107,28 @@ void SessionCommands::rewind(std::string_view count) {
     return;
   }
   parley_session* s = sessions.current().session.get();
-  parley_status st = parley_session_rewind(s, *n);
+  const parley_status st = parley_session_rewind(s, *n);
   if (st != PARLEY_OK) {
     print_error("cannot rewind", st);
     return;
   }
-  parley_session_info info;
-  info.struct_size = sizeof info;
-  st = parley_session_get_info(s, &info);
-  if (st != PARLEY_OK) {
-    print_error("cannot read the session", st);
-    return;
-  }
-  std::printf("(rewound %u; %u turns left)\n", *n, info.n_turns);
+  if (const auto turns = turn_count(s)) std::printf("(rewound %u; %u turns left)\n", *n, *turns);
 }
 
-void SessionCommands::replace_current(const std::optional<std::string>& system_prompt) {
-  const std::string prompt =
-      system_prompt ? *system_prompt : system_prompt_of(sessions.current().session.get());
+void SessionCommands::set_system_prompt(std::string_view text) {
+  parley_session* s = sessions.current().session.get();
+  const parley_status st = parley_session_set_system_prompt(s, std::string(text).c_str());
+  if (st != PARLEY_OK) {
+    print_error("cannot set the system prompt", st);
+    return;
+  }
+  if (const auto turns = turn_count(s)) {
+    std::printf("(system prompt %s; %u turns)\n", text.empty() ? "removed" : "set", *turns);
+  }
+}
+
+void SessionCommands::reset() {
+  const std::string prompt = system_prompt_of(sessions.current().session.get());
   parley_session* fresh = nullptr;
   parley_status st = create_session(engine, args, prompt, nullptr, &fresh);
   if (st != PARLEY_OK) {

@@ -1,9 +1,7 @@
-// The console commands that start, switch, copy, cut, replace, close and list conversations.
-// Each prints its outcome; a command that fails changes nothing.
+// The console commands that start, switch, copy, cut, re-prompt, replace, close and list
+// conversations. Each prints its outcome; a command that fails changes nothing.
 #pragma once
 
-#include <optional>
-#include <string>
 #include <string_view>
 
 #include "cli_args.h"
@@ -25,9 +23,12 @@ struct SessionCommands {
   void fork(std::string_view id);
   // /rewind N: drops the last N messages of the current conversation.
   void rewind(std::string_view count);
-  // /reset (nullopt: same system prompt) and /system TEXT: a fresh conversation replaces the
-  // current one, which is closed.
-  void replace_current(const std::optional<std::string>& system_prompt);
+  // /system [TEXT]: the current conversation goes on under TEXT as its system prompt, every
+  // message kept; without TEXT it goes on without one.
+  void set_system_prompt(std::string_view text);
+  // /reset: a fresh conversation with the current one's system prompt replaces it, which is
+  // closed.
+  void reset();
   // /sessions: the open conversations with their state and KV bytes.
   void list() const;
   // /close ID: closes an open conversation (with a store its KV is spilled there); the last

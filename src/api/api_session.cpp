@@ -215,6 +215,15 @@ PARLEY_API parley_status parley_session_rewind(parley_session* s, uint32_t n_tur
   });
 }
 
+PARLEY_API parley_status parley_session_set_system_prompt(parley_session* s,
+                                                           const char* system_prompt) {
+  return guarded(__func__, [&] {
+    auto handle = acquire(s);
+    SessionUse use(*handle);
+    handle->session->set_system_prompt(system_prompt ? system_prompt : "");
+  });
+}
+
 PARLEY_API void parley_session_close(parley_session* s) {
   if (!s) return;
   // A send running on another thread (or this call from its own callback) still holds the

@@ -43,14 +43,9 @@ bool Session::drop_oldest_to_fit(const std::string_view* user_text, std::vector<
     const uint32_t first_turn_size = first_kept < messages_.size()
                                          ? uint32_t(rebuilt.size() - (tokens_.size() - old_begin))
                                          : 0;
-    uint32_t system_tokens = 0;
-    if (n_system && first_kept < messages_.size()) {
-      const auto system_ids = template_.render_system(system_prompt_);
-      if (std::equal(system_ids.begin(), system_ids.end(), rebuilt.begin(),
-                     rebuilt.begin() + std::min(system_ids.size(), rebuilt.size()))) {
-        system_tokens = uint32_t(system_ids.size());
-      }
-    }
+    const uint32_t system_tokens = n_system && first_kept < messages_.size()
+                                       ? system_prefix_tokens(rebuilt, system_prompt_)
+                                       : 0;
     std::vector<Message> kept(messages_.begin(), messages_.begin() + long(n_system));
     if (n_system) kept.front().n_tokens = system_tokens;
     for (size_t i = first_kept; i < messages_.size(); ++i) {

@@ -176,6 +176,14 @@ class Session {
   // Throws Error(invalid_argument) when there are fewer, Error(storage).
   void rewind(uint32_t n_messages);
 
+  // The conversation goes on under `system_prompt` ("" = none; system_prompt.cpp): its opening
+  // is rendered again with it and the first user message, every later id is kept, and the KV
+  // is computed again by the next turn. The system message is added, changed or removed
+  // (turn numbers move by one when it comes or goes). Throws Error: invalid_argument
+  // (invalid UTF-8), context_full (the conversation would not fit; nothing changes), storage
+  // (nothing changes).
+  void set_system_prompt(std::string_view system_prompt);
+
   // Writes the KV to the store and frees its memory (spill.cpp); false when there is no
   // store or nothing to spill. Throws Error(storage); the KV then stays resident.
   bool spill();
@@ -215,6 +223,10 @@ class Session {
   // Error(context_full) when it cannot fit; changes nothing before that.
   void fit_turn(const std::string_view* user_text, std::vector<int32_t>& new_ids,
                 size_t reply_room, bool written, TurnStats& stats);
+  // How many ids at the start of `opening` (a conversation's first turn) are the system
+  // prompt's own, as render_system gives them; 0 when the template does not render it so.
+  uint32_t system_prefix_tokens(std::span<const int32_t> opening,
+                                std::string_view system_prompt) const;
   // The ids to prefill for a new user message, starting with what the previous reply left.
   std::vector<int32_t> render_turn(std::string_view user_text) const;
   // Makes room for a new turn of `new_ids` and `reply_room` reply tokens by dropping the

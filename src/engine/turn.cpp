@@ -132,10 +132,7 @@ void Session::run_turn(std::string_view user_text, const std::string_view* writt
     }
 
     if (first && !messages_.empty() && messages_.front().role == Role::system) {
-      const auto system_ids = template_.render_system(system_prompt_);
-      const bool prefix = system_ids.size() <= new_ids.size() &&
-                          std::equal(system_ids.begin(), system_ids.end(), new_ids.begin());
-      system_tokens = prefix ? uint32_t(system_ids.size()) : 0;
+      system_tokens = system_prefix_tokens(new_ids, system_prompt_);
     }
     // A user message's ids start where the turn did (with the system prompt and the previous
     // reply's closing ids, which are rendered with it): rewinding it removes them all.

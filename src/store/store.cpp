@@ -149,10 +149,21 @@ void Store::truncate_turns(const std::string& id, uint32_t keep, uint32_t keep_k
 }
 
 void Store::replace_turns(const std::string& id, std::span<const StoredTurn> turns) {
+  replace_turns(id, nullptr, turns);
+}
+
+void Store::replace_turns(const std::string& id, const std::string& system_prompt,
+                          std::span<const StoredTurn> turns) {
+  replace_turns(id, &system_prompt, turns);
+}
+
+void Store::replace_turns(const std::string& id, const std::string* system_prompt,
+                          std::span<const StoredTurn> turns) {
   require_known_roles("replace_turns", turns);
   impl_->call("replace_turns", Synchronous::full, [&](Connection& db) {
     WriteTransaction transaction(db);
     const auto row = require_session(db, id);
+    if (system_prompt) transcript_rows::update_system_prompt(db, id, *system_prompt);
     transcript_rows::delete_turns_from(db, id, 0);
     for (size_t i = 0; i < turns.size(); ++i) {
       transcript_rows::insert_turn(db, id, static_cast<int64_t>(i), turns[i]);

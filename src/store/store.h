@@ -98,6 +98,9 @@ class Store {
   // The session's turns become exactly `turns`, in one transaction (a conversation rebuilt
   // after dropping its oldest exchanges); also drops its KV.
   void replace_turns(const std::string& id, std::span<const StoredTurn> turns);
+  // The same with a new system prompt (the conversation's opening rendered again).
+  void replace_turns(const std::string& id, const std::string& system_prompt,
+                     std::span<const StoredTurn> turns);
   void delete_session(const std::string& id);  // transcript and KV; Error(not_found)
   std::optional<StoredSession> load_session(const std::string& id);
   // Error(corrupt) when a turn cannot be read back (a bad token blob, a gap in the indexes).
@@ -116,6 +119,10 @@ class Store {
   uint64_t file_bytes();
 
  private:
+  // Both replace_turns: the system prompt too when not null.
+  void replace_turns(const std::string& id, const std::string* system_prompt,
+                     std::span<const StoredTurn> turns);
+
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };

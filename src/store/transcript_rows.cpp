@@ -106,6 +106,12 @@ void update_turn_count(Connection& db, const std::string& id, int64_t n_turns, i
   statement->bind_text(1, id).bind_int64(2, n_turns).bind_int64(3, updated_ms).run();
 }
 
+void update_system_prompt(Connection& db, const std::string& id, const std::string& system_prompt) {
+  auto statement = db.statement("UPDATE sessions SET system_prompt = ?2 WHERE id = ?1",
+                                "update system prompt");
+  statement->bind_text(1, id).bind_text(2, system_prompt).run();
+}
+
 bool delete_session(Connection& db, const std::string& id) {
   auto statement = db.statement("DELETE FROM sessions WHERE id = ?1", "delete session");
   statement->bind_text(1, id).run();

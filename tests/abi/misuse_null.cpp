@@ -170,6 +170,12 @@ MisuseRows null_pointer_rows() {
       [](MisuseWorld&) { return parley_session_interrupt(nullptr); });
   add("parley_session_rewind", "session NULL", kInvalid,
       [](MisuseWorld&) { return parley_session_rewind(nullptr, 0); });
+  add("parley_session_set_system_prompt", "session NULL", kInvalid,
+      [](MisuseWorld&) { return parley_session_set_system_prompt(nullptr, "a"); });
+  add("parley_session_set_system_prompt", "system_prompt NULL removes it", PARLEY_OK,
+      [](MisuseWorld& w) {
+        return parley_session_set_system_prompt(w.session_with_turn(), nullptr);
+      });
   quiet("parley_session_close", "NULL is a no-op", [](MisuseWorld&) {
     return returns([] { parley_session_close(nullptr); });
   });

@@ -110,6 +110,9 @@ MisuseRows utf8_rows() {
                  [text](MisuseWorld& w) {
                    return parley_session_add_exchange(w.session(), "a", text.c_str());
                  }});
+    r.push_back({"parley_session_set_system_prompt", b.what, kInvalid, [text](MisuseWorld& w) {
+                   return parley_session_set_system_prompt(w.session_with_turn(), text.c_str());
+                 }});
     r.push_back({"parley_session_fork", std::string("new_id: ") + b.what, kInvalid,
                  [text](MisuseWorld& w) {
                    parley_session* f = nullptr;

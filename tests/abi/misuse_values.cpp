@@ -261,6 +261,11 @@ MisuseRows value_rows() {
                  return parley_session_score_replies(w.session(), "a", replies, 2, 0, lp,
                                                      nullptr);
                }});
+  r.push_back({"parley_session_set_system_prompt", "400 KB of text", PARLEY_E_CONTEXT_FULL,
+               [](MisuseWorld& w) {
+                 return parley_session_set_system_prompt(w.session_with_turn(),
+                                                         huge_text().c_str());
+               }});
   r.push_back({"parley_session_rewind", "more turns than there are", kInvalid,
                [](MisuseWorld& w) { return parley_session_rewind(w.session_with_turn(), 3); }});
   r.push_back({"parley_session_rewind", "UINT32_MAX turns", kInvalid, [](MisuseWorld& w) {

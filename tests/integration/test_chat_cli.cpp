@@ -285,8 +285,9 @@ TEST_CASE("the console skips blank lines, reads CRLF lines, and sends //-lines a
   const auto listed = listed_sessions(slash.out);
   REQUIRE(listed.size() == 1);
   CHECK(listed.begin()->second.turns == 2);
+  // "/system   " is "/system": no text, no prompt.
   CHECK(run_console(gguf, "/system\n/system   \n").out ==
-        "usage: /system TEXT\nusage: /system TEXT\n");
+        "(system prompt removed; 0 turns)\n(system prompt removed; 0 turns)\n");
 }
 
 TEST_CASE("a full context: the console says what to do; --overflow drop-oldest goes on") {
@@ -418,7 +419,8 @@ TEST_CASE("console sessions: /switch to an unknown id changes nothing") {
   CHECK(listed.at("a").current);
 }
 
-TEST_CASE("console sessions: /system and /reset replace only the current conversation") {
+TEST_CASE("console sessions: /reset replaces only the current conversation, keeping its system "
+          "prompt") {
   PARLEY_SHARED_OR_SKIP(gguf, "models/stories260k/stories260k-f32.gguf");
   const Run r = run_console(gguf, "/new a\nOnce upon a time\n/new b\nThe cat\n/system Be brief\n"
                                   "/sessions\n/reset\n/sessions\n");
@@ -426,12 +428,13 @@ TEST_CASE("console sessions: /system and /reset replace only the current convers
   const size_t reset = r.out.rfind("(new conversation)\n");
   REQUIRE(reset != std::string::npos);
   const auto after_system = listed_sessions(r.out.substr(0, reset));
-  CHECK(after_system.count("b") == 0);  // closed
+  CHECK(after_system.at("b").turns == 3);  // the prompt before its exchange
   CHECK(after_system.at("a").turns == 2);
   CHECK(after_system.size() == 3);
 
-  // The replacement keeps the system prompt: one turn, the prompt itself.
+  // b is closed; the replacement keeps the prompt /system gave b: one turn, the prompt itself.
   const auto after_reset = listed_sessions(r.out.substr(reset));
+  CHECK(after_reset.count("b") == 0);
   CHECK(after_reset.size() == 3);
   CHECK(after_reset.at("a").turns == 2);
   for (const auto& [id, s] : after_reset) {
@@ -672,6 +675,86 @@ TEST_CASE("console: /exchange adds a written message and reply; a bad line gets 
   const Run later = run_store_console(gguf, dir / "chat.db", "/sessions\n", "--session s");
   REQUIRE(listed_sessions(later.out).count("s") == 1);
   CHECK(listed_sessions(later.out).at("s").turns == 2);
+}
+
+TEST_CASE("console: /system gives the conversation a new system prompt, keeping its messages; "
+          "/system alone removes it") {
+  PARLEY_SHARED_OR_SKIP(gguf, "models/stories260k/stories260k-f32.gguf");
+  // Long enough for stories260K's replies to follow it; the exchange is written, so that the
+  // conversation is the same whenever the prompt came.
+  const std::string system =
+      "Once upon a time, there was a little girl named Lily. She loved to play outside in the "
+      "park with her big red ball.";
+  const std::string exchange = "/exchange Tom was sad. |  He wanted to see his friend.\n";
+  const std::string prompted = "-m " + quote(gguf.string()) +
+                               " --template raw --temp 0 -n 8 --system " + quote(system);
+  // The references: conversations that had the prompt from the start, and one without it.
+  const Run from_start =
+      run_program(PARLEY_CHAT_EXE, prompted, exchange + "One day\nThe cat\n", Stderr::merged);
+  const std::string first_reply =
+      text_between(from_start.out, "(added: a message and its reply)\n", "\n");
+  const std::string second_reply = text_between(from_start.out, first_reply + "\n", "\n");
+  REQUIRE(first_reply.size() > 5);
+  REQUIRE(second_reply.size() > 5);
+  const auto tokens_of = [](const Run& run) {
+    const auto listed = listed_sessions(run.out);
+    REQUIRE(listed.size() == 1);
+    return listed.begin()->second.tokens;
+  };
+  const unsigned with_prompt =
+      tokens_of(run_program(PARLEY_CHAT_EXE, prompted, exchange + "/sessions\n", Stderr::merged));
+  const Run without = run_console(gguf, exchange + "/sessions\nOne day\n");
+  CHECK(without.out.find("\n" + first_reply + "\n") == std::string::npos);  // the prompt matters
+
+  TempDir dir;
+  const Run r = run_store_console(gguf, dir / "chat.db",
+                                  exchange + "/system " + system + "\n/sessions\n/system\n" +
+                                      "/sessions\n/system " + system + "\nOne day\n",
+                                  "--session s");
+  CHECK(r.exit_code == 0);
+  const size_t removed = r.out.find("(system prompt removed; 2 turns)\n");
+  REQUIRE(removed != std::string::npos);
+  const size_t set_again = r.out.rfind("(system prompt set; 3 turns)\n");
+  REQUIRE(set_again != std::string::npos);
+  CHECK(set_again > removed);
+  CHECK(r.out.find("(system prompt set; 3 turns)\n") < removed);
+  const auto set = listed_sessions(r.out.substr(0, removed));
+  CHECK(set.at("s").turns == 3);
+  CHECK(set.at("s").tokens == with_prompt);
+  // Removed, the conversation is the exchange alone again.
+  CHECK(listed_sessions(r.out.substr(removed)).at("s").tokens == tokens_of(without));
+  // Set again: the next reply is the one of a conversation that had it from the start.
+  CHECK(r.out.substr(set_again).find("\n" + first_reply + "\n") != std::string::npos);
+
+  // Stored: a later run goes on under the prompt.
+  const Run later = run_store_console(gguf, dir / "chat.db", "The cat\n", "--session s");
+  CHECK(later.out == "(session s: 5 turns from the store)\n" + second_reply + "\n");
+}
+
+TEST_CASE("console: a /system that does not fit or is not UTF-8 is refused and changes nothing") {
+  PARLEY_SHARED_OR_SKIP(gguf, "models/stories260k/stories260k-f32.gguf");
+  const std::string system =
+      "Once upon a time, there was a little girl named Lily. She loved to play outside in the "
+      "park with her big red ball.";
+  const Run r = run_program(PARLEY_CHAT_EXE,
+                            "-m " + quote(gguf.string()) + " --template raw --temp 0 -n 8 --ctx 40",
+                            "Once upon a time\n/sessions\n/system " + system +
+                                "\n/system bad \377\n/sessions\n",
+                            Stderr::merged);
+  CHECK(r.exit_code == 0);
+  const size_t refused = r.out.find("parley-chat: error: cannot set the system prompt: ");
+  REQUIRE(refused != std::string::npos);
+  CHECK(r.out.find("the context holds 40", refused) != std::string::npos);  // the library's word
+  const size_t context_full = r.out.find("(PARLEY_E_CONTEXT_FULL)\n", refused);
+  REQUIRE(context_full != std::string::npos);
+  CHECK(r.out.find("(PARLEY_E_INVALID_ARGUMENT)\n", context_full) != std::string::npos);
+  CHECK(r.out.find("(system prompt") == std::string::npos);
+  const auto before = listed_sessions(r.out.substr(0, refused));
+  const auto after = listed_sessions(r.out.substr(refused));
+  REQUIRE(before.size() == 1);
+  REQUIRE(after.size() == 1);
+  CHECK(after.begin()->second.turns == 2);
+  CHECK(after.begin()->second.tokens == before.begin()->second.tokens);
 }
 
 TEST_CASE("store: /delete removes a stored conversation that is not open, never an open one") {

@@ -79,6 +79,30 @@ TEST_CASE("disk full during a spill: STORAGE, the KV stays resident and the sess
   CHECK(greedy_turn(s, "e", 5).kv_source == engine::KvSource::restored);
 }
 
+TEST_CASE("disk full while a new system prompt is stored: STORAGE, nothing changed") {
+  FaultyVfs vfs("parley-faulty-system");
+  TempDir dir;
+  auto engine = open_engine_with_store(small_synthetic_model(), kv::KvType::int8,
+                                       {(dir / "s.db").string(), 0, vfs.name()});
+  auto o = session_options("a b", "raw");
+  o.id = "prompted";
+  engine::Session s(engine, o);
+  greedy_turn(s, "c d", 5);
+  const auto ids = s.tokens();
+  const auto resident = s.kv_bytes_resident();
+  vfs.fail_writes_after(0, SQLITE_FULL);
+  CHECK(status_of([&] { s.set_system_prompt("e f g"); }) == Status::storage);
+  vfs.clear();
+  CHECK(s.messages().front().text == "a b");
+  CHECK(s.tokens() == ids);
+  CHECK(s.kv_bytes_resident() == resident);
+  CHECK(engine->store()->load_turns("prompted").front().text == "a b");
+  CHECK(greedy_turn(s, "h", 3).kv_source == engine::KvSource::resident);
+  s.set_system_prompt("e f g");
+  CHECK(engine->store()->load_turns("prompted").front().text == "e f g");
+  CHECK(engine->store()->load_session("prompted")->system_prompt == "e f g");
+}
+
 // Two engines on one store file, each with the same stored conversation open: the first to
 // commit wins; the other's turn is a store problem (STORAGE, saying why), kept in its memory.
 TEST_CASE("a conversation changed in the store by another engine: STORAGE, not a bad argument") {

@@ -86,6 +86,11 @@ namespace Parley
         [DllImport(Library, CallingConvention = CallingConvention.Cdecl)]
         internal static extern int parley_session_rewind(SessionHandle session, uint nTurns);
 
+        // systemPrompt: NUL-terminated UTF-8, or null (NULL) for none.
+        [DllImport(Library, CallingConvention = CallingConvention.Cdecl)]
+        internal static extern int parley_session_set_system_prompt(
+            SessionHandle session, [In] byte[] systemPrompt);
+
         [DllImport(Library, CallingConvention = CallingConvention.Cdecl)]
         internal static extern void parley_session_close(IntPtr session);
 

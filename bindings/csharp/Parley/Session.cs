@@ -200,6 +200,22 @@ namespace Parley
             ParleyException.ThrowIfFailed(NativeMethods.parley_session_rewind(Handle, (uint)turns));
         }
 
+        // Lets the conversation go on under a new system prompt: a character whose situation
+        // changed ("The player has stolen your sword."), a tone to change. Every message is
+        // kept; the next reply reads them after the new prompt, as if it had been there from
+        // the start. The system turn (Turns[0]) is changed, added when there was none, or
+        // removed by null or "", so the other turns' indices move by one when it comes or
+        // goes. With a store the change is committed before this returns; a reopened session
+        // has it. The conversation's KV is computed again by the next turn (or ahead of it by
+        // Prepare); setting the prompt the session already has costs nothing.
+        // ParleyStatus.ContextFull when the conversation with this prompt would not fit the
+        // context with room for a reply; the session is then as before.
+        public void SetSystemPrompt(string systemPrompt)
+        {
+            ParleyException.ThrowIfFailed(NativeMethods.parley_session_set_system_prompt(
+                Handle, Utf8.ToNative(systemPrompt, "systemPrompt")));
+        }
+
         // Moves the KV to the store and frees its memory; the next send brings it back.
         public void Suspend()
         {

@@ -34,6 +34,7 @@ namespace Parley.Tests
             StopTests.Register(runner);
             ReplyPrefixTests.Register(runner);
             ExchangeTests.Register(runner);
+            SystemPromptTests.Register(runner);
             ContinueTests.Register(runner);
             CountTokensTests.Register(runner);
             PrepareTests.Register(runner);

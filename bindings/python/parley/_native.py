@@ -6,7 +6,7 @@ from ctypes import (CFUNCTYPE, POINTER, Structure, c_char, c_char_p, c_double, c
                     c_int32, c_int64, c_size_t, c_uint32, c_uint64, c_void_p)
 
 # The version this binding was written against (PARLEY_VERSION_NUMBER of parley.h).
-VERSION_NUMBER = 0 * 10000 + 5 * 100 + 1
+VERSION_NUMBER = 0 * 10000 + 6 * 100 + 0
 SCORE_WITH_END = 1  # PARLEY_SCORE_WITH_END: parley_session_score_replies scores each end
 
 parley_status = c_int32
@@ -194,6 +194,7 @@ SIGNATURES = {
     "parley_session_suspend": (parley_status, [session_p]),
     "parley_session_interrupt": (parley_status, [session_p]),
     "parley_session_rewind": (parley_status, [session_p, c_uint32]),
+    "parley_session_set_system_prompt": (parley_status, [session_p, c_char_p]),
     "parley_session_close": (None, [session_p]),
     "parley_session_delete": (parley_status, [engine_p, c_char_p]),
     "parley_session_get_info": (parley_status, [session_p, POINTER(SessionInfo)]),

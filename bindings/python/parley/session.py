@@ -255,6 +255,20 @@ class Session(NativeHandle):
         check(self._lib.parley_session_rewind(self._live(),
                                               _options.int_arg("n", n, ctypes.c_uint32)))
 
+    def set_system_prompt(self, text):
+        """Lets the conversation go on under a new system prompt: a character whose situation
+        changed ("The player has stolen your sword."), a tone to change. Every message is
+        kept; the next reply reads them after the new prompt, as if it had been there from
+        the start. The system turn (turns[0]) is changed, added when there was none, or
+        removed by None or "", so the other turns' indices move by one when it comes or goes.
+        With a store the change is committed before this returns; a reopened session has it.
+        The conversation's KV is computed again by the next turn (or ahead of it by
+        prepare()); setting the prompt the session already has costs nothing.
+        Raises ContextFullError when the conversation with this prompt would not fit the
+        context with room for a reply; the session is then as before."""
+        check(self._lib.parley_session_set_system_prompt(self._live(),
+                                                         _options.text_arg("text", text)))
+
     def suspend(self):
         """Moves the KV to the store and frees its memory; the next send brings it back."""
         check(self._lib.parley_session_suspend(self._live()))
