@@ -54,7 +54,7 @@ struct Store::Impl {
   std::optional<RecoveryReport> recovery;
 
   // Runs one store call under the lock; a write first sets the durability it needs. SQLite's
-  // errors get the call's name in front ("append_turns: commit: database or disk is full");
+  // errors get the call's name in front ("replace_turns_from: commit: database or disk is full");
   // any transaction the body opened has been rolled back by then.
   template <class Body>
   auto call(const char* name, std::optional<Synchronous> durability, Body&& body)
@@ -97,21 +97,6 @@ void Store::create_session(const StoredSession& session) {
     require(!transcript_rows::select_session(db, session.id), Status::invalid_argument,
             "create_session: session " + session.id + " already exists");
     transcript_rows::insert_session(db, session);
-    transaction.commit();
-  });
-}
-
-void Store::append_turns(const std::string& id, uint32_t first_index,
-                         std::span<const StoredTurn> turns) {
-  require_known_roles("append_turns", turns);
-  impl_->call("append_turns", Synchronous::full, [&](Connection& db) {
-    WriteTransaction transaction(db);
-    const auto row = require_session(db, id);
-    require(first_index == row.n_turns, Status::invalid_argument,
-            "append_turns: session " + id + " has " + std::to_string(row.n_turns) +
-                " turns; the next one is " + std::to_string(row.n_turns) + ", not " +
-                std::to_string(first_index));
-    write_turns_from(db, id, row, first_index, turns);
     transaction.commit();
   });
 }

@@ -85,8 +85,6 @@ class Store {
   // Transcript. Each call is one transaction committed with synchronous=FULL: when it
   // returns, the data survives a crash or power loss.
   void create_session(const StoredSession& session);  // Error(invalid_argument) if the id exists
-  void append_turns(const std::string& id, uint32_t first_index,
-                    std::span<const StoredTurn> turns);  // turns first_index, first_index + 1, ...
   // Turns first_index on become `turns` (a last reply that went on). The session must hold
   // n_stored turns, first_index <= n_stored: fewer or more means another engine wrote to it.
   // The KV stays: it still describes the ids the kept turns start with.

@@ -1,7 +1,7 @@
-// A turn that append_turns (or replace_turns_from) reported done is in the file even if the
-// process dies the next instant: a forked child writes turns and kills itself with SIGKILL
-// right after the last call returns (no destructor, no close, no checkpoint), and the parent
-// reads the file.
+// A turn that replace_turns_from reported done (appended, or rewritten in place) is in the
+// file even if the process dies the next instant: a forked child writes turns and kills itself
+// with SIGKILL right after the last call returns (no destructor, no close, no checkpoint), and
+// the parent reads the file.
 #include <doctest/doctest.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -9,6 +9,7 @@
 
 #include <filesystem>
 
+#include "append_turns.h"
 #include "store/store.h"
 #include "support/shared_assets.h"
 
@@ -24,9 +25,8 @@ constexpr int kTurns = 5;
   try {
     Store store(path);
     for (int i = 0; i < kTurns; ++i) {
-      store.append_turns(
-          "s", static_cast<uint32_t>(i),
-          std::vector{StoredTurn{1 + i % 2, "turn " + std::to_string(i), {i}, true}});
+      append_turns(store, "s", static_cast<uint32_t>(i),
+                   std::vector{StoredTurn{1 + i % 2, "turn " + std::to_string(i), {i}, true}});
     }
     // The last reply went on: its turn is rewritten in place.
     store.replace_turns_from("s", kTurns - 1, kTurns,
@@ -39,7 +39,7 @@ constexpr int kTurns = 5;
 
 }  // namespace
 
-TEST_CASE("store: turns survive a SIGKILL right after append_turns or replace_turns_from returns") {
+TEST_CASE("store: turns survive a SIGKILL right after replace_turns_from returns") {
   test::TempDir dir;
   const std::string path = (dir / "chat.db").string();
   {

@@ -6,6 +6,7 @@
 
 #include <chrono>
 
+#include "append_turns.h"
 #include "common/error.h"
 #include "store/store.h"
 #include "support/error_check.h"
@@ -73,7 +74,7 @@ TEST_CASE("store vfs: a store opened through the faulty VFS works while no fault
   {
     Store store(path, StoreOptions{vfs.name()});
     store.create_session(session_named("s"));
-    store.append_turns("s", 0, std::vector{turn_with("hello")});
+    append_turns(store, "s", 0, std::vector{turn_with("hello")});
     CHECK(store.load_turns("s").size() == 1);
   }
   CHECK(vfs.syncs() > 0);
@@ -82,7 +83,7 @@ TEST_CASE("store vfs: a store opened through the faulty VFS works while no fault
   CHECK(plain.load_turns("s")[0].text == "hello");
 }
 
-TEST_CASE("store: a write failure during append_turns is Error(storage) and loses nothing") {
+TEST_CASE("store: a write failure while turns are added is Error(storage) and loses nothing") {
   for (const WriteFault& fault : kWriteFaults) {
     INFO("fault: " << fault.name);
     test::TempDir dir;
@@ -91,25 +92,25 @@ TEST_CASE("store: a write failure during append_turns is Error(storage) and lose
     {
       Store store(path, StoreOptions{vfs.name()});
       store.create_session(session_named("s"));
-      store.append_turns("s", 0, std::vector{turn_with("first")});
+      append_turns(store, "s", 0, std::vector{turn_with("first")});
 
       // Large enough that the partway fault fires inside the transaction.
       const std::vector big{turn_with(std::string(300000, 'x'))};
       vfs.fail_writes_after(fault.bytes_before, fault.code);
-      const std::string message = storage_error_of([&] { store.append_turns("s", 1, big); });
-      CHECK(contains(message, "append_turns"));
+      const std::string message = storage_error_of([&] { append_turns(store, "s", 1, big); });
+      CHECK(contains(message, "replace_turns_from"));
       CHECK(contains(message, sqlite3_errstr(fault.code)));  // SQLite's own words
       CHECK(vfs.failures() > 0);
       CHECK(store.load_turns("s").size() == 1);
 
       // The disk has room again: the same store carries on.
       vfs.clear();
-      store.append_turns("s", 1, std::vector{turn_with("second")});
+      append_turns(store, "s", 1, std::vector{turn_with("second")});
       CHECK(store.load_turns("s").size() == 2);
 
       // Fails again, and the store is closed while the disk is still full.
       vfs.fail_writes_after(fault.bytes_before, fault.code);
-      storage_error_of([&] { store.append_turns("s", 2, big); });
+      storage_error_of([&] { append_turns(store, "s", 2, big); });
     }
     vfs.clear();
     // Reopened without the fault: every committed turn, nothing of the failed ones.
@@ -119,7 +120,7 @@ TEST_CASE("store: a write failure during append_turns is Error(storage) and lose
     REQUIRE(turns.size() == 2);
     CHECK(turns[0].text == "first");
     CHECK(turns[1].text == "second");
-    reopened.append_turns("s", 2, std::vector{turn_with("third")});
+    append_turns(reopened, "s", 2, std::vector{turn_with("third")});
     CHECK(reopened.load_turns("s").size() == 3);
   }
 }
@@ -134,7 +135,7 @@ TEST_CASE("store: a write failure during save_kv is Error(storage) and keeps the
     {
       Store store(path, StoreOptions{vfs.name()});
       store.create_session(session_named("s"));
-      store.append_turns("s", 0, std::vector{turn_with("kept")});
+      append_turns(store, "s", 0, std::vector{turn_with("kept")});
       store.save_kv("s", kv_of({1}, 100, 20), std::vector{PrefixBlob{1, block1}});
 
       vfs.fail_writes_after(fault.bytes_before, fault.code);
@@ -171,14 +172,14 @@ TEST_CASE("store: a failing fsync during a turn commit is Error(storage)") {
   test::FaultyVfs vfs("parley-faulty-sync");
   Store store((dir / "chat.db").string(), StoreOptions{vfs.name()});
   store.create_session(session_named("s"));
-  store.append_turns("s", 0, std::vector{turn_with("first")});
+  append_turns(store, "s", 0, std::vector{turn_with("first")});
   vfs.fail_syncs(SQLITE_IOERR_FSYNC);
   const std::string message =
-      storage_error_of([&] { store.append_turns("s", 1, std::vector{turn_with("unsynced")}); });
+      storage_error_of([&] { append_turns(store, "s", 1, std::vector{turn_with("unsynced")}); });
   CHECK(contains(message, sqlite3_errstr(SQLITE_IOERR_FSYNC)));
   // Not reported done, so not counted: the next turn still goes at index 1.
   vfs.clear();
-  store.append_turns("s", 1, std::vector{turn_with("second")});
+  append_turns(store, "s", 1, std::vector{turn_with("second")});
   const auto turns = store.load_turns("s");
   REQUIRE(turns.size() == 2);
   CHECK(turns[1].text == "second");
@@ -191,7 +192,7 @@ TEST_CASE("store: turn commits are synced to disk before they return; KV commits
   store.create_session(session_named("s"));
 
   uint64_t before = vfs.wal_syncs();
-  store.append_turns("s", 0, std::vector{turn_with("durable")});
+  append_turns(store, "s", 0, std::vector{turn_with("durable")});
   CHECK(vfs.wal_syncs() > before);  // synchronous=FULL: the WAL is fsynced at COMMIT
 
   before = vfs.wal_syncs();
@@ -210,7 +211,7 @@ TEST_CASE("store: a database locked by another connection is Error(storage) afte
   {
     Store setup(path);
     setup.create_session(session_named("s"));
-    setup.append_turns("s", 0, std::vector{turn_with("before the lock")});
+    append_turns(setup, "s", 0, std::vector{turn_with("before the lock")});
   }
   sqlite3* other = nullptr;
   REQUIRE(sqlite3_open(path.c_str(), &other) == SQLITE_OK);
@@ -220,7 +221,7 @@ TEST_CASE("store: a database locked by another connection is Error(storage) afte
   Store store(path, StoreOptions{"", kTimeoutMs});  // opening needs no write lock
   const auto start = std::chrono::steady_clock::now();
   const std::string message =
-      storage_error_of([&] { store.append_turns("s", 1, std::vector{turn_with("blocked")}); });
+      storage_error_of([&] { append_turns(store, "s", 1, std::vector{turn_with("blocked")}); });
   const auto waited = std::chrono::steady_clock::now() - start;
   CHECK(contains(message, "database is locked"));
   CHECK(waited >= std::chrono::milliseconds(kTimeoutMs - 20));  // it waited, then gave up
@@ -232,7 +233,7 @@ TEST_CASE("store: a database locked by another connection is Error(storage) afte
 
   REQUIRE(sqlite3_exec(other, "COMMIT", nullptr, nullptr, nullptr) == SQLITE_OK);
   sqlite3_close(other);
-  store.append_turns("s", 1, std::vector{turn_with("after the lock")});
+  append_turns(store, "s", 1, std::vector{turn_with("after the lock")});
   CHECK(store.load_turns("s").size() == 2);
   CHECK_FALSE(store.load_session("t").has_value());
 }

@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "append_turns.h"
 #include "common/error.h"
 #include "store/store.h"
 #include "support/shared_assets.h"
@@ -60,9 +61,9 @@ class RawDb {
 void make_store_with_turns(const std::string& path) {
   Store store(path);
   store.create_session(session_named("s", 5));
-  store.append_turns("s", 0,
-                     std::vector{StoredTurn{0, "sys", {1, 2}, true}, StoredTurn{1, "u", {3}, true},
-                                 StoredTurn{2, "a", {4, 5, 6}, true}});
+  append_turns(store, "s", 0,
+               std::vector{StoredTurn{0, "sys", {1, 2}, true}, StoredTurn{1, "u", {3}, true},
+                           StoredTurn{2, "a", {4, 5, 6}, true}});
 }
 
 Error error_opening(const std::string& path) {
@@ -144,7 +145,7 @@ TEST_CASE("store migration: a newer file that is still compatible opens and work
   {
     Store store(path);
     CHECK(store.load_turns("s").size() == 3);
-    store.append_turns("s", 3, std::vector{StoredTurn{1, "still works", {9}, true}});
+    append_turns(store, "s", 3, std::vector{StoredTurn{1, "still works", {9}, true}});
     store.create_session(session_named("t", 5));
   }
   RawDb raw(path);

@@ -2,6 +2,7 @@
 // many sessions share them, deleted with their last reference.
 #include <doctest/doctest.h>
 
+#include "append_turns.h"
 #include "common/error.h"
 #include "store/store.h"
 #include "support/shared_assets.h"
@@ -125,7 +126,7 @@ TEST_CASE("store: deleting a session or truncating its turns drops its KV") {
   Store store((dir / "kv.db").string());
   store.create_session(session_named("a"));
   store.create_session(session_named("b"));
-  store.append_turns("a", 0, std::vector{StoredTurn{1, "hi", {1, 2}, true}});
+  append_turns(store, "a", 0, std::vector{StoredTurn{1, "hi", {1, 2}, true}});
   store.save_kv("a", kv_of({1, 2}, bytes_of(10, 0), 40),
                 std::vector{PrefixBlob{1, bytes_of(64, 1)}, PrefixBlob{2, bytes_of(64, 2)}});
   store.save_kv("b", kv_of({1}, {}, 16), {});
@@ -145,8 +146,8 @@ TEST_CASE("store: truncating turns keeps the KV of the ids the kept turns still 
   test::TempDir dir;
   Store store((dir / "kv.db").string());
   store.create_session(session_named("a"));
-  store.append_turns("a", 0, std::vector{StoredTurn{1, "hi", {1, 2}, true},
-                                         StoredTurn{2, "yo", {3}, true}});
+  append_turns(store, "a", 0,
+               std::vector{StoredTurn{1, "hi", {1, 2}, true}, StoredTurn{2, "yo", {3}, true}});
   const auto blobs = std::vector{PrefixBlob{1, bytes_of(64, 1)}, PrefixBlob{2, bytes_of(64, 2)},
                                  PrefixBlob{3, bytes_of(64, 3)}};
   store.save_kv("a", kv_of({1, 2, 3}, bytes_of(10, 0), 52), blobs);
@@ -224,8 +225,8 @@ TEST_CASE("store: session_summary has the header, the turn count and the KV byte
   CHECK(summary->n_turns == 0);
   CHECK(summary->kv_bytes == 0);
 
-  store.append_turns("a", 0, std::vector{StoredTurn{1, "hi", {1, 2}, true},
-                                         StoredTurn{2, "yo", {3}, true}});
+  append_turns(store, "a", 0,
+               std::vector{StoredTurn{1, "hi", {1, 2}, true}, StoredTurn{2, "yo", {3}, true}});
   store.save_kv("a", kv_of({1}, bytes_of(10, 0), 20), std::vector{PrefixBlob{1, bytes_of(64, 1)}});
   summary = store.session_summary("a");
   REQUIRE(summary.has_value());

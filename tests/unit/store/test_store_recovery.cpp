@@ -12,6 +12,7 @@
 #include <random>
 #include <set>
 
+#include "append_turns.h"
 #include "common/error.h"
 #include "common/log.h"
 #include "store/recovery.h"
@@ -54,7 +55,7 @@ void fill_store(const std::string& path) {
     s.created_ms = 1000 + i;
     s.updated_ms = 1000 + i;
     store.create_session(s);
-    store.append_turns(s.id, 0, turns_of(i));
+    append_turns(store, s.id, 0, turns_of(i));
   }
 }
 
@@ -208,8 +209,8 @@ TEST_CASE("store recovery: damaged turns pages: the file is kept, the rest is co
   CHECK(store.list_sessions().size() == kSessions);
 
   // The new store is sound and usable, and opens again without recovery.
-  store.append_turns(report.recovered.front(), kTurnsPerSession,
-                     std::vector{StoredTurn{1, "after recovery", {1}, true}});
+  append_turns(store, report.recovered.front(), kTurnsPerSession,
+               std::vector{StoredTurn{1, "after recovery", {1}, true}});
   CHECK(RawDb(path).quick_check() == "ok");
 }
 
@@ -302,7 +303,7 @@ TEST_CASE("store recovery: the WAL moves aside with its file, and its commits ar
     s.id = "only-in-wal";
     s.created_ms = 99999;
     store.create_session(s);
-    store.append_turns(s.id, 0, std::vector{StoredTurn{1, "wal turn", {7, 8}, true}});
+    append_turns(store, s.id, 0, std::vector{StoredTurn{1, "wal turn", {7, 8}, true}});
     REQUIRE(fs::exists(path + "-wal"));
     fs::copy_file(path, copy);
     fs::copy_file(path + "-wal", copy + "-wal");

@@ -3,6 +3,7 @@
 
 #include <thread>
 
+#include "append_turns.h"
 #include "common/error.h"
 #include "store/store.h"
 #include "support/shared_assets.h"
@@ -67,7 +68,7 @@ TEST_CASE("store: a session and its turns round-trip, across reopening") {
     Store store(path);
     CHECK_FALSE(store.recovery().has_value());
     store.create_session(s);
-    store.append_turns("s1", 0, turns);
+    append_turns(store, "s1", 0, turns);
   }
   Store store(path);
   const auto loaded = store.load_session("s1");
@@ -86,24 +87,24 @@ TEST_CASE("store: a session and its turns round-trip, across reopening") {
   CHECK(back[2].text.size() == 10);
 }
 
-TEST_CASE("store: append_turns continues where the transcript ends, and nowhere else") {
+TEST_CASE("store: turns are added where the transcript ends, and nowhere else") {
   test::TempDir dir;
   Store store((dir / "chat.db").string());
   store.create_session(session_named("s"));
-  store.append_turns("s", 0, std::vector{turn(0, "sys", {1})});
-  store.append_turns("s", 1, std::vector{turn(1, "u", {2, 3}), turn(2, "a", {4})});
+  append_turns(store, "s", 0, std::vector{turn(0, "sys", {1})});
+  append_turns(store, "s", 1, std::vector{turn(1, "u", {2, 3}), turn(2, "a", {4})});
   CHECK(store.load_turns("s").size() == 3);
-  store.append_turns("s", 3, {});  // nothing to add is fine
+  append_turns(store, "s", 3, {});  // nothing to add is fine
   CHECK(store.load_turns("s").size() == 3);
 
   const auto one = std::vector{turn(1, "x", {9})};
-  CHECK(status_of([&] { store.append_turns("s", 2, one); }) == Status::invalid_argument);
-  CHECK(status_of([&] { store.append_turns("s", 5, one); }) == Status::invalid_argument);
-  CHECK(status_of([&] { store.append_turns("nobody", 0, one); }) == Status::not_found);
+  CHECK(status_of([&] { append_turns(store, "s", 2, one); }) == Status::invalid_argument);
+  CHECK(status_of([&] { append_turns(store, "s", 5, one); }) == Status::invalid_argument);
+  CHECK(status_of([&] { append_turns(store, "nobody", 0, one); }) == Status::not_found);
   // A bad role anywhere in the batch rejects the whole batch.
   const auto bad = std::vector{turn(1, "ok", {1}), turn(3, "bad role", {2})};
-  CHECK(status_of([&] { store.append_turns("s", 3, bad); }) == Status::invalid_argument);
-  CHECK(status_of([&] { store.append_turns("s", 3, std::vector{turn(-1, "", {})}); }) ==
+  CHECK(status_of([&] { append_turns(store, "s", 3, bad); }) == Status::invalid_argument);
+  CHECK(status_of([&] { append_turns(store, "s", 3, std::vector{turn(-1, "", {})}); }) ==
         Status::invalid_argument);
   CHECK(store.load_turns("s").size() == 3);  // failed calls changed nothing
 }
@@ -112,7 +113,7 @@ TEST_CASE("store: replace_turns_from rewrites the last turns, and only a transcr
   test::TempDir dir;
   Store store((dir / "chat.db").string());
   store.create_session(session_named("s"));
-  store.append_turns("s", 0, std::vector{turn(1, "u", {2, 3}), turn(2, "a partial", {4})});
+  append_turns(store, "s", 0, std::vector{turn(1, "u", {2, 3}), turn(2, "a partial", {4})});
   store.replace_turns_from("s", 1, 2, std::vector{turn(2, "a partial reply", {4, 5, 6})});
   auto back = store.load_turns("s");
   REQUIRE(back.size() == 2);
@@ -140,7 +141,7 @@ TEST_CASE("store: create_session refuses an existing id and an empty one") {
   test::TempDir dir;
   Store store((dir / "chat.db").string());
   store.create_session(session_named("dup"));
-  store.append_turns("dup", 0, std::vector{turn(1, "kept", {7})});
+  append_turns(store, "dup", 0, std::vector{turn(1, "kept", {7})});
   StoredSession other = session_named("dup");
   other.system_prompt = "replacement";
   try {
@@ -159,14 +160,14 @@ TEST_CASE("store: truncate_turns keeps a prefix; delete_session removes everythi
   test::TempDir dir;
   Store store((dir / "chat.db").string());
   store.create_session(session_named("s"));
-  store.append_turns(
-      "s", 0,
-      std::vector{turn(0, "a", {1}), turn(1, "b", {2}), turn(2, "c", {3}), turn(1, "d", {4})});
+  append_turns(store, "s", 0,
+               std::vector{turn(0, "a", {1}), turn(1, "b", {2}), turn(2, "c", {3}),
+                           turn(1, "d", {4})});
   store.truncate_turns("s", 2);
   auto turns = store.load_turns("s");
   REQUIRE(turns.size() == 2);
   CHECK(turns[1].text == "b");
-  store.append_turns("s", 2, std::vector{turn(2, "c2", {5})});  // the index continues at 2
+  append_turns(store, "s", 2, std::vector{turn(2, "c2", {5})});  // the index continues at 2
   CHECK(store.load_turns("s")[2].text == "c2");
   store.truncate_turns("s", 3);  // keeping all is allowed
   CHECK(status_of([&] { store.truncate_turns("s", 4); }) == Status::invalid_argument);
@@ -186,7 +187,7 @@ TEST_CASE("store: truncate_turns keeps a prefix; delete_session removes everythi
   // Deleting a session with turns takes its turns along (a leftover row would show up when
   // the id is reused).
   store.create_session(session_named("t"));
-  store.append_turns("t", 0, std::vector{turn(1, "x", {1}), turn(2, "y", {2})});
+  append_turns(store, "t", 0, std::vector{turn(1, "x", {1}), turn(2, "y", {2})});
   store.delete_session("t");
   store.create_session(session_named("t"));
   CHECK(store.load_turns("t").empty());
@@ -196,9 +197,9 @@ TEST_CASE("store: replace_turns makes the transcript exactly the given turns, an
   test::TempDir dir;
   Store store((dir / "chat.db").string());
   store.create_session(session_named("s"));
-  store.append_turns("s", 0,
-                     std::vector{turn(0, "sys", {1}), turn(1, "old q", {2}), turn(2, "old a", {3}),
-                                 turn(1, "q", {4}), turn(2, "a", {5})});
+  append_turns(store, "s", 0,
+               std::vector{turn(0, "sys", {1}), turn(1, "old q", {2}), turn(2, "old a", {3}),
+                           turn(1, "q", {4}), turn(2, "a", {5})});
   store.save_kv("s", StoredKv{0, 1, 5, {}, std::vector<std::byte>(10)}, {});
   // A conversation that dropped its oldest exchange keeps the system prompt.
   const auto kept = std::vector{turn(0, "sys", {1}), turn(1, "q", {4}), turn(2, "a", {5})};
@@ -207,7 +208,7 @@ TEST_CASE("store: replace_turns makes the transcript exactly the given turns, an
   REQUIRE(turns.size() == 3);
   for (size_t i = 0; i < kept.size(); ++i) check_same(turns[i], kept[i]);
   CHECK_FALSE(store.load_kv("s").has_value());
-  store.append_turns("s", 3, std::vector{turn(1, "next", {6})});  // the index continues at 3
+  append_turns(store, "s", 3, std::vector{turn(1, "next", {6})});  // the index continues at 3
 
   // Longer than before works too; errors change nothing.
   store.replace_turns("s", std::vector{turn(1, "a", {}), turn(2, "b", {}), turn(1, "c", {}),
@@ -219,6 +220,32 @@ TEST_CASE("store: replace_turns makes the transcript exactly the given turns, an
   CHECK(store.load_turns("s").size() == 6);
   store.replace_turns("s", {});
   CHECK(store.load_turns("s").empty());
+}
+
+TEST_CASE("store: replace_turns with a system prompt changes the header's in the same commit") {
+  test::TempDir dir;
+  const std::string path = (dir / "chat.db").string();
+  {
+    Store store(path);
+    store.create_session(session_named("s"));  // no system prompt
+    append_turns(store, "s", 0, std::vector{turn(1, "q", {1, 2}), turn(2, "a", {3})});
+    store.save_kv("s", StoredKv{0, 1, 3, {}, std::vector<std::byte>(10)}, {});
+    const auto changed = std::vector{turn(0, "be brief", {}), turn(1, "q", {1, 7, 2}),
+                                     turn(2, "a", {3})};
+    store.replace_turns("s", "be brief", changed);
+    CHECK(status_of([&] { store.replace_turns("nobody", "x", changed); }) == Status::not_found);
+    CHECK(status_of([&] { store.replace_turns("s", "x", std::vector{turn(7, "", {})}); }) ==
+          Status::invalid_argument);
+  }
+  Store store(path);
+  CHECK(store.load_session("s")->system_prompt == "be brief");  // not "x": refused calls
+  const auto turns = store.load_turns("s");
+  REQUIRE(turns.size() == 3);
+  check_same(turns[0], turn(0, "be brief", {}));
+  check_same(turns[1], turn(1, "q", {1, 7, 2}));
+  CHECK_FALSE(store.load_kv("s").has_value());
+  store.replace_turns("s", "", std::vector{turn(1, "q", {1, 2})});
+  CHECK(store.load_session("s")->system_prompt.empty());
 }
 
 TEST_CASE("store: unknown sessions read as absent") {
@@ -251,8 +278,8 @@ TEST_CASE("store: calls from many threads on one store are serialized") {
       const std::string id = "t" + std::to_string(t);
       store.create_session(session_named(id, t));
       for (int i = 0; i < kTurns; ++i) {
-        store.append_turns(id, static_cast<uint32_t>(i),
-                           std::vector{turn(1 + i % 2, id + "#" + std::to_string(i), {t, i})});
+        append_turns(store, id, static_cast<uint32_t>(i),
+                     std::vector{turn(1 + i % 2, id + "#" + std::to_string(i), {t, i})});
         if (i % 5 == 0) (void)store.list_sessions();
       }
     });
