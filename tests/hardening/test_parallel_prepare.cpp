@@ -1,7 +1,7 @@
-// Sessions that start alike, prepared, scored and answered from threads of their own at once:
-// they compute and publish the same opening blocks side by side. Nothing may race (this runs
-// under ThreadSanitizer too), and each thread's scores and reply must equal those of the same
-// calls made alone.
+// Sessions that start alike, prepared, scored, answered, given a new system prompt and
+// answered again from threads of their own at once: they compute and publish the same opening
+// blocks side by side. Nothing may race (this runs under ThreadSanitizer too), and each
+// thread's scores and replies must equal those of the same calls made alone.
 #include <doctest/doctest.h>
 
 #include <string>
@@ -23,7 +23,7 @@ struct Outcome {
   std::string error;
   uint32_t prepared = 0;          // tokens the prepare computed
   double scores[2] = {0, 0};
-  std::vector<int32_t> tokens;    // the conversation after one greedy turn
+  std::vector<int32_t> tokens;    // the conversation after its greedy turns
 };
 
 std::string system_prompt() {
@@ -32,7 +32,8 @@ std::string system_prompt() {
   return text;
 }
 
-// Prepare, score two replies, send: in a session of `scope` with the shared system prompt.
+// Prepare, score two replies, send, change the system prompt, prepare and send again: in a
+// session of `scope` that starts with the shared system prompt.
 Outcome run_calls(parley_engine* e, const char* scope) {
   Outcome out;
   const std::string system = system_prompt();
@@ -57,6 +58,13 @@ Outcome run_calls(parley_engine* e, const char* scope) {
     out.status = parley_session_send(s, " the", &g, nullptr, nullptr, nullptr);
   }
   if (out.status == PARLEY_OK) {
+    out.status = parley_session_set_system_prompt(s, "a lazy dog sleeps under the brown tree");
+  }
+  if (out.status == PARLEY_OK) out.status = parley_session_prepare(s, nullptr);
+  if (out.status == PARLEY_OK) {
+    out.status = parley_session_send(s, " and", &g, nullptr, nullptr, nullptr);
+  }
+  if (out.status == PARLEY_OK) {
     size_t n = 0;
     parley_session_get_tokens(s, nullptr, 0, &n);
     out.tokens.resize(n);
@@ -69,7 +77,7 @@ Outcome run_calls(parley_engine* e, const char* scope) {
 
 }  // namespace
 
-TEST_CASE("sessions prepared, scored and answered at once with one system prompt agree") {
+TEST_CASE("sessions prepared, scored, re-prompted and answered at once agree") {
   const parley_engine_options eo = engine_options(hardening_model(), "", 0, 0, 1);
   parley_engine* e = nullptr;
   REQUIRE_MESSAGE(parley_engine_open(&eo, &e) == PARLEY_OK, parley_last_error());
