@@ -566,14 +566,16 @@ PARLEY_API parley_status parley_session_send(parley_session *s, const char *user
  *    continuation of a reply cut at max_tokens gives what one longer reply would have.
  *  max_tokens and the stop strings apply to the new text (a stop string that begins in the
  *  reply's earlier text and ends in the new text ends the reply where the new text begins:
- *  nothing is added); options->reply_prefix only starts a reply that has no text yet. stats
- *  cover this call (prompt_tokens 0).
+ *  nothing is added). options->reply_prefix starts a reply that has no text yet, and since
+ *  0.6 steers one under way: the reply goes on with it, and the model from there (" and then
+ *  the dragon" starts a word, "," joins the last one). stats cover this call (prompt_tokens
+ *  0).
  *  Errors: INVALID_ARGUMENT (no user message yet; the model ended the last reply with its end
- *  token: send a message or rewind the reply; a reply_prefix for a reply under way; bad
- *  options), CONTEXT_FULL (no room for one more token and the overflow policy is
- *  ERROR; with DROP_OLDEST the oldest exchanges are dropped, never the last user message),
- *  and the rest as parley_session_send(): CANCELLED and OUT_OF_MEMORY keep what was
- *  generated, STORAGE keeps it in memory; BUSY, MISUSE, BACKEND.
+ *  token: send a message or rewind the reply; bad options), CONTEXT_FULL (no room for one
+ *  more token and the overflow policy is ERROR; with DROP_OLDEST the oldest exchanges are
+ *  dropped, never the last user message), and the rest as parley_session_send(): CANCELLED
+ *  and OUT_OF_MEMORY keep what was generated, STORAGE keeps it in memory; BUSY, MISUSE,
+ *  BACKEND.
  *  With a store, the reply is committed (synchronous=FULL) before this returns.
  *  Thread-safety: one thread per session. Since: 0.4. */
 PARLEY_API parley_status parley_session_continue(parley_session *s,
@@ -616,14 +618,19 @@ PARLEY_API parley_status parley_session_prepare(parley_session *s, parley_turn_s
  *  EOS for "raw") is scored too, so that "Yes" is not also counted as the start of "Yes, but".
  *  The message is computed once for all replies, over the conversation's KV, which is shared,
  *  not copied (a spilled session's KV comes back from the store first).
- *  @param[in]  user_text  UTF-8 text ("" allowed)
+ *  With `user_text` NULL (since 0.6) no message is added: each text is scored as what
+ *  parley_session_continue() would generate, the missing reply to the last user message, or
+ *  more of the open last reply (the texts then continue it: " and" starts a word, "," joins
+ *  the last one); which ending the model finds likeliest for a line it began.
+ *  @param[in]  user_text  UTF-8 text ("" allowed), or NULL to score continuations
  *  @param[in]  replies    n_replies UTF-8 texts, written as parley_session_add_exchange() takes
  *                         them ("" allowed: 0 tokens, logprob 0 unless the end is scored)
  *  @param[in]  flags      0 or PARLEY_SCORE_WITH_END
  *  @param[out] logprobs   n_replies values, each <= 0
  *  @param[out] n_tokens   n_replies token counts (the end's included), or NULL
- *  Errors: INVALID_ARGUMENT (NULL, invalid UTF-8, n_replies 0 or above
- *  PARLEY_MAX_SCORED_REPLIES, unknown flags), CONTEXT_FULL (the message and one of the replies
+ *  Errors: INVALID_ARGUMENT (NULL replies or logprobs, invalid UTF-8, n_replies 0 or above
+ *  PARLEY_MAX_SCORED_REPLIES, unknown flags; with user_text NULL: nothing to go on from, as
+ *  for parley_session_continue()), CONTEXT_FULL (the message and one of the replies
  *  do not fit in what is left of the context; the message says which), CANCELLED
  *  (parley_session_interrupt()), OUT_OF_MEMORY, BUSY, MISUSE, BACKEND. The outputs are
  *  written only on PARLEY_OK.

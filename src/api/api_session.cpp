@@ -343,7 +343,6 @@ PARLEY_API parley_status parley_session_score_replies(parley_session* s, const c
   return guarded(__func__, [&] {
     auto handle = acquire(s);
     SessionUse use(*handle);
-    check_arg(user_text, "user_text is NULL");
     check_arg(replies, "replies is NULL");
     check_arg(logprobs, "logprobs is NULL");
     if (n_replies == 0 || n_replies > PARLEY_MAX_SCORED_REPLIES) {
@@ -357,8 +356,10 @@ PARLEY_API parley_status parley_session_score_replies(parley_session* s, const c
       if (!replies[i]) fail(Status::invalid_argument, "replies[" + std::to_string(i) + "] is NULL");
       texts.emplace_back(replies[i]);
     }
-    const auto scores = handle->session->score_replies(
-        user_text, texts, (flags & PARLEY_SCORE_WITH_END) != 0);
+    const bool with_end = (flags & PARLEY_SCORE_WITH_END) != 0;
+    auto& session = *handle->session;
+    const auto scores = user_text ? session.score_replies(user_text, texts, with_end)
+                                  : session.score_continuations(texts, with_end);
     for (size_t i = 0; i < n_replies; ++i) {
       logprobs[i] = scores[i].logprob;
       if (n_tokens) n_tokens[i] = scores[i].n_tokens;

@@ -1,20 +1,18 @@
 // Session::continue_reply — generating without a new user message: a missing reply (rewound
-// to be generated anew) or more of an open one.
+// to be generated anew) or more of an open one. Also what continuing goes on from, which
+// scoring continuations shares.
 #include <algorithm>
 
 #include "common/error.h"
 #include "engine/clock.h"
 #include "engine/engine.h"
 #include "engine/session.h"
+#include "text/tokenizer.h"
 #include "text/utf8_stream.h"
 
 namespace parley::engine {
 
-void Session::continue_reply(const GenerateParams& params, const TextSink& sink,
-                             TurnStats& stats) {
-  const double started_ms = now_ms();
-  interrupt_.store(false, std::memory_order_relaxed);
-  // 0. Everything that can refuse is checked before any work, as in send().
+bool Session::continuation_starts_reply() const {
   const bool has_message = !messages_.empty() && messages_.back().role != Role::system;
   require(has_message, Status::invalid_argument,
           "the conversation has no message to reply to: send one first");
@@ -22,23 +20,33 @@ void Session::continue_reply(const GenerateParams& params, const TextSink& sink,
   require(last.role == Role::user || !last.closed, Status::invalid_argument,
           "the last reply is complete (the model ended it): send a message, or rewind the "
           "reply to have it generated anew");
-  const bool reply_start = last.role == Role::user || last.text.empty();
+  return last.role == Role::user || last.text.empty();
+}
+
+std::vector<int32_t> Session::render_continuation(std::string_view text,
+                                                  bool reply_start) const {
+  if (text.empty()) return {};
+  // Encoded on its own, text in the middle of a reply would gain the space a text's first
+  // word has: there it continues the reply's text.
+  return reply_start ? template_.render_reply(text)
+                     : engine_->tokenizer().encode_continuation(text);
+}
+
+void Session::continue_reply(const GenerateParams& params, const TextSink& sink,
+                             TurnStats& stats) {
+  const double started_ms = now_ms();
+  interrupt_.store(false, std::memory_order_relaxed);
+  // 0. Everything that can refuse is checked before any work, as in send().
+  const bool reply_start = continuation_starts_reply();
   require(text::is_valid_utf8(params.reply_prefix), Status::invalid_argument,
           "reply_prefix is not valid UTF-8");
-  // Encoded on its own, a prefix in the middle of a reply would gain the space a text's
-  // first word has: it only starts a reply.
-  require(reply_start || params.reply_prefix.empty(), Status::invalid_argument,
-          "reply_prefix starts a reply, and the last reply is under way: continue it without "
-          "one, or rewind it first");
   sample::Sampler sampler(params.sampler, seed_for(params), size_t(engine_->config().n_vocab));
   stats = TurnStats{};
   stats.kv_source = n_cached_ > 0 ? KvSource::resident : KvSource::fresh;
 
   // 1. Nothing new to render but a prefix; the reply needs room for one token more.
   std::vector<int32_t> new_ids;
-  const std::vector<int32_t> reply_ids = params.reply_prefix.empty()
-                                             ? std::vector<int32_t>()
-                                             : template_.render_reply(params.reply_prefix);
+  const std::vector<int32_t> reply_ids = render_continuation(params.reply_prefix, reply_start);
   fit_turn(nullptr, new_ids, reply_ids.size() + 1, false, stats);
   // The logits after the last token start the reply: computed again when its KV is there
   // (after a rewind), as they are not kept.

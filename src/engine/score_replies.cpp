@@ -1,5 +1,6 @@
-// Session::score_replies — how likely the model finds each of several replies to a message,
-// without generating and without changing the conversation. The message is computed once, in
+// Session::score_replies — how likely the model finds each of several replies to a message (or
+// each of several ways for the conversation to go on, as continue_reply would), without
+// generating and without changing the conversation. The message is computed once, in
 // a table that shares the conversation's full blocks; each reply then runs in a fork of that
 // table with logits for every row, and the log-probability of each next token is summed.
 #include <algorithm>
@@ -28,12 +29,14 @@ double log_probability(std::span<const float> row, int32_t target) {
 
 }  // namespace
 
-std::vector<Session::ReplyScore> Session::score_replies(
-    std::string_view user_text, std::span<const std::string_view> replies, bool with_end) {
+std::vector<Session::ReplyScore> Session::score(
+    const std::string_view* user_text, std::span<const std::string_view> replies,
+    bool with_end) {
   interrupt_.store(false, std::memory_order_relaxed);
   // 0. Everything that can refuse is checked before any work.
-  require(text::is_valid_utf8(user_text), Status::invalid_argument,
+  require(!user_text || text::is_valid_utf8(*user_text), Status::invalid_argument,
           "user text is not valid UTF-8");
+  const bool reply_start = user_text || continuation_starts_reply();
   for (size_t i = 0; i < replies.size(); ++i) {
     require(text::is_valid_utf8(replies[i]), Status::invalid_argument,
             [&] { return "reply " + std::to_string(i) + " is not valid UTF-8"; });
@@ -41,17 +44,20 @@ std::vector<Session::ReplyScore> Session::score_replies(
   std::vector<int32_t> ending = template_.close_reply();
   if (ending.empty()) ending.push_back(engine_->tokenizer().eos_id());  // raw: EOS ends a text
   std::vector<int32_t> prompt = tokens_;
-  const std::vector<int32_t> new_ids = render_turn(user_text);
+  const std::vector<int32_t> new_ids = user_text ? render_turn(*user_text)
+                                                 : std::vector<int32_t>();
   prompt.insert(prompt.end(), new_ids.begin(), new_ids.end());
   std::vector<std::vector<int32_t>> reply_ids;
   const uint32_t context = engine_->context_length();
   for (size_t i = 0; i < replies.size(); ++i) {
-    auto ids = replies[i].empty() ? std::vector<int32_t>() : template_.render_reply(replies[i]);
+    auto ids = render_continuation(replies[i], reply_start);
     if (with_end) ids.insert(ids.end(), ending.begin(), ending.end());
     if (prompt.size() + ids.size() > context) {
+      const std::string what =
+          user_text ? "the message (" + std::to_string(new_ids.size()) + " tokens) and reply "
+                    : std::string("reply ");
       fail(Status::context_full,
-           "the message (" + std::to_string(new_ids.size()) + " tokens) and reply " +
-               std::to_string(i) + " (" + std::to_string(ids.size()) + ") do not fit in the " +
+           what + std::to_string(i) + " (" + std::to_string(ids.size()) + ") do not fit in the " +
                std::to_string(context - std::min<size_t>(context, tokens_.size())) +
                " tokens the context has left");
     }

@@ -160,7 +160,16 @@ class Session {
     uint32_t n_tokens = 0;  // tokens scored
   };
   std::vector<ReplyScore> score_replies(std::string_view user_text,
-                                        std::span<const std::string_view> replies, bool with_end);
+                                        std::span<const std::string_view> replies, bool with_end) {
+    return score(&user_text, replies, with_end);
+  }
+  // The same for what continue_reply would add, without a new message: the missing reply to
+  // the last user message, or more of the open last reply (each text continuing it). Throws
+  // as score_replies, and Error(invalid_argument) when there is nothing to go on from.
+  std::vector<ReplyScore> score_continuations(std::span<const std::string_view> texts,
+                                              bool with_end) {
+    return score(nullptr, texts, with_end);
+  }
 
   // How many ids a send of `user_text` would add before its reply (nothing changes). Throws
   // Error(invalid_argument) for invalid UTF-8.
@@ -227,6 +236,16 @@ class Session {
   // prompt's own, as render_system gives them; 0 when the template does not render it so.
   uint32_t system_prefix_tokens(std::span<const int32_t> opening,
                                 std::string_view system_prompt) const;
+  // score_replies() after `user_text`; score_continuations() when it is null.
+  std::vector<ReplyScore> score(const std::string_view* user_text,
+                                std::span<const std::string_view> replies, bool with_end);
+  // What continuing goes on from: a missing reply (the last message is the user's) or an open
+  // one. Throws Error(invalid_argument) when there is neither; returns whether new text
+  // starts the reply (it has none yet).
+  bool continuation_starts_reply() const;
+  // Ids of text put at the end of the reply continuing goes on from: a reply's start
+  // (render_reply), or more of a reply under way (Tokenizer::encode_continuation).
+  std::vector<int32_t> render_continuation(std::string_view text, bool reply_start) const;
   // The ids to prefill for a new user message, starting with what the previous reply left.
   std::vector<int32_t> render_turn(std::string_view user_text) const;
   // Makes room for a new turn of `new_ids` and `reply_room` reply tokens by dropping the

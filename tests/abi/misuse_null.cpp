@@ -244,11 +244,12 @@ MisuseRows null_pointer_rows() {
     double lp = 0;
     return parley_session_score_replies(nullptr, "a", replies, 1, 0, &lp, nullptr);
   });
-  add("parley_session_score_replies", "user_text NULL", kInvalid, [](MisuseWorld& w) {
-    const char* const replies[] = {"b"};
-    double lp = 0;
-    return parley_session_score_replies(w.session(), nullptr, replies, 1, 0, &lp, nullptr);
-  });
+  add("parley_session_score_replies", "user_text NULL, no message to go on from", kInvalid,
+      [](MisuseWorld& w) {
+        const char* const replies[] = {"b"};
+        double lp = 0;
+        return parley_session_score_replies(w.session(), nullptr, replies, 1, 0, &lp, nullptr);
+      });
   add("parley_session_score_replies", "replies NULL", kInvalid, [](MisuseWorld& w) {
     double lp = 0;
     return parley_session_score_replies(w.session(), "a", nullptr, 1, 0, &lp, nullptr);

@@ -225,7 +225,7 @@ MisuseRows value_rows() {
                  const parley_generate_options g = quick_generate();
                  return parley_session_continue(w.session(), &g, nullptr, nullptr, nullptr);
                }});
-  r.push_back({"parley_session_continue", "a reply prefix for a reply under way", kInvalid,
+  r.push_back({"parley_session_continue", "a reply prefix steers a reply under way", PARLEY_OK,
                [](MisuseWorld& w) {
                  parley_generate_options g = quick_generate();
                  g.reply_prefix = "and";

@@ -215,16 +215,52 @@ TEST_CASE("continuing is refused when there is nothing to go on from; nothing ch
   CHECK(empty.messages().size() == 1);
   CHECK(empty.tokens().empty());
 
-  engine::Session s(engine, session_options("", "llama2"));
-  greedy_turn(s, "a b", 3);
-  const auto tokens = s.tokens();
-  const auto text = s.messages().back().text;
-  engine::GenerateParams prefixed = greedy(4);
-  prefixed.reply_prefix = "d";
-  CHECK(status_of_continue(s, prefixed) == Status::invalid_argument);  // a reply under way
-  CHECK(s.tokens() == tokens);
-  CHECK(s.messages().back().text == text);
+}
 
+// A reply cut inside a word or before a comma, continued with the text the model would have
+// written next as a prefix, then greedily: one longer reply, token for token. The prefix's
+// ids are those the model gave, not the text encoded on its own (which starts a word).
+TEST_CASE("a reply prefix steers a reply under way: it continues the reply's text") {
+  PARLEY_SHARED_OR_SKIP(gguf, "models/stories260k/stories260k-f32.gguf");
+  auto engine = open_engine(gguf.string(), kv::KvType::f32);
+  const auto& tok = engine->tokenizer();
+  int steered = 0;
+  for (const char* name : {"raw", "llama2", "chatml"}) {
+    CAPTURE(std::string(name));
+    engine::Session whole(engine, session_options("", name, std::string("whole-") + name));
+    greedy_turn(whole, "Once upon a time", 40);
+    const auto& reply = whole.messages().back();
+    const std::vector<int32_t> ids(whole.tokens().begin() + reply.token_begin,
+                                   whole.tokens().end());
+    // The cut: the first piece past the third that does not start a word; the prefix runs
+    // from there to a word's start at least three pieces on.
+    const auto starts_word = [&](size_t i) { return tok.piece_bytes(ids[i]).starts_with(' '); };
+    size_t cut = 3;
+    while (cut < ids.size() && starts_word(cut)) ++cut;
+    size_t m = cut + 3;
+    while (m < ids.size() && !starts_word(m)) ++m;
+    REQUIRE(m + 4 < ids.size());
+    std::string prefix;
+    for (size_t i = cut; i < m; ++i) prefix += tok.piece_bytes(ids[i]);
+    CAPTURE(prefix);
+    if (tok.encode_continuation(prefix) !=
+        std::vector<int32_t>(ids.begin() + std::ptrdiff_t(cut), ids.begin() + std::ptrdiff_t(m))) {
+      continue;  // the model wrote it in pieces the tokenizer would not choose
+    }
+    ++steered;
+
+    engine::Session s(engine, session_options("", name, std::string("cut-") + name));
+    greedy_turn(s, "Once upon a time", uint32_t(cut));
+    engine::GenerateParams prefixed = greedy(uint32_t(ids.size() - m));
+    prefixed.reply_prefix = prefix;
+    engine::TurnStats stats;
+    const std::string streamed = continue_reply(s, prefixed, stats);
+    CHECK(streamed.starts_with(prefix));
+    CHECK(s.tokens() == whole.tokens());
+    CHECK(s.messages().back().text == reply.text);
+    CHECK(s.messages().size() == whole.messages().size());
+  }
+  CHECK(steered >= 2);
 }
 
 TEST_CASE("a reply the model ended with its end token is complete: not continued") {

@@ -177,6 +177,83 @@ TEST_CASE("scores later in a conversation equal the model run over the same toke
   }
 }
 
+// Continuations of an open reply (cut inside a word): each text's score is the log-probability
+// the model run over the whole reply gives its ids; a missing reply scores as a reply to its
+// message does.
+TEST_CASE("continuations score as the model run over the reply they continue") {
+  PARLEY_SHARED_OR_SKIP(gguf, "models/stories260k/stories260k-f32.gguf");
+  auto engine = open_engine(gguf.string(), kv::KvType::f32);
+  const auto& tok = engine->tokenizer();
+  ModelRunner runner(gguf.string());
+  const size_t n_vocab = size_t(runner.config().n_vocab);
+  for (const char* name : {"raw", "llama2"}) {
+    CAPTURE(std::string(name));
+    engine::Session whole(engine, session_options("", name, std::string("whole-") + name));
+    greedy_turn(whole, "Once upon a time", 24);
+    const auto& ids = whole.tokens();
+    const size_t begin = whole.messages().back().token_begin;
+    const auto logits = runner.logits(ids, kv::KvType::f32);
+    // The cut: the first reply piece past the second that does not start a word. The texts:
+    // the pieces from there up to a word's start, as streamed.
+    const auto starts_word = [&](size_t p) { return tok.piece_bytes(ids[p]).starts_with(' '); };
+    size_t cut = begin + 2;
+    while (cut < ids.size() && starts_word(cut)) ++cut;
+    std::vector<std::string> texts;
+    std::vector<double> expected;
+    std::string text;
+    double sum = 0;
+    for (size_t p = cut; p + 1 < ids.size() && texts.size() < 3; ++p) {
+      text += tok.piece_bytes(ids[p]);
+      sum += log_p(logits, n_vocab, p - 1, ids[p]);
+      const std::vector<int32_t> expected_ids(ids.begin() + std::ptrdiff_t(cut),
+                                              ids.begin() + std::ptrdiff_t(p + 1));
+      // (Skipped: pieces the tokenizer would not choose for the text.)
+      if (starts_word(p + 1) && tok.encode_continuation(text) == expected_ids) {
+        texts.push_back(text);
+        expected.push_back(sum);
+      }
+    }
+    REQUIRE(texts.size() >= 2);
+    engine::Session s(engine, session_options("", name, std::string("cut-") + name));
+    greedy_turn(s, "Once upon a time", uint32_t(cut - begin));
+    const std::vector<std::string_view> views(texts.begin(), texts.end());
+    std::vector<engine::Session::ReplyScore> scores;
+    {
+      const auto use = s.try_use();
+      scores = s.score_continuations(views, false);
+    }
+    for (size_t i = 0; i < texts.size(); ++i) {
+      CAPTURE(texts[i]);
+      CHECK(std::fabs(scores[i].logprob - expected[i]) <= 1e-4 * double(scores[i].n_tokens));
+    }
+
+    // Without its reply, the message's continuations are replies to it.
+    engine::Session before(engine, session_options("", name, std::string("before-") + name));
+    const std::vector<std::string_view> replies = {"Lily was happy.", "A cat sat."};
+    const auto as_replies = score(before, "Once upon a time", replies, true);
+    s.rewind(1);
+    const auto use = s.try_use();
+    const auto as_continuations = s.score_continuations(replies, true);
+    for (size_t i = 0; i < replies.size(); ++i) {
+      CHECK(as_continuations[i].n_tokens == as_replies[i].n_tokens);
+      CHECK(as_continuations[i].logprob == doctest::Approx(as_replies[i].logprob).epsilon(1e-9));
+    }
+  }
+}
+
+TEST_CASE("continuations need something to go on from; nothing changes") {
+  auto engine = open_engine(small_synthetic_model(), kv::KvType::int8);
+  engine::Session empty(engine, session_options("a b", "llama2"));
+  const std::vector<std::string_view> texts = {"c"};
+  CHECK_PARLEY_ERROR(empty.score_continuations(texts, false), Status::invalid_argument,
+                     "no message to reply to");
+  engine::Session s(engine, session_options("", "raw"));
+  greedy_turn(s, "a b", 4);
+  const auto ids = s.tokens();
+  CHECK(s.score_continuations(texts, true)[0].logprob < 0);
+  CHECK(s.tokens() == ids);
+}
+
 TEST_CASE("scoring leaves the conversation as it was; spilled KV comes back for it") {
   const TempDir dir;
   auto engine =

@@ -90,9 +90,10 @@ namespace Parley
 
         // Text the reply starts with, tokenized as plain text, from which the model goes on: a
         // format or a voice to keep ("{", "*nods* "); with the "raw" template it continues the
-        // message (" and" starts a word, "," joins the last one). It is streamed first and kept
-        // as the reply's start; MaxTokens and Stop apply only to what follows it. null or "" =
-        // none.
+        // message (" and" starts a word, "," joins the last one). With Continue it starts a
+        // reply that has no text yet, or (since 0.6) steers one under way, continuing its text
+        // as it continues a "raw" message. It is streamed first and kept as the reply's start;
+        // MaxTokens and Stop apply only to what follows it. null or "" = none.
         public string ReplyPrefix { get; set; }
 
         // Biases added to chosen tokens' logits before sampling, by token id: a positive bias

@@ -55,10 +55,11 @@ namespace Parley
         //   context, when interrupted, or was written with AddExchange): more of it. The new
         //   text is appended to that reply, which stays one turn; greedy continuation of a
         //   reply cut at MaxTokens gives what one longer reply would have.
-        // MaxTokens and Stop apply to the new text; ReplyPrefix only starts a reply that has no
-        // text yet. LastStats cover this call (PromptTokens 0). ParleyStatus.InvalidArgument
-        // when there is no user message yet, when the model ended the last reply (send a
-        // message or rewind it), or for a ReplyPrefix when the reply already has text.
+        // MaxTokens and Stop apply to the new text. ReplyPrefix starts a reply that has no text
+        // yet, and (since 0.6) steers one under way: the reply goes on with it, and the model
+        // from there (" and then the dragon" starts a word, "," joins the last one). LastStats
+        // cover this call (PromptTokens 0). ParleyStatus.InvalidArgument when there is no user
+        // message yet or when the model ended the last reply (send a message or rewind it).
         public string Continue(GenerateOptions options = null, Action<string> onText = null)
         {
             Func<string, bool> onPiece = null;
@@ -120,15 +121,20 @@ namespace Parley
         // compares replies per token. `withEnd` scores the end of each reply too (the
         // template's end of reply, EOS for "raw"), so that "Yes" is not also counted as the
         // start of "Yes, but". The message is taken as Send takes it, each reply as
-        // AddExchange takes it ("" is 0 tokens, LogProb 0 unless the end is scored).
-        // ParleyStatus.InvalidArgument for no replies or more than 256, ContextFull when the
-        // message and one of the replies do not fit in what is left of the context, Cancelled
-        // when Interrupt() stopped it.
+        // AddExchange takes it ("" is 0 tokens, LogProb 0 unless the end is scored). A null
+        // `message` (since 0.6) adds no message: each reply is scored as what Continue would
+        // generate, the missing reply to the last user message (after Rewind(1)) or more of
+        // the open last reply (" and" then starts a word, "," joins the last one); which
+        // ending the model finds likeliest for a line it began.
+        // ParleyStatus.InvalidArgument for no replies or more than 256, or for a null message
+        // with nothing to go on from (as Continue); ContextFull when the message and one of
+        // the replies do not fit in what is left of the context; Cancelled when Interrupt()
+        // stopped it.
         public ReplyScore[] ScoreReplies(string message, IList<string> replies,
                                          bool withEnd = false)
         {
+            // null stays null: a NULL message asks the library to score continuations.
             byte[] utf8 = Utf8.ToNative(message, "message");
-            if (utf8 == null) throw new ArgumentNullException("message");
             if (replies == null) throw new ArgumentNullException("replies");
             // Copied first: the count and the pointers then agree whatever replies.Count says.
             var texts = new List<string>(replies);

@@ -26,7 +26,7 @@ namespace Parley.Tests
             r.Add("a ReplyPrefix starts a regenerated reply", PrefixStartsRegeneratedReply);
             r.Add("nothing to continue in a fresh session is InvalidArgument", FreshSessionFails);
             r.Add("a reply the model ended is not continued", EndedReplyFails);
-            r.Add("a ReplyPrefix for a reply under way is InvalidArgument", PrefixUnderWayFails);
+            r.Add("a ReplyPrefix steers a reply under way", PrefixSteersReplyUnderWay);
             r.Add("Continue and StreamContinue on a disposed session throw",
                   DisposedSessionThrows);
         }
@@ -271,19 +271,33 @@ namespace Parley.Tests
             }
         }
 
-        private static void PrefixUnderWayFails()
+        private static void PrefixSteersReplyUnderWay()
         {
             using (Engine engine = Fixture.OpenEngine())
-            using (Session s = Fixture.RawSession(engine))
             {
-                s.Send(Prompt, Greedy(4));
-                int[] tokens = s.Tokens;
-                string text = LastText(s);
-                Assert.ThrowsStatus(ParleyStatus.InvalidArgument,
-                                    () => s.Continue(Greedy(MaxTokens, Prefix)), "a prefix");
-                Assert.SequenceEqual(tokens, s.Tokens, "tokens unchanged");
-                Assert.Equal(text, LastText(s), "the reply unchanged");
-                Assert.True(s.Continue(Greedy(MaxTokens, "")).Length > 0, "\"\" is no prefix");
+                // A leading space starts a word, text without one joins the last word.
+                foreach (string steer in new[] { " and then the dragon", "," })
+                {
+                    string what = " (\"" + steer + "\")";
+                    using (Session s = Fixture.RawSession(engine))
+                    {
+                        string first = s.Send(Prompt, Greedy(4));
+                        int turns = s.Info.Turns;
+                        var pieces = new List<string>();
+                        string more = s.Continue(Greedy(MaxTokens, steer), pieces.Add);
+                        Assert.True(more.StartsWith(steer, StringComparison.Ordinal),
+                                    "the text starts with the prefix: \"" + more + "\"" + what);
+                        Assert.True(pieces[0].StartsWith(steer, StringComparison.Ordinal),
+                                    "the prefix is streamed first" + what);
+                        Assert.True(more.Length > steer.Length, "the model went on" + what);
+                        Assert.Equal(turns, s.Info.Turns, "the same turn, not a new one" + what);
+                        Assert.Equal(first + more, LastText(s), "the steered turn" + what);
+                        Assert.Equal(MaxTokens, s.LastStats.GeneratedTokens,
+                                     "generated after the prefix" + what);
+                        Assert.True(s.Continue(Greedy(MaxTokens, "")).Length > 0,
+                                    "\"\" is no prefix" + what);
+                    }
+                }
             }
         }
 

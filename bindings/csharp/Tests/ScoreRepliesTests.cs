@@ -1,5 +1,6 @@
 // Session.ScoreReplies (since 0.5): how likely the model finds each of several replies to a
-// message, without generating and without changing the conversation.
+// message, without generating and without changing the conversation; with a null message
+// (since 0.6), of what Continue would generate.
 using System;
 using System.Collections.Generic;
 using System.Text;
@@ -24,7 +25,11 @@ namespace Parley.Tests
             r.Add("ScoreReplies on a suspended session scores as before", SuspendedSession);
             r.Add("ScoreReplies of no replies or too many is InvalidArgument", HowManyReplies);
             r.Add("ScoreReplies takes a lone surrogate as U+FFFD", LoneSurrogateIsReplaced);
-            r.Add("null text or a NUL is refused by ScoreReplies", BadTextIsRefused);
+            r.Add("null replies or a NUL is refused by ScoreReplies", BadTextIsRefused);
+            r.Add("ScoreReplies of a null message scores the reply a rewind dropped",
+                  NullMessageScoresRewoundReply);
+            r.Add("ScoreReplies of a null message with nothing to go on from is InvalidArgument",
+                  NullMessageWithNothingToGoOnFromFails);
             r.Add("a reply that does not fit is ContextFull and leaves nothing",
                   HugeReplyDoesNotFit);
             r.Add("ScoreReplies from the session's own handler is Busy", ReentrantScoreIsBusy);
@@ -204,10 +209,8 @@ namespace Parley.Tests
             using (Engine engine = Fixture.OpenEngine())
             using (Session s = Fixture.RawSession(engine))
             {
+                // A null message is no error here: it scores continuations (see below).
                 var e = Assert.Throws<ArgumentNullException>(
-                    () => s.ScoreReplies(null, Replies), "a null message");
-                Assert.Equal("message", e.ParamName, "null message: the parameter named");
-                e = Assert.Throws<ArgumentNullException>(
                     () => s.ScoreReplies(Message, null), "null replies");
                 Assert.Equal("replies", e.ParamName, "null replies: the parameter named");
                 var cases = new Dictionary<string, Action>
@@ -224,6 +227,69 @@ namespace Parley.Tests
                     () => s.ScoreReplies("cut\0here", Replies), "a message with a NUL");
                 Assert.Equal("message", nul.ParamName, "message with a NUL: the parameter named");
                 Assert.Equal(0, s.Info.Tokens, "no tokens");
+            }
+        }
+
+        private static void NullMessageScoresRewoundReply()
+        {
+            using (Engine engine = Fixture.OpenEngine())
+            {
+                foreach (string template in new[] { "raw", "chatml" })
+                {
+                    string what = " (" + template + ")";
+                    var options = new SessionOptions { ChatTemplate = template };
+                    ReplyScore[] expected;
+                    using (Session fresh = engine.CreateSession(options))
+                        expected = fresh.ScoreReplies(Message, Replies, true);
+                    using (Session s = engine.CreateSession(options))
+                    {
+                        s.Send(Message, Fixture.Greedy(32));
+                        s.Rewind(1);
+                        string before = Snapshot(s);
+                        ReplyScore[] scores = s.ScoreReplies(null, Replies, true);
+                        Assert.Equal(expected.Length, scores.Length, "one score a reply" + what);
+                        for (int i = 0; i < scores.Length; i++)
+                        {
+                            string which = " [" + i + "]" + what;
+                            Assert.Equal(Replies[i], scores[i].Text, "the text" + which);
+                            Assert.Equal(expected[i].TokenCount, scores[i].TokenCount,
+                                         "tokens" + which);
+                            // The same tokens over KV computed otherwise: close, not bit for bit.
+                            double error = Math.Abs(scores[i].LogProb - expected[i].LogProb);
+                            Assert.True(error <= 1e-9 * Math.Abs(expected[i].LogProb),
+                                        "logprob " + scores[i].LogProb + ", expected "
+                                        + expected[i].LogProb + which);
+                        }
+                        Assert.Equal(before, Snapshot(s), "tokens and turns" + what);
+                    }
+                }
+            }
+        }
+
+        private static void NullMessageWithNothingToGoOnFromFails()
+        {
+            using (Engine engine = Fixture.OpenEngine())
+            {
+                var withPrompt = new SessionOptions
+                {
+                    ChatTemplate = "chatml", SystemPrompt = "You tell stories.",
+                };
+                var sessions = new Dictionary<string, SessionOptions>
+                {
+                    { "a fresh session", new SessionOptions { ChatTemplate = "raw" } },
+                    { "a system prompt only", withPrompt },
+                };
+                foreach (KeyValuePair<string, SessionOptions> c in sessions)
+                {
+                    using (Session s = engine.CreateSession(c.Value))
+                    {
+                        string before = Snapshot(s);
+                        ParleyException e = Assert.ThrowsStatus(ParleyStatus.InvalidArgument,
+                            () => s.ScoreReplies(null, Replies), c.Key);
+                        Assert.True(e.Message.Length > 0, c.Key + ": the library's own message");
+                        Assert.Equal(before, Snapshot(s), c.Key + ": tokens and turns");
+                    }
+                }
             }
         }
 

@@ -75,11 +75,13 @@ class Session(NativeHandle):
           context, when interrupted, or was written with add_exchange): more of it. The new
           text is appended to that reply, which stays one turn; greedy continuation of a reply
           cut at max_tokens gives what one longer reply would have.
-        max_tokens and stop apply to the new text; reply_prefix only starts a reply that has
-        no text yet. last_stats.prompt_tokens is 0.
-        Raises InvalidArgumentError when there is no user message yet, when the model ended
-        the last reply (send a message or rewind it), or for a reply_prefix when the reply
-        already has text; CancelledError (with .reply, the new text) as send()."""
+        max_tokens and stop apply to the new text. reply_prefix starts a reply that has no
+        text yet, and (since 0.6) steers one under way: the reply goes on with it, and the
+        model from there (" and then the dragon" starts a word, "," joins the last one).
+        last_stats.prompt_tokens is 0.
+        Raises InvalidArgumentError when there is no user message yet or when the model ended
+        the last reply (send a message or rewind it); CancelledError (with .reply, the new
+        text) as send()."""
         options = _options.generate_options(self._lib, max_tokens, temperature, top_k, top_p,
                                             min_p, repeat_penalty, repeat_last_n, seed,
                                             ignore_eos, stop, reply_prefix, logit_bias)
@@ -204,9 +206,15 @@ class Session(NativeHandle):
         (the template's end of reply, EOS for "raw"), so that "Yes" is not also counted as
         the start of "Yes, but". message is taken as send() takes it, each reply as
         add_exchange() takes it ("" is 0 tokens, logprob 0 unless the end is scored).
-        Raises InvalidArgumentError for no replies or more than 256, ContextFullError when the
-        message and one of the replies do not fit in what is left of the context,
-        CancelledError when interrupt() stopped it."""
+        message None (since 0.6) adds no message: each reply is scored as what
+        continue_reply() would generate, the missing reply to the last user message (after
+        rewind(1)) or more of the open last reply (" and" then starts a word, "," joins the
+        last one); which ending the model finds likeliest for a line it began.
+        Raises InvalidArgumentError for no replies or more than 256, or for message None with
+        nothing to go on from (as continue_reply()); ContextFullError when the message and
+        one of the replies do not fit in what is left of the context; CancelledError when
+        interrupt() stopped it."""
+        # None stays None: NULL asks the library to score continuations.
         data = _options.text_arg("message", message)
         texts, encoded = _options.replies_arg(replies)
         n = len(encoded)

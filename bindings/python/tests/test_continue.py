@@ -208,15 +208,20 @@ def test_a_reply_the_model_ended_is_not_continued(engine):
         assert s.last_stats.stop_reason == "end_token"
 
 
-def test_a_reply_prefix_for_a_reply_under_way_is_refused(engine):
+@pytest.mark.parametrize("steer", [" and then the dragon", ","], ids=["word", "joined"])
+def test_a_reply_prefix_steers_a_reply_under_way(engine, steer):
     with engine.session(template="raw") as s:
-        s.send(PROMPT, **cut_greedy(4))
-        tokens, turns = s.tokens, s.turns
-        with pytest.raises(parley.InvalidArgumentError) as info:
-            s.continue_reply(**GREEDY, reply_prefix=PREFIX)
-        assert info.value.status == 1
-        assert s.tokens == tokens
-        assert s.turns == turns
+        first = s.send(PROMPT, **cut_greedy(4))
+        n_turns = s.info.n_turns
+        pieces = []
+        more = s.continue_reply(**GREEDY, reply_prefix=steer, on_text=pieces.append)
+        assert more.startswith(steer)
+        assert pieces[0].startswith(steer)  # streamed first, as a reply's start
+        assert len(more) > len(steer)  # the model went on from it
+        assert s.info.n_turns == n_turns  # the same turn, not a new one
+        # Appended as it is: " and" starts a word, "," joins the last one.
+        assert s.turns[-1] == ("assistant", first + more)
+        assert s.last_stats.generated_tokens == GREEDY["max_tokens"]  # after the prefix
         assert s.continue_reply(**GREEDY, reply_prefix="")  # "" is no prefix
 
 

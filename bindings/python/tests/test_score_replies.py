@@ -1,5 +1,6 @@
 """Session.score_replies (since 0.5): how likely the model finds each of several replies to a
-message, without generating and without changing the conversation."""
+message, without generating and without changing the conversation; with message None (since
+0.6), of what continue_reply() would generate."""
 
 import dataclasses
 
@@ -103,7 +104,6 @@ def test_the_library_says_how_many_replies_it_takes(engine, replies):
 
 
 @pytest.mark.parametrize("message, replies, match", [
-    (None, REPLIES, None),  # NULL: the library refuses it
     (MESSAGE, [REPLIES[0], None], None),  # a NULL reply: the library refuses it
     (b"bad \xc0\xaf", REPLIES, None),  # not UTF-8: the library refuses it
     (MESSAGE, [REPLIES[0], b"bad \xc0\xaf"], None),
@@ -112,7 +112,7 @@ def test_the_library_says_how_many_replies_it_takes(engine, replies):
     (MESSAGE, [42], "must be a str"),
     (MESSAGE, REPLIES[0], "wrap it in a list"),  # a str is a sequence of one-letter replies
     (MESSAGE, 42, "sequence of str"),
-], ids=["none", "none-reply", "bad-utf8", "bad-utf8-reply", "surrogate", "nul", "int",
+], ids=["none-reply", "bad-utf8", "bad-utf8-reply", "surrogate", "nul", "int",
         "single-str", "not-a-sequence"])
 def test_invalid_text_is_refused(engine, message, replies, match):
     with engine.session(template="raw") as s:
@@ -121,6 +121,49 @@ def test_invalid_text_is_refused(engine, message, replies, match):
         assert info.value.status == 1
         assert info.value.message
         assert s.info.n_tokens == 0
+
+
+@pytest.mark.parametrize("template", ["raw", "chatml"])
+def test_no_message_scores_the_reply_a_rewind_dropped(engine, template):
+    with engine.session(template=template) as fresh:
+        expected = fresh.score_replies(MESSAGE, REPLIES, with_end=True)
+    with engine.session(template=template) as s:
+        s.send(MESSAGE, **GREEDY)
+        s.rewind(1)
+        before = snapshot(s)
+        scores = s.score_replies(None, REPLIES, with_end=True)
+        assert [x.text for x in scores] == REPLIES
+        assert [x.n_tokens for x in scores] == [x.n_tokens for x in expected]
+        # The same tokens over KV computed otherwise: close, not bit for bit.
+        assert [x.logprob for x in scores] == \
+            pytest.approx([x.logprob for x in expected], rel=1e-9)
+        assert snapshot(s) == before
+
+
+def test_no_message_scores_more_of_an_open_reply(engine):
+    with engine.session(template="raw") as s:
+        s.send("Once upon a time", temperature=0, max_tokens=4, ignore_eos=True)
+        with s.fork() as twin:
+            greedy = twin.continue_reply(temperature=0, max_tokens=8, ignore_eos=True)
+        before = snapshot(s)
+        continuations = [greedy, " girl little Lily a there named was.", ",", ""]
+        scores = s.score_replies(None, continuations)
+        assert [x.text for x in scores] == continuations
+        assert all(x.logprob <= 0 for x in scores)
+        assert scores[0].logprob > scores[1].logprob + 10  # the model's own words are likelier
+        assert (scores[3].logprob, scores[3].n_tokens) == (0.0, 0)
+        assert snapshot(s) == before
+
+
+def test_no_message_with_nothing_to_go_on_from_is_refused(engine):
+    for options in ({"template": "raw"}, {"template": "chatml", "system": "You tell stories."}):
+        with engine.session(**options) as s:
+            before = snapshot(s)
+            with pytest.raises(parley.InvalidArgumentError) as info:
+                s.score_replies(None, REPLIES)
+            assert info.value.status == 1
+            assert info.value.message  # the library's own message
+            assert snapshot(s) == before
 
 
 def test_a_reply_that_does_not_fit_leaves_nothing(engine):
