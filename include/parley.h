@@ -369,9 +369,11 @@ PARLEY_API parley_status parley_session_rewind(parley_session *s, uint32_t n_tur
  *  parley_session_prepare() (sessions of the same cache_scope with the same opening share
  *  it). Setting the prompt the session already has costs nothing.
  *  @param[in] system_prompt  UTF-8 text, or NULL or "" for none
- *  Errors: INVALID_ARGUMENT (invalid UTF-8), CONTEXT_FULL (the conversation with this prompt
- *  would not fit the context with room for a reply), STORAGE, BUSY, MISUSE; after an error
- *  nothing has changed.
+ *  When the conversation with this prompt would not fit the context with room for a reply,
+ *  the session's overflow policy decides, as for a message: ERROR refuses it (CONTEXT_FULL),
+ *  DROP_OLDEST drops the oldest exchanges (never the last user message) and stores that.
+ *  Errors: INVALID_ARGUMENT (invalid UTF-8), CONTEXT_FULL (it does not fit: see above),
+ *  STORAGE, BUSY, MISUSE; after an error nothing has changed.
  *  Thread-safety: one thread per session. Since: 0.6. */
 PARLEY_API parley_status parley_session_set_system_prompt(parley_session *s,
                                                           const char *system_prompt);

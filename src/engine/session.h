@@ -188,9 +188,10 @@ class Session {
   // The conversation goes on under `system_prompt` ("" = none; system_prompt.cpp): its opening
   // is rendered again with it and the first user message, every later id is kept, and the KV
   // is computed again by the next turn. The system message is added, changed or removed
-  // (turn numbers move by one when it comes or goes). Throws Error: invalid_argument
-  // (invalid UTF-8), context_full (the conversation would not fit; nothing changes), storage
-  // (nothing changes).
+  // (turn numbers move by one when it comes or goes). When the conversation would not fit,
+  // DROP_OLDEST drops its oldest exchanges (overflow.cpp). Throws Error: invalid_argument
+  // (invalid UTF-8), context_full (it would not fit; nothing changes), storage (nothing
+  // changes).
   void set_system_prompt(std::string_view system_prompt);
 
   // Writes the KV to the store and frees its memory (spill.cpp); false when there is no

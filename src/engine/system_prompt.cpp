@@ -4,6 +4,7 @@
 // turn or prepare() (blocks another session computed for the same opening still come from the
 // prefix cache).
 #include <algorithm>
+#include <utility>
 
 #include "common/error.h"
 #include "engine/engine.h"
@@ -41,14 +42,19 @@ void Session::set_system_prompt(std::string_view system_prompt) {
     if (n_system + 1 < messages_.size()) old_begin = messages_[n_system + 1].token_begin;
     rebuilt.insert(rebuilt.end(), tokens_.begin() + old_begin, tokens_.end());
   }
-  const size_t opening = template_.render_user_turn(system_prompt, "", true).size();
-  const size_t needed = std::max(rebuilt.size(), opening) + 1;  // and a reply's first token
   const uint32_t context = engine_->context_length();
-  if (needed > context) {
-    fail(Status::context_full,
-         "with this system prompt the conversation takes " + std::to_string(needed - 1) +
-             " tokens, and a reply at least 1 more: the context holds " +
-             std::to_string(context) + " (the conversation is left as it was)");
+  const size_t opening = template_.render_user_turn(system_prompt, "", true).size();
+  const bool fits = std::max(rebuilt.size(), opening) + 1 <= context;  // and a reply's token
+  // Under DROP_OLDEST the oldest exchanges make room, as they would for a message.
+  const bool may_drop = overflow_ == OverflowPolicy::drop_oldest && begun && opening < context;
+  const auto refuse = [&](const std::string& why) {
+    fail(Status::context_full, "with this system prompt " + why + ": the context holds " +
+                                   std::to_string(context) +
+                                   " (the conversation is left as it was)");
+  };
+  if (!fits && !may_drop) {
+    refuse("the conversation takes " + std::to_string(std::max(rebuilt.size(), opening)) +
+           " tokens, and a reply at least 1 more");
   }
 
   // The messages, renumbered: the system prompt's (none for ""), then the rest as they were.
@@ -67,18 +73,32 @@ void Session::set_system_prompt(std::string_view system_prompt) {
     messages.push_back(std::move(m));
   }
 
-  // Stored first, in one transaction with the header's prompt: a failure changes nothing.
+  // In place, then stored in one transaction with the header's prompt; a failure puts back
+  // what was (the KV aside: a conversation rebuilt to make room has to compute it again).
   std::string previous_prompt(system_prompt);
   std::swap(previous_prompt, system_prompt_);
-  messages.swap(messages_);
-  rebuilt.swap(tokens_);
+  std::vector<Message> previous_messages = std::exchange(messages_, std::move(messages));
+  std::vector<int32_t> previous_tokens = std::exchange(tokens_, std::move(rebuilt));
+  const bool previous_reply_closed = reply_closed_;
+  const bool previous_rewrite = rewrite_transcript_;
+  const auto put_back = [&] {
+    system_prompt_ = std::move(previous_prompt);
+    messages_ = std::move(previous_messages);
+    tokens_ = std::move(previous_tokens);
+    reply_closed_ = previous_reply_closed;
+    rewrite_transcript_ = previous_rewrite;
+  };
+  std::vector<int32_t> nothing_new;
+  if (!fits && !drop_oldest_to_fit(nullptr, nothing_new, 1)) {
+    put_back();
+    refuse("the conversation does not fit even with every exchange before the last message "
+           "dropped");
+  }
   if (auto* store = engine_->store()) {
     try {
       store->replace_turns(id_, system_prompt_, stored_turns(0));
     } catch (...) {
-      std::swap(previous_prompt, system_prompt_);
-      messages.swap(messages_);
-      rebuilt.swap(tokens_);
+      put_back();  // (a conversation rebuilt to make room has no KV left: it matches)
       throw;
     }
     n_committed_ = n_stored_ = messages_.size();

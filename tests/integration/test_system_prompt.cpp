@@ -186,6 +186,47 @@ TEST_CASE("a system prompt that does not fit, or is not UTF-8, changes nothing")
                      "the context holds 128");
 }
 
+TEST_CASE("under DROP_OLDEST a longer system prompt drops the oldest exchanges to fit") {
+  const TempDir dir;
+  auto engine = open_engine_with_store(small_synthetic_model(), kv::KvType::int8,
+                                       {(dir / "s.db").string()});  // context 128
+  auto options = session_options("a b", "raw");
+  options.overflow = engine::OverflowPolicy::drop_oldest;
+  options.id = "dropping";
+  engine::Session s(engine, options);
+  for (const char* message : {"c d", "e f", "g h", "i j"}) greedy_turn(s, message, 20);
+  REQUIRE(s.tokens().size() > 80);
+  std::string longer;
+  for (int i = 0; i < 20; ++i) longer += "x y ";
+  s.set_system_prompt(longer);
+  CHECK(s.tokens().size() < 128);
+  REQUIRE(s.messages().size() >= 3);
+  CHECK(s.messages().size() < 9);
+  CHECK(s.messages()[0].text == longer);
+  CHECK(s.messages()[1].text != "c d");  // the oldest went
+  CHECK(s.messages()[s.messages().size() - 2].text == "i j");  // the last message stays
+  // The store has the conversation as it is now, and it goes on.
+  const auto turns = engine->store()->load_turns("dropping");
+  REQUIRE(turns.size() == s.messages().size());
+  std::vector<int32_t> stored_ids;
+  for (const auto& t : turns) {
+    stored_ids.insert(stored_ids.end(), t.token_ids.begin(), t.token_ids.end());
+  }
+  CHECK(stored_ids == s.tokens());
+  CHECK(greedy_turn(s, "k", 4).generated_tokens == 4);
+
+  // A prompt that leaves no room for the last exchange, though it fits alone, is refused.
+  const text::ChatTemplate raw(text::TemplateKind::raw, engine->tokenizer());
+  std::string too_long;
+  while (raw.render_user_turn(too_long + "x y ", "", true).size() < 128) too_long += "x y ";
+  REQUIRE(raw.render_user_turn(too_long, "", true).size() >= 124);
+  const auto ids = s.tokens();
+  CHECK_PARLEY_ERROR(s.set_system_prompt(too_long), Status::context_full,
+                     "even with every exchange before the last message dropped");
+  CHECK(s.tokens() == ids);
+  CHECK(s.messages()[0].text == longer);
+}
+
 TEST_CASE("a new system prompt is stored: reopened, spilled or not, the conversation has it") {
   const TempDir dir;
   const StoreSetup store{(dir / "s.db").string()};
