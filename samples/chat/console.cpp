@@ -27,6 +27,8 @@ const char* kConsoleHelp =
     "/fork [ID]     copy the current conversation into a new one and switch to the copy\n"
     "/rewind N      drop the last N messages (a message and its reply are two)\n"
     "/continue      more of the last reply (cut at --max-tokens, a stop string or Ctrl-C)\n"
+    "/continue TEXT the same, the reply going on with the words TEXT first (punctuation such\n"
+    "               as \", and\" joins its last word)\n"
     "/retry         drop the last reply and write it anew (the same one with a fixed --seed)\n"
     "/exchange U | R  add the message U and the reply R, written, without generating\n"
     "/score M | R1 | R2 ...  how likely the model finds each reply R to the message M (best\n"
@@ -86,7 +88,8 @@ void list_sessions(const SessionCommands& commands, const StoreCommands& store) 
 bool run_command(const Command& c, parley_engine* engine, SessionCommands& commands,
                  StoreCommands& store) {
   if (c.name == "/help") std::printf("%s", kConsoleHelp);
-  else if (c.name == "/continue") continue_reply(commands.args, commands.sessions.current());
+  else if (c.name == "/continue")
+    continue_reply(commands.args, commands.sessions.current(), c.arg);
   else if (c.name == "/retry") retry_reply(commands.args, commands.sessions.current());
   else if (c.name == "/prepare") prepare_next(commands.sessions.current());
   else if (c.name == "/score") score_replies(commands.sessions.current(), c.arg);

@@ -41,6 +41,16 @@ void generate(const CliArgs& args, Sessions::Open& open, const char* what, Call&
   }
 }
 
+// Typed after /continue, the text is the reply's next words: after a space when the reply has
+// text and the text does not start with punctuation that joins the last word (", and").
+std::string next_words(parley_session* s, std::string_view text) {
+  if (text.empty()) return {};
+  const std::optional<parley_turn> last = last_turn(s);
+  const bool under_way = last && last->role == PARLEY_ROLE_ASSISTANT && last->text[0] != '\0';
+  const bool joins = std::string_view(",.;:!?'\")]").find(text.front()) != std::string_view::npos;
+  return (under_way && !joins ? " " : "") + std::string(text);
+}
+
 }  // namespace
 
 void send_message(const CliArgs& args, Sessions::Open& open, const std::string& text) {
@@ -51,10 +61,14 @@ void send_message(const CliArgs& args, Sessions::Open& open, const std::string& 
   });
 }
 
-void continue_reply(const CliArgs& args, Sessions::Open& open) {
+void continue_reply(const CliArgs& args, Sessions::Open& open, std::string_view steer) {
+  const std::string prefix = next_words(open.session.get(), steer);
   generate(args, open, "continue failed", [&](const parley_generate_options* o,
                                               parley_turn_stats* stats) {
-    return parley_session_continue(open.session.get(), o, stream_to_stdout, nullptr, stats);
+    parley_generate_options steered = *o;
+    if (!prefix.empty()) steered.reply_prefix = prefix.c_str();
+    return parley_session_continue(open.session.get(), &steered, stream_to_stdout, nullptr,
+                                   stats);
   });
 }
 

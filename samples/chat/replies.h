@@ -13,9 +13,11 @@ namespace chat {
 // A message line: sent as the user's, its reply streamed.
 void send_message(const CliArgs& args, Sessions::Open& open, const std::string& text);
 
-// /continue: more of the last reply (one cut at --max-tokens, a stop string or Ctrl-C), or
-// the reply to the last message when its reply was rewound.
-void continue_reply(const CliArgs& args, Sessions::Open& open);
+// /continue [TEXT]: more of the last reply (one cut at --max-tokens, a stop string or
+// Ctrl-C), or the reply to the last message when its reply was rewound. TEXT, when given,
+// takes --reply-prefix's place: the reply goes on with it as its next words (punctuation
+// joins the last one), and the model from there.
+void continue_reply(const CliArgs& args, Sessions::Open& open, std::string_view steer = {});
 
 // /retry: drops the last reply and generates it anew (the same one with a fixed --seed).
 void retry_reply(const CliArgs& args, Sessions::Open& open);

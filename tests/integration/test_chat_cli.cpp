@@ -407,6 +407,27 @@ TEST_CASE("console: /continue goes on with the reply as the reference does; /ret
   CHECK(r.out.find(ids, retried + ids.size()) != std::string::npos);
 }
 
+// The reference's reply cut at 8 tokens (", there was a little girl"), steered with its own
+// next words: the ids are the reference's, and the model goes on as it did.
+TEST_CASE("console: /continue TEXT steers the reply with its next words") {
+  PARLEY_SHARED_OR_SKIP(goldens_path, "golden/stories260k_greedy.jsonl");
+  PARLEY_SHARED_OR_SKIP(gguf, "models/stories260k/stories260k-f32.gguf");
+  const auto goldens = read_greedy_goldens(goldens_path);
+  const auto& g = *std::find_if(goldens.begin(), goldens.end(),
+                                [](const GreedyGolden& x) { return x.name == "once_upon"; });
+  REQUIRE(g.full_text.starts_with("Once upon a time, there was a little girl named Lily."));
+  const Run r = run_program(PARLEY_CHAT_EXE,
+                            "-m " + quote(gguf.string()) +
+                                " --kv f32 --template raw --temp 0 --ignore-eos -n 8 --print-ids",
+                            g.prompt + "\n/continue named Lily.\n", Stderr::merged);
+  CHECK(r.exit_code == 0);
+  // 8 tokens, the 3 of " named Lily.", 8 more.
+  const std::vector<int32_t> steered(g.generated_ids.begin(), g.generated_ids.begin() + 19);
+  const size_t at = r.out.find(" named Lily.");
+  REQUIRE(at != std::string::npos);
+  CHECK(r.out.find(ids_line(steered) + "\n", at) != std::string::npos);
+}
+
 TEST_CASE("console sessions: /switch to an unknown id changes nothing") {
   PARLEY_SHARED_OR_SKIP(gguf, "models/stories260k/stories260k-f32.gguf");
   const Run r = run_console(gguf, "/new a\n/switch nowhere\n/switch\n/new a\n/sessions\n");
