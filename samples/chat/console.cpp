@@ -33,6 +33,7 @@ const char* kConsoleHelp =
     "/exchange U | R  add the message U and the reply R, written, without generating\n"
     "/score M | R1 | R2 ...  how likely the model finds each reply R to the message M (best\n"
     "               first); nothing is added to the conversation\n"
+    "/score-next T1 | T2 ...  the same for ways the last reply may go on (as /continue T)\n"
     "/prepare       compute now what the next message would begin with: the KV of a stored\n"
     "               conversation, or the system prompt of one not yet begun\n"
     "/close ID      close an open conversation (with --store it stays stored)\n"
@@ -93,6 +94,7 @@ bool run_command(const Command& c, parley_engine* engine, SessionCommands& comma
   else if (c.name == "/retry") retry_reply(commands.args, commands.sessions.current());
   else if (c.name == "/prepare") prepare_next(commands.sessions.current());
   else if (c.name == "/score") score_replies(commands.sessions.current(), c.arg);
+  else if (c.name == "/score-next") score_next(commands.sessions.current(), c.arg);
   else if (c.name == "/exchange") write_exchange(commands.sessions.current(), c.arg);
   else if (c.name == "/stats") print_stats(engine, commands.sessions.current().last_turn);
   else if (c.name == "/new") commands.start_new(c.arg);

@@ -41,8 +41,8 @@ void generate(const CliArgs& args, Sessions::Open& open, const char* what, Call&
   }
 }
 
-// Typed after /continue, the text is the reply's next words: after a space when the reply has
-// text and the text does not start with punctuation that joins the last word (", and").
+}  // namespace
+
 std::string next_words(parley_session* s, std::string_view text) {
   if (text.empty()) return {};
   const std::optional<parley_turn> last = last_turn(s);
@@ -50,8 +50,6 @@ std::string next_words(parley_session* s, std::string_view text) {
   const bool joins = std::string_view(",.;:!?'\")]").find(text.front()) != std::string_view::npos;
   return (under_way && !joins ? " " : "") + std::string(text);
 }
-
-}  // namespace
 
 void send_message(const CliArgs& args, Sessions::Open& open, const std::string& text) {
   generate(args, open, "send failed", [&](const parley_generate_options* o,

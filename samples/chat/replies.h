@@ -19,6 +19,11 @@ void send_message(const CliArgs& args, Sessions::Open& open, const std::string& 
 // joins the last one), and the model from there.
 void continue_reply(const CliArgs& args, Sessions::Open& open, std::string_view steer = {});
 
+// Text typed after /continue or /score-next as the last reply's next words: after a space
+// when the reply has text and the text does not start with punctuation that joins the last
+// word (", and").
+std::string next_words(parley_session* s, std::string_view text);
+
 // /retry: drops the last reply and generates it anew (the same one with a fixed --seed).
 void retry_reply(const CliArgs& args, Sessions::Open& open);
 

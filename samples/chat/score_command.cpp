@@ -9,26 +9,26 @@
 #include "bar_parts.h"
 #include "output.h"
 #include "parley.h"
+#include "replies.h"
 
 namespace chat {
-void score_replies(Sessions::Open& open, std::string_view arg) {
-  const std::vector<std::string> parts = split_bars(arg);
-  if (parts.size() < 2) {
-    std::printf("usage: /score MESSAGE | REPLY | REPLY ...\n");
-    return;
-  }
-  const std::string& message = parts.front();
+namespace {
+
+// Scores `texts` after `message`, each reply with its end; or, for a NULL message, as ways for
+// the last reply to go on, which need not end there. Prints them best first.
+void score_and_print(Sessions::Open& open, const char* message,
+                     const std::vector<std::string>& texts) {
   std::vector<const char*> replies;
-  for (size_t i = 1; i < parts.size(); ++i) replies.push_back(parts[i].c_str());
+  for (const std::string& text : texts) replies.push_back(text.c_str());
   std::vector<double> logprobs(replies.size());
   std::vector<uint32_t> n_tokens(replies.size());
   clear_stop_request();
   parley_status st = PARLEY_OK;
   {
     const InterruptOnCtrlC stop(open.session.get());
-    st = parley_session_score_replies(open.session.get(), message.c_str(), replies.data(),
-                                      replies.size(), PARLEY_SCORE_WITH_END, logprobs.data(),
-                                      n_tokens.data());
+    st = parley_session_score_replies(open.session.get(), message, replies.data(),
+                                      replies.size(), message ? PARLEY_SCORE_WITH_END : 0,
+                                      logprobs.data(), n_tokens.data());
   }
   if (st != PARLEY_OK) {
     print_error("score failed", st);
@@ -38,11 +38,34 @@ void score_replies(Sessions::Open& open, std::string_view arg) {
   std::iota(order.begin(), order.end(), size_t(0));
   std::stable_sort(order.begin(), order.end(),
                    [&](size_t a, size_t b) { return logprobs[a] > logprobs[b]; });
-  std::printf("(log-probability of each reply, its end included, best first; per token)\n");
+  std::printf("(log-probability of each %s, best first; per token)\n",
+              message ? "reply, its end included" : "way to go on");
   for (const size_t i : order) {
     std::printf("%10.3f %8.3f  %s\n", logprobs[i], logprobs[i] / double(n_tokens[i]),
                 replies[i]);
   }
+}
+
+}  // namespace
+
+void score_replies(Sessions::Open& open, std::string_view arg) {
+  const std::vector<std::string> parts = split_bars(arg);
+  if (parts.size() < 2) {
+    std::printf("usage: /score MESSAGE | REPLY | REPLY ...\n");
+    return;
+  }
+  score_and_print(open, parts.front().c_str(),
+                  std::vector<std::string>(parts.begin() + 1, parts.end()));
+}
+
+void score_next(Sessions::Open& open, std::string_view arg) {
+  std::vector<std::string> parts = split_bars(arg);
+  if (parts.empty() || (parts.size() == 1 && parts.front().empty())) {
+    std::printf("usage: /score-next TEXT | TEXT ...\n");
+    return;
+  }
+  for (std::string& part : parts) part = next_words(open.session.get(), part);
+  score_and_print(open, nullptr, parts);
 }
 
 }  // namespace chat

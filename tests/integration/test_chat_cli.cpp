@@ -5,6 +5,7 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <map>
 #include <optional>
@@ -675,6 +676,43 @@ TEST_CASE("console: /score lists replies best first and adds nothing; a bad line
   const auto listed = listed_sessions(r.out);
   REQUIRE(listed.size() == 1);
   CHECK(listed.begin()->second.tokens == 0);
+}
+
+// The reference's reply cut at 8 tokens (", there was a little girl"); its next words are the
+// likeliest way on, scored as the reference's logits say.
+TEST_CASE("console: /score-next lists ways for the reply to go on, best first") {
+  PARLEY_SHARED_OR_SKIP(golden_dir, "golden");
+  PARLEY_SHARED_OR_SKIP(gguf, "models/stories260k/stories260k-f32.gguf");
+  const auto golden = read_logits_golden(golden_dir, "once_upon");
+  const Run r = run_program(PARLEY_CHAT_EXE,
+                            "-m " + quote(gguf.string()) +
+                                " --kv f32 --template raw --temp 0 --ignore-eos -n 8",
+                            "Once upon a time\n/score-next blue | named Lily.\n/score-next\n",
+                            Stderr::merged);
+  CHECK(r.exit_code == 0);
+  const size_t header = r.out.find("(log-probability of each way to go on");
+  REQUIRE(header != std::string::npos);
+  const size_t best = r.out.find("named Lily.\n", header);
+  const size_t worst = r.out.find("blue\n", header);
+  REQUIRE(best != std::string::npos);
+  REQUIRE(worst != std::string::npos);
+  CHECK(best < worst);
+  double logprob = 0, per_token = 0;
+  const size_t line = r.out.rfind('\n', best);
+  REQUIRE(std::sscanf(r.out.c_str() + line + 1, "%lf %lf", &logprob, &per_token) == 2);
+  // " named Lily." is the reference's tokens 13-15, scored by its rows 12-14.
+  double expected = 0;
+  for (size_t p = 13; p < 16; ++p) {
+    const auto row = golden.logits.begin() + std::ptrdiff_t((p - 1) * golden.n_vocab);
+    const float top = *std::max_element(row, row + std::ptrdiff_t(golden.n_vocab));
+    double sum = 0;
+    for (size_t v = 0; v < golden.n_vocab; ++v) {
+      sum += std::exp(double(row[std::ptrdiff_t(v)]) - top);
+    }
+    expected += double(row[golden.token_ids[p]]) - top - std::log(sum);
+  }
+  CHECK(std::fabs(logprob - expected) < 2e-3);
+  CHECK(r.out.find("usage: /score-next TEXT | TEXT ...\n") != std::string::npos);
 }
 
 TEST_CASE("console: /exchange adds a written message and reply; a bad line gets usage") {
