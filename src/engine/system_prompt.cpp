@@ -75,8 +75,7 @@ void Session::set_system_prompt(std::string_view system_prompt) {
 
   // In place, then stored in one transaction with the header's prompt; a failure puts back
   // what was (the KV aside: a conversation rebuilt to make room has to compute it again).
-  std::string previous_prompt(system_prompt);
-  std::swap(previous_prompt, system_prompt_);
+  std::string previous_prompt = std::exchange(system_prompt_, std::string(system_prompt));
   std::vector<Message> previous_messages = std::exchange(messages_, std::move(messages));
   std::vector<int32_t> previous_tokens = std::exchange(tokens_, std::move(rebuilt));
   const bool previous_reply_closed = reply_closed_;
