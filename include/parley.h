@@ -661,7 +661,8 @@ PARLEY_API parley_status parley_session_count_tokens(parley_session *s, const ch
  *  cut at max_tokens: the next turn closes it the way the template closes a reply. With the
  *  "raw" template the reply continues the message as the model's own reply would, and as a
  *  streamed raw reply reads: " there was" starts a word, ", and" joins the last one (since
- *  0.6; before, a space was put before every reply). The KV of both is computed before this
+ *  0.6; before, a space was put before every reply). In a chat template a leading space is
+ *  taken as the one the reply's first word has (streaming drops it). The KV of both is computed before this
  *  returns (parley_session_interrupt() stops that part: the next turn computes the rest), so
  *  the next send() computes little more than its own message.
  *  Both are turns (parley_session_get_turn; rewinding 2 removes them).

@@ -43,12 +43,10 @@ void generate(const CliArgs& args, Sessions::Open& open, const char* what, Call&
 
 }  // namespace
 
-std::string next_words(parley_session* s, std::string_view text) {
+std::string next_words(std::string_view text) {
   if (text.empty()) return {};
-  const std::optional<parley_turn> last = last_turn(s);
-  const bool under_way = last && last->role == PARLEY_ROLE_ASSISTANT && last->text[0] != '\0';
   const bool joins = std::string_view(",.;:!?'\")]").find(text.front()) != std::string_view::npos;
-  return (under_way && !joins ? " " : "") + std::string(text);
+  return (joins ? "" : " ") + std::string(text);
 }
 
 void send_message(const CliArgs& args, Sessions::Open& open, const std::string& text) {
@@ -60,7 +58,7 @@ void send_message(const CliArgs& args, Sessions::Open& open, const std::string& 
 }
 
 void continue_reply(const CliArgs& args, Sessions::Open& open, std::string_view steer) {
-  const std::string prefix = next_words(open.session.get(), steer);
+  const std::string prefix = next_words(steer);
   generate(args, open, "continue failed", [&](const parley_generate_options* o,
                                               parley_turn_stats* stats) {
     parley_generate_options steered = *o;
@@ -98,7 +96,8 @@ void write_exchange(Sessions::Open& open, std::string_view arg) {
   parley_status st = PARLEY_OK;
   {
     const InterruptOnCtrlC stop(open.session.get());
-    st = parley_session_add_exchange(open.session.get(), parts[0].c_str(), parts[1].c_str());
+    st = parley_session_add_exchange(open.session.get(), parts[0].c_str(),
+                                     next_words(parts[1]).c_str());
   }
   if (st != PARLEY_OK) {
     print_error("exchange failed", st);

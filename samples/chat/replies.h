@@ -19,10 +19,10 @@ void send_message(const CliArgs& args, Sessions::Open& open, const std::string& 
 // joins the last one), and the model from there.
 void continue_reply(const CliArgs& args, Sessions::Open& open, std::string_view steer = {});
 
-// Text typed after /continue or /score-next as the last reply's next words: after a space
-// when the reply has text and the text does not start with punctuation that joins the last
-// word (", and").
-std::string next_words(parley_session* s, std::string_view text);
+// A reply or the rest of one, typed after a command, as the words that follow the text before
+// it: after a space, unless it starts with punctuation that joins the last word (", and").
+// (A chat reply's first word takes that space as its own; a raw reply continues the message.)
+std::string next_words(std::string_view text);
 
 // /retry: drops the last reply and generates it anew (the same one with a fixed --seed).
 void retry_reply(const CliArgs& args, Sessions::Open& open);

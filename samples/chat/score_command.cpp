@@ -41,8 +41,8 @@ void score_and_print(Sessions::Open& open, const char* message,
   std::printf("(log-probability of each %s, best first; per token)\n",
               message ? "reply, its end included" : "way to go on");
   for (const size_t i : order) {
-    std::printf("%10.3f %8.3f  %s\n", logprobs[i], logprobs[i] / double(n_tokens[i]),
-                replies[i]);
+    const char* typed = replies[i] + (replies[i][0] == ' ' ? 1 : 0);  // as it was typed
+    std::printf("%10.3f %8.3f  %s\n", logprobs[i], logprobs[i] / double(n_tokens[i]), typed);
   }
 }
 
@@ -54,8 +54,9 @@ void score_replies(Sessions::Open& open, std::string_view arg) {
     std::printf("usage: /score MESSAGE | REPLY | REPLY ...\n");
     return;
   }
-  score_and_print(open, parts.front().c_str(),
-                  std::vector<std::string>(parts.begin() + 1, parts.end()));
+  std::vector<std::string> replies;
+  for (size_t i = 1; i < parts.size(); ++i) replies.push_back(next_words(parts[i]));
+  score_and_print(open, parts.front().c_str(), replies);
 }
 
 void score_next(Sessions::Open& open, std::string_view arg) {
@@ -64,7 +65,7 @@ void score_next(Sessions::Open& open, std::string_view arg) {
     std::printf("usage: /score-next TEXT | TEXT ...\n");
     return;
   }
-  for (std::string& part : parts) part = next_words(open.session.get(), part);
+  for (std::string& part : parts) part = next_words(part);
   score_and_print(open, nullptr, parts);
 }
 

@@ -84,6 +84,8 @@ std::vector<int32_t> ChatTemplate::render_system(std::string_view system_prompt)
 
 std::vector<int32_t> ChatTemplate::render_reply(std::string_view reply) const {
   if (kind_ == TemplateKind::raw) return tokenizer_.encode_continuation(reply);
+  // The space a chat reply's first word has is the one encoding puts before the text.
+  if (reply.starts_with(' ')) reply.remove_prefix(1);
   return tokenize({text(std::string(reply))});
 }
 

@@ -46,8 +46,9 @@ class ChatTemplate {
   // Ids of a reply the caller wrote, as the model would give them, so that a streamed reply
   // written back gives the ids it came from. In a chat template the text is encoded on its
   // own (a reply's first word has the leading space sentencepiece writes, which streaming
-  // drops); with raw it continues the text before it (Tokenizer::encode_continuation: " so"
-  // starts a word, "," joins the last one). Empty for "".
+  // drops; one written is taken as that space); with raw it continues the text before it
+  // (Tokenizer::encode_continuation: " so" starts a word, "," joins the last one). Empty for
+  // "".
   std::vector<int32_t> render_reply(std::string_view reply) const;
 
   // Ids that close an assistant reply which stopped before its end token (max_tokens, stop).

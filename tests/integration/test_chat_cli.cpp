@@ -736,6 +736,23 @@ TEST_CASE("console: /exchange adds a written message and reply; a bad line gets 
   CHECK(listed_sessions(later.out).at("s").turns == 2);
 }
 
+// Typed after "|", a raw reply's words follow the message's after a space, as the model's own
+// would: the exchange takes the reference's tokens for the whole sentence.
+TEST_CASE("console: a raw /exchange reply follows the message as its next words") {
+  PARLEY_SHARED_OR_SKIP(goldens_path, "golden/stories260k_greedy.jsonl");
+  PARLEY_SHARED_OR_SKIP(gguf, "models/stories260k/stories260k-f32.gguf");
+  const auto goldens = read_greedy_goldens(goldens_path);
+  const auto& g = *std::find_if(goldens.begin(), goldens.end(),
+                                [](const GreedyGolden& x) { return x.name == "once_upon"; });
+  // The reference goes on with ", there was a little girl named Lily.": 11 tokens.
+  REQUIRE(g.full_text.starts_with("Once upon a time, there was a little girl named Lily."));
+  const Run r = run_console(
+      gguf, "/exchange Once upon a time, | there was a little girl named Lily.\n/sessions\n");
+  const auto listed = listed_sessions(r.out);
+  REQUIRE(listed.size() == 1);
+  CHECK(listed.begin()->second.tokens == g.prompt_ids.size() + 11);
+}
+
 TEST_CASE("console: /system gives the conversation a new system prompt, keeping its messages; "
           "/system alone removes it") {
   PARLEY_SHARED_OR_SKIP(gguf, "models/stories260k/stories260k-f32.gguf");

@@ -183,6 +183,32 @@ TEST_CASE("stop tokens and the ids that close an interrupted reply") {
   }
 }
 
+TEST_CASE("a written reply: a chat reply's leading space is its first word's, raw continues") {
+  PARLEY_SHARED_OR_SKIP(model, test::kLlama2Model);  // a normalizer that keeps spaces
+  PARLEY_SHARED_OR_SKIP(goldens_path, test::kLlama2Goldens);
+  const Tokenizer tokenizer(test::proto_source(model));
+  // From the goldens: "Hello world" is "▁Hello ▁world"; " leading space" starts with a lone
+  // "▁" piece (the text's own space) before "▁leading".
+  std::vector<int32_t> hello, leading;
+  for (const auto& g : test::load_tokenize_goldens(goldens_path)) {
+    if (g.text == "Hello world") hello = g.ids;
+    if (g.text == " leading space") leading = g.ids;
+  }
+  REQUIRE(hello.size() == 2);
+  REQUIRE(leading.size() == 3);
+  for (TemplateKind kind : {TemplateKind::llama2, TemplateKind::chatml, TemplateKind::mistral,
+                            TemplateKind::zephyr}) {
+    CAPTURE(template_name(kind));
+    const ChatTemplate chat(kind, tokenizer);
+    CHECK(chat.render_reply("Hello world") == hello);
+    CHECK(chat.render_reply(" Hello world") == hello);  // as a streamed reply lost it
+    CHECK(chat.render_reply("  leading space") == leading);  // only one space is the word's
+  }
+  const ChatTemplate raw(TemplateKind::raw, tokenizer);
+  CHECK(raw.render_reply(" Hello world") == hello);  // a new word after the message
+  CHECK(raw.render_reply("Hello world") != hello);  // joined to the message's last word
+}
+
 TEST_CASE("raw: an empty first message is BOS alone") {
   PARLEY_SHARED_OR_SKIP(model, test::kTok512Model);
   const Tokenizer tokenizer(test::proto_source(model));
