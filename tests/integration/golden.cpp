@@ -1,5 +1,7 @@
 #include "golden.h"
 
+#include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -62,6 +64,14 @@ std::vector<TokenizeGolden> read_tokenize_goldens(const std::filesystem::path& j
     out.push_back({j.at("text"), j.at("ids").get<std::vector<int32_t>>(), j.at("decoded")});
   }
   return out;
+}
+
+double log_p(const std::vector<float>& logits, size_t n_vocab, size_t row, int32_t target) {
+  const auto first = logits.begin() + std::ptrdiff_t(row * n_vocab);
+  const float top = *std::max_element(first, first + std::ptrdiff_t(n_vocab));
+  double sum = 0;
+  for (size_t v = 0; v < n_vocab; ++v) sum += std::exp(double(first[std::ptrdiff_t(v)]) - top);
+  return double(first[target]) - top - std::log(sum);
 }
 
 }  // namespace parley::test

@@ -35,4 +35,8 @@ std::vector<GreedyGolden> read_greedy_goldens(const std::filesystem::path& jsonl
 LogitsGolden read_logits_golden(const std::filesystem::path& golden_dir, const std::string& name);
 std::vector<TokenizeGolden> read_tokenize_goldens(const std::filesystem::path& jsonl);
 
+// log softmax(logits[row])[target] in double, from a [rows, n_vocab] array such as
+// LogitsGolden::logits: the log-probability a row gives a token.
+double log_p(const std::vector<float>& logits, size_t n_vocab, size_t row, int32_t target);
+
 }  // namespace parley::test

@@ -144,6 +144,27 @@ TurnFigures turn_figures(const std::string& stats_line) {
   return f;
 }
 
+// The figures of a scoring command's line for `best`, which it lists (after `header`) before
+// `worse`.
+struct ScoredLine {
+  double logprob = 0;
+  double per_token = 0;
+};
+ScoredLine best_scored(const Run& r, const std::string& header, const std::string& best,
+                       const std::string& worse) {
+  const size_t at = r.out.find(header);
+  REQUIRE(at != std::string::npos);
+  const size_t best_at = r.out.find(best + "\n", at);
+  const size_t worse_at = r.out.find(worse + "\n", at);
+  REQUIRE(best_at != std::string::npos);
+  REQUIRE(worse_at != std::string::npos);
+  CHECK(best_at < worse_at);
+  ScoredLine line;
+  const size_t start = r.out.rfind('\n', best_at) + 1;
+  REQUIRE(std::sscanf(r.out.c_str() + start, "%lf %lf", &line.logprob, &line.per_token) == 2);
+  return line;
+}
+
 std::string ids_line(const std::vector<int32_t>& ids) {
   std::string s = "ids:";
   for (int32_t id : ids) s += " " + std::to_string(id);
@@ -660,16 +681,9 @@ TEST_CASE("console: /score lists replies best first and adds nothing; a bad line
                             "/score Once upon a time, | girl little Lily a there named was. | "
                             "there was a little girl named Lily.\n/score no replies\n/sessions\n");
   CHECK(r.exit_code == 0);
-  const size_t header = r.out.find("(log-probability of each reply");
-  REQUIRE(header != std::string::npos);
-  const size_t best = r.out.find("there was a little girl named Lily.\n", header);
-  const size_t worst = r.out.find("girl little Lily a there named was.\n", header);
-  REQUIRE(best != std::string::npos);
-  REQUIRE(worst != std::string::npos);
-  CHECK(best < worst);
-  double best_lp = 0, per_token = 0;
-  const size_t line = r.out.rfind('\n', best);
-  REQUIRE(std::sscanf(r.out.c_str() + line + 1, "%lf %lf", &best_lp, &per_token) == 2);
+  const auto [best_lp, per_token] =
+      best_scored(r, "(log-probability of each reply", "there was a little girl named Lily.",
+                  "girl little Lily a there named was.");
   CHECK(best_lp < 0);
   CHECK(per_token > best_lp);  // several tokens
   CHECK(r.out.find("usage: /score MESSAGE | REPLY | REPLY ...\n") != std::string::npos);
@@ -690,26 +704,12 @@ TEST_CASE("console: /score-next lists ways for the reply to go on, best first") 
                             "Once upon a time\n/score-next blue | named Lily.\n/score-next\n",
                             Stderr::merged);
   CHECK(r.exit_code == 0);
-  const size_t header = r.out.find("(log-probability of each way to go on");
-  REQUIRE(header != std::string::npos);
-  const size_t best = r.out.find("named Lily.\n", header);
-  const size_t worst = r.out.find("blue\n", header);
-  REQUIRE(best != std::string::npos);
-  REQUIRE(worst != std::string::npos);
-  CHECK(best < worst);
-  double logprob = 0, per_token = 0;
-  const size_t line = r.out.rfind('\n', best);
-  REQUIRE(std::sscanf(r.out.c_str() + line + 1, "%lf %lf", &logprob, &per_token) == 2);
+  const double logprob =
+      best_scored(r, "(log-probability of each way to go on", "named Lily.", "blue").logprob;
   // " named Lily." is the reference's tokens 13-15, scored by its rows 12-14.
   double expected = 0;
   for (size_t p = 13; p < 16; ++p) {
-    const auto row = golden.logits.begin() + std::ptrdiff_t((p - 1) * golden.n_vocab);
-    const float top = *std::max_element(row, row + std::ptrdiff_t(golden.n_vocab));
-    double sum = 0;
-    for (size_t v = 0; v < golden.n_vocab; ++v) {
-      sum += std::exp(double(row[std::ptrdiff_t(v)]) - top);
-    }
-    expected += double(row[golden.token_ids[p]]) - top - std::log(sum);
+    expected += log_p(golden.logits, golden.n_vocab, p - 1, golden.token_ids[p]);
   }
   CHECK(std::fabs(logprob - expected) < 2e-3);
   CHECK(r.out.find("usage: /score-next TEXT | TEXT ...\n") != std::string::npos);

@@ -31,14 +31,6 @@ std::vector<engine::Session::ReplyScore> score(engine::Session& s, const std::st
   return s.score_replies(message, replies, with_end);
 }
 
-// log softmax(logits[row])[target] in double, from a [rows, n_vocab] array.
-double log_p(const std::vector<float>& logits, size_t n_vocab, size_t row, int32_t target) {
-  const auto first = logits.begin() + std::ptrdiff_t(row * n_vocab);
-  const float top = *std::max_element(first, first + std::ptrdiff_t(n_vocab));
-  double sum = 0;
-  for (size_t v = 0; v < n_vocab; ++v) sum += std::exp(double(first[std::ptrdiff_t(v)]) - top);
-  return double(first[target]) - top - std::log(sum);
-}
 
 }  // namespace
 
