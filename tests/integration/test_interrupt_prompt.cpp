@@ -21,11 +21,11 @@ TEST_CASE("interrupt() stops a long prompt between chunks; the message keeps an 
   engine::Session stopped(engine, session_options("", "raw", "stopped"));
   engine::Session rewound(engine, session_options("", "raw", "rewound"));
   std::string message;
-  for (int i = 0; i < 600; ++i) message += "a b c ";
+  for (int i = 0; i < 360; ++i) message += "a b c ";  // over two chunks
   const auto [status, stats] = send_stopped_beside_rewound(stopped, rewound, message);
 
   CHECK(status == Status::cancelled);
-  REQUIRE(stats.prompt_tokens > 3 * 512);
+  REQUIRE(stats.prompt_tokens > 2 * 512);
   CHECK(stats.computed_tokens < stats.prompt_tokens);  // not the whole prompt
   CHECK(stats.generated_tokens == 0);
   REQUIRE(stopped.messages().size() == 2);
