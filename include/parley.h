@@ -81,7 +81,7 @@ extern "C" {
  * (PARLEY_DEPRECATED) stays exported and working until the next major version. */
 
 #define PARLEY_VERSION_MAJOR 0
-#define PARLEY_VERSION_MINOR 6
+#define PARLEY_VERSION_MINOR 7
 #define PARLEY_VERSION_PATCH 0
 #define PARLEY_VERSION_NUMBER \
   (PARLEY_VERSION_MAJOR * 10000 + PARLEY_VERSION_MINOR * 100 + PARLEY_VERSION_PATCH)
@@ -421,6 +421,39 @@ PARLEY_API parley_status parley_session_get_turn(parley_session *s, uint32_t ind
  *  Errors: INVALID_ARGUMENT, MISUSE, BUSY. Thread-safety: one thread per session. Since: 0.1. */
 PARLEY_API parley_status parley_session_get_tokens(parley_session *s, int32_t *ids, size_t cap,
                                                    size_t *n_needed);
+
+/** The conversation as portable JSON (buffer rule above), for a game's save file or to carry
+ *  it to another store, machine or model: parley_session_import() makes a session of it.
+ *  {"format": "parley-conversation", "version": 1, "id", "chat_template", "system_prompt",
+ *   "cache_scope", "overflow": "error" | "drop_oldest", "model_fingerprint": 16 hex digits,
+ *   "created_unix_ms", "messages": [{"role": "system" | "user" | "assistant", "text",
+ *   "tokens": the ids the message added (not on the system message), "closed": whether a
+ *   reply ended with its end token (replies only)}]}. The KV is not in it.
+ *  Errors: INVALID_ARGUMENT, MISUSE, BUSY. Thread-safety: one thread per session. Since: 0.7. */
+PARLEY_API parley_status parley_session_export(parley_session *s, char *buf, size_t cap,
+                                               size_t *needed);
+
+/** Makes a session of a conversation parley_session_export() wrote, or JSON of that shape
+ *  written elsewhere ("tokens", "closed", "id", "system_prompt", "cache_scope", "overflow",
+ *  "model_fingerprint" and "created_unix_ms" may be left out; the system message, if any, is
+ *  messages[0] and equals "system_prompt"). When every message has its tokens and the
+ *  fingerprint is this model's, the conversation is taken as it was, ids and all, and its KV
+ *  is computed by the next send (kv_source NEW, or REBUILT with a store) or by
+ *  parley_session_prepare(). Otherwise (another model, or texts only) each user message and
+ *  the reply after it are added as parley_session_add_exchange() adds them, KV computed.
+ *  With a store the session is stored as a new one.
+ *  @param[in]  json    the conversation, NUL-terminated
+ *  @param[in]  new_id  the session's id, or NULL to keep the conversation's (one is generated
+ *                      when it has none)
+ *  @param[out] out     the session, or NULL on failure
+ *  Ownership: close with parley_session_close().
+ *  Errors: INVALID_ARGUMENT (not such JSON: the message names the first wrong field; an
+ *  unknown template; messages out of order; a token outside this model's vocabulary; a bad or
+ *  used id), CONTEXT_FULL (it does not fit the context), OUT_OF_MEMORY, STORAGE, MISUSE;
+ *  nothing is created then.
+ *  Thread-safety: any thread. Since: 0.7. */
+PARLEY_API parley_status parley_session_import(parley_engine *e, const char *json,
+                                               const char *new_id, parley_session **out);
 
 /** Ids of the stored sessions, oldest first, separated by '\n' (buffer rule above); "" without
  *  a store. Errors: INVALID_ARGUMENT, STORAGE, MISUSE. Thread-safety: any thread. Since: 0.1. */

@@ -15,6 +15,7 @@
 #include "sessions.h"
 #include "stats_report.h"
 #include "store_commands.h"
+#include "transfer_commands.h"
 
 namespace chat {
 namespace {
@@ -43,6 +44,9 @@ const char* kConsoleHelp =
     "/suspend       move the current conversation's KV to the store; the next message\n"
     "               brings it back\n"
     "/delete ID     delete a stored conversation that is not open here\n"
+    "/export FILE   write the current conversation to FILE as JSON (texts and token ids)\n"
+    "/import FILE [ID]  a conversation /export wrote (here or elsewhere, another model's too)\n"
+    "               as a new one, id ID or the file's, and switch to it\n"
     "/system TEXT   go on under TEXT as the system prompt, every message kept (the next\n"
     "               message computes the conversation again); /system alone removes it\n"
     "/reset         replace the current conversation with a new one (same system prompt)\n"
@@ -87,7 +91,7 @@ void list_sessions(const SessionCommands& commands, const StoreCommands& store) 
 
 // False: not a command this console knows.
 bool run_command(const Command& c, parley_engine* engine, SessionCommands& commands,
-                 StoreCommands& store) {
+                 StoreCommands& store, TransferCommands& transfer) {
   if (c.name == "/help") std::printf("%s", kConsoleHelp);
   else if (c.name == "/continue")
     continue_reply(commands.args, commands.sessions.current(), c.arg);
@@ -106,6 +110,8 @@ bool run_command(const Command& c, parley_engine* engine, SessionCommands& comma
   else if (c.name == "/open") store.open(c.arg);
   else if (c.name == "/suspend") store.suspend();
   else if (c.name == "/delete") store.remove(c.arg);
+  else if (c.name == "/export") transfer.export_to(c.arg);
+  else if (c.name == "/import") transfer.import_from(c.arg);
   else if (c.name == "/reset") commands.reset();
   else if (c.name == "/system") commands.set_system_prompt(c.arg);
   else return false;
@@ -130,6 +136,7 @@ int run_console(parley_engine* engine, const CliArgs& args) {
   if (reopened) announce_reopened(sessions);
   SessionCommands commands{engine, args, sessions};
   StoreCommands store{engine, args.store_path.has_value(), sessions};
+  TransferCommands transfer{engine, sessions};
   std::string line;
   for (;;) {
     if (interactive) {
@@ -146,7 +153,7 @@ int run_console(parley_engine* engine, const CliArgs& args) {
     }
     const Command command = parse_command(line);
     if (command.name == "/quit" || command.name == "/exit") break;
-    if (!run_command(command, engine, commands, store)) {
+    if (!run_command(command, engine, commands, store, transfer)) {
       std::printf("unknown command %s (try /help)\n", line.c_str());
     }
   }

@@ -286,6 +286,29 @@ PARLEY_API parley_status parley_session_get_tokens(parley_session* s, int32_t* i
   });
 }
 
+PARLEY_API parley_status parley_session_export(parley_session* s, char* buf, size_t cap,
+                                               size_t* needed) {
+  return guarded(__func__, [&] {
+    auto handle = acquire(s);
+    SessionUse use(*handle);
+    write_string(handle->session->export_json(), buf, cap, needed);
+  });
+}
+
+PARLEY_API parley_status parley_session_import(parley_engine* e, const char* json,
+                                               const char* new_id, parley_session** out) {
+  return guarded(__func__, [&] {
+    check_arg(out, "out is NULL");
+    *out = nullptr;
+    auto engine = acquire(e);
+    check_arg(json, "json is NULL");
+    check_arg(!new_id || *new_id, "new_id is empty (pass NULL to keep the conversation's id)");
+    auto handle = std::make_shared<parley_session>();
+    handle->session = engine::Session::import_json(engine->engine, json, new_id ? new_id : "");
+    *out = register_session(std::move(handle));
+  });
+}
+
 PARLEY_API parley_status parley_session_send(parley_session* s, const char* user_text,
                                              const parley_generate_options* o,
                                              parley_text_fn on_text, void* user,

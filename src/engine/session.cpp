@@ -117,11 +117,48 @@ Session::Session(std::shared_ptr<Engine> engine, const store::StoredSession& sto
       overflow_(OverflowPolicy(stored.overflow)),
       template_(stored_template(stored.chat_template), engine_->tokenizer()),
       blocks_(engine_->kv_pool(), engine_->prefix_root(stored.cache_scope)) {
+  adopt_turns(std::move(turns), Status::corrupt);
+  n_committed_ = n_stored_ = messages_.size();
+  created_ms_ = stored.created_ms;
+  spilled_ = !tokens_.empty();  // its KV, if any, is in the store
+  last_used_ms_ = now_ms();
+  id_ = engine_->register_session(this, stored.id, true);
+}
+
+Session::Session(std::shared_ptr<Engine> engine, const store::StoredSession& header,
+                 std::vector<store::StoredTurn> turns, ImportTag)
+    : engine_(std::move(engine)),
+      system_prompt_(header.system_prompt),
+      cache_scope_(header.cache_scope),
+      overflow_(OverflowPolicy(header.overflow)),
+      template_(stored_template(header.chat_template), engine_->tokenizer()),
+      blocks_(engine_->kv_pool(), engine_->prefix_root(header.cache_scope)) {
+  check_session_id(header.id);
+  adopt_turns(std::move(turns), Status::invalid_argument);
+  created_ms_ = header.created_ms;
+  last_used_ms_ = now_ms();
+  std::lock_guard constructing(state_mutex_);  // as in the first constructor
+  id_ = engine_->register_session(this, header.id, false);
+  if (auto* store = engine_->store()) {
+    try {
+      store->create_session(stored_header());
+      commit_messages();
+    } catch (...) {
+      if (store->load_session(id_)) store->delete_session(id_);
+      engine_->unregister_session(id_);
+      throw;
+    }
+    spilled_ = !tokens_.empty();  // as a reopened session without stored KV: rebuilt
+  }
+}
+
+void Session::adopt_turns(std::vector<store::StoredTurn> turns, Status bad_status) {
+  const std::string whose = bad_status == Status::corrupt ? "stored" : "imported";
   for (auto& t : turns) {
-    require(t.role >= 0 && t.role <= 2, Status::corrupt, "stored turn has an unknown role");
+    require(t.role >= 0 && t.role <= 2, bad_status, whose + " turn has an unknown role");
     for (int32_t id : t.token_ids) {
-      require(id >= 0 && id < engine_->config().n_vocab, Status::corrupt,
-              "stored token " + std::to_string(id) + " is outside this model's vocabulary");
+      require(id >= 0 && id < engine_->config().n_vocab, bad_status,
+              whose + " token " + std::to_string(id) + " is outside this model's vocabulary");
     }
     Message m{Role(t.role), std::move(t.text), uint32_t(t.token_ids.size()),
               uint32_t(tokens_.size()), t.closed};
@@ -129,13 +166,19 @@ Session::Session(std::shared_ptr<Engine> engine, const store::StoredSession& sto
     if (m.role == Role::assistant) reply_closed_ = m.closed;
     messages_.push_back(std::move(m));
   }
-  require(tokens_.size() <= engine_->context_length(), Status::corrupt,
-          "stored conversation is longer than the context");
-  n_committed_ = n_stored_ = messages_.size();
-  created_ms_ = stored.created_ms;
-  spilled_ = !tokens_.empty();  // its KV, if any, is in the store
-  last_used_ms_ = now_ms();
-  id_ = engine_->register_session(this, stored.id, true);
+  // The system prompt's own ids are stored with the first user message, which opens the
+  // conversation with them: each message's count is its own again, as in the live session.
+  if (messages_.size() > 1 && messages_[0].role == Role::system) {
+    Message& first = messages_[1];
+    const uint32_t system_tokens = system_prefix_tokens(
+        std::span(tokens_).subspan(first.token_begin, first.n_tokens), system_prompt_);
+    messages_[0].n_tokens = system_tokens;
+    first.n_tokens -= system_tokens;
+  }
+  require(tokens_.size() <= engine_->context_length(),
+          bad_status == Status::corrupt ? bad_status : Status::context_full,
+          whose + " conversation has " + std::to_string(tokens_.size()) +
+              " tokens; the context holds " + std::to_string(engine_->context_length()));
 }
 
 std::unique_ptr<Session> Session::open(std::shared_ptr<Engine> engine, const std::string& id) {

@@ -17,6 +17,7 @@
 #include <string_view>
 #include <vector>
 
+#include "common/error.h"
 #include "engine/step_batcher.h"
 #include "kv/block_table.h"
 #include "store/store.h"
@@ -176,6 +177,18 @@ class Session {
   size_t count_turn_tokens(std::string_view user_text) const;
   uint32_t context_length() const;  // the engine's
 
+  // The conversation as portable JSON (conversation_transfer.cpp): its header and every
+  // message with the ids it added; no KV.
+  std::string export_json() const;
+  // A new session from what export_json() wrote (or a file of that shape). The ids are kept
+  // when the file carries them and names this model's fingerprint, and the KV is computed by
+  // the next turn or prepare(); otherwise each exchange is added from its texts, as
+  // add_exchange() adds it (KV computed). `new_id` "" keeps the file's id (generates one when
+  // it has none). Throws Error: invalid_argument (a malformed file: the field is named; a bad
+  // or used id), context_full, out_of_memory, storage; nothing is created then.
+  static std::unique_ptr<Session> import_json(std::shared_ptr<Engine> engine,
+                                              std::string_view json, const std::string& new_id);
+
   // A new session with this one's conversation: full KV blocks are shared, the partially
   // filled last block is copied. Throws Error: invalid_argument (bad or used id),
   // out_of_memory, storage.
@@ -223,6 +236,12 @@ class Session {
   struct OpenTag {};
   Session(std::shared_ptr<Engine> engine, const store::StoredSession& stored,
           std::vector<store::StoredTurn> turns, OpenTag);
+  struct ImportTag {};
+  Session(std::shared_ptr<Engine> engine, const store::StoredSession& header,
+          std::vector<store::StoredTurn> turns, ImportTag);
+  // Takes `turns` as the conversation (a stored or imported one): ids outside the vocabulary,
+  // unknown roles and a conversation longer than the context are Error(bad_status).
+  void adopt_turns(std::vector<store::StoredTurn> turns, Status bad_status);
 
   // send() and add_exchange(): a written reply when written_reply is set, else generated.
   void run_turn(std::string_view user_text, const std::string_view* written_reply,

@@ -7,11 +7,14 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <fstream>
 #include <map>
 #include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "golden.h"
 #include "support/sanitizer_build.h"
@@ -163,6 +166,19 @@ ScoredLine best_scored(const Run& r, const std::string& header, const std::strin
   const size_t start = r.out.rfind('\n', best_at) + 1;
   REQUIRE(std::sscanf(r.out.c_str() + start, "%lf %lf", &line.logprob, &line.per_token) == 2);
   return line;
+}
+
+// A file's JSON; discarded (is_discarded()) when it is missing or not JSON.
+nlohmann::json read_json(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return nlohmann::json(nlohmann::json::value_t::discarded);
+  return nlohmann::json::parse(in, nullptr, false);
+}
+
+void write_text(const std::string& path, const std::string& text) {
+  std::ofstream out(path, std::ios::binary);
+  out << text;
+  REQUIRE(out.good());
 }
 
 std::string ids_line(const std::vector<int32_t>& ids) {
@@ -831,6 +847,119 @@ TEST_CASE("console: a /system that does not fit or is not UTF-8 is refused and c
   REQUIRE(after.size() == 1);
   CHECK(after.begin()->second.turns == 2);
   CHECK(after.begin()->second.tokens == before.begin()->second.tokens);
+}
+
+TEST_CASE("console: /export writes the conversation as JSON; /import of it answers as the "
+          "original does") {
+  PARLEY_SHARED_OR_SKIP(gguf, "models/stories260k/stories260k-f32.gguf");
+  TempDir dir;
+  const std::string file = (dir / "a.json").string(), copy_file = (dir / "b.json").string();
+  const Run r = run_console(gguf, "/new a\nOnce upon a time\n/export " + file + "\n/import " +
+                                      file + " b\n/export " + copy_file +
+                                      "\n/sessions\n/switch b\nThe cat\n/switch a\nThe cat\n"
+                                      "/sessions\n");
+  CHECK(r.exit_code == 0);
+  CHECK(r.out.find("error") == std::string::npos);
+  CHECK(r.out.find("(exported a: 2 messages to " + file + ")\n") != std::string::npos);
+  const std::string announced = "(imported b: 2 messages from " + file + ")\n(session b)\n";
+  const size_t imported = r.out.find(announced);
+  REQUIRE(imported != std::string::npos);
+
+  const nlohmann::json original = read_json(file);
+  REQUIRE_FALSE(original.is_discarded());
+  CHECK(original.value("format", "") == "parley-conversation");
+  CHECK(original.value("id", "") == "a");
+  REQUIRE(original.contains("messages"));
+  CHECK(original["messages"].size() == 2);
+  // Same model: the copy holds the conversation as it was, token ids and all; only the id
+  // differs.
+  nlohmann::json copy = read_json(copy_file);
+  REQUIRE_FALSE(copy.is_discarded());
+  CHECK(copy.value("id", "") == "b");
+  copy["id"] = "a";
+  CHECK(copy == original);
+
+  const auto after_import = listed_sessions(text_between(r.out, announced, "(session b)\n"));
+  CHECK(after_import.at("b").current);
+  CHECK(after_import.at("b").turns == after_import.at("a").turns);
+  CHECK(after_import.at("b").tokens == after_import.at("a").tokens);
+
+  // The same message on the same conversation, sampled greedily: the same reply.
+  const size_t switched = r.out.find("(session b)\n", imported + announced.size());
+  REQUIRE(switched != std::string::npos);
+  const std::string reply_b = text_between(r.out, "(session b)\n", "\n(session a)\n", switched);
+  const std::string reply_a =
+      text_between(r.out, "(session a)\n", "\n", r.out.rfind("(session a)\n"));
+  CHECK(reply_b.size() > 5);
+  CHECK(reply_b == reply_a);
+  const auto at_end = listed_sessions(r.out.substr(r.out.rfind("(session a)\n")));
+  CHECK(at_end.at("a").turns == 4);
+  CHECK(at_end.at("b").turns == 4);
+  CHECK(at_end.at("a").tokens == at_end.at("b").tokens);
+}
+
+TEST_CASE("console: /import of a missing file, bad JSON or an id in use and /export to a path "
+          "that cannot be written are refused and change nothing") {
+  PARLEY_SHARED_OR_SKIP(gguf, "models/stories260k/stories260k-f32.gguf");
+  TempDir dir;
+  const std::string saved = (dir / "a.json").string(), missing = (dir / "none.json").string(),
+                    broken = (dir / "broken.json").string(),
+                    other = (dir / "other.json").string(),
+                    unwritable = (dir / "no-such-dir" / "x.json").string();
+  write_text(broken, "{\"format\": \"parley-conversation\", ");
+  write_text(other, "{\"format\": \"chat-log\"}");
+  const Run r = run_console(gguf, "/new a\nOnce upon a time\n/export " + saved +
+                                      "\n/sessions\n/import " + missing + "\n/import " + broken +
+                                      "\n/import " + other + "\n/import " + saved +
+                                      "\n/export " + unwritable +
+                                      "\n/sessions\n/switch a\nThe cat\n/sessions\n");
+  CHECK(r.exit_code == 0);
+  const size_t first_error = r.out.find("parley-chat: error: ");
+  REQUIRE(first_error != std::string::npos);
+  // Each refusal names the file or the library's reason, in the order they were typed.
+  const size_t no_file =
+      r.out.find("parley-chat: error: cannot read " + missing + ": No such file or directory\n");
+  REQUIRE(no_file == first_error);
+  const std::string import_error = "parley-chat: error: cannot import the conversation: ";
+  const size_t not_json = r.out.find(import_error, no_file);
+  REQUIRE(not_json != std::string::npos);
+  CHECK(r.out.find("not valid JSON", not_json) != std::string::npos);
+  const size_t not_ours = r.out.find(import_error, not_json + 1);
+  REQUIRE(not_ours != std::string::npos);
+  CHECK(r.out.find("'format' is not \"parley-conversation\"", not_ours) != std::string::npos);
+  const size_t in_use = r.out.find(import_error, not_ours + 1);
+  REQUIRE(in_use != std::string::npos);
+  CHECK(r.out.find("'a' is already in use by an open session", in_use) != std::string::npos);
+  CHECK(r.out.find("(PARLEY_E_INVALID_ARGUMENT)\n", in_use) != std::string::npos);
+  const size_t not_written = r.out.find(
+      "parley-chat: error: cannot write " + unwritable + ": No such file or directory\n", in_use);
+  CHECK(not_written != std::string::npos);
+  CHECK(r.out.find("(imported") == std::string::npos);
+  CHECK(r.out.find("(exported a: 2 messages to " + saved + ")\n") != std::string::npos);
+  CHECK(r.out.find(unwritable + ")") == std::string::npos);
+
+  // The console goes on with the same conversations, a current, and still answers.
+  const size_t switched = r.out.find("(session a)\n", not_written);
+  REQUIRE(switched != std::string::npos);
+  const auto before = listed_sessions(r.out.substr(0, first_error));
+  const auto after = listed_sessions(r.out.substr(not_written, switched - not_written));
+  REQUIRE(before.size() == 2);  // the console's first conversation and a
+  CHECK(before.at("a").current);
+  REQUIRE(after.size() == 2);
+  CHECK(after.at("a").current);
+  CHECK(after.at("a").turns == before.at("a").turns);
+  CHECK(after.at("a").tokens == before.at("a").tokens);
+  const auto at_end = listed_sessions(r.out.substr(switched));
+  REQUIRE(at_end.size() == 2);
+  CHECK(at_end.at("a").turns == 4);
+}
+
+TEST_CASE("console: /export and /import without a file print their usage") {
+  PARLEY_SHARED_OR_SKIP(gguf, "models/stories260k/stories260k-f32.gguf");
+  const Run r = run_console(gguf, "/export\n/import\n/export   \n/import  \n");
+  CHECK(r.exit_code == 0);
+  CHECK(r.out == "usage: /export FILE\nusage: /import FILE [ID]\nusage: /export FILE\n"
+                 "usage: /import FILE [ID]\n");
 }
 
 TEST_CASE("store: /delete removes a stored conversation that is not open, never an open one") {

@@ -44,6 +44,26 @@ namespace Parley
             return new Session(session);
         }
 
+        // A session of a conversation Session.Export() wrote (here, in an earlier run, on
+        // another machine), or JSON of that shape written elsewhere. id: the new session's id,
+        // or null to keep the conversation's (one is generated when it has none). When every
+        // message has its tokens and the JSON is of this engine's model, the ids are kept as
+        // they were and the next send (or Prepare) computes their KV; otherwise each user
+        // message and the reply after it are added as AddExchange adds them. With a store the
+        // session is stored as a new one. ParleyStatus.InvalidArgument for JSON that is not
+        // such a conversation (the message names the first wrong field), an unknown template,
+        // messages out of order, a token outside this model's vocabulary, or an id that is ""
+        // or already used; ParleyStatus.ContextFull when it does not fit the context.
+        public Session ImportSession(string json, string id = null)
+        {
+            byte[] utf8 = Utf8.ToNative(json, "json");
+            if (utf8 == null) throw new ArgumentNullException("json");
+            SessionHandle session;
+            ParleyException.ThrowIfFailed(NativeMethods.parley_session_import(
+                Handle, utf8, Utf8.ToNative(id, "id"), out session));
+            return new Session(session);
+        }
+
         // Deletes a stored conversation that is not open: its transcript and its KV.
         public void DeleteSession(string id)
         {

@@ -109,6 +109,16 @@ namespace Parley
         internal static extern int parley_session_get_tokens(
             SessionHandle session, [Out] int[] ids, UIntPtr cap, out UIntPtr needed);
 
+        // Since 0.7. buf may be null with cap 0 to ask only the size.
+        [DllImport(Library, CallingConvention = CallingConvention.Cdecl)]
+        internal static extern int parley_session_export(
+            SessionHandle session, [Out] byte[] buf, UIntPtr cap, out UIntPtr needed);
+
+        // Since 0.7. newId: NUL-terminated UTF-8, or null (NULL) to keep the conversation's id.
+        [DllImport(Library, CallingConvention = CallingConvention.Cdecl)]
+        internal static extern int parley_session_import(
+            EngineHandle engine, [In] byte[] json, [In] byte[] newId, out SessionHandle session);
+
         [DllImport(Library, CallingConvention = CallingConvention.Cdecl)]
         internal static extern int parley_store_list_sessions(
             EngineHandle engine, [Out] byte[] buf, UIntPtr cap, out UIntPtr needed);

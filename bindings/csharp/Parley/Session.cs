@@ -199,6 +199,26 @@ namespace Parley
             return new Session(fork);
         }
 
+        // The conversation as portable JSON: its id, template, system prompt, cache scope,
+        // overflow policy, model fingerprint, start time and messages, each with its text and
+        // token ids. Engine.ImportSession makes a session of it again, in this engine or
+        // another (a save file, a conversation carried to another store, machine or model).
+        // The KV is not in it.
+        public string Export()
+        {
+            UIntPtr needed;
+            ParleyException.ThrowIfFailed(
+                NativeMethods.parley_session_export(Handle, null, UIntPtr.Zero, out needed));
+            for (;;)
+            {
+                byte[] buf = new byte[checked((int)needed.ToUInt64())];
+                ParleyException.ThrowIfFailed(NativeMethods.parley_session_export(
+                    Handle, buf, new UIntPtr((uint)buf.Length), out needed));
+                // A turn added between the two calls makes it longer: ask again.
+                if ((long)needed.ToUInt64() <= buf.Length) return Utf8.FromBuffer(buf);
+            }
+        }
+
         // Drops the last `turns` messages (a user message and its reply are two).
         public void Rewind(int turns)
         {

@@ -45,6 +45,23 @@ class Engine(NativeHandle):
                                             ctypes.byref(out)))
         return Session(self._lib, out.value)
 
+    def import_session(self, json, id=None):
+        """A session of a conversation Session.export() wrote (here, in an earlier run, on
+        another machine), or JSON of that shape written elsewhere; json is a str. id: the new
+        session's id, or None to keep the conversation's (one is generated when it has none).
+        When every message has its tokens and the JSON is of this engine's model, the ids are
+        kept as they were and the next send (or prepare()) computes their KV; otherwise each
+        user message and the reply after it are added as add_exchange() adds them. With a
+        store the session is stored as a new one.
+        Raises InvalidArgumentError for JSON that is not such a conversation (the message
+        names the first wrong field), an unknown template, messages out of order, a token
+        outside this model's vocabulary, or an id that is "" or already used;
+        ContextFullError when the conversation does not fit the context."""
+        out = _native.session_p()
+        check(self._lib.parley_session_import(self._live(), _options.text_arg("json", json),
+                                              _options.text_arg("id", id), ctypes.byref(out)))
+        return Session(self._lib, out.value)
+
     def sessions(self):
         """Ids of the stored conversations, oldest first; [] without a store."""
         handle = self._live()

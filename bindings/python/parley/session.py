@@ -4,7 +4,7 @@ import ctypes
 import functools
 
 from . import _native, _options
-from ._buffers import read_ids
+from ._buffers import read_ids, read_text
 from ._handle import NativeHandle
 from ._streaming import stream_pieces
 from .errors import CancelledError, check, error_for
@@ -257,6 +257,16 @@ class Session(NativeHandle):
         check(self._lib.parley_session_fork(self._live(), _options.text_arg("id", id),
                                             ctypes.byref(out)))
         return Session(self._lib, out.value)
+
+    def export(self):
+        """The conversation as portable JSON (a str): its id, template, system prompt, cache
+        scope, overflow policy, model fingerprint, start time and messages, each with its
+        text and token ids. Engine.import_session() makes a session of it again, in this
+        engine or another (a save file, a conversation carried to another store, machine or
+        model). The KV is not in it."""
+        handle = self._live()
+        return read_text(lambda buf, cap, needed:
+                         self._lib.parley_session_export(handle, buf, cap, needed))
 
     def rewind(self, n):
         """Drops the last n messages (a user message and its reply are two)."""

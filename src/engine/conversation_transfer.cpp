@@ -1,0 +1,87 @@
+// A conversation out of and into portable JSON (conversation_json.h): a game's save file, a
+// conversation carried to another store, machine or model.
+#include <string>
+
+#include "common/error.h"
+#include "engine/clock.h"
+#include "engine/conversation_json.h"
+#include "engine/engine.h"
+#include "engine/session.h"
+#include "text/chat_template.h"
+
+namespace parley::engine {
+namespace {
+
+// Roles in an order a conversation can have: the system message first and only there, an
+// assistant message only after a user message. Returns where the exchanges start.
+size_t check_order(const ConversationJson& c) {
+  const auto& turns = c.turns;
+  const size_t first = !turns.empty() && turns[0].role == int32_t(Role::system) ? 1 : 0;
+  const std::string system_text = first ? turns[0].text : "";
+  require(system_text == c.header.system_prompt, Status::invalid_argument,
+          "conversation JSON: 'system_prompt' and the system message (messages[0]) differ");
+  require(!first || turns[0].token_ids.empty(), Status::invalid_argument,
+          "conversation JSON: the system message has tokens; its ids are the first user "
+          "message's");
+  for (size_t i = first; i < turns.size(); ++i) {
+    const std::string where = "conversation JSON: messages[" + std::to_string(i) + "] ";
+    require(turns[i].role != int32_t(Role::system), Status::invalid_argument,
+            where + "is a system message; only messages[0] can be");
+    require(turns[i].role != int32_t(Role::assistant) ||
+                (i > first && turns[i - 1].role == int32_t(Role::user)),
+            Status::invalid_argument, where + "is a reply that no user message comes before");
+  }
+  return first;
+}
+
+// Adds each exchange from its texts; nothing is left in the store when one fails.
+std::unique_ptr<Session> import_texts(std::shared_ptr<Engine> engine, const ConversationJson& c,
+                                      size_t first) {
+  SessionOptions options;
+  options.id = c.header.id;
+  options.system_prompt = c.header.system_prompt;
+  options.chat_template = text::template_from_name(c.header.chat_template);
+  options.cache_scope = c.header.cache_scope;
+  options.overflow = OverflowPolicy(c.header.overflow);
+  auto session = std::make_unique<Session>(engine, options);
+  try {
+    const auto use = session->try_use();
+    for (size_t i = first; i < c.turns.size(); ++i) {
+      if (c.turns[i].role != int32_t(Role::user)) continue;
+      const bool replied = i + 1 < c.turns.size() && c.turns[i + 1].role == int32_t(Role::assistant);
+      session->add_exchange(c.turns[i].text, replied ? c.turns[i + 1].text : "");
+    }
+  } catch (...) {
+    const std::string id = session->id();
+    session.reset();
+    try {
+      if (auto* store = engine->store()) store->delete_session(id);
+    } catch (...) {  // the store's own failure: the first error is the one to report
+    }
+    throw;
+  }
+  return session;
+}
+
+}  // namespace
+
+std::string Session::export_json() const {
+  return write_conversation_json(stored_header(), stored_turns(0));
+}
+
+std::unique_ptr<Session> Session::import_json(std::shared_ptr<Engine> engine,
+                                              std::string_view json, const std::string& new_id) {
+  ConversationJson c = read_conversation_json(json);
+  if (!new_id.empty()) c.header.id = new_id;
+  require(text::template_from_name(c.header.chat_template).has_value(), Status::invalid_argument,
+          "conversation JSON: 'chat_template' \"" + c.header.chat_template + "\" is unknown");
+  const size_t first = check_order(c);
+  if (!c.has_token_ids || c.header.model_fingerprint != engine->model().fingerprint) {
+    return import_texts(std::move(engine), c, first);
+  }
+  if (!c.has_created_ms) c.header.created_ms = unix_ms();
+  return std::unique_ptr<Session>(
+      new Session(std::move(engine), c.header, std::move(c.turns), ImportTag{}));
+}
+
+}  // namespace parley::engine

@@ -1,0 +1,288 @@
+// Conversations out of and into portable JSON (Session::export_json / import_json,
+// parley_session_export / parley_session_import): the same model takes a conversation back
+// with its ids and goes on as the original would; texts alone, or another model's ids, are
+// added exchange by exchange; a malformed file is refused, naming its first wrong field, and
+// leaves nothing behind.
+#include <doctest/doctest.h>
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "common/error.h"
+#include "parley.h"
+#include "session_fixture.h"
+#include "support/c_api_sessions.h"
+#include "support/shared_assets.h"
+
+using namespace parley;
+using namespace parley::test;
+using Json = nlohmann::json;
+
+namespace {
+
+// A conversation with a system prompt, two generated replies and a written one.
+std::unique_ptr<engine::Session> conversation(std::shared_ptr<engine::Engine> engine,
+                                             const std::string& chat_template,
+                                             const std::string& id) {
+  auto options = session_options("You tell short stories.", chat_template);
+  options.id = id;
+  auto s = std::make_unique<engine::Session>(engine, options);
+  greedy_turn(*s, "Tell me about a cat.", 12);
+  s->add_exchange("And a dog?", "The dog was big and brown.");
+  greedy_turn(*s, "What did they do?", 10);
+  return s;
+}
+
+void check_same_messages(const engine::Session& a, const engine::Session& b) {
+  REQUIRE(a.messages().size() == b.messages().size());
+  for (size_t i = 0; i < a.messages().size(); ++i) {
+    CAPTURE(i);
+    CHECK(a.messages()[i].role == b.messages()[i].role);
+    CHECK(a.messages()[i].text == b.messages()[i].text);
+    CHECK(a.messages()[i].n_tokens == b.messages()[i].n_tokens);
+    CHECK(a.messages()[i].closed == b.messages()[i].closed);
+  }
+  CHECK(a.tokens() == b.tokens());
+}
+
+float max_abs_diff(std::span<const float> a, std::span<const float> b) {
+  REQUIRE(a.size() == b.size());
+  float d = 0;
+  for (size_t i = 0; i < a.size(); ++i) d = std::max(d, std::fabs(a[i] - b[i]));
+  return d;
+}
+
+// The status and message import_json fails with; ok and "" when it does not.
+std::pair<Status, std::string> import_error(std::shared_ptr<engine::Engine> engine,
+                                            const std::string& json,
+                                            const std::string& new_id = "") {
+  try {
+    engine::Session::import_json(std::move(engine), json, new_id);
+  } catch (const Error& e) {
+    return {e.status(), e.what()};
+  }
+  return {Status::ok, ""};
+}
+
+}  // namespace
+
+TEST_CASE("an imported conversation has the original's ids and goes on as the original does") {
+  PARLEY_SHARED_OR_SKIP(gguf, "models/stories260k/stories260k-f32.gguf");
+  for (const char* chat_template : {"raw", "llama2", "chatml"}) {
+    CAPTURE(chat_template);
+    auto engine = open_engine(gguf.string(), kv::KvType::f32);
+    auto original = conversation(engine, chat_template, "original");
+    const std::string json = original->export_json();
+
+    // Another engine on the same model, as after a restart without a store.
+    auto other = open_engine(gguf.string(), kv::KvType::f32);
+    auto imported = engine::Session::import_json(other, json, "");
+    CHECK(imported->id() == "original");
+    check_same_messages(*original, *imported);
+    CHECK(imported->kv_bytes_resident() == 0);
+
+    const auto went_on = greedy_turn(*original, "Then what?", 16);
+    const auto stats = greedy_turn(*imported, "Then what?", 16);
+    CHECK(stats.kv_source == engine::KvSource::fresh);
+    CHECK(stats.reused_tokens == 0);
+    CHECK(stats.computed_tokens == went_on.computed_tokens + went_on.reused_tokens);
+    check_same_messages(*original, *imported);
+    CHECK(max_abs_diff(original->last_logits(), imported->last_logits()) < 1e-4f);
+  }
+}
+
+TEST_CASE("an import into a store is a stored conversation; its KV is rebuilt on first use") {
+  PARLEY_SHARED_OR_SKIP(gguf, "models/stories260k/stories260k-f32.gguf");
+  TempDir dir;
+  const std::string db = (dir / "s.db").string();
+  auto source = open_engine(gguf.string(), kv::KvType::int8);
+  const auto original = conversation(source, "llama2", "saved");
+  const std::string json = original->export_json();
+  {
+    auto engine = open_engine_with_store(gguf.string(), kv::KvType::int8, {db});
+    auto imported = engine::Session::import_json(engine, json, "");
+    CHECK(engine->store()->list_sessions() == std::vector<std::string>{"saved"});
+    CHECK(engine->store()->load_turns("saved").size() == imported->messages().size());
+    // The id is taken now: the same file again needs another one.
+    const auto [status, message] = import_error(engine, json);
+    CHECK(status == Status::invalid_argument);
+    CHECK(message.find("'saved'") != std::string::npos);
+    auto copy = engine::Session::import_json(engine, json, "saved-2");
+    check_same_messages(*imported, *copy);
+
+    const auto stats = greedy_turn(*imported, "Then what?", 8);
+    CHECK(stats.kv_source == engine::KvSource::rebuilt);
+  }
+  // Reopened after the engine is gone: the conversation as it was imported, and its turn.
+  auto engine = open_engine_with_store(gguf.string(), kv::KvType::int8, {db});
+  auto reopened = engine::Session::open(engine, "saved");
+  auto copy = engine::Session::open(engine, "saved-2");
+  check_same_messages(*original, *copy);  // each message's own count, the system prompt's too
+  REQUIRE(reopened->messages().size() == copy->messages().size() + 2);
+  CHECK(std::equal(copy->tokens().begin(), copy->tokens().end(), reopened->tokens().begin()));
+}
+
+TEST_CASE("texts alone, or another model's ids, are added exchange by exchange") {
+  PARLEY_SHARED_OR_SKIP(gguf, "models/stories260k/stories260k-f32.gguf");
+  auto engine = open_engine(gguf.string(), kv::KvType::f32);
+  auto original = conversation(engine, "chatml", "original");
+  original->rewind(1);  // the last message is a user message without a reply
+  const Json exported = Json::parse(original->export_json());
+
+  // What add_exchange makes of the same texts.
+  auto options = session_options("You tell short stories.", "chatml");
+  engine::Session expected(engine, options);
+  const auto& m = exported["messages"];
+  for (size_t i = 1; i < m.size(); i += 2) {
+    const std::string reply = i + 1 < m.size() ? m[i + 1]["text"].get<std::string>() : "";
+    expected.add_exchange(m[i]["text"].get<std::string>(), reply);
+  }
+
+  Json texts_only = exported;
+  for (auto& message : texts_only["messages"]) message.erase("tokens");
+  texts_only.erase("model_fingerprint");
+  Json other_model = exported;
+  other_model["model_fingerprint"] = "0123456789abcdef";
+  for (const Json* json : {&texts_only, &other_model}) {
+    auto imported = engine::Session::import_json(engine, json->dump(), "copy");
+    CHECK(imported->tokens() == expected.tokens());
+    // The last message gets an empty reply, as add_exchange gives it.
+    REQUIRE(imported->messages().size() == original->messages().size() + 1);
+    for (size_t i = 0; i < original->messages().size(); ++i) {
+      CAPTURE(i);
+      CHECK(imported->messages()[i].role == original->messages()[i].role);
+      CHECK(imported->messages()[i].text == original->messages()[i].text);
+    }
+    CHECK(imported->messages().back().text.empty());
+    CHECK(imported->kv_bytes_resident() > 0);  // computed as the exchanges were added
+  }
+}
+
+TEST_CASE("a malformed conversation is refused, naming what is wrong, and nothing is stored") {
+  PARLEY_SHARED_OR_SKIP(gguf, "models/stories260k/stories260k-f32.gguf");
+  TempDir dir;
+  auto engine = open_engine_with_store(gguf.string(), kv::KvType::int8, {(dir / "s.db").string()});
+  const Json valid = Json::parse(conversation(engine, "llama2", "valid")->export_json());
+  const auto n_vocab = engine->config().n_vocab;
+
+  struct Case {
+    const char* name;
+    std::function<void(Json&)> damage;
+    const char* names;  // in the message
+    Status status = Status::invalid_argument;
+  };
+  const std::vector<Case> cases = {
+      {"not an object", [](Json& j) { j = Json::array(); }, "not an object"},
+      {"no format", [](Json& j) { j.erase("format"); }, "'format'"},
+      {"another format", [](Json& j) { j["format"] = "chat-log"; }, "'format'"},
+      {"a newer version", [](Json& j) { j["version"] = 2; }, "version 2"},
+      {"a version as text", [](Json& j) { j["version"] = "1"; }, "'version'"},
+      {"no messages", [](Json& j) { j.erase("messages"); }, "'messages'"},
+      {"messages an object", [](Json& j) { j["messages"] = Json::object(); }, "'messages'"},
+      {"a message a string", [](Json& j) { j["messages"][1] = "hi"; }, "'messages[1]'"},
+      {"an unknown role", [](Json& j) { j["messages"][1]["role"] = "narrator"; },
+       "'messages[1].role'"},
+      {"no text", [](Json& j) { j["messages"][2].erase("text"); }, "'messages[2].text'"},
+      {"a number as text", [](Json& j) { j["messages"][2]["text"] = 7; }, "'messages[2].text'"},
+      {"a NUL in a text", [](Json& j) { j["messages"][1]["text"] = std::string("a\0b", 3); },
+       "NUL"},
+      {"tokens as text", [](Json& j) { j["messages"][1]["tokens"] = "1 2"; },
+       "'messages[1].tokens'"},
+      {"a negative id", [](Json& j) { j["messages"][1]["tokens"][0] = -1; },
+       "'messages[1].tokens'"},
+      {"a fractional id", [](Json& j) { j["messages"][1]["tokens"][0] = 1.5; },
+       "'messages[1].tokens'"},
+      {"an id past the vocabulary",
+       [n_vocab](Json& j) { j["messages"][2]["tokens"][0] = n_vocab; }, "vocabulary"},
+      {"closed as text", [](Json& j) { j["messages"][2]["closed"] = "yes"; },
+       "'messages[2].closed'"},
+      {"an unknown template", [](Json& j) { j["chat_template"] = "alpaca"; }, "'chat_template'"},
+      {"an unknown overflow", [](Json& j) { j["overflow"] = "sometimes"; }, "'overflow'"},
+      {"a fingerprint not hex", [](Json& j) { j["model_fingerprint"] = "xyz"; },
+       "'model_fingerprint'"},
+      {"a second system message",
+       [](Json& j) { j["messages"][2] = {{"role", "system"}, {"text", "x"}}; }, "messages[2]"},
+      {"a reply first", [](Json& j) { j["messages"].erase(1); }, "messages[1]"},
+      {"a system prompt the message does not have",
+       [](Json& j) { j["system_prompt"] = "Something else."; }, "differ"},
+      {"an id with a line break", [](Json& j) { j["id"] = "a\nb"; }, "session id"},
+      {"more ids than the context holds",
+       [](Json& j) { j["messages"][1]["tokens"] = std::vector<int>(600, 5); }, "context",
+       Status::context_full},
+  };
+  for (const auto& c : cases) {
+    CAPTURE(c.name);
+    Json damaged = valid;
+    damaged["id"] = "damaged";
+    c.damage(damaged);
+    const auto [status, message] = import_error(engine, damaged.dump());
+    CHECK(status == c.status);
+    CHECK_MESSAGE(message.find(c.names) != std::string::npos, message);
+  }
+  for (const char* text : {"", "{", "{\"format\": \"parley-conversation\",", "null"}) {
+    CAPTURE(text);
+    CHECK(import_error(engine, text).first == Status::invalid_argument);
+  }
+  CHECK(engine->store()->list_sessions() == std::vector<std::string>{"valid"});
+}
+
+TEST_CASE("C ABI: parley_session_export and parley_session_import") {
+  PARLEY_SHARED_OR_SKIP(gguf, "models/stories260k/stories260k-f32.gguf");
+  parley_engine* e = open_engine(gguf.string(), PARLEY_KV_INT8);
+  parley_session_options so;
+  parley_session_options_init(&so);
+  so.id = "c-abi";
+  so.system_prompt = "You tell short stories.";
+  so.chat_template = "llama2";
+  parley_session* s = nullptr;
+  REQUIRE(parley_session_create(e, &so, &s) == PARLEY_OK);
+  const parley_generate_options g = greedy_options(8);
+  REQUIRE(parley_session_send(s, "Tell me a story.", &g, nullptr, nullptr, nullptr) == PARLEY_OK);
+
+  // The buffer rule: the size first, then the text; a short buffer gets a cut, terminated one.
+  size_t needed = 0;
+  REQUIRE(parley_session_export(s, nullptr, 0, &needed) == PARLEY_OK);
+  std::string json(needed, '\0');
+  REQUIRE(parley_session_export(s, json.data(), json.size(), &needed) == PARLEY_OK);
+  json.resize(needed - 1);
+  CHECK(Json::parse(json)["id"] == "c-abi");
+  char small[16];
+  CHECK(parley_session_export(s, small, sizeof small, &needed) == PARLEY_OK);
+  CHECK(std::string(small) == json.substr(0, 15));
+  CHECK(parley_session_export(s, nullptr, 4, &needed) == PARLEY_E_INVALID_ARGUMENT);
+
+  parley_session* copy = nullptr;
+  CHECK(parley_session_import(e, json.c_str(), nullptr, &copy) == PARLEY_E_INVALID_ARGUMENT);
+  CHECK(copy == nullptr);
+  CHECK(std::string(parley_last_error()).find("c-abi") != std::string::npos);  // in use
+  CHECK(parley_session_import(e, json.c_str(), "", &copy) == PARLEY_E_INVALID_ARGUMENT);
+  CHECK(parley_session_import(e, nullptr, "x", &copy) == PARLEY_E_INVALID_ARGUMENT);
+  CHECK(parley_session_import(e, json.c_str(), "x", nullptr) == PARLEY_E_INVALID_ARGUMENT);
+  CHECK(parley_session_import(e, "{}", "x", &copy) == PARLEY_E_INVALID_ARGUMENT);
+  CHECK(std::string(parley_last_error()).find("'format'") != std::string::npos);
+
+  REQUIRE(parley_session_import(e, json.c_str(), "c-abi-copy", &copy) == PARLEY_OK);
+  CHECK(std::string(session_info(copy).id) == "c-abi-copy");
+  CHECK(session_tokens(copy) == session_tokens(s));
+  parley_turn a{}, b{};
+  a.struct_size = b.struct_size = sizeof a;
+  for (uint32_t i = 0; i < 3; ++i) {
+    CAPTURE(i);
+    REQUIRE(parley_session_get_turn(s, i, &a) == PARLEY_OK);
+    const std::string text = a.text;
+    REQUIRE(parley_session_get_turn(copy, i, &b) == PARLEY_OK);
+    CHECK(a.role == b.role);
+    CHECK(text == b.text);
+  }
+  REQUIRE(parley_session_send(s, "More.", &g, nullptr, nullptr, nullptr) == PARLEY_OK);
+  REQUIRE(parley_session_send(copy, "More.", &g, nullptr, nullptr, nullptr) == PARLEY_OK);
+  CHECK(session_tokens(copy) == session_tokens(s));
+  parley_session_close(copy);
+  parley_session_close(s);
+  parley_engine_close(e);
+}
