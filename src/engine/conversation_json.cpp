@@ -123,7 +123,7 @@ ConversationJson read_conversation_json(std::string_view json) {
   Json j;
   try {
     j = Json::parse(json.begin(), json.end());
-  } catch (const Json::parse_error& e) {
+  } catch (const Json::exception& e) {  // a syntax error, or a number no double holds
     bad(std::string("not valid JSON: ") + e.what());
   }
   if (!j.is_object()) bad("not an object");

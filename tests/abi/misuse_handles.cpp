@@ -64,6 +64,11 @@ std::vector<std::pair<const char*, parley_status (*)(parley_session*)>> session_
          size_t n = 0;
          return parley_session_get_tokens(s, nullptr, 0, &n);
        }},
+      {"parley_session_export",
+       [](parley_session* s) {
+         size_t n = 0;
+         return parley_session_export(s, nullptr, 0, &n);
+       }},
   };
 }
 
@@ -95,6 +100,11 @@ std::vector<std::pair<const char*, parley_status (*)(parley_engine*)>> engine_ca
          return parley_session_open(e, "x", &s);
        }},
       {"parley_session_delete", [](parley_engine* e) { return parley_session_delete(e, "x"); }},
+      {"parley_session_import",
+       [](parley_engine* e) {
+         parley_session* s = nullptr;
+         return parley_session_import(e, kTextsOnlyConversation, nullptr, &s);
+       }},
       {"parley_store_get_session_info",
        [](parley_engine* e) {
          parley_stored_session_info info{};

@@ -13,6 +13,11 @@
 
 namespace parley::test {
 
+// A conversation parley_session_import() takes on any model: texts only, one exchange, no id.
+inline constexpr const char* kTextsOnlyConversation =
+    R"({"format": "parley-conversation", "version": 1, "chat_template": "raw", "messages": [)"
+    R"({"role": "user", "text": "a"}, {"role": "assistant", "text": " b"}]})";
+
 // A status no parley_* function returns: a row's own check of a void or string result failed.
 inline constexpr parley_status kRowCheckFailed = -1000;
 

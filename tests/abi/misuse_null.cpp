@@ -197,6 +197,42 @@ MisuseRows null_pointer_rows() {
   });
   add("parley_session_get_turn", "out NULL", kInvalid,
       [](MisuseWorld& w) { return parley_session_get_turn(w.session_with_turn(), 0, nullptr); });
+  add("parley_session_export", "session NULL", kInvalid, [](MisuseWorld&) {
+    size_t n = 0;
+    return parley_session_export(nullptr, nullptr, 0, &n);
+  });
+  add("parley_session_export", "needed NULL", kInvalid, [](MisuseWorld& w) {
+    char b[4];
+    return parley_session_export(w.session_with_turn(), b, 4, nullptr);
+  });
+  add("parley_session_export", "buf NULL with cap > 0", kInvalid, [](MisuseWorld& w) {
+    size_t n = 0;
+    return parley_session_export(w.session_with_turn(), nullptr, 4, &n);
+  });
+  add("parley_session_export", "buf NULL with cap 0 asks the size", PARLEY_OK,
+      [](MisuseWorld& w) {
+        size_t n = 0;
+        return parley_session_export(w.session_with_turn(), nullptr, 0, &n);
+      });
+  add("parley_session_import", "engine NULL", kInvalid, [](MisuseWorld&) {
+    parley_session* s = nullptr;
+    return parley_session_import(nullptr, kTextsOnlyConversation, nullptr, &s);
+  });
+  add("parley_session_import", "json NULL", kInvalid, [](MisuseWorld& w) {
+    parley_session* s = nullptr;
+    return parley_session_import(w.engine(), nullptr, nullptr, &s);
+  });
+  add("parley_session_import", "out NULL", kInvalid, [](MisuseWorld& w) {
+    return parley_session_import(w.engine(), kTextsOnlyConversation, nullptr, nullptr);
+  });
+  add("parley_session_import", "new_id NULL keeps the conversation's (none: one is generated)",
+      PARLEY_OK, [](MisuseWorld& w) {
+        parley_session* s = nullptr;
+        const parley_status st = parley_session_import(w.engine(), kTextsOnlyConversation,
+                                                       nullptr, &s);
+        parley_session_close(s);
+        return st;
+      });
   add("parley_session_get_tokens", "session NULL", kInvalid, [](MisuseWorld&) {
     size_t n = 0;
     return parley_session_get_tokens(nullptr, nullptr, 0, &n);

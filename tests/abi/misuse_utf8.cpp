@@ -113,6 +113,19 @@ MisuseRows utf8_rows() {
     r.push_back({"parley_session_set_system_prompt", b.what, kInvalid, [text](MisuseWorld& w) {
                    return parley_session_set_system_prompt(w.session_with_turn(), text.c_str());
                  }});
+    r.push_back({"parley_session_import", std::string("new_id: ") + b.what, kInvalid,
+                 [text](MisuseWorld& w) {
+                   parley_session* s = nullptr;
+                   return parley_session_import(w.engine(), kTextsOnlyConversation,
+                                                text.c_str(), &s);
+                 }});
+    r.push_back({"parley_session_import", std::string("a message's text: ") + b.what, kInvalid,
+                 [text](MisuseWorld& w) {
+                   std::string json = kTextsOnlyConversation;
+                   json.replace(json.find("\"a\""), 3, "\"" + text + "\"");
+                   parley_session* s = nullptr;
+                   return parley_session_import(w.engine(), json.c_str(), nullptr, &s);
+                 }});
     r.push_back({"parley_session_fork", std::string("new_id: ") + b.what, kInvalid,
                  [text](MisuseWorld& w) {
                    parley_session* f = nullptr;

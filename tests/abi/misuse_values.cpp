@@ -310,6 +310,20 @@ MisuseRows value_rows() {
                  parley_session* f = nullptr;
                  return parley_session_fork(w.session_with_turn(), id.c_str(), &f);
                }});
+  r.push_back({"parley_session_import", "new_id of 128 bytes", kInvalid, [](MisuseWorld& w) {
+                 static const std::string id(128, 'f');
+                 parley_session* s = nullptr;
+                 return parley_session_import(w.engine(), kTextsOnlyConversation, id.c_str(), &s);
+               }});
+  r.push_back({"parley_session_import", "new_id empty", kInvalid, [](MisuseWorld& w) {
+                 parley_session* s = nullptr;
+                 return parley_session_import(w.engine(), kTextsOnlyConversation, "", &s);
+               }});
+  r.push_back({"parley_session_import", "json of 1 MB that is not JSON", kInvalid,
+               [](MisuseWorld& w) {
+                 parley_session* s = nullptr;
+                 return parley_session_import(w.engine(), huge_text().c_str(), nullptr, &s);
+               }});
   r.push_back({"parley_session_fork", "new_id empty", kInvalid, [](MisuseWorld& w) {
                  parley_session* f = nullptr;
                  return parley_session_fork(w.session_with_turn(), "", &f);

@@ -224,7 +224,8 @@ TEST_CASE("a malformed conversation is refused, naming what is wrong, and nothin
     CHECK(status == c.status);
     CHECK_MESSAGE(message.find(c.names) != std::string::npos, message);
   }
-  for (const char* text : {"", "{", "{\"format\": \"parley-conversation\",", "null"}) {
+  for (const char* text : {"", "{", "{\"format\": \"parley-conversation\",", "null",
+                           "{\"version\": 1e400}"}) {
     CAPTURE(text);
     CHECK(import_error(engine, text).first == Status::invalid_argument);
   }

@@ -26,6 +26,7 @@ std::vector<FuzzFile> gguf_seeds();
 std::vector<FuzzFile> safetensors_seeds();
 std::vector<FuzzFile> kv_codec_seeds();
 std::vector<FuzzFile> text_seeds();
+std::vector<FuzzFile> conversation_seeds();
 
 // Regressions: "gguf/...", "safetensors/...", "kv/...".
 std::vector<FuzzFile> gguf_regressions();

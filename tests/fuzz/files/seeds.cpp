@@ -118,4 +118,30 @@ std::vector<FuzzFile> text_seeds() {
   return s;
 }
 
+std::vector<FuzzFile> conversation_seeds() {
+  using Json = nlohmann::ordered_json;
+  const Json user = {{"role", "user"}, {"text", "Hello!"}, {"tokens", {1, 15043, 29991}}};
+  const Json reply = {{"role", "assistant"}, {"text", " Hi."}, {"tokens", {6324, 29889, 2}},
+                      {"closed", true}};
+  Json full = {{"format", "parley-conversation"}, {"version", 1}, {"id", "npc-7"},
+               {"chat_template", "llama2"}, {"system_prompt", "You are a guard."},
+               {"cache_scope", "castle"}, {"overflow", "drop_oldest"},
+               {"model_fingerprint", "00c0ffee12345678"}, {"created_unix_ms", 1764547200000},
+               {"messages", {{{"role", "system"}, {"text", "You are a guard."}}, user, reply}}};
+  Json texts = {{"format", "parley-conversation"}, {"version", 1}, {"chat_template", "raw"},
+                {"messages", {{{"role", "user"}, {"text", "caf\xC3\xA9 \xE2\x82\xAC"}},
+                              {{"role", "assistant"}, {"text", ""}}}}};
+  Json open_reply = full;
+  open_reply["messages"][2]["closed"] = false;
+  open_reply["messages"].push_back(user);
+  return {seed("conversation/full", full.dump(1)), seed("conversation/texts-only", texts.dump()),
+          seed("conversation/open-reply-then-message", open_reply.dump()),
+          seed("conversation/empty", R"({"format":"parley-conversation","version":1,)"
+                                     R"("chat_template":"chatml","messages":[]})"),
+          // Found by fuzzing: a number no double holds is nlohmann's out_of_range, not a
+          // parse_error.
+          seed("conversation/number-overflow", R"({"format":"parley-conversation","version":1,)"
+                                               R"("created_unix_ms":17645e472000})")};
+}
+
 }  // namespace parley::test

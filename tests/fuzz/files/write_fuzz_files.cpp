@@ -27,7 +27,8 @@ int main(int argc, char** argv) {
   const fs::path root = argv[1];
   size_t n_seeds = 0;
   for (const auto& group : {parley::test::gguf_seeds(), parley::test::safetensors_seeds(),
-                            parley::test::kv_codec_seeds(), parley::test::text_seeds()}) {
+                            parley::test::kv_codec_seeds(), parley::test::text_seeds(),
+                            parley::test::conversation_seeds()}) {
     for (const FuzzFile& f : group) write(root / "corpus" / f.path, f.bytes), ++n_seeds;
   }
   fs::create_directories(root / "regressions");
