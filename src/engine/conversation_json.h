@@ -3,7 +3,6 @@
 // field and names the first that is wrong; what the ids mean is the session's to check.
 #pragma once
 
-#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>

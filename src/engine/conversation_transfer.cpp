@@ -48,7 +48,8 @@ std::unique_ptr<Session> import_texts(std::shared_ptr<Engine> engine, const Conv
     const auto use = session->try_use();
     for (size_t i = first; i < c.turns.size(); ++i) {
       if (c.turns[i].role != int32_t(Role::user)) continue;
-      const bool replied = i + 1 < c.turns.size() && c.turns[i + 1].role == int32_t(Role::assistant);
+      const bool replied =
+          i + 1 < c.turns.size() && c.turns[i + 1].role == int32_t(Role::assistant);
       session->add_exchange(c.turns[i].text, replied ? c.turns[i + 1].text : "");
     }
   } catch (...) {
