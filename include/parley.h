@@ -440,8 +440,9 @@ PARLEY_API parley_status parley_session_export(parley_session *s, char *buf, siz
  *  fingerprint is this model's, the conversation is taken as it was, ids and all, and its KV
  *  is computed by the next send (kv_source NEW, or REBUILT with a store) or by
  *  parley_session_prepare(). Otherwise (another model, or texts only) each user message and
- *  the reply after it are added as parley_session_add_exchange() adds them, KV computed.
- *  With a store the session is stored as a new one.
+ *  the reply after it are added as parley_session_add_exchange() adds them, KV computed; so
+ *  too when the ids do not fit this engine's context and "overflow" is "drop_oldest" (the
+ *  oldest exchanges give way, as to a send). With a store the session is stored as a new one.
  *  @param[in]  json    the conversation, NUL-terminated
  *  @param[in]  new_id  the session's id, or NULL to keep the conversation's (one is generated
  *                      when it has none)
@@ -449,8 +450,8 @@ PARLEY_API parley_status parley_session_export(parley_session *s, char *buf, siz
  *  Ownership: close with parley_session_close().
  *  Errors: INVALID_ARGUMENT (not such JSON: the message names the first wrong field; an
  *  unknown template; messages out of order; a token outside this model's vocabulary; a bad or
- *  used id), CONTEXT_FULL (it does not fit the context), OUT_OF_MEMORY, STORAGE, MISUSE;
- *  nothing is created then.
+ *  used id), CONTEXT_FULL (it does not fit the context, "overflow" being "error"),
+ *  OUT_OF_MEMORY, STORAGE, MISUSE; nothing is created then.
  *  Thread-safety: any thread. Since: 0.7. */
 PARLEY_API parley_status parley_session_import(parley_engine *e, const char *json,
                                                const char *new_id, parley_session **out);

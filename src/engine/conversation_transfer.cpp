@@ -77,7 +77,13 @@ std::unique_ptr<Session> Session::import_json(std::shared_ptr<Engine> engine,
   require(text::template_from_name(c.header.chat_template).has_value(), Status::invalid_argument,
           "conversation JSON: 'chat_template' \"" + c.header.chat_template + "\" is unknown");
   const size_t first = check_order(c);
-  if (!c.has_token_ids || c.header.model_fingerprint != engine->model().fingerprint) {
+  size_t n_ids = 0;
+  for (const auto& t : c.turns) n_ids += t.token_ids.size();
+  // Too long for this engine's context under DROP_OLDEST: the exchanges are added one by one,
+  // and the oldest give way as they would to a send.
+  const bool drops = n_ids > engine->context_length() &&
+                     OverflowPolicy(c.header.overflow) == OverflowPolicy::drop_oldest;
+  if (!c.has_token_ids || c.header.model_fingerprint != engine->model().fingerprint || drops) {
     return import_texts(std::move(engine), c, first);
   }
   if (!c.has_created_ms) c.header.created_ms = unix_ms();

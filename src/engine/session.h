@@ -183,9 +183,10 @@ class Session {
   // A new session from what export_json() wrote (or a file of that shape). The ids are kept
   // when the file carries them and names this model's fingerprint, and the KV is computed by
   // the next turn or prepare(); otherwise each exchange is added from its texts, as
-  // add_exchange() adds it (KV computed). `new_id` "" keeps the file's id (generates one when
-  // it has none). Throws Error: invalid_argument (a malformed file: the field is named; a bad
-  // or used id), context_full, out_of_memory, storage; nothing is created then.
+  // add_exchange() adds it (KV computed), as also when the ids do not fit the context under
+  // DROP_OLDEST (the oldest exchanges give way). `new_id` "" keeps the file's id (generates one
+  // when it has none). Throws Error: invalid_argument (a malformed file: the field is named; a
+  // bad or used id), context_full, out_of_memory, storage; nothing is created then.
   static std::unique_ptr<Session> import_json(std::shared_ptr<Engine> engine,
                                               std::string_view json, const std::string& new_id);
 

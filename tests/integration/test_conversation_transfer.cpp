@@ -163,6 +163,39 @@ TEST_CASE("texts alone, or another model's ids, are added exchange by exchange")
   }
 }
 
+TEST_CASE("ids longer than the context: refused, or under drop_oldest the oldest give way") {
+  PARLEY_SHARED_OR_SKIP(gguf, "models/stories260k/stories260k-f32.gguf");
+  auto engine = open_engine(gguf.string(), kv::KvType::int8);
+  Json long_one = Json::parse(conversation(engine, "llama2", "short")->export_json());
+  // Exchanges repeated, ids and all, until they are more than the context (512) holds.
+  const Json exchange = {long_one["messages"][3], long_one["messages"][4]};
+  size_t n_ids = 0;
+  for (const auto& m : long_one["messages"]) n_ids += m.value("tokens", Json::array()).size();
+  for (int i = 0; n_ids <= engine->context_length(); ++i) {
+    Json user = exchange[0];
+    user["text"] = "Exchange " + std::to_string(i) + ".";  // the texts tell them apart
+    long_one["messages"].push_back(user);
+    long_one["messages"].push_back(exchange[1]);
+    n_ids += user["tokens"].size() + exchange[1]["tokens"].size();
+  }
+  long_one["id"] = "long";
+  CHECK(import_error(engine, long_one.dump()).first == Status::context_full);
+
+  long_one["overflow"] = "drop_oldest";
+  auto imported = engine::Session::import_json(engine, long_one.dump(), "");
+  CHECK(imported->tokens().size() <= engine->context_length());
+  const auto& kept = imported->messages();
+  const auto& all = long_one["messages"];
+  REQUIRE(kept.size() < all.size());
+  CHECK(kept.front().text == "You tell short stories.");  // the system prompt stays
+  // The newest exchanges, in order, to the last one.
+  for (size_t k = kept.size(), i = all.size(); k-- > 1;) {
+    CAPTURE(k);
+    CHECK(kept[k].text == all[--i]["text"].get<std::string>());
+  }
+  CHECK(greedy_turn(*imported, "Then what?", 8).generated_tokens >= 1);  // it goes on
+}
+
 TEST_CASE("a malformed conversation is refused, naming what is wrong, and nothing is stored") {
   PARLEY_SHARED_OR_SKIP(gguf, "models/stories260k/stories260k-f32.gguf");
   TempDir dir;
