@@ -187,6 +187,16 @@ std::string ids_line(const std::vector<int32_t>& ids) {
   return s;
 }
 
+// The reference's greedy continuation of "Once upon a time" (llama2.c), which the
+// /continue and /exchange tests follow token by token.
+GreedyGolden once_upon_golden(const std::filesystem::path& goldens_path) {
+  const auto goldens = read_greedy_goldens(goldens_path);
+  const auto it = std::find_if(goldens.begin(), goldens.end(),
+                               [](const GreedyGolden& x) { return x.name == "once_upon"; });
+  REQUIRE(it != goldens.end());
+  return *it;
+}
+
 }  // namespace
 
 TEST_CASE("one-shot greedy runs print the reference continuation and its ids") {
@@ -414,9 +424,7 @@ TEST_CASE("console: /continue goes on with the reply as the reference does; /ret
           "anew") {
   PARLEY_SHARED_OR_SKIP(goldens_path, "golden/stories260k_greedy.jsonl");
   PARLEY_SHARED_OR_SKIP(gguf, "models/stories260k/stories260k-f32.gguf");
-  const auto goldens = read_greedy_goldens(goldens_path);
-  const auto& g = *std::find_if(goldens.begin(), goldens.end(),
-                                [](const GreedyGolden& x) { return x.name == "once_upon"; });
+  const GreedyGolden g = once_upon_golden(goldens_path);
   const auto first = [&](size_t n) {
     return ids_line(
         std::vector<int32_t>(g.generated_ids.begin(), g.generated_ids.begin() + long(n)));
@@ -450,9 +458,7 @@ TEST_CASE("console: /continue goes on with the reply as the reference does; /ret
 TEST_CASE("console: /continue TEXT steers the reply with its next words") {
   PARLEY_SHARED_OR_SKIP(goldens_path, "golden/stories260k_greedy.jsonl");
   PARLEY_SHARED_OR_SKIP(gguf, "models/stories260k/stories260k-f32.gguf");
-  const auto goldens = read_greedy_goldens(goldens_path);
-  const auto& g = *std::find_if(goldens.begin(), goldens.end(),
-                                [](const GreedyGolden& x) { return x.name == "once_upon"; });
+  const GreedyGolden g = once_upon_golden(goldens_path);
   REQUIRE(g.full_text.starts_with("Once upon a time, there was a little girl named Lily."));
   const Run r = run_program(PARLEY_CHAT_EXE,
                             "-m " + quote(gguf.string()) +
@@ -757,9 +763,7 @@ TEST_CASE("console: /exchange adds a written message and reply; a bad line gets 
 TEST_CASE("console: a raw /exchange reply follows the message as its next words") {
   PARLEY_SHARED_OR_SKIP(goldens_path, "golden/stories260k_greedy.jsonl");
   PARLEY_SHARED_OR_SKIP(gguf, "models/stories260k/stories260k-f32.gguf");
-  const auto goldens = read_greedy_goldens(goldens_path);
-  const auto& g = *std::find_if(goldens.begin(), goldens.end(),
-                                [](const GreedyGolden& x) { return x.name == "once_upon"; });
+  const GreedyGolden g = once_upon_golden(goldens_path);
   // The reference goes on with ", there was a little girl named Lily.": 11 tokens.
   REQUIRE(g.full_text.starts_with("Once upon a time, there was a little girl named Lily."));
   const Run r = run_console(
