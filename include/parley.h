@@ -81,7 +81,7 @@ extern "C" {
  * (PARLEY_DEPRECATED) stays exported and working until the next major version. */
 
 #define PARLEY_VERSION_MAJOR 0
-#define PARLEY_VERSION_MINOR 7
+#define PARLEY_VERSION_MINOR 8
 #define PARLEY_VERSION_PATCH 0
 #define PARLEY_VERSION_NUMBER \
   (PARLEY_VERSION_MAJOR * 10000 + PARLEY_VERSION_MINOR * 100 + PARLEY_VERSION_PATCH)
@@ -138,14 +138,17 @@ PARLEY_API const char *parley_last_error(void);
 #define PARLEY_KV_SOURCE_NEW      0 /* the session had no KV before this turn */
 #define PARLEY_KV_SOURCE_RESIDENT 1 /* KV was in memory */
 #define PARLEY_KV_SOURCE_RESTORED 2 /* KV was read back from the store */
-#define PARLEY_KV_SOURCE_REBUILT  3 /* KV was recomputed from the stored transcript */
+#define PARLEY_KV_SOURCE_REBUILT  3 /* KV was recomputed from the conversation's tokens: the
+                                        store's was missing, damaged or another model's, or the
+                                        conversation was rebuilt (DROP_OLDEST) */
 
 /* Limits on parley_generate_options.stop (since 0.3) */
 #define PARLEY_MAX_STOP_STRINGS 16  /* strings */
 #define PARLEY_MAX_STOP_BYTES   256 /* bytes of one string */
 
 /* Why a reply ended (parley_turn_stats.stop_reason, since 0.3) */
-#define PARLEY_STOP_END_TOKEN     1 /* the model ended it (EOS or the template's end of turn) */
+#define PARLEY_STOP_END_TOKEN     1 /* the model ended it: EOS, the template's end of turn,
+                                        or with "raw" BOS (which starts another text) */
 #define PARLEY_STOP_MAX_TOKENS    2 /* it reached max_tokens */
 #define PARLEY_STOP_STRING        3 /* it showed a stop string (stop_index says which) */
 #define PARLEY_STOP_CONTEXT_END   4 /* it reached the end of the context */
@@ -322,7 +325,9 @@ PARLEY_API parley_status parley_session_create(parley_engine *e, const parley_se
  *  @param[out] out  the session, or NULL on failure
  *  Errors: INVALID_ARGUMENT (NULL or empty id; the session is already open), NOT_FOUND (no
  *  store, or no such session, including ids no session can have: too long, invalid UTF-8),
- *  CORRUPT (its transcript cannot be read), STORAGE, MISUSE.
+ *  CORRUPT (its transcript cannot be read), CONTEXT_FULL (since 0.8: the conversation is
+ *  longer than this engine's context_length; an engine whose context holds it opens it, and
+ *  nothing is changed; before, CORRUPT), STORAGE, MISUSE.
  *  Thread-safety: any thread. Since: 0.1. */
 PARLEY_API parley_status parley_session_open(parley_engine *e, const char *id,
                                              parley_session **out);
@@ -338,6 +343,7 @@ PARLEY_API parley_status parley_session_fork(parley_session *s, const char *new_
                                              parley_session **out);
 
 /** Moves a session's KV to the store and frees its memory; the next send brings it back.
+ *  A turn the store refused before (a send's STORAGE) is committed first.
  *  Errors: UNSUPPORTED (the engine has no store), STORAGE (the KV stays in memory), BUSY,
  *  MISUSE. Thread-safety: one thread per session. Since: 0.1. */
 PARLEY_API parley_status parley_session_suspend(parley_session *s);
@@ -357,6 +363,16 @@ PARLEY_API parley_status parley_session_interrupt(parley_session *s);
  *  BUSY, MISUSE.
  *  Thread-safety: one thread per session. Since: 0.1. */
 PARLEY_API parley_status parley_session_rewind(parley_session *s, uint32_t n_turns);
+
+/** Changes what happens when a message does not fit the context (PARLEY_OVERFLOW_*), which
+ *  parley_session_options.overflow set at creation and the store keeps: a reopened or imported
+ *  conversation that is to run on past the context may then drop its oldest exchanges.
+ *  Nothing is dropped now; the next message that does not fit decides. With a store, the
+ *  policy is committed before this returns, and a reopened session has it.
+ *  Errors: INVALID_ARGUMENT (not a PARLEY_OVERFLOW_* value), STORAGE (nothing changed; also
+ *  when another engine on the same store file deleted the conversation), BUSY, MISUSE.
+ *  Thread-safety: one thread per session. Since: 0.8. */
+PARLEY_API parley_status parley_session_set_overflow(parley_session *s, int32_t overflow);
 
 /** Lets the conversation go on under a new system prompt: a character whose situation
  *  changed ("The player has stolen your sword."), a tone to change. Every message is kept; the
@@ -383,9 +399,11 @@ PARLEY_API parley_status parley_session_set_system_prompt(parley_session *s,
  *  returns. Thread-safety: any thread. Since: 0.1. */
 PARLEY_API void parley_session_close(parley_session *s);
 
-/** Deletes a stored conversation: its transcript and its KV.
- *  Errors: INVALID_ARGUMENT (NULL or empty id; the session is open), NOT_FOUND (no store, or
- *  no such session, including ids no session can have), STORAGE, MISUSE.
+/** Deletes a stored conversation: its transcript and its KV. Another engine on the same store
+ *  file that has it open keeps it in memory; its next commit there fails with STORAGE.
+ *  Errors: INVALID_ARGUMENT (NULL or empty id; the session is open in this engine),
+ *  NOT_FOUND (no store, or no such session, including ids no session can have), STORAGE,
+ *  MISUSE.
  *  Thread-safety: any thread. Since: 0.1. */
 PARLEY_API parley_status parley_session_delete(parley_engine *e, const char *id);
 
@@ -395,12 +413,14 @@ typedef struct parley_session_info {
   uint32_t n_turns;          /* a turn is one message: a user message and its reply are two */
   uint32_t n_tokens;         /* tokens in the conversation */
   int32_t  state;            /* PARLEY_SESSION_ACTIVE, _IDLE, _SPILLED */
-  int32_t  reserved0;
+  int32_t  overflow;         /* since 0.8: PARLEY_OVERFLOW_*, the session's policy (0 before) */
   uint64_t kv_bytes_resident;
   uint64_t kv_bytes_stored;
+  char     chat_template[32]; /* since 0.8: the template the session uses, e.g. "chatml" */
 } parley_session_info;
 
-/** Facts about a session.
+/** Facts about a session. A caller built against an older header (a smaller struct_size) gets
+ *  the fields it knows.
  *  Errors: INVALID_ARGUMENT, MISUSE, BUSY. Thread-safety: one thread per session. Since: 0.1. */
 PARLEY_API parley_status parley_session_get_info(parley_session *s, parley_session_info *out);
 
@@ -487,8 +507,9 @@ PARLEY_API parley_status parley_store_get_session_info(parley_engine *e, const c
 
 /* A change to one token's logit before sampling (parley_generate_options.logit_bias, since
  * 0.4): a positive bias makes the token likelier, a negative one rarer; -INFINITY bans it (a
- * word the reply must never use, or the end token for a reply that must not end early). The
- * ids are the model's (parley_tokenize gives them); a word may take several. */
+ * word the reply must never use, or the end tokens for a reply that must not end early: see
+ * PARLEY_STOP_END_TOKEN). The ids are the model's (parley_tokenize gives them); a word may
+ * take several. */
 typedef struct parley_logit_bias {
   int32_t token;  /* an id of the model's vocabulary */
   float   bias;   /* added to the logit, before the repeat penalty and the temperature;
@@ -650,8 +671,10 @@ PARLEY_API parley_status parley_session_prepare(parley_session *s, parley_turn_s
  *  likely reply is the model's choice among a character's possible lines or actions, or the
  *  label it gives a message ("friendly", "hostile"). A longer reply has more tokens to pay
  *  for; logprobs[i] / n_tokens[i] compares replies per token.
- *  With PARLEY_SCORE_WITH_END in `flags` the end of each reply (the template's end of reply,
- *  EOS for "raw") is scored too, so that "Yes" is not also counted as the start of "Yes, but".
+ *  With PARLEY_SCORE_WITH_END in `flags` the end of each reply (the template's end of reply;
+ *  for "raw", since 0.8, any of its end tokens, EOS or BOS: their probabilities added, where
+ *  0.5-0.7 scored EOS alone) is scored too, so that "Yes" is not also counted as the start of
+ *  "Yes, but".
  *  The message is computed once for all replies, over the conversation's KV, which is shared,
  *  not copied (a spilled session's KV comes back from the store first).
  *  With `user_text` NULL (since 0.6) no message is added: each text is scored as what

@@ -224,6 +224,19 @@ PARLEY_API parley_status parley_session_set_system_prompt(parley_session* s,
   });
 }
 
+PARLEY_API parley_status parley_session_set_overflow(parley_session* s, int32_t overflow) {
+  return guarded(__func__, [&] {
+    auto handle = acquire(s);
+    SessionUse use(*handle);
+    require(overflow == PARLEY_OVERFLOW_ERROR || overflow == PARLEY_OVERFLOW_DROP_OLDEST,
+            Status::invalid_argument, [&] {
+              return "overflow is not a PARLEY_OVERFLOW_* value (got " + std::to_string(overflow) +
+                     ")";
+            });
+    handle->session->set_overflow(engine::OverflowPolicy(overflow));
+  });
+}
+
 PARLEY_API void parley_session_close(parley_session* s) {
   if (!s) return;
   // A send running on another thread (or this call from its own callback) still holds the
@@ -253,6 +266,10 @@ PARLEY_API parley_status parley_session_get_info(parley_session* s, parley_sessi
     r.state = int32_t(session.state());
     r.kv_bytes_resident = session.kv_bytes_resident();
     r.kv_bytes_stored = session.kv_bytes_stored();
+    r.overflow = int32_t(session.overflow());
+    const std::string_view chat_template = text::template_name(session.template_kind());
+    static_assert(sizeof r.chat_template > 16);  // every template's name fits
+    chat_template.copy(r.chat_template, sizeof r.chat_template - 1);
     write_out_struct(out, r);
   });
 }

@@ -33,6 +33,10 @@ template <>
 constexpr bool is_earlier_size<parley_turn_stats>(size_t size) {
   return size == offsetof(parley_turn_stats, stop_reason);  // 0.1, 0.2
 }
+template <>
+constexpr bool is_earlier_size<parley_session_info>(size_t size) {
+  return size == offsetof(parley_session_info, chat_template);  // 0.1 - 0.7
+}
 
 template <typename T>
 bool is_known_size(size_t size) {

@@ -19,12 +19,15 @@
 namespace parley::engine {
 namespace {
 
-// log softmax(row)[target], in double: the sum over a reply must not drift with its length.
-double log_probability(std::span<const float> row, int32_t target) {
+// log of the probability softmax(row) gives any of `targets` (each listed once), in double:
+// the sum over a reply must not drift with its length.
+double log_probability(std::span<const float> row, std::span<const int32_t> targets) {
   const float top = *std::max_element(row.begin(), row.end());
   double sum = 0;
   for (const float x : row) sum += std::exp(double(x) - double(top));
-  return double(row[size_t(target)]) - double(top) - std::log(sum);
+  double chosen = 0;
+  for (const int32_t t : targets) chosen += std::exp(double(row[size_t(t)]) - double(top));
+  return std::log(chosen) - std::log(sum);
 }
 
 }  // namespace
@@ -42,7 +45,13 @@ std::vector<Session::ReplyScore> Session::score(
             [&] { return "reply " + std::to_string(i) + " is not valid UTF-8"; });
   }
   std::vector<int32_t> ending = template_.close_reply();
-  if (ending.empty()) ending.push_back(engine_->tokenizer().eos_id());  // raw: EOS ends a text
+  // Nothing closes a raw reply: it ends where the model ends the text, with any of its stop
+  // tokens (EOS, or BOS, which starts the next document), so the end scores them together.
+  std::vector<int32_t> raw_end_tokens;
+  if (ending.empty()) {
+    ending.push_back(engine_->tokenizer().eos_id());
+    raw_end_tokens = template_.stop_tokens();
+  }
   std::vector<int32_t> prompt = tokens_;
   const std::vector<int32_t> new_ids = user_text ? render_turn(*user_text)
                                                  : std::vector<int32_t>();
@@ -107,7 +116,10 @@ std::vector<Session::ReplyScore> Session::score(
       backend.forward(batch, view, rows);
       for (uint32_t i = 0; i < n; ++i) {
         const auto row = std::span<const float>(rows).subspan(size_t(i) * n_vocab, n_vocab);
-        scores[r].logprob += log_probability(row, sequence[from + i + 1]);
+        const uint32_t target = from + i + 1;
+        const bool raw_end = with_end && !raw_end_tokens.empty() && target == end;
+        scores[r].logprob += raw_end ? log_probability(row, raw_end_tokens)
+                                     : log_probability(row, std::span(&sequence[target], 1));
       }
       from += n;
     }

@@ -99,7 +99,7 @@ Session::Session(const Session& source, const std::string& new_id, ForkTag)
       commit_messages();
       // A spilled source's KV is the fork's too; the store shares its prefix blocks.
       if (spilled_) {
-        if (auto kv = store->load_kv(source.id_)) store->save_kv(id_, *kv, {});
+        if (auto kv = store->load_kv(source.id_)) store->save_kv(id_, *kv, {}, uint32_t(n_stored_));
       }
     } catch (...) {
       if (store->load_session(id_)) store->delete_session(id_);
@@ -175,10 +175,16 @@ void Session::adopt_turns(std::vector<store::StoredTurn> turns, Status bad_statu
     messages_[0].n_tokens = system_tokens;
     first.n_tokens -= system_tokens;
   }
-  require(tokens_.size() <= engine_->context_length(),
-          bad_status == Status::corrupt ? bad_status : Status::context_full,
-          whose + " conversation has " + std::to_string(tokens_.size()) +
-              " tokens; the context holds " + std::to_string(engine_->context_length()));
+  // A conversation from an engine with a longer context is whole, not corrupt: it is left
+  // as it is, for an engine whose context holds it.
+  require(tokens_.size() <= engine_->context_length(), Status::context_full, [&] {
+    return whose + " conversation has " + std::to_string(tokens_.size()) +
+           " tokens; this engine's context holds " +
+           std::to_string(engine_->context_length()) +
+           (bad_status == Status::corrupt ? " (an engine with a context_length that holds it "
+                                            "opens it; nothing was changed)"
+                                          : "");
+  });
 }
 
 std::unique_ptr<Session> Session::open(std::shared_ptr<Engine> engine, const std::string& id) {
@@ -194,10 +200,10 @@ std::unique_ptr<Session> Session::open(std::shared_ptr<Engine> engine, const std
 Session::~Session() {
   engine_->unregister_session(id_);
   std::lock_guard wait_for_spill(state_mutex_);
-  if (engine_->store() && !spilled()) {
-    // The transcript is committed; keeping the KV too makes reopening instant.
+  if (engine_->store()) {
+    // The transcript is committed (also when the KV is already stored); keeping the KV too
+    // makes reopening instant.
     try {
-      commit_messages();
       spill();
     } catch (const std::exception& e) {  // storage, or memory ran out: closing never fails
       try {
@@ -231,7 +237,10 @@ void Session::rewind(uint32_t n_messages) {
   if (auto* store = engine_->store(); store && n_stored_ > first_dropped) {
     // First: a failure changes nothing. The stored KV keeps the blocks before the kept ids'
     // last one (which the next turn recomputes anyway for its logits).
-    store->truncate_turns(id_, uint32_t(first_dropped), keep ? keep - 1 : 0);
+    write_own_rows([&] {
+      store->truncate_turns(id_, uint32_t(n_stored_), uint32_t(first_dropped),
+                            keep ? keep - 1 : 0);
+    });
     n_stored_ = first_dropped;
     n_committed_ = std::min(n_committed_, first_dropped);
   }

@@ -208,8 +208,13 @@ class Session {
   // changes).
   void set_system_prompt(std::string_view system_prompt);
 
-  // Writes the KV to the store and frees its memory (spill.cpp); false when there is no
-  // store or nothing to spill. Throws Error(storage); the KV then stays resident.
+  // What the next message that does not fit does (PARLEY_OVERFLOW_*); with a store, committed
+  // before this returns. Throws Error(storage); nothing changes then.
+  void set_overflow(OverflowPolicy overflow);
+
+  // Commits the messages the store lacks, then writes the KV to the store and frees its
+  // memory (spill.cpp); false when there is no store or no KV to spill. Throws
+  // Error(storage); the KV then stays resident.
   bool spill();
 
   // Makes a running send() stop at its next token. Any thread.
@@ -228,6 +233,7 @@ class Session {
   bool has_store() const;
   uint64_t kv_bytes_stored() const;
   text::TemplateKind template_kind() const { return template_.kind(); }
+  OverflowPolicy overflow() const { return overflow_; }
   // The logits the last reply token was chosen from.
   std::span<const float> last_logits() const { return logits_; }
 
@@ -336,6 +342,20 @@ class Session {
   void await_last_token_kv();
   // Commits the messages the store does not have yet (transcript.cpp).
   void commit_messages();
+  // Runs a write of this session's stored rows. The store refusing it for anything but a
+  // store failure (Error(storage), Error(out_of_memory)) means the stored conversation is no
+  // longer the one this session wrote: another engine on the same file changed or deleted
+  // it. That becomes Error(storage) saying so; nothing was written.
+  template <class Write>
+  void write_own_rows(Write&& write) {
+    try {
+      std::forward<Write>(write)();
+    } catch (const Error& e) {
+      if (e.status() == Status::storage || e.status() == Status::out_of_memory) throw;
+      fail_changed_elsewhere(e.what());
+    }
+  }
+  [[noreturn]] void fail_changed_elsewhere(const std::string& detail) const;
   store::StoredSession stored_header() const;
   std::vector<store::StoredTurn> stored_turns(size_t first) const;
 

@@ -1,7 +1,7 @@
 // Session::spill — the KV goes to the store and its memory is freed: full blocks as
 // content-addressed prefix blocks (stored once for every session that has them), the partially
 // filled last block as the session's own blob. The blocks are released only after the store's
-// transaction has committed.
+// transaction has committed. Messages the store does not have yet are committed first.
 #include <algorithm>
 #include <exception>
 #include <vector>
@@ -17,6 +17,9 @@ namespace parley::engine {
 bool Session::spill() {
   auto* store = engine_->store();
   if (!store) return false;
+  // A turn the store refused before goes first: its transcript must not be left behind in
+  // memory once nothing resident holds the session any more (a closed engine, a reopen).
+  commit_messages();
   // A prepared opening is recomputable and stays in the prefix cache until evicted: let go.
   opening_.reset();
   if (spilled() || n_cached_ == 0) return false;
@@ -54,7 +57,7 @@ bool Session::spill() {
   if (const uint32_t tail = n_stored % kv::kBlockTokens) {
     kv.tail_blob = store::encode_kv_block(layout, fingerprint, pool.read(blocks_.ids()[n_full]), tail);
   }
-  store->save_kv(id_, kv, new_blobs);
+  write_own_rows([&] { store->save_kv(id_, kv, new_blobs, uint32_t(n_stored_)); });
 
   truncate_kv(0);  // published blocks stay findable in the prefix cache until evicted
   spilled_ = true;

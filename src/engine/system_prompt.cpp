@@ -95,7 +95,9 @@ void Session::set_system_prompt(std::string_view system_prompt) {
   }
   if (auto* store = engine_->store()) {
     try {
-      store->replace_turns(id_, system_prompt_, stored_turns(0));
+      write_own_rows([&] {
+        store->replace_turns(id_, uint32_t(n_stored_), system_prompt_, stored_turns(0));
+      });
     } catch (...) {
       put_back();  // (a conversation rebuilt to make room has no KV left: it matches)
       throw;

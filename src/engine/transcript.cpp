@@ -47,23 +47,32 @@ std::vector<store::StoredTurn> Session::stored_turns(size_t first) const {
 void Session::commit_messages() {
   auto* store = engine_->store();
   if (!store) return;
-  try {
+  write_own_rows([&] {
     if (rewrite_transcript_) {
-      store->replace_turns(id_, stored_turns(0));
+      store->replace_turns(id_, uint32_t(n_stored_), stored_turns(0));
       rewrite_transcript_ = false;
     } else if (n_committed_ < messages_.size() || n_committed_ < n_stored_) {
       // New turns, and a stored reply that went on since (it is rewritten in place).
       store->replace_turns_from(id_, uint32_t(n_committed_), uint32_t(n_stored_),
                                 stored_turns(n_committed_));
     }
-  } catch (const Error& e) {
-    if (e.status() == Status::storage || e.status() == Status::out_of_memory) throw;
-    // The stored conversation is no longer the one this session wrote (another engine on the
-    // same file added turns to it or deleted it): a store problem, not a bad argument.
-    fail(Status::storage, "session '" + id_ + "' was changed in the store by another engine; " +
-                              "its new turns stay in memory only: " + e.what());
-  }
+  });
   n_committed_ = n_stored_ = messages_.size();
+}
+
+void Session::set_overflow(OverflowPolicy overflow) {
+  if (overflow == overflow_) return;
+  if (auto* store = engine_->store()) {
+    write_own_rows([&] { store->set_overflow(id_, int32_t(overflow)); });
+  }
+  overflow_ = overflow;
+}
+
+// A store problem, not a bad argument: the message says what happened and what is kept.
+void Session::fail_changed_elsewhere(const std::string& detail) const {
+  fail(Status::storage, "session '" + id_ + "' was changed in the store by another engine; " +
+                            "its turns here stay in memory only (export them to keep them): " +
+                            detail);
 }
 
 }  // namespace parley::engine

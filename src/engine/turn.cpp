@@ -56,8 +56,12 @@ void Session::fit_turn(const std::string_view* user_text, std::vector<int32_t>& 
                           template_.render_user_turn(system_prompt_, *user_text, true).size()) +
                           " with the conversation's opening, and its reply " + reply_needs()
                     : reply_needs() + " more after its user message and the conversation's opening";
+      // A reply written or begun (reply_prefix) may be what is too long.
+      const std::string subject = !user_text     ? "the reply does"
+                                  : reply_room > 1 ? "the message and its reply do"
+                                                   : "the message does";
       fail(Status::context_full,
-           std::string(user_text ? "the message" : "the reply") + " does not fit the context's " +
+           subject + " not fit the context's " +
                std::to_string(context) + " tokens even with every earlier exchange dropped (it " +
                "needs " + alone + ")");
     }

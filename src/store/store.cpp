@@ -27,6 +27,15 @@ transcript_rows::SessionRow require_session(Connection& db, const std::string& i
   return *row;
 }
 
+// A writer states how many turns it last left in the session; another count means another
+// writer (an engine on the same file) changed the conversation since.
+void require_turn_count(const transcript_rows::SessionRow& row, const std::string& id,
+                        uint32_t n_stored) {
+  require(row.n_turns == n_stored, Status::invalid_argument,
+          "session " + id + " holds " + std::to_string(row.n_turns) + " turns, not the " +
+              std::to_string(n_stored) + " its writer left");
+}
+
 void require_known_roles(const char* call, std::span<const StoredTurn> turns) {
   for (const StoredTurn& turn : turns) {
     require(turn.role >= 0 && turn.role <= kLastRole, Status::invalid_argument,
@@ -110,21 +119,21 @@ void Store::replace_turns_from(const std::string& id, uint32_t first_index, uint
   impl_->call("replace_turns_from", Synchronous::full, [&](Connection& db) {
     WriteTransaction transaction(db);
     const auto row = require_session(db, id);
-    require(row.n_turns == n_stored, Status::invalid_argument,
-            "replace_turns_from: session " + id + " has " + std::to_string(row.n_turns) +
-                " turns, not " + std::to_string(n_stored));
+    require_turn_count(row, id, n_stored);
     write_turns_from(db, id, row, first_index, turns);
     transaction.commit();
   });
 }
 
-void Store::truncate_turns(const std::string& id, uint32_t keep, uint32_t keep_kv_tokens) {
+void Store::truncate_turns(const std::string& id, uint32_t n_stored, uint32_t keep,
+                           uint32_t keep_kv_tokens) {
+  require(keep <= n_stored, Status::invalid_argument,
+          "truncate_turns: cannot keep " + std::to_string(keep) + " of " +
+              std::to_string(n_stored) + " turns");
   impl_->call("truncate_turns", Synchronous::full, [&](Connection& db) {
     WriteTransaction transaction(db);
     const auto row = require_session(db, id);
-    require(keep <= row.n_turns, Status::invalid_argument,
-            "truncate_turns: session " + id + " has " + std::to_string(row.n_turns) +
-                " turns, cannot keep " + std::to_string(keep));
+    require_turn_count(row, id, n_stored);
     transcript_rows::delete_turns_from(db, id, keep);
     transcript_rows::update_turn_count(db, id, keep, std::max(now_ms(), row.session.updated_ms));
     // The KV described the dropped turns too: only whole blocks of the kept ids stay.
@@ -133,21 +142,23 @@ void Store::truncate_turns(const std::string& id, uint32_t keep, uint32_t keep_k
   });
 }
 
-void Store::replace_turns(const std::string& id, std::span<const StoredTurn> turns) {
-  replace_turns(id, nullptr, turns);
+void Store::replace_turns(const std::string& id, uint32_t n_stored,
+                          std::span<const StoredTurn> turns) {
+  replace_turns(id, n_stored, nullptr, turns);
 }
 
-void Store::replace_turns(const std::string& id, const std::string& system_prompt,
-                          std::span<const StoredTurn> turns) {
-  replace_turns(id, &system_prompt, turns);
+void Store::replace_turns(const std::string& id, uint32_t n_stored,
+                          const std::string& system_prompt, std::span<const StoredTurn> turns) {
+  replace_turns(id, n_stored, &system_prompt, turns);
 }
 
-void Store::replace_turns(const std::string& id, const std::string* system_prompt,
-                          std::span<const StoredTurn> turns) {
+void Store::replace_turns(const std::string& id, uint32_t n_stored,
+                          const std::string* system_prompt, std::span<const StoredTurn> turns) {
   require_known_roles("replace_turns", turns);
   impl_->call("replace_turns", Synchronous::full, [&](Connection& db) {
     WriteTransaction transaction(db);
     const auto row = require_session(db, id);
+    require_turn_count(row, id, n_stored);
     if (system_prompt) transcript_rows::update_system_prompt(db, id, *system_prompt);
     transcript_rows::delete_turns_from(db, id, 0);
     for (size_t i = 0; i < turns.size(); ++i) {
@@ -156,6 +167,15 @@ void Store::replace_turns(const std::string& id, const std::string* system_promp
     transcript_rows::update_turn_count(db, id, static_cast<int64_t>(turns.size()),
                                        std::max(now_ms(), row.session.updated_ms));
     kv_rows::delete_session_kv(db, id);  // it held the old conversation
+    transaction.commit();
+  });
+}
+
+void Store::set_overflow(const std::string& id, int32_t overflow) {
+  impl_->call("set_overflow", Synchronous::full, [&](Connection& db) {
+    WriteTransaction transaction(db);
+    require_session(db, id);
+    transcript_rows::update_overflow(db, id, overflow);
     transaction.commit();
   });
 }
@@ -215,7 +235,7 @@ bool Store::has_prefix_block(uint64_t hash) {
 }
 
 void Store::save_kv(const std::string& id, const StoredKv& kv,
-                    std::span<const PrefixBlob> new_blobs) {
+                    std::span<const PrefixBlob> new_blobs, std::optional<uint32_t> n_stored) {
   for (const PrefixBlob& blob : new_blobs) {
     // A blob no block refers to would never be deleted.
     require(std::find(kv.full_block_hashes.begin(), kv.full_block_hashes.end(), blob.hash) !=
@@ -226,7 +246,8 @@ void Store::save_kv(const std::string& id, const StoredKv& kv,
   }
   impl_->call("save_kv", Synchronous::normal, [&](Connection& db) {
     WriteTransaction transaction(db);
-    require_session(db, id);
+    const auto row = require_session(db, id);
+    if (n_stored) require_turn_count(row, id, *n_stored);
     const std::vector<uint64_t> previous = kv_rows::delete_session_kv_rows(db, id);
     for (const PrefixBlob& blob : new_blobs) {
       kv_rows::insert_prefix_block_if_absent(db, blob.hash, blob.blob);

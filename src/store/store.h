@@ -90,15 +90,19 @@ class Store {
   // The KV stays: it still describes the ids the kept turns start with.
   void replace_turns_from(const std::string& id, uint32_t first_index, uint32_t n_stored,
                           std::span<const StoredTurn> turns);
-  // Keeps the first `keep` turns. The session's KV keeps the whole blocks of its first
-  // `keep_kv_tokens` tokens (the ids the kept turns still start with) and drops the rest.
-  void truncate_turns(const std::string& id, uint32_t keep, uint32_t keep_kv_tokens = 0);
-  // The session's turns become exactly `turns`, in one transaction (a conversation rebuilt
-  // after dropping its oldest exchanges); also drops its KV.
-  void replace_turns(const std::string& id, std::span<const StoredTurn> turns);
+  // Keeps the first `keep` turns of the n_stored the session must hold (as above). The
+  // session's KV keeps the whole blocks of its first `keep_kv_tokens` tokens (the ids the kept
+  // turns still start with) and drops the rest.
+  void truncate_turns(const std::string& id, uint32_t n_stored, uint32_t keep,
+                      uint32_t keep_kv_tokens = 0);
+  // The session's n_stored turns (as above) become exactly `turns`, in one transaction (a
+  // conversation rebuilt after dropping its oldest exchanges); also drops its KV.
+  void replace_turns(const std::string& id, uint32_t n_stored, std::span<const StoredTurn> turns);
   // The same with a new system prompt (the conversation's opening rendered again).
-  void replace_turns(const std::string& id, const std::string& system_prompt,
+  void replace_turns(const std::string& id, uint32_t n_stored, const std::string& system_prompt,
                      std::span<const StoredTurn> turns);
+  // The session's PARLEY_OVERFLOW_* policy; Error(not_found).
+  void set_overflow(const std::string& id, int32_t overflow);
   void delete_session(const std::string& id);  // transcript and KV; Error(not_found)
   std::optional<StoredSession> load_session(const std::string& id);
   // Error(corrupt) when a turn cannot be read back (a bad token blob, a gap in the indexes).
@@ -109,7 +113,10 @@ class Store {
   // KV. save_kv replaces the session's stored KV in one transaction and inserts the prefix
   // blobs that are not stored yet; it may use synchronous=NORMAL (KV can be rebuilt).
   bool has_prefix_block(uint64_t hash);
-  void save_kv(const std::string& id, const StoredKv& kv, std::span<const PrefixBlob> new_blobs);
+  // With n_stored, the session must hold that many turns (as above): KV is never stored
+  // under a transcript another writer changed.
+  void save_kv(const std::string& id, const StoredKv& kv, std::span<const PrefixBlob> new_blobs,
+               std::optional<uint32_t> n_stored = std::nullopt);
   std::optional<StoredKv> load_kv(const std::string& id);
   std::optional<std::vector<std::byte>> load_prefix_block(uint64_t hash);
   void drop_kv(const std::string& id);  // and prefix blocks no session references any more
@@ -118,7 +125,7 @@ class Store {
 
  private:
   // Both replace_turns: the system prompt too when not null.
-  void replace_turns(const std::string& id, const std::string* system_prompt,
+  void replace_turns(const std::string& id, uint32_t n_stored, const std::string* system_prompt,
                      std::span<const StoredTurn> turns);
 
   struct Impl;

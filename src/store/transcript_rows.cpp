@@ -112,6 +112,12 @@ void update_system_prompt(Connection& db, const std::string& id, const std::stri
   statement->bind_text(1, id).bind_text(2, system_prompt).run();
 }
 
+void update_overflow(Connection& db, const std::string& id, int32_t overflow) {
+  auto statement =
+      db.statement("UPDATE sessions SET overflow = ?2 WHERE id = ?1", "update overflow policy");
+  statement->bind_text(1, id).bind_int64(2, overflow).run();
+}
+
 bool delete_session(Connection& db, const std::string& id) {
   auto statement = db.statement("DELETE FROM sessions WHERE id = ?1", "delete session");
   statement->bind_text(1, id).run();

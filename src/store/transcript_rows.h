@@ -34,6 +34,7 @@ std::optional<SessionRow> select_session(Connection& db, const std::string& id,
 std::vector<std::string> select_session_ids(Connection& db);  // by creation time, then insertion
 void update_turn_count(Connection& db, const std::string& id, int64_t n_turns, int64_t updated_ms);
 void update_system_prompt(Connection& db, const std::string& id, const std::string& system_prompt);
+void update_overflow(Connection& db, const std::string& id, int32_t overflow);
 bool delete_session(Connection& db, const std::string& id);  // false: no such row
 
 void insert_turn(Connection& db, const std::string& id, int64_t idx, const StoredTurn& turn);

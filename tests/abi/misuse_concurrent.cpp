@@ -56,6 +56,10 @@ std::vector<InnerCall> session_calls() {
        [](MisuseWorld&, parley_session* s) { return parley_session_rewind(s, 1); }},
       {"parley_session_set_system_prompt",
        [](MisuseWorld&, parley_session* s) { return parley_session_set_system_prompt(s, "b"); }},
+      {"parley_session_set_overflow",
+       [](MisuseWorld&, parley_session* s) {
+         return parley_session_set_overflow(s, PARLEY_OVERFLOW_DROP_OLDEST);
+       }},
       {"parley_session_get_info",
        [](MisuseWorld&, parley_session* s) {
          parley_session_info i;

@@ -47,6 +47,8 @@ std::vector<std::pair<const char*, parley_status (*)(parley_session*)>> session_
       {"parley_session_rewind", [](parley_session* s) { return parley_session_rewind(s, 0); }},
       {"parley_session_set_system_prompt",
        [](parley_session* s) { return parley_session_set_system_prompt(s, "a"); }},
+      {"parley_session_set_overflow",
+       [](parley_session* s) { return parley_session_set_overflow(s, PARLEY_OVERFLOW_ERROR); }},
       {"parley_session_get_info",
        [](parley_session* s) {
          parley_session_info i;

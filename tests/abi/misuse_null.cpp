@@ -176,6 +176,8 @@ MisuseRows null_pointer_rows() {
       [](MisuseWorld& w) {
         return parley_session_set_system_prompt(w.session_with_turn(), nullptr);
       });
+  add("parley_session_set_overflow", "session NULL", kInvalid,
+      [](MisuseWorld&) { return parley_session_set_overflow(nullptr, PARLEY_OVERFLOW_ERROR); });
   quiet("parley_session_close", "NULL is a no-op", [](MisuseWorld&) {
     return returns([] { parley_session_close(nullptr); });
   });

@@ -266,6 +266,8 @@ MisuseRows value_rows() {
                  return parley_session_set_system_prompt(w.session_with_turn(),
                                                          huge_text().c_str());
                }});
+  r.push_back({"parley_session_set_overflow", "not a PARLEY_OVERFLOW_* value", kInvalid,
+               [](MisuseWorld& w) { return parley_session_set_overflow(w.session(), 7); }});
   r.push_back({"parley_session_rewind", "more turns than there are", kInvalid,
                [](MisuseWorld& w) { return parley_session_rewind(w.session_with_turn(), 3); }});
   r.push_back({"parley_session_rewind", "UINT32_MAX turns", kInvalid, [](MisuseWorld& w) {

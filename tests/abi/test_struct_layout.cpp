@@ -66,10 +66,11 @@ static_assert(offsetof(parley_session_info, id) == 8);
 static_assert(offsetof(parley_session_info, n_turns) == 136);
 static_assert(offsetof(parley_session_info, n_tokens) == 140);
 static_assert(offsetof(parley_session_info, state) == 144);
-static_assert(offsetof(parley_session_info, reserved0) == 148);
+static_assert(offsetof(parley_session_info, overflow) == 148);  // reserved0 before 0.8
 static_assert(offsetof(parley_session_info, kv_bytes_resident) == 152);
 static_assert(offsetof(parley_session_info, kv_bytes_stored) == 160);
-static_assert(sizeof(parley_session_info) == 168);
+static_assert(offsetof(parley_session_info, chat_template) == 168);  // since 0.8
+static_assert(sizeof(parley_session_info) == 200);
 
 static_assert(offsetof(parley_stored_session_info, created_unix_ms) == 8);  // since 0.4
 static_assert(offsetof(parley_stored_session_info, updated_unix_ms) == 16);

@@ -5,6 +5,10 @@
 
 #include <sqlite3.h>
 
+#include <functional>
+#include <memory>
+#include <string>
+
 #include "common/error.h"
 #include "session_fixture.h"
 #include "support/faulty_vfs.h"
@@ -135,4 +139,100 @@ TEST_CASE("a conversation changed in the store by another engine: STORAGE, not a
   const auto stored = engine::Session::open(second, "shared");
   CHECK(stored->messages().size() == 4);
   CHECK(stored->messages()[2].text == "c");
+}
+
+// A turn the store refused lives in memory until the next commit. Spilling the session's KV
+// (suspend, the engine's spills of idle sessions, closing the engine) commits it first: once
+// the KV is in the store, nothing resident holds that turn any more.
+TEST_CASE("a turn the store refused is committed before the KV is spilled") {
+  FaultyVfs vfs("parley-faulty-pending");
+  for (const bool by_engine : {false, true}) {
+    CAPTURE(by_engine);
+    TempDir dir;
+    const StoreSetup store{(dir / "s.db").string(), 0, vfs.name()};
+    auto o = session_options("", "raw");
+    o.id = "pending";
+    {
+      auto engine = open_engine_with_store(small_synthetic_model(), kv::KvType::int8, store);
+      engine::Session s(engine, o);
+      greedy_turn(s, "a b", 5);
+      vfs.fail_writes_after(0, SQLITE_FULL);
+      CHECK(status_of([&] { greedy_turn(s, "c d", 5); }) == Status::storage);
+      // While the store still refuses, so does the spill: the KV stays with the turn.
+      CHECK(status_of([&] { s.spill(); }) == Status::storage);
+      CHECK_FALSE(s.spilled());
+      vfs.clear();
+      if (by_engine) {
+        engine->spill_all();  // as for idle sessions, and when the engine closes
+      } else {
+        CHECK(s.spill());
+      }
+      CHECK(s.spilled());
+      CHECK(engine->store()->load_turns("pending").size() == 4);
+    }
+    auto engine = open_engine_with_store(small_synthetic_model(), kv::KvType::int8, store);
+    auto s = engine::Session::open(engine, "pending");
+    REQUIRE(s->messages().size() == 4);
+    CHECK(s->messages()[2].text == "c d");
+    CHECK(greedy_turn(*s, "e", 3).kv_source == engine::KvSource::restored);
+  }
+}
+
+// Rewinding, a new system prompt and a spill write the stored conversation as this session
+// last left it: after another engine changed it, each is refused (STORAGE, saying why) and the
+// other engine's turns (and KV) stay in the store.
+TEST_CASE("rewind, system prompt and spill after another engine's turn: STORAGE") {
+  TempDir dir;
+  const StoreSetup store{(dir / "s.db").string()};
+  auto first = open_engine_with_store(small_synthetic_model(), kv::KvType::int8, store);
+  auto second = open_engine_with_store(small_synthetic_model(), kv::KvType::int8, store);
+  engine::SessionOptions options = session_options("", "raw");
+  options.id = "shared";
+  auto mine = std::make_unique<engine::Session>(first, options);  // its KV resident
+  greedy_turn(*mine, "a b", 3);
+  greedy_turn(*mine, "c", 3);
+  auto theirs = engine::Session::open(second, "shared");
+  greedy_turn(*theirs, "d", 3);
+  const auto stored_turns = [&] { return first->store()->load_turns("shared"); };
+  REQUIRE(stored_turns().size() == 6);
+
+  const auto check_refused = [&](const char* what, const std::function<void()>& change) {
+    CAPTURE(std::string(what));
+    std::string message;
+    try {
+      change();
+      FAIL("the change must be refused");
+    } catch (const Error& e) {
+      CHECK(e.status() == Status::storage);
+      message = e.what();
+    }
+    CHECK(message.find("another engine") != std::string::npos);
+    const auto turns = stored_turns();
+    REQUIRE(turns.size() == 6);
+    CHECK(turns[4].text == "d");
+    CHECK(first->store()->load_session("shared")->system_prompt.empty());
+  };
+  check_refused("rewind", [&] { mine->rewind(2); });
+  CHECK(mine->messages().size() == 4);  // nothing changed here either
+  check_refused("system prompt", [&] { mine->set_system_prompt("e f"); });
+  CHECK(mine->messages().front().text == "a b");
+  // The policy is the header's, no message of theirs is at stake: it changes.
+  mine->set_overflow(engine::OverflowPolicy::drop_oldest);
+  CHECK(first->store()->load_session("shared")->overflow ==
+        int32_t(engine::OverflowPolicy::drop_oldest));
+  CHECK(stored_turns().size() == 6);
+  // Nor is this session's KV stored under the other engine's transcript.
+  const auto their_kv = first->store()->load_kv("shared");
+  check_refused("spill", [&] { mine->spill(); });
+  CHECK_FALSE(mine->spilled());
+  const auto kv_now = first->store()->load_kv("shared");
+  REQUIRE(kv_now.has_value() == their_kv.has_value());
+  if (kv_now) CHECK(kv_now->n_tokens == their_kv->n_tokens);
+
+  // A conversation deleted by the other engine: the same, the policy too.
+  theirs.reset();
+  second->delete_stored_session("shared");
+  CHECK(status_of([&] { mine->rewind(2); }) == Status::storage);
+  CHECK(status_of([&] { mine->set_overflow(engine::OverflowPolicy::error); }) ==
+        Status::storage);
 }

@@ -35,7 +35,13 @@ namespace Parley
             return new Session(session);
         }
 
-        // Reopens a stored conversation (also one stored by an earlier process).
+        // Reopens a stored conversation (also one stored by an earlier process), with the
+        // overflow policy and template it was stored with. ParleyStatus.InvalidArgument for an
+        // empty id or a session already open; NotFound without a store or when no such
+        // conversation is stored; ContextFull (since 0.8; Corrupt before) when the conversation
+        // is longer than this engine's ContextLength: an engine whose context holds it opens
+        // it, and nothing is changed; Corrupt when its transcript cannot be read; Storage when
+        // the store fails.
         public Session OpenSession(string id)
         {
             SessionHandle session;

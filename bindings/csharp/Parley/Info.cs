@@ -42,16 +42,22 @@ namespace Parley
             Turns = (int)s.n_turns;
             Tokens = (int)s.n_tokens;
             State = (SessionState)s.state;
+            Overflow = (OverflowPolicy)s.overflow;
             KvBytesResident = (long)s.kv_bytes_resident;
             KvBytesStored = (long)s.kv_bytes_stored;
+            ChatTemplate = Utf8.FromBuffer(s.chat_template);
         }
 
         public string Id { get; private set; }
         public int Turns { get; private set; }     // messages: a user message and its reply are two
         public int Tokens { get; private set; }
         public SessionState State { get; private set; }
+        // Since 0.8: what a message that does not fit does (Session.Overflow).
+        public OverflowPolicy Overflow { get; private set; }
         public long KvBytesResident { get; private set; }
         public long KvBytesStored { get; private set; }
+        // Since 0.8: the template the session uses, e.g. "chatml" (the model's when it named none).
+        public string ChatTemplate { get; private set; }
     }
 
     // A stored conversation as the store has it, read without opening it (a "saved chats" list).

@@ -86,6 +86,10 @@ namespace Parley
         [DllImport(Library, CallingConvention = CallingConvention.Cdecl)]
         internal static extern int parley_session_rewind(SessionHandle session, uint nTurns);
 
+        // Since 0.8. overflow: a PARLEY_OVERFLOW_* value (OverflowPolicy).
+        [DllImport(Library, CallingConvention = CallingConvention.Cdecl)]
+        internal static extern int parley_session_set_overflow(SessionHandle session, int overflow);
+
         // systemPrompt: NUL-terminated UTF-8, or null (NULL) for none.
         [DllImport(Library, CallingConvention = CallingConvention.Cdecl)]
         internal static extern int parley_session_set_system_prompt(

@@ -96,9 +96,11 @@ namespace Parley
         public uint n_turns;
         public uint n_tokens;
         public int state;
-        public int reserved0;
+        public int overflow;  // since 0.8 (was reserved0): PARLEY_OVERFLOW_*
         public ulong kv_bytes_resident;
         public ulong kv_bytes_stored;
+        // Since 0.8: the session's template, NUL-terminated.
+        [MarshalAs(UnmanagedType.ByValArray, SizeConst = 32)] public byte[] chat_template;
     }
 
     [StructLayout(LayoutKind.Sequential)]

@@ -40,7 +40,7 @@ namespace Parley
         public string SystemPrompt { get; set; }
         public string ChatTemplate { get; set; }  // null = the model's; "raw", "llama2", "chatml", "zephyr", "mistral"
         public string CacheScope { get; set; }    // prefix KV is shared only within one scope
-        public OverflowPolicy Overflow { get; set; }
+        public OverflowPolicy Overflow { get; set; }  // Session.Overflow tells it and changes it
 
         internal static NativeSessionOptions ToNative(SessionOptions options, NativeStrings strings)
         {

@@ -242,6 +242,25 @@ namespace Parley
                 Handle, Utf8.ToNative(systemPrompt, "systemPrompt")));
         }
 
+        // What a message that does not fit the context does: Error (the send fails with
+        // ParleyStatus.ContextFull and nothing changes) or DropOldest (the oldest exchanges are
+        // dropped, the system prompt stays, and the conversation is rebuilt).
+        // SessionOptions.Overflow sets it; the store keeps it, so a reopened session has it.
+        // Setting it drops nothing now: the next message that does not fit decides. With a
+        // store the change is committed before the setter returns. ParleyStatus.InvalidArgument
+        // for a value that is no OverflowPolicy, as at creation; Storage when the store refused
+        // it (nothing changed; also when another engine on the same store changed or deleted
+        // the conversation). Since 0.8.
+        public OverflowPolicy Overflow
+        {
+            get { return Info.Overflow; }
+            set
+            {
+                ParleyException.ThrowIfFailed(
+                    NativeMethods.parley_session_set_overflow(Handle, (int)value));
+            }
+        }
+
         // Moves the KV to the store and frees its memory; the next send brings it back.
         public void Suspend()
         {
@@ -256,6 +275,7 @@ namespace Parley
                 {
                     struct_size = SizeOf<NativeSessionInfo>.Value,
                     id = new byte[128],
+                    chat_template = new byte[32],
                 };
                 ParleyException.ThrowIfFailed(NativeMethods.parley_session_get_info(Handle, ref info));
                 return new SessionInfo(info);

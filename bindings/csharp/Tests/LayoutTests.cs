@@ -18,6 +18,22 @@ namespace Parley.Tests
             r.Add("structs match the C layout", StructsMatchC);
             r.Add("the 0.3 and 0.4 fields and structs are where parley.h documents them",
                   AppendedFields);
+            r.Add("the 0.8 session info fields are where parley.h documents them",
+                  SessionInfoFields);
+        }
+
+        // parley_session_info since 0.8: overflow took reserved0's place, chat_template came last.
+        private static void SessionInfoFields()
+        {
+            if (IntPtr.Size != 8) throw new SkipException("the documented layouts are for 64-bit");
+            Type info = NativeType(typeof(Engine).Assembly, "parley_session_info");
+            Assert.Equal(200, Marshal.SizeOf(info), "sizeof parley_session_info");
+            string[] fields = { "id", "n_turns", "n_tokens", "state", "overflow",
+                                "kv_bytes_resident", "kv_bytes_stored", "chat_template" };
+            int[] offsets = { 8, 136, 140, 144, 148, 152, 160, 168 };
+            for (int i = 0; i < fields.Length; i++)
+                Assert.Equal(offsets[i], (int)Marshal.OffsetOf(info, fields[i]),
+                             "offsetof " + fields[i]);
         }
 
         // The sizes and offsets parley.h documents for 64-bit targets (tests/abi asserts the

@@ -43,6 +43,7 @@ namespace Parley.Tests
             ErrorTests.Register(runner);
             StoreTests.Register(runner);
             StoredSessionInfoTests.Register(runner);
+            OverflowTests.Register(runner);
             ExportImportTests.Register(runner);
             LifetimeTests.Register(runner);
             return runner.RunAll();

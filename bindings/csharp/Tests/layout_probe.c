@@ -72,9 +72,10 @@ int main(void) {
   FIELD(parley_session_info, n_turns);
   FIELD(parley_session_info, n_tokens);
   FIELD(parley_session_info, state);
-  FIELD(parley_session_info, reserved0);
+  FIELD(parley_session_info, overflow);
   FIELD(parley_session_info, kv_bytes_resident);
   FIELD(parley_session_info, kv_bytes_stored);
+  FIELD(parley_session_info, chat_template);
 
   SIZE(parley_stored_session_info);
   FIELD(parley_stored_session_info, struct_size);

@@ -6,7 +6,7 @@ from ctypes import (CFUNCTYPE, POINTER, Structure, c_char, c_char_p, c_double, c
                     c_int32, c_int64, c_size_t, c_uint32, c_uint64, c_void_p)
 
 # The version this binding was written against (PARLEY_VERSION_NUMBER of parley.h).
-VERSION_NUMBER = 0 * 10000 + 7 * 100 + 0
+VERSION_NUMBER = 0 * 10000 + 8 * 100 + 0
 SCORE_WITH_END = 1  # PARLEY_SCORE_WITH_END: parley_session_score_replies scores each end
 
 parley_status = c_int32
@@ -92,9 +92,10 @@ class SessionInfo(Structure):
         ("n_turns", c_uint32),
         ("n_tokens", c_uint32),
         ("state", c_int32),
-        ("reserved0", c_int32),
+        ("overflow", c_int32),  # since 0.8 (was reserved0)
         ("kv_bytes_resident", c_uint64),
         ("kv_bytes_stored", c_uint64),
+        ("chat_template", c_char * 32),  # since 0.8
     ]
 
 
@@ -194,6 +195,7 @@ SIGNATURES = {
     "parley_session_suspend": (parley_status, [session_p]),
     "parley_session_interrupt": (parley_status, [session_p]),
     "parley_session_rewind": (parley_status, [session_p, c_uint32]),
+    "parley_session_set_overflow": (parley_status, [session_p, c_int32]),  # since 0.8
     "parley_session_set_system_prompt": (parley_status, [session_p, c_char_p]),
     "parley_session_close": (None, [session_p]),
     "parley_session_delete": (parley_status, [engine_p, c_char_p]),

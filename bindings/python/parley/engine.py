@@ -32,14 +32,21 @@ class Engine(NativeHandle):
 
     def session(self, id=None, system=None, template=None, scope=None, overflow="error"):
         """Starts a conversation. template: None (the model's), "raw", "llama2", "chatml",
-        "zephyr" or "mistral"; overflow: "error" or "drop_oldest"."""
+        "zephyr" or "mistral"; overflow: "error" or "drop_oldest" (Session.overflow tells it
+        and changes it later)."""
         o = _options.session_options(self._lib, id, system, template, scope, overflow)
         out = _native.session_p()
         check(self._lib.parley_session_create(self._live(), ctypes.byref(o), ctypes.byref(out)))
         return Session(self._lib, out.value)
 
     def open_session(self, id):
-        """Reopens a stored conversation."""
+        """Reopens a stored conversation, also one stored by an earlier process; its overflow
+        policy and template are the ones it was stored with.
+        Raises InvalidArgumentError for an empty id or a session already open; NotFoundError
+        without a store or when no such conversation is stored; ContextFullError (since 0.8;
+        CorruptError before) when the conversation is longer than this engine's context: an
+        engine whose context holds it opens it, and nothing is changed; CorruptError when its
+        transcript cannot be read; StorageError when the store fails."""
         out = _native.session_p()
         check(self._lib.parley_session_open(self._live(), _options.text_arg("id", id),
                                             ctypes.byref(out)))

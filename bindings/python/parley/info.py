@@ -3,11 +3,15 @@
 import dataclasses
 from typing import Optional
 
+from ._options import OVERFLOW_POLICIES
+
 KV_SOURCES = {0: "new", 1: "resident", 2: "restored", 3: "rebuilt"}
 STOP_REASONS = {1: "end_token", 2: "max_tokens", 3: "stop_string", 4: "context_end",
                 5: "cancelled", 6: "out_of_memory"}
 SESSION_STATES = {0: "active", 1: "idle", 2: "spilled"}
 ROLES = {0: "system", 1: "user", 2: "assistant"}
+# The names Engine.session(overflow=...) takes, by PARLEY_OVERFLOW_* value.
+OVERFLOW_NAMES = {value: name for name, value in OVERFLOW_POLICIES.items()}
 
 
 def _copy(cls, struct, **converted):
@@ -94,18 +98,26 @@ class ModelInfo:
 
 @dataclasses.dataclass(frozen=True)
 class SessionInfo:
-    """state: "active", "idle" or "spilled"."""
+    """state: "active", "idle" or "spilled". overflow (since 0.8): the session's policy for a
+    message that does not fit, "error" or "drop_oldest" (Session.overflow). chat_template
+    (since 0.8): the template the session uses, e.g. "chatml" (the model's when it named
+    none)."""
     id: str
     n_turns: int
     n_tokens: int
     state: str
     kv_bytes_resident: int
     kv_bytes_stored: int
+    # Since 0.8; last, so that positional construction from 0.7 code still lines up.
+    overflow: str
+    chat_template: str
 
     @classmethod
     def from_struct(cls, s):
         return _copy(cls, s, id=_text(s.id),
-                     state=SESSION_STATES.get(s.state, str(s.state)))
+                     state=SESSION_STATES.get(s.state, str(s.state)),
+                     overflow=OVERFLOW_NAMES.get(s.overflow, str(s.overflow)),
+                     chat_template=_text(s.chat_template))
 
 
 @dataclasses.dataclass(frozen=True)

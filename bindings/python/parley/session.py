@@ -287,6 +287,24 @@ class Session(NativeHandle):
         check(self._lib.parley_session_set_system_prompt(self._live(),
                                                          _options.text_arg("text", text)))
 
+    @property
+    def overflow(self):
+        """What a message that does not fit the context does: "error" (send raises
+        ContextFullError and nothing changes) or "drop_oldest" (the oldest exchanges are
+        dropped, the system prompt stays, and the conversation is rebuilt). Engine.session(
+        overflow=...) sets it; the store keeps it, so a reopened session has it.
+        Setting it (the same names) drops nothing now: the next message that does not fit
+        decides. With a store the change is committed before this returns. Raises
+        InvalidArgumentError for another name, as Engine.session does; StorageError when the
+        store refused it (nothing changed; also when another engine on the same store changed
+        or deleted the conversation)."""
+        return self.info.overflow
+
+    @overflow.setter
+    def overflow(self, policy):
+        value = _options.choice_arg("overflow", policy, _options.OVERFLOW_POLICIES)
+        check(self._lib.parley_session_set_overflow(self._live(), value))
+
     def suspend(self):
         """Moves the KV to the store and frees its memory; the next send brings it back."""
         check(self._lib.parley_session_suspend(self._live()))

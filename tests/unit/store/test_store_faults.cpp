@@ -201,7 +201,7 @@ TEST_CASE("store: turn commits are synced to disk before they return; KV commits
   CHECK(vfs.wal_syncs() == before);  // synchronous=NORMAL: no fsync until a checkpoint
 
   before = vfs.wal_syncs();
-  store.truncate_turns("s", 0);  // back to FULL for the transcript
+  store.truncate_turns("s", 1, 0);  // back to FULL for the transcript
   CHECK(vfs.wal_syncs() > before);
 }
 

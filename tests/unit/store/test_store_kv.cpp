@@ -131,7 +131,7 @@ TEST_CASE("store: deleting a session or truncating its turns drops its KV") {
                 std::vector{PrefixBlob{1, bytes_of(64, 1)}, PrefixBlob{2, bytes_of(64, 2)}});
   store.save_kv("b", kv_of({1}, {}, 16), {});
 
-  store.truncate_turns("a", 1);  // even keeping every turn, the KV goes
+  store.truncate_turns("a", 1, 1);  // even keeping every turn, the KV goes
   CHECK_FALSE(store.load_kv("a").has_value());
   CHECK(store.kv_bytes("a") == 0);
   CHECK(store.has_prefix_block(1));  // still b's
@@ -152,13 +152,13 @@ TEST_CASE("store: truncating turns keeps the KV of the ids the kept turns still 
                                  PrefixBlob{3, bytes_of(64, 3)}};
   store.save_kv("a", kv_of({1, 2, 3}, bytes_of(10, 0), 52), blobs);
 
-  store.truncate_turns("a", 2, 60);  // all 52 stored tokens are kept: nothing changes
+  store.truncate_turns("a", 2, 2, 60);  // all 52 stored tokens are kept: nothing changes
   auto kv = store.load_kv("a");
   REQUIRE(kv.has_value());
   CHECK(kv->n_tokens == 52);
   CHECK(kv->tail_blob == bytes_of(10, 0));
 
-  store.truncate_turns("a", 1, 40);  // blocks 0 and 1 (32 tokens) lie within the first 40
+  store.truncate_turns("a", 2, 1, 40);  // blocks 0 and 1 (32 tokens) lie within the first 40
   kv = store.load_kv("a");
   REQUIRE(kv.has_value());
   CHECK(kv->n_tokens == 32);
@@ -168,7 +168,7 @@ TEST_CASE("store: truncating turns keeps the KV of the ids the kept turns still 
   CHECK_FALSE(store.has_prefix_block(3));  // nobody references it any more
   CHECK(store.load_turns("a").size() == 1);
 
-  store.truncate_turns("a", 1, 15);  // not one whole block
+  store.truncate_turns("a", 1, 1, 15);  // not one whole block
   CHECK_FALSE(store.load_kv("a").has_value());
   CHECK_FALSE(store.has_prefix_block(1));
 }
@@ -187,6 +187,11 @@ TEST_CASE("store: save_kv refuses KV that would reference nothing or leave orpha
           store.save_kv("s", kv_of({1}, {}, 16), std::vector{PrefixBlob{5, bytes_of(8, 1)}});
         }) == Status::invalid_argument);
   CHECK(status_of([&] { store.save_kv("nobody", kv_of({}, {}, 0), {}); }) == Status::not_found);
+  // A writer that left another number of turns there: another writer changed the transcript.
+  CHECK(status_of([&] {
+          store.save_kv("s", kv_of({}, bytes_of(5, 2), 3), {}, 1);
+        }) == Status::invalid_argument);
+  store.save_kv("s", kv_of({1}, bytes_of(5, 0), 20), {}, 0);  // the count it holds: stored
   // The failed calls changed nothing.
   const auto kv = store.load_kv("s");
   REQUIRE(kv.has_value());

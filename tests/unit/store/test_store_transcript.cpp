@@ -163,16 +163,20 @@ TEST_CASE("store: truncate_turns keeps a prefix; delete_session removes everythi
   append_turns(store, "s", 0,
                std::vector{turn(0, "a", {1}), turn(1, "b", {2}), turn(2, "c", {3}),
                            turn(1, "d", {4})});
-  store.truncate_turns("s", 2);
+  // The writer says how many turns it left there: another count is another writer's change.
+  CHECK(status_of([&] { store.truncate_turns("s", 3, 2); }) == Status::invalid_argument);
+  CHECK(status_of([&] { store.truncate_turns("s", 5, 2); }) == Status::invalid_argument);
+  CHECK(store.load_turns("s").size() == 4);
+  store.truncate_turns("s", 4, 2);
   auto turns = store.load_turns("s");
   REQUIRE(turns.size() == 2);
   CHECK(turns[1].text == "b");
   append_turns(store, "s", 2, std::vector{turn(2, "c2", {5})});  // the index continues at 2
   CHECK(store.load_turns("s")[2].text == "c2");
-  store.truncate_turns("s", 3);  // keeping all is allowed
-  CHECK(status_of([&] { store.truncate_turns("s", 4); }) == Status::invalid_argument);
-  CHECK(status_of([&] { store.truncate_turns("nobody", 0); }) == Status::not_found);
-  store.truncate_turns("s", 0);
+  store.truncate_turns("s", 3, 3);  // keeping all is allowed
+  CHECK(status_of([&] { store.truncate_turns("s", 3, 4); }) == Status::invalid_argument);
+  CHECK(status_of([&] { store.truncate_turns("nobody", 0, 0); }) == Status::not_found);
+  store.truncate_turns("s", 3, 0);
   CHECK(store.load_turns("s").empty());
 
   store.delete_session("s");
@@ -203,7 +207,9 @@ TEST_CASE("store: replace_turns makes the transcript exactly the given turns, an
   store.save_kv("s", StoredKv{0, 1, 5, {}, std::vector<std::byte>(10)}, {});
   // A conversation that dropped its oldest exchange keeps the system prompt.
   const auto kept = std::vector{turn(0, "sys", {1}), turn(1, "q", {4}), turn(2, "a", {5})};
-  store.replace_turns("s", kept);
+  CHECK(status_of([&] { store.replace_turns("s", 4, kept); }) == Status::invalid_argument);
+  CHECK(store.load_turns("s").size() == 5);  // refused as another writer's change: untouched
+  store.replace_turns("s", 5, kept);
   const auto turns = store.load_turns("s");
   REQUIRE(turns.size() == 3);
   for (size_t i = 0; i < kept.size(); ++i) check_same(turns[i], kept[i]);
@@ -211,14 +217,15 @@ TEST_CASE("store: replace_turns makes the transcript exactly the given turns, an
   append_turns(store, "s", 3, std::vector{turn(1, "next", {6})});  // the index continues at 3
 
   // Longer than before works too; errors change nothing.
-  store.replace_turns("s", std::vector{turn(1, "a", {}), turn(2, "b", {}), turn(1, "c", {}),
-                                       turn(2, "d", {}), turn(1, "e", {}), turn(2, "f", {})});
+  store.replace_turns("s", 4,
+                      std::vector{turn(1, "a", {}), turn(2, "b", {}), turn(1, "c", {}),
+                                  turn(2, "d", {}), turn(1, "e", {}), turn(2, "f", {})});
   CHECK(store.load_turns("s").size() == 6);
-  CHECK(status_of([&] { store.replace_turns("s", std::vector{turn(9, "bad", {})}); }) ==
+  CHECK(status_of([&] { store.replace_turns("s", 6, std::vector{turn(9, "bad", {})}); }) ==
         Status::invalid_argument);
-  CHECK(status_of([&] { store.replace_turns("nobody", kept); }) == Status::not_found);
+  CHECK(status_of([&] { store.replace_turns("nobody", 0, kept); }) == Status::not_found);
   CHECK(store.load_turns("s").size() == 6);
-  store.replace_turns("s", {});
+  store.replace_turns("s", 6, {});
   CHECK(store.load_turns("s").empty());
 }
 
@@ -232,9 +239,12 @@ TEST_CASE("store: replace_turns with a system prompt changes the header's in the
     store.save_kv("s", StoredKv{0, 1, 3, {}, std::vector<std::byte>(10)}, {});
     const auto changed = std::vector{turn(0, "be brief", {}), turn(1, "q", {1, 7, 2}),
                                      turn(2, "a", {3})};
-    store.replace_turns("s", "be brief", changed);
-    CHECK(status_of([&] { store.replace_turns("nobody", "x", changed); }) == Status::not_found);
-    CHECK(status_of([&] { store.replace_turns("s", "x", std::vector{turn(7, "", {})}); }) ==
+    CHECK(status_of([&] { store.replace_turns("s", 1, "x", changed); }) ==
+          Status::invalid_argument);  // the session holds 2 turns: another writer's change
+    store.replace_turns("s", 2, "be brief", changed);
+    CHECK(status_of([&] { store.replace_turns("nobody", 0, "x", changed); }) ==
+          Status::not_found);
+    CHECK(status_of([&] { store.replace_turns("s", 3, "x", std::vector{turn(7, "", {})}); }) ==
           Status::invalid_argument);
   }
   Store store(path);
@@ -244,7 +254,7 @@ TEST_CASE("store: replace_turns with a system prompt changes the header's in the
   check_same(turns[0], turn(0, "be brief", {}));
   check_same(turns[1], turn(1, "q", {1, 7, 2}));
   CHECK_FALSE(store.load_kv("s").has_value());
-  store.replace_turns("s", "", std::vector{turn(1, "q", {1, 2})});
+  store.replace_turns("s", 3, "", std::vector{turn(1, "q", {1, 2})});
   CHECK(store.load_session("s")->system_prompt.empty());
 }
 
