@@ -1,10 +1,13 @@
 #include "cli_args.h"
 
+#include <algorithm>
 #include <cerrno>
+#include <cfloat>
 #include <cmath>
 #include <cstdlib>
 #include <stdexcept>
 #include <string_view>
+#include <vector>
 
 namespace chat {
 namespace {
@@ -24,11 +27,28 @@ long long parse_integer(std::string_view flag, const char* s, long long lo, long
   return v;
 }
 
-float parse_float(std::string_view flag, const char* s) {
+// A finite number in [lo, hi]; `want` says which in a refusal.
+struct Range {
+  float lo, hi;
+  const char* want;
+};
+constexpr Range kAnyNumber{-FLT_MAX, FLT_MAX, "a number"};
+// The ranges parley_generate_options takes (parley.h): the library would refuse the rest at
+// every message.
+constexpr Range kTemperature{0, FLT_MAX, "a number >= 0; 0 = greedy"};
+constexpr Range kTopP{0, 1, "a number in [0, 1]; 1 = off"};
+constexpr Range kMinP{0, 1, "a number in [0, 1]; 0 = off"};
+constexpr Range kRepeatPenalty{0, FLT_MAX, "a number >= 0; 1 = off"};
+
+float parse_float(std::string_view flag, const char* s, const Range& range = kAnyNumber) {
   errno = 0;
   char* end = nullptr;
   const float v = std::strtof(s, &end);
-  if (errno || end == s || *end != '\0' || !std::isfinite(v)) throw bad_value(flag, s, "a number");
+  // Written so that NaN fails the range test too.
+  if (errno || end == s || *end != '\0' || !std::isfinite(v) ||
+      !(v >= range.lo && v <= range.hi)) {
+    throw bad_value(flag, s, range.want);
+  }
   return v;
 }
 
@@ -65,6 +85,68 @@ int32_t parse_overflow(const char* s) {
   throw bad_value("--overflow", v, "error or drop-oldest");
 }
 
+// Well-formed UTF-8, as the library takes it. The Unicode table of well-formed sequences: the
+// first byte sets how many follow and the range of the second, which rules out overlongs
+// (E0 80..9F, F0 80..8F), surrogates (ED A0..BF) and code points past U+10FFFF (F4 90..BF,
+// F5..FF).
+bool is_valid_utf8(std::string_view s) {
+  size_t i = 0;
+  while (i < s.size()) {
+    const auto lead = uint8_t(s[i++]);
+    if (lead < 0x80) continue;
+    size_t trailing = 0;
+    uint8_t low = 0x80, high = 0xBF;
+    if (lead >= 0xC2 && lead <= 0xDF) {
+      trailing = 1;
+    } else if (lead >= 0xE0 && lead <= 0xEF) {
+      trailing = 2;
+      if (lead == 0xE0) low = 0xA0;
+      if (lead == 0xED) high = 0x9F;
+    } else if (lead >= 0xF0 && lead <= 0xF4) {
+      trailing = 3;
+      if (lead == 0xF0) low = 0x90;
+      if (lead == 0xF4) high = 0x8F;
+    } else {
+      return false;  // a continuation byte, C0, C1 or F5..FF
+    }
+    for (size_t k = 0; k < trailing; ++k, ++i) {
+      if (i == s.size()) return false;
+      const auto b = uint8_t(s[i]);
+      if (b < low || b > high) return false;
+      low = 0x80;
+      high = 0xBF;
+    }
+  }
+  return true;
+}
+
+// The generation flags the library would refuse at every message, refused at start instead,
+// where the flag can be named. The vocabulary waits for the model: logit_bias_problem().
+void check_generate_flags(const CliArgs& args) {
+  if (args.stop_strings.size() > PARLEY_MAX_STOP_STRINGS) {
+    throw std::invalid_argument("more than " + std::to_string(PARLEY_MAX_STOP_STRINGS) +
+                                " --stop strings");
+  }
+  for (const auto& s : args.stop_strings) {
+    if (s.empty() || s.size() > PARLEY_MAX_STOP_BYTES) {
+      throw std::invalid_argument("a --stop text has 1 to " +
+                                  std::to_string(PARLEY_MAX_STOP_BYTES) + " bytes");
+    }
+    if (!is_valid_utf8(s)) throw std::invalid_argument("a --stop text is not valid UTF-8");
+  }
+  if (args.reply_prefix && !is_valid_utf8(*args.reply_prefix)) {
+    throw std::invalid_argument("the --reply-prefix text is not valid UTF-8");
+  }
+  std::vector<int32_t> ids;
+  for (const auto& b : args.logit_bias) ids.push_back(b.token);
+  std::sort(ids.begin(), ids.end());
+  const auto twice = std::adjacent_find(ids.begin(), ids.end());
+  if (twice != ids.end()) {
+    throw std::invalid_argument("--logit-bias gives token " + std::to_string(*twice) +
+                                " twice (give each token once)");
+  }
+}
+
 }  // namespace
 
 const char* usage() {
@@ -87,7 +169,7 @@ const char* usage() {
          "      --min-p P           (default 0.05; 0 = off)\n"
          "      --repeat-penalty R  (default 1.0 = off)\n"
          "      --repeat-last-n N   tokens the penalty looks at (default 64)\n"
-         "      --seed S            (default: random)\n"
+         "      --seed S            (default and 0: a random seed)\n"
          "      --ignore-eos        never stop at end tokens\n"
          "      --stop TEXT         end the reply before TEXT, which is not shown (repeat for\n"
          "                          several, up to 16; --stop $'\\n' gives one-line replies)\n"
@@ -136,11 +218,12 @@ CliArgs parse_args(int argc, char** argv) {
     else if (flag == "-s" || flag == "--system") a.system_prompt = value();
     else if (flag == "--template") a.chat_template = value();
     else if (flag == "-n" || flag == "--max-tokens") a.gen.max_tokens = uint32_t(parse_integer(flag, value(), 0, UINT32_MAX));
-    else if (flag == "--temp") a.gen.temperature = parse_float(flag, value());
+    else if (flag == "--temp") a.gen.temperature = parse_float(flag, value(), kTemperature);
     else if (flag == "--top-k") a.gen.top_k = int32_t(parse_integer(flag, value(), 0, INT32_MAX));
-    else if (flag == "--top-p") a.gen.top_p = parse_float(flag, value());
-    else if (flag == "--min-p") a.gen.min_p = parse_float(flag, value());
-    else if (flag == "--repeat-penalty") a.gen.repeat_penalty = parse_float(flag, value());
+    else if (flag == "--top-p") a.gen.top_p = parse_float(flag, value(), kTopP);
+    else if (flag == "--min-p") a.gen.min_p = parse_float(flag, value(), kMinP);
+    else if (flag == "--repeat-penalty") a.gen.repeat_penalty =
+        parse_float(flag, value(), kRepeatPenalty);
     else if (flag == "--repeat-last-n") a.gen.repeat_last_n = uint32_t(parse_integer(flag, value(), 0, UINT32_MAX));
     else if (flag == "--seed") a.gen.seed = uint64_t(parse_integer(flag, value(), 0, INT64_MAX));
     else if (flag == "--ignore-eos") a.gen.ignore_eos = 1;
@@ -162,21 +245,29 @@ CliArgs parse_args(int argc, char** argv) {
     throw std::invalid_argument("no model given: use -m PATH (see --help)");
   }
   // Refused here rather than at every message of a console.
-  if (a.stop_strings.size() > PARLEY_MAX_STOP_STRINGS) {
-    throw std::invalid_argument("more than " + std::to_string(PARLEY_MAX_STOP_STRINGS) +
-                                " --stop strings");
-  }
-  for (const auto& s : a.stop_strings) {
-    if (s.empty() || s.size() > PARLEY_MAX_STOP_BYTES) {
-      throw std::invalid_argument("a --stop text has 1 to " +
-                                  std::to_string(PARLEY_MAX_STOP_BYTES) + " bytes");
-    }
-  }
+  check_generate_flags(a);
   // Without a store there is nowhere to spill to; say so rather than ignore the flag.
   if (a.idle_spill_ms > 0 && !a.store_path) {
     throw std::invalid_argument("--idle-spill needs --store FILE");
   }
   return a;
+}
+
+std::optional<std::string> logit_bias_problem(const CliArgs& args, uint32_t n_vocab) {
+  size_t banned = 0;
+  for (const auto& b : args.logit_bias) {
+    if (uint32_t(b.token) >= n_vocab) {
+      return "--logit-bias token " + std::to_string(b.token) + " is not in the model: ids are " +
+             "below the vocabulary's " + std::to_string(n_vocab);
+    }
+    banned += std::isinf(b.bias) ? 1 : 0;  // only -inf gets past the parser
+  }
+  // The ids are distinct (check_generate_flags) and in the vocabulary: all of it when equal.
+  if (n_vocab > 0 && banned == n_vocab) {
+    return "--logit-bias bans every token of the vocabulary (" + std::to_string(n_vocab) +
+           "): the model would have nothing to say";
+  }
+  return std::nullopt;
 }
 
 }  // namespace chat

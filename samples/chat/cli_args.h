@@ -48,6 +48,10 @@ class GenerateOptions {
 // Throws std::invalid_argument with a message naming the flag.
 CliArgs parse_args(int argc, char** argv);
 
+// What is wrong with the --logit-bias flags for a vocabulary of n_vocab tokens (a token past
+// it, every token banned), which parse_args cannot know; nullopt when nothing is.
+std::optional<std::string> logit_bias_problem(const CliArgs& args, uint32_t n_vocab);
+
 const char* usage();
 
 }  // namespace chat

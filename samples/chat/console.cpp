@@ -4,6 +4,7 @@
 
 #include <cstdio>
 #include <iostream>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -83,6 +84,48 @@ void print_banner(parley_engine* engine) {
   }
 }
 
+enum class InputLine {
+  line,         // `line` holds one, its CRLF's CR dropped
+  interrupted,  // Ctrl-C at an interactive prompt: said how to leave; ask again
+  refused,      // a line the console cannot act on (it holds a NUL byte): said; skip it
+  end,          // end of input
+};
+
+// A line; false at the end of input or, with `*interrupted` set, on Ctrl-C at a prompt.
+bool read_line(std::string& line, const std::string& prompt, bool* interrupted) {
+  *interrupted = false;
+  if (prompt.empty()) return bool(std::getline(std::cin, line));
+  clear_stop_request();
+  ctrl_c_ends_reads(true);  // else the read goes on after a Ctrl-C, which is then lost
+  std::printf("%s", prompt.c_str());
+  std::fflush(stdout);
+  const bool got = bool(std::getline(std::cin, line));
+  ctrl_c_ends_reads(false);  // a Ctrl-C during a reply stops the reply only
+  if (got || !stop_requested()) return got;
+  std::cin.clear();
+  std::clearerr(stdin);
+  *interrupted = true;
+  return false;
+}
+
+// Reads the next line of stdin into `line`. `prompt` (a terminal's) is shown first; Ctrl-C
+// then ends the wait for the line. Without one a Ctrl-C between replies changes nothing.
+InputLine read_input_line(std::string& line, const std::string& prompt) {
+  bool interrupted = false;
+  if (!read_line(line, prompt, &interrupted)) {
+    if (!interrupted) return InputLine::end;
+    std::printf("\n(Ctrl-D or /quit leaves)\n");
+    return InputLine::interrupted;
+  }
+  if (!line.empty() && line.back() == '\r') line.pop_back();  // a line of CRLF input
+  // Every message, id and path goes on as a C string, which would end at the NUL.
+  if (line.find('\0') != std::string::npos) {
+    std::printf("(line ignored: it holds a NUL byte, which no message or command can)\n");
+    return InputLine::refused;
+  }
+  return InputLine::line;
+}
+
 // The open conversations, then the stored ones that are not open.
 void list_sessions(const SessionCommands& commands, const StoreCommands& store) {
   commands.list();
@@ -122,11 +165,14 @@ bool run_command(const Command& c, parley_engine* engine, SessionCommands& comma
 
 int run_console(parley_engine* engine, const CliArgs& args) {
   const bool interactive = ::isatty(STDIN_FILENO);
-  Sessions sessions;
+  Sessions sessions{args.store_path ? engine : nullptr};
   parley_session* first = nullptr;
   bool reopened = false;
   parley_status st = start_first_session(engine, args, &first, &reopened);
-  if (st == PARLEY_OK) st = sessions.add(first);
+  if (st == PARLEY_OK) {
+    st = sessions.add(first, reopened ? Sessions::Origin{false, std::nullopt}
+                                      : Sessions::Origin{true, args.overflow});
+  }
   if (st != PARLEY_OK) {
     print_error("cannot start a session", st);
     return 1;
@@ -138,14 +184,12 @@ int run_console(parley_engine* engine, const CliArgs& args) {
   StoreCommands store{engine, args.store_path.has_value(), sessions};
   TransferCommands transfer{engine, sessions};
   std::string line;
-  for (;;) {
-    if (interactive) {
-      std::printf("[%s] > ", sessions.current().id.c_str());
-      std::fflush(stdout);
-    }
-    if (!std::getline(std::cin, line)) break;
-    if (!line.empty() && line.back() == '\r') line.pop_back();  // a line of CRLF input
-    if (trim(line).empty()) continue;                          // nothing to say
+  // Once stdout cannot be written, no reply or outcome would be seen: stop there.
+  while (flush_stdout()) {
+    const std::string prompt = interactive ? "[" + sessions.current().id + "] > " : "";
+    const InputLine input = read_input_line(line, prompt);
+    if (input == InputLine::end) break;
+    if (input != InputLine::line || trim(line).empty()) continue;  // nothing to say
     if (line[0] != '/' || line.starts_with("//")) {
       // "//..." is a message that starts with '/'.
       send_message(args, sessions.current(), line.starts_with("//") ? line.substr(1) : line);
@@ -157,7 +201,7 @@ int run_console(parley_engine* engine, const CliArgs& args) {
       std::printf("unknown command %s (try /help)\n", line.c_str());
     }
   }
-  return 0;
+  return finish_stdout() ? 0 : 1;
 }
 
 }  // namespace chat

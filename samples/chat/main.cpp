@@ -1,12 +1,52 @@
 // parley-chat: a console chat on a local model, and a one-shot mode for scripts.
 #include <cstdio>
 #include <exception>
+#include <string>
 
 #include "cli_args.h"
 #include "console.h"
 #include "one_shot.h"
 #include "output.h"
 #include "parley.h"
+
+namespace {
+
+// What parley_engine_open failed at, in words, after its status: the store's statuses name the
+// store (the model is fine then), the model's name the model.
+std::string open_failure(const chat::CliArgs& args, parley_status st) {
+  switch (st) {
+    case PARLEY_E_STORAGE:
+    case PARLEY_E_CORRUPT:  // not a Parley store
+      if (args.store_path) return "cannot open the store " + *args.store_path;
+      break;
+    case PARLEY_E_NOT_FOUND:
+    case PARLEY_E_IO:
+    case PARLEY_E_BAD_MODEL:
+    case PARLEY_E_UNSUPPORTED:
+      return "cannot open the model";
+    default:
+      break;
+  }
+  return "cannot open the engine";
+}
+
+// The --logit-bias flags against the model's vocabulary, which parse_args could not know. False
+// after saying what is wrong.
+bool logit_bias_fits(parley_engine* engine, const chat::CliArgs& args) {
+  if (args.logit_bias.empty()) return true;
+  parley_model_info info;
+  info.struct_size = sizeof info;
+  const parley_status st = parley_engine_get_model_info(engine, &info);
+  if (st != PARLEY_OK) {
+    chat::print_error("cannot read the model's vocabulary size", st);
+    return false;
+  }
+  const auto problem = chat::logit_bias_problem(args, info.n_vocab);
+  if (problem) std::fprintf(stderr, "parley-chat: error: %s\n", problem->c_str());
+  return !problem;
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   chat::CliArgs args;
@@ -37,8 +77,12 @@ int main(int argc, char** argv) {
   parley_engine* engine = nullptr;
   const parley_status st = parley_engine_open(&eo, &engine);
   if (st != PARLEY_OK) {
-    chat::print_error("cannot open the model", st);
+    chat::print_error(open_failure(args, st).c_str(), st);
     return 1;
+  }
+  if (!logit_bias_fits(engine, args)) {
+    parley_engine_close(engine);
+    return 1;  // as for any flag the command line refuses
   }
   const int rc = args.prompt ? chat::run_one_shot(engine, args) : chat::run_console(engine, args);
   parley_engine_close(engine);

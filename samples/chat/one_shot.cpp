@@ -17,21 +17,9 @@ int stream_and_note(const char* utf8, size_t len, void* user) {
 
 // stdout holds only the reply, so the id of a conversation the library named goes to stderr:
 // without it the stored conversation could not be continued.
-void announce_stored_id(parley_session* session) {
-  parley_status st = PARLEY_OK;
-  const auto id = session_id(session, &st);
-  if (!id) {
-    print_error("cannot read the session's id", st);
-    return;
-  }
+void announce_stored_id(const std::string& id) {
   std::fprintf(stderr, "parley-chat: stored as session %s (continue with --session %s)\n",
-               id->c_str(), id->c_str());
-}
-
-uint32_t turn_count(parley_session* session) {
-  parley_session_info info;
-  info.struct_size = sizeof info;
-  return parley_session_get_info(session, &info) == PARLEY_OK ? info.n_turns : 0;
+               id.c_str(), id.c_str());
 }
 
 }  // namespace
@@ -45,7 +33,6 @@ int run_one_shot(parley_engine* engine, const CliArgs& args) {
     return 1;
   }
   stop_replies_on_ctrl_c();
-  if (args.store_path && !args.session_id) announce_stored_id(session);
   parley_turn_stats stats;
   stats.struct_size = sizeof stats;
   bool wrote = false;
@@ -60,7 +47,8 @@ int run_one_shot(parley_engine* engine, const CliArgs& args) {
   int rc = 0;
   if (st == PARLEY_OK || st == PARLEY_E_CANCELLED) {
     if (args.print_ids) print_ids(last_reply_ids(session));
-    if (st == PARLEY_E_CANCELLED) {
+    // A reply that could not be written stops too; finish_stdout() says why.
+    if (st == PARLEY_E_CANCELLED && flush_stdout()) {
       std::fprintf(stderr, "parley-chat: stopped\n");
       rc = 1;
     }
@@ -68,14 +56,24 @@ int run_one_shot(parley_engine* engine, const CliArgs& args) {
     print_error("generation failed", st);
     rc = 1;
   }
-  const bool started_here = args.store_path && !reopened;
-  const bool said_nothing = started_here && turn_count(session) == 0;
-  const auto id = said_nothing ? session_id(session, &st) : std::nullopt;
-  parley_session_close(session);  // with a store: spills the KV, so the next run restores it
+  if (!finish_stdout()) rc = 1;
+  // With a store, closing spills the KV, so the next run restores it.
+  if (!args.store_path || reopened) {
+    parley_session_close(session);
+    return rc;
+  }
+  const auto id = session_id(session, &st);
+  if (!id) {
+    print_error("cannot read the session's id", st);
+    parley_session_close(session);
+    return rc;
+  }
   // A conversation this run started and nothing was said in: not left behind in the store.
-  if (id && parley_session_delete(engine, id->c_str()) == PARLEY_OK) {
+  if (close_dropping_unspoken(engine, session, *id)) {
     std::fprintf(stderr, "parley-chat: session %s was not kept: nothing was said in it\n",
                  id->c_str());
+  } else if (!args.session_id) {
+    announce_stored_id(*id);  // only now that it holds the turn
   }
   return rc;
 }

@@ -2,9 +2,11 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <csignal>
 #include <cstdio>
+#include <cstring>
 #include <string>
 
 namespace chat {
@@ -16,11 +18,31 @@ std::atomic<bool> g_stop_requested{false};
 
 void on_sigint(int) { g_stop_requested.store(true); }
 
+// Why stdout could not be written (an errno value); 0 while it could.
+int g_stdout_error = 0;
+
+// Right after a write to stdout failed; the first reason is the one told.
+void note_stdout_error() {
+  if (g_stdout_error == 0) g_stdout_error = errno != 0 ? errno : EIO;
+}
+
+void install_sigint_handler(bool restart_reads) {
+  struct sigaction sa {};
+  sa.sa_handler = on_sigint;
+  sigemptyset(&sa.sa_mask);
+  sa.sa_flags = restart_reads ? SA_RESTART : 0;
+  sigaction(SIGINT, &sa, nullptr);
+}
+
 }  // namespace
 
-void stop_replies_on_ctrl_c() { std::signal(SIGINT, on_sigint); }
+void stop_replies_on_ctrl_c() { install_sigint_handler(true); }
 
 void clear_stop_request() { g_stop_requested.store(false); }
+
+bool stop_requested() { return g_stop_requested.load(); }
+
+void ctrl_c_ends_reads(bool ends) { install_sigint_handler(!ends); }
 
 InterruptOnCtrlC::InterruptOnCtrlC(parley_session* session)
     : watcher_([this, session] {
@@ -40,9 +62,23 @@ InterruptOnCtrlC::~InterruptOnCtrlC() {
 }
 
 int stream_to_stdout(const char* utf8, size_t len, void*) {
-  std::fwrite(utf8, 1, len, stdout);
-  std::fflush(stdout);
+  if (std::fwrite(utf8, 1, len, stdout) != len) note_stdout_error();
+  if (!flush_stdout()) return 1;
   return g_stop_requested.load() ? 1 : 0;
+}
+
+bool flush_stdout() {
+  if (std::fflush(stdout) != 0) note_stdout_error();
+  // A failed write whose errno is gone (a printf that flushed a full buffer) still counts.
+  if (std::ferror(stdout) && g_stdout_error == 0) g_stdout_error = EIO;
+  return g_stdout_error == 0;
+}
+
+bool finish_stdout() {
+  if (flush_stdout()) return true;
+  std::fprintf(stderr, "parley-chat: error: cannot write the reply to standard output: %s\n",
+               std::strerror(g_stdout_error));
+  return false;
 }
 
 std::optional<parley_turn> last_turn(parley_session* s) {

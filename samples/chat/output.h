@@ -17,6 +17,13 @@ void stop_replies_on_ctrl_c();
 // Forgets a Ctrl-C pressed before this reply started.
 void clear_stop_request();
 
+// Whether Ctrl-C was pressed since the last clear_stop_request().
+bool stop_requested();
+
+// true: from now on a Ctrl-C also ends a blocking read (it fails with EINTR) instead of being
+// swallowed by it; false: reads go on after one again (the default).
+void ctrl_c_ends_reads(bool ends);
+
 // While one lives, a Ctrl-C interrupts the session's send also before any reply text comes
 // (while a long message is still being read), from a thread of its own.
 class InterruptOnCtrlC {
@@ -31,8 +38,16 @@ class InterruptOnCtrlC {
   std::thread watcher_;
 };
 
-// A parley_text_fn: writes the text to stdout at once; returns non-zero after Ctrl-C.
+// A parley_text_fn: writes the text to stdout at once; returns non-zero after Ctrl-C, and
+// when stdout cannot be written (no one would see the rest).
 int stream_to_stdout(const char* utf8, size_t len, void* user);
+
+// Flushes stdout; false when it, or an earlier write, failed (the reason is kept).
+bool flush_stdout();
+
+// flush_stdout(), saying on stderr when it fails: "parley-chat: error: cannot write the reply
+// to standard output: <reason>". A run whose output was lost must not end in success.
+bool finish_stdout();
 
 // The conversation's last message; nullopt when there is none (or it cannot be read).
 std::optional<parley_turn> last_turn(parley_session* s);

@@ -13,10 +13,32 @@
 namespace chat {
 namespace {
 
+// After PARLEY_E_CONTEXT_FULL: the way out, which depends on what filled the context.
+// `for_message`: a message was refused (else more of the last reply).
+void print_context_full_hint(Sessions::Open& open, bool for_message) {
+  const char* hint = nullptr;
+  if (for_message && nothing_said(open.session.get())) {
+    // Nothing to drop or start afresh: only the message itself can change.
+    hint = "(the message alone is too long for the context: send a shorter one, or split it "
+           "over several messages)";
+  } else if (open.overflow == PARLEY_OVERFLOW_DROP_OLDEST) {
+    // The library dropped what it could already.
+    hint = for_message ? "(the message does not fit even after dropping the older exchanges: "
+                         "send a shorter one)"
+                       : "(the reply cannot go on even after dropping the older exchanges: "
+                         "send a message, or /reset or /new starts another conversation)";
+  } else {
+    hint = "(the conversation fills the context: /reset or /new starts another, /rewind N "
+           "drops messages, --overflow drop-oldest forgets old ones)";
+  }
+  std::fprintf(stderr, "%s\n", hint);
+}
+
 // Runs one generating call (send or continue) with the command line's options; prints its
-// outcome. `what` names it in an error.
+// outcome. `what` names it in an error; `for_message`: a send.
 template <class Call>
-void generate(const CliArgs& args, Sessions::Open& open, const char* what, Call&& call) {
+void generate(const CliArgs& args, Sessions::Open& open, const char* what, bool for_message,
+              Call&& call) {
   clear_stop_request();
   parley_turn_stats stats;
   stats.struct_size = sizeof stats;
@@ -33,11 +55,7 @@ void generate(const CliArgs& args, Sessions::Open& open, const char* what, Call&
     if (args.print_ids) print_ids(last_reply_ids(open.session.get()));
   } else {
     print_error(what, st);
-    if (st == PARLEY_E_CONTEXT_FULL) {
-      std::fprintf(stderr,
-                   "(the conversation fills the context: /reset or /new starts another, "
-                   "/rewind N drops messages, --overflow drop-oldest forgets old ones)\n");
-    }
+    if (st == PARLEY_E_CONTEXT_FULL) print_context_full_hint(open, for_message);
   }
 }
 
@@ -50,7 +68,7 @@ std::string next_words(std::string_view text) {
 }
 
 void send_message(const CliArgs& args, Sessions::Open& open, const std::string& text) {
-  generate(args, open, "send failed", [&](const parley_generate_options* o,
+  generate(args, open, "send failed", true, [&](const parley_generate_options* o,
                                           parley_turn_stats* stats) {
     return parley_session_send(open.session.get(), text.c_str(), o, stream_to_stdout, nullptr,
                                stats);
@@ -59,7 +77,7 @@ void send_message(const CliArgs& args, Sessions::Open& open, const std::string& 
 
 void continue_reply(const CliArgs& args, Sessions::Open& open, std::string_view steer) {
   const std::string prefix = next_words(steer);
-  generate(args, open, "continue failed", [&](const parley_generate_options* o,
+  generate(args, open, "continue failed", false, [&](const parley_generate_options* o,
                                               parley_turn_stats* stats) {
     parley_generate_options steered = *o;
     if (!prefix.empty()) steered.reply_prefix = prefix.c_str();
@@ -90,6 +108,11 @@ void write_exchange(Sessions::Open& open, std::string_view arg) {
   const std::vector<std::string> parts = split_bars(arg);
   if (parts.size() != 2) {
     std::printf("usage: /exchange USER MESSAGE | REPLY\n");
+    return;
+  }
+  // A blank message says nothing, as a blank line does (the reply may be empty).
+  if (parts[0].empty()) {
+    std::printf("usage: /exchange USER MESSAGE | REPLY: the message may not be blank\n");
     return;
   }
   clear_stop_request();

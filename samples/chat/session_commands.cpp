@@ -52,9 +52,9 @@ void print_current(Sessions& sessions) {
   std::printf("(session %s)\n", sessions.current().id.c_str());
 }
 
-// Hands a just-created session to the registry and announces it.
-void adopt_as_current(Sessions& sessions, parley_session* s) {
-  const parley_status st = sessions.add(s);
+// Hands a session created in this run to the registry and announces it.
+void adopt_as_current(Sessions& sessions, parley_session* s, const Sessions::Origin& origin) {
+  const parley_status st = sessions.add(s, origin);
   if (st != PARLEY_OK) {
     print_error("cannot read the new session's id", st);
     return;
@@ -73,7 +73,7 @@ void SessionCommands::start_new(std::string_view id) {
     print_error("cannot start a session", st);
     return;
   }
-  adopt_as_current(sessions, s);
+  adopt_as_current(sessions, s, {true, args.overflow});
 }
 
 void SessionCommands::switch_to(std::string_view id) {
@@ -97,7 +97,8 @@ void SessionCommands::fork(std::string_view id) {
     print_error("cannot fork the session", st);
     return;
   }
-  adopt_as_current(sessions, copy);
+  // A copy keeps its source's overflow policy.
+  adopt_as_current(sessions, copy, {true, sessions.current().overflow});
 }
 
 void SessionCommands::rewind(std::string_view count) {
@@ -135,7 +136,7 @@ void SessionCommands::reset() {
     print_error("cannot start a session", st);
     return;
   }
-  st = sessions.replace_current(fresh);
+  st = sessions.replace_current(fresh, {true, args.overflow});
   if (st != PARLEY_OK) {
     print_error("cannot read the new session's id", st);
     return;

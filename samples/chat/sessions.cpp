@@ -6,8 +6,10 @@ namespace chat {
 namespace {
 
 // Owns `s` from here on: on failure the returned nothing closes it.
-std::optional<Sessions::Open> adopt(parley_session* s, parley_status* status) {
-  Sessions::Open entry{{}, {s, parley_session_close}, std::nullopt};
+std::optional<Sessions::Open> adopt(parley_session* s, const Sessions::Origin& origin,
+                                    parley_status* status) {
+  Sessions::Open entry{{}, {s, parley_session_close}, std::nullopt, origin.started_here,
+                       origin.overflow};
   auto id = session_id(s, status);
   if (!id) return std::nullopt;
   entry.id = std::move(*id);
@@ -24,20 +26,51 @@ std::optional<std::string> session_id(parley_session* s, parley_status* status) 
   return std::string(info.id);
 }
 
-parley_status Sessions::add(parley_session* s) {
+bool nothing_said(parley_session* s) {
+  parley_session_info info;
+  info.struct_size = sizeof info;
+  if (parley_session_get_info(s, &info) != PARLEY_OK) return false;
+  if (info.n_turns == 0) return true;
+  parley_turn first;
+  first.struct_size = sizeof first;
+  return info.n_turns == 1 && parley_session_get_turn(s, 0, &first) == PARLEY_OK &&
+         first.role == PARLEY_ROLE_SYSTEM;
+}
+
+bool close_dropping_unspoken(parley_engine* engine, parley_session* s, const std::string& id) {
+  const bool drop = nothing_said(s);
+  parley_session_close(s);  // the library deletes only closed conversations
+  return drop && parley_session_delete(engine, id.c_str()) == PARLEY_OK;
+}
+
+Sessions::~Sessions() {
+  for (Open& o : open_) close_session(o);
+}
+
+void Sessions::close_session(Open& o) {
+  parley_session* s = o.session.release();
+  if (store_engine_ && o.started_here) {
+    close_dropping_unspoken(store_engine_, s, o.id);
+  } else {
+    parley_session_close(s);
+  }
+}
+
+parley_status Sessions::add(parley_session* s, const Origin& origin) {
   parley_status st = PARLEY_OK;
-  auto entry = adopt(s, &st);
+  auto entry = adopt(s, origin, &st);
   if (!entry) return st;
   open_.push_back(std::move(*entry));
   current_ = open_.size() - 1;
   return PARLEY_OK;
 }
 
-parley_status Sessions::replace_current(parley_session* s) {
+parley_status Sessions::replace_current(parley_session* s, const Origin& origin) {
   parley_status st = PARLEY_OK;
-  auto entry = adopt(s, &st);
+  auto entry = adopt(s, origin, &st);
   if (!entry) return st;
-  open_[current_] = std::move(*entry);  // closes the replaced session
+  close_session(open_[current_]);
+  open_[current_] = std::move(*entry);
   return PARLEY_OK;
 }
 
@@ -60,7 +93,8 @@ bool Sessions::is_open(std::string_view id) const { return index_of(id).has_valu
 bool Sessions::close(std::string_view id) {
   const auto i = index_of(id);
   if (!i || open_.size() == 1) return false;
-  open_.erase(open_.begin() + std::ptrdiff_t(*i));  // closes the session
+  close_session(open_[*i]);
+  open_.erase(open_.begin() + std::ptrdiff_t(*i));
   if (*i < current_ || current_ == open_.size()) --current_;
   return true;
 }

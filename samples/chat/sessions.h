@@ -1,5 +1,6 @@
 // The console's open conversations, by id, in the order they were opened, and which one is
-// current. Every session handed to it is closed by it.
+// current. Every session handed to it is closed by it; with a store, one started in this run
+// that nothing was said in is deleted from the store as it closes.
 #pragma once
 
 #include <memory>
@@ -18,14 +19,29 @@ class Sessions {
     std::string id;
     std::unique_ptr<parley_session, void (*)(parley_session*)> session;
     std::optional<parley_turn_stats> last_turn;  // of the last message sent in this session
+    bool started_here = false;        // created in this run, not opened from the store
+    std::optional<int32_t> overflow;  // its PARLEY_OVERFLOW_* policy when this run knows it
   };
 
+  // Where a session handed over comes from.
+  struct Origin {
+    bool started_here = false;
+    std::optional<int32_t> overflow;
+  };
+
+  // `store_engine`: the engine when it has a store (where unspoken conversations started here
+  // are deleted), else NULL.
+  explicit Sessions(parley_engine* store_engine) : store_engine_(store_engine) {}
+  ~Sessions();  // closes them all
+  Sessions(const Sessions&) = delete;
+  Sessions& operator=(const Sessions&) = delete;
+
   // Takes `s` and makes it current. Fails only when its id cannot be read; `s` is then closed.
-  parley_status add(parley_session* s);
+  parley_status add(parley_session* s, const Origin& origin);
 
   // Closes the current session and puts `s` in its place, as the current one. Same failure
   // rule as add(); the current session then stays.
-  parley_status replace_current(parley_session* s);
+  parley_status replace_current(parley_session* s, const Origin& origin);
 
   // False when no open session has that id; nothing changes then.
   bool switch_to(std::string_view id);
@@ -43,12 +59,26 @@ class Sessions {
 
  private:
   std::optional<size_t> index_of(std::string_view id) const;
+  // Closes o's session (dropping it from the store when unspoken); o.session is NULL after.
+  void close_session(Open& o);
 
+  parley_engine* store_engine_;
   std::vector<Open> open_;
   size_t current_ = 0;
 };
 
 // The session's id, or nullopt (parley_last_error() says why).
 std::optional<std::string> session_id(parley_session* s, parley_status* status);
+
+// A run that starts a conversation and leaves it without a word said in it (a console quit at
+// once, a /new never used, a one-shot message refused) leaves nothing in the store.
+
+// True when the conversation holds no message but, perhaps, its system prompt. False also
+// when that cannot be read: a conversation is never dropped by mistake.
+bool nothing_said(parley_session* s);
+
+// Closes `s` (id `id`, started in this run, in a store). When nothing was said in it, it is
+// deleted from the store as well; returns whether it was.
+bool close_dropping_unspoken(parley_engine* engine, parley_session* s, const std::string& id);
 
 }  // namespace chat

@@ -82,7 +82,7 @@ void StoreCommands::open(std::string_view id) {
     print_error("cannot open the session", st);
     return;
   }
-  st = sessions.add(s);
+  st = sessions.add(s, {false, std::nullopt});  // its policy is the stored one
   if (st != PARLEY_OK) {
     print_error("cannot read the opened session's id", st);
     return;

@@ -1,0 +1,146 @@
+// parley-chat's console reading lines it cannot act on as typed: empty alternatives to score,
+// a blank /exchange message, a NUL byte, a message too long for any conversation, and Ctrl-C
+// at the prompt of a terminal. Each is answered, and changes nothing.
+#include <doctest/doctest.h>
+
+#include <filesystem>
+#include <string>
+
+#include "support/shared_assets.h"
+#include "support/shell.h"
+
+#ifdef PARLEY_CHAT_EXE
+
+using namespace parley::test;
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string quote(const std::string& s) { return shell_quote(s); }
+
+std::string chat_command(const fs::path& model, const std::string& flags = "") {
+  return std::string(PARLEY_CHAT_EXE) + " -m " + quote(model.string()) +
+         " --template raw --temp 0 -n 8 " + flags;
+}
+
+// The console with `input` on stdin; stdout and stderr together.
+ShellRun run_console(const fs::path& model, const std::string& input,
+                     const std::string& flags = "") {
+  return run_shell("printf '%s' " + quote(input) + " | " + chat_command(model, flags) + " 2>&1");
+}
+
+size_t count(const std::string& text, const std::string& what) {
+  size_t n = 0;
+  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
+// "* ID  N turns, ..." of /sessions: N for the current conversation; -1 when not listed.
+int current_turns(const std::string& text) {
+  const size_t line = text.rfind("\n* ");
+  if (line == std::string::npos) return -1;
+  const size_t gap = text.find("  ", line + 3);
+  return gap == std::string::npos ? -1 : std::stoi(text.substr(gap + 2));
+}
+
+}  // namespace
+
+TEST_CASE("console: /score and /score-next refuse empty alternatives, and print no nan") {
+  PARLEY_SHARED_OR_SKIP(gguf, "models/stories260k/stories260k-f32.gguf");
+  const ShellRun r = run_console(gguf,
+                                 "Once upon a time\n/score-next blue | \n/score-next | blue\n"
+                                 "/score Once | there | \n/score Once |\n"
+                                 "/score-next blue | named Lily.\n/sessions\n");
+  CHECK(r.exit_code == 0);
+  CHECK(count(r.out, "usage: /score-next TEXT | TEXT ...: a text may not be empty\n") == 2);
+  CHECK(count(r.out, "usage: /score MESSAGE | REPLY | REPLY ...: a reply may not be empty\n") ==
+        2);
+  CHECK(count(r.out, "(log-probability of each") == 1);  // the last one only
+  CHECK(r.out.find("nan") == std::string::npos);
+  CHECK(current_turns(r.out) == 2);
+}
+
+TEST_CASE("console: /exchange refuses a blank message, as a blank line says nothing") {
+  PARLEY_SHARED_OR_SKIP(gguf, "models/stories260k/stories260k-f32.gguf");
+  const ShellRun r = run_console(gguf, "/exchange | \n/exchange   | a reply\n/sessions\n"
+                                       "/exchange Tell me | \n/sessions\n");
+  CHECK(r.exit_code == 0);
+  CHECK(count(r.out, "usage: /exchange USER MESSAGE | REPLY: the message may not be blank\n") ==
+        2);
+  const size_t added = r.out.find("(added: a message and its reply)\n");
+  REQUIRE(added != std::string::npos);
+  CHECK(current_turns(r.out.substr(0, added)) == 0);
+  CHECK(current_turns(r.out) == 2);  // a written reply may be empty
+}
+
+TEST_CASE("console: a line holding a NUL byte is refused whole") {
+  PARLEY_SHARED_OR_SKIP(gguf, "models/stories260k/stories260k-f32.gguf");
+  TempDir dir;
+  const std::string file = (dir / "chat.json").string();
+  // printf's \0 puts the NUL in: a message, a /new id and an /export path, each cut short by
+  // it once.
+  const ShellRun r = run_shell("printf 'Once\\0upon a time\\n/new x\\0y\\n/export " + file +
+                               "\\0z\\n/sessions\\n' | " + chat_command(gguf) + " 2>&1");
+  CHECK(r.exit_code == 0);
+  CHECK(count(r.out, "(line ignored: it holds a NUL byte, which no message or command can)\n") ==
+        3);
+  CHECK(current_turns(r.out) == 0);
+  CHECK(r.out.find("(session x)") == std::string::npos);
+  CHECK(r.out.find("exported") == std::string::npos);
+  CHECK(fs::is_empty(dir.path()));
+}
+
+TEST_CASE("console: a full context's hint fits what filled it") {
+  PARLEY_SHARED_OR_SKIP(gguf, "models/stories260k/stories260k-f32.gguf");
+  std::string too_long;
+  for (int i = 0; i < 20; ++i) too_long += "the cat ran ";  // more than 40 tokens
+  const std::string others_hint = "/reset or /new starts another";
+  // An empty conversation: the message alone is too long, and nothing else would help.
+  const ShellRun alone = run_console(gguf, too_long + "\n/sessions\n", "--ctx 40");
+  CHECK(alone.out.find("(PARLEY_E_CONTEXT_FULL)") != std::string::npos);
+  CHECK(alone.out.find("(the message alone is too long for the context") != std::string::npos);
+  CHECK(alone.out.find(others_hint) == std::string::npos);
+  CHECK(current_turns(alone.out) == 0);
+  // Also after a system prompt, which is no message.
+  const ShellRun prompted = run_console(gguf, too_long + "\n", "--ctx 40 -s 'Be kind.'");
+  CHECK(prompted.out.find("(the message alone is too long for the context") != std::string::npos);
+  // Dropping the older exchanges was tried already.
+  const ShellRun dropping =
+      run_console(gguf, "Once upon a time\n" + too_long + "\n", "--ctx 40 --overflow drop-oldest");
+  CHECK(dropping.out.find("(the message does not fit even after dropping the older exchanges") !=
+        std::string::npos);
+  CHECK(dropping.out.find("--overflow drop-oldest forgets") == std::string::npos);
+  // A conversation with messages, which may drop: the hint as before.
+  const ShellRun full = run_console(gguf, "Once upon a time\n" + too_long + "\n", "--ctx 40");
+  CHECK(full.out.find("(the conversation fills the context: " + others_hint) !=
+        std::string::npos);
+}
+
+TEST_CASE("console: Ctrl-C at a terminal's prompt says how to leave, and asks again") {
+  PARLEY_SHARED_OR_SKIP(gguf, "models/stories260k/stories260k-f32.gguf");
+  if (run_shell("command -v script >/dev/null 2>&1").exit_code != 0) {
+    MESSAGE("skipped: no script(1) to give parley-chat a terminal");
+    return;
+  }
+  TempDir dir;
+  const std::string out = quote((dir / "out.txt").string());
+  // Waits (at most ~30 s) until the prompt has been shown `n` times.
+  const auto prompts = [&](int n) {
+    return "i=0; until [ $(grep -o '] > ' " + out + " 2>/dev/null | wc -l) -ge " +
+           std::to_string(n) + " ] || [ $i -ge 600 ]; do i=$((i+1)); sleep 0.05; done; ";
+  };
+  // Half a line typed, then Ctrl-C (the terminal turns \003 into SIGINT), then /sessions.
+  const std::string typist = prompts(1) + "printf 'Once'; sleep 0.2; printf '\\003'; " +
+                             prompts(2) + "printf '/sessions\\n'; " + prompts(3) +
+                             "printf '/quit\\n'; sleep 0.5";
+  const ShellRun r = run_shell("{ " + typist + "; } | timeout 60 script -qfec " +
+                               quote(chat_command(gguf)) + " /dev/null > " + out +
+                               "; cat " + out);
+  CHECK(r.exit_code == 0);
+  const size_t hint = r.out.find("(Ctrl-D or /quit leaves)");
+  REQUIRE(hint != std::string::npos);
+  CHECK(r.out.find("] > /sessions", hint) != std::string::npos);
+  CHECK(current_turns(r.out) == 0);  // the half-typed line was dropped, not sent
+}
+
+#endif  // PARLEY_CHAT_EXE

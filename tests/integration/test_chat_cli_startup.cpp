@@ -1,0 +1,101 @@
+// parley-chat's start: flags every message would be refused for are refused at once, naming
+// the flag, and a failure to open says what failed (the store, not the model).
+#include <doctest/doctest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "support/shared_assets.h"
+#include "support/shell.h"
+
+#ifdef PARLEY_CHAT_EXE
+
+using namespace parley::test;
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string quote(const std::string& s) { return shell_quote(s); }
+
+// parley-chat with `args` (shell words, not quoted again) and `input` on stdin; stdout and
+// stderr together.
+ShellRun run_chat(const std::string& args, const std::string& input = "") {
+  return run_shell("printf '%s' " + quote(input) + " | " + PARLEY_CHAT_EXE + " " + args +
+                   " 2>&1");
+}
+
+}  // namespace
+
+TEST_CASE("sampling flags the library would refuse are refused at start, naming the flag") {
+  PARLEY_SHARED_OR_SKIP(gguf, "models/stories260k/stories260k-f32.gguf");
+  const std::string model = "-m " + quote(gguf.string()) + " --template raw -n 4 ";
+  // The flags, and what the refusal says. The vocabulary has 512 tokens.
+  const std::vector<std::pair<std::string, std::string>> refused = {
+      {"--temp -1", "invalid value for --temp: '-1' (expected a number >= 0"},
+      {"--top-p 2", "invalid value for --top-p: '2' (expected a number in [0, 1]"},
+      {"--min-p 5", "invalid value for --min-p: '5' (expected a number in [0, 1]"},
+      {"--repeat-penalty -3", "invalid value for --repeat-penalty: '-3' (expected a number >= 0"},
+      {"--logit-bias 9999=1", "--logit-bias token 9999 is not in the model"},
+      {"--logit-bias 2=-inf --logit-bias 2=5", "--logit-bias gives token 2 twice"},
+      {"--reply-prefix \"$(printf 'Once \\377')\"", "the --reply-prefix text is not valid UTF-8"},
+      {"--stop \"$(printf '\\377')\"", "a --stop text is not valid UTF-8"},
+  };
+  for (const auto& [flags, says] : refused) {
+    CAPTURE(flags);
+    const ShellRun console = run_chat(model + flags, "Once upon a time\nThe cat\n");
+    CHECK(console.exit_code == 1);
+    CHECK(console.out.rfind("parley-chat: error: " + says, 0) == 0);
+    CHECK(console.out.find("send failed") == std::string::npos);
+    const ShellRun one_shot = run_chat(model + flags + " -p 'Once upon a time'");
+    CHECK(one_shot.exit_code == 1);
+    CHECK(one_shot.out.rfind("parley-chat: error: " + says, 0) == 0);
+  }
+  // Banning every token leaves the model nothing to say.
+  std::string every_ban;
+  for (int id = 0; id < 512; ++id) every_ban += " --logit-bias " + std::to_string(id) + "=-inf";
+  const ShellRun banned = run_chat(model + every_ban + " -p hi");
+  CHECK(banned.exit_code == 1);
+  CHECK(banned.out.find("--logit-bias bans every token of the vocabulary (512)") !=
+        std::string::npos);
+  // The edges of each range are taken (0 means "off" for top-p and the repeat penalty).
+  const ShellRun edges =
+      run_chat(model + "--temp 0 --top-p 0 --min-p 1 --repeat-penalty 0 --logit-bias 511=-inf " +
+               "-p 'Once upon a time'");
+  CHECK(edges.exit_code == 0);
+  CHECK(edges.out.size() > 5);
+}
+
+TEST_CASE("--help says that seed 0 is a random one too") {
+  const ShellRun help = run_chat("--help");
+  CHECK(help.exit_code == 0);
+  CHECK(help.out.find("--seed S            (default and 0: a random seed)\n") !=
+        std::string::npos);
+}
+
+TEST_CASE("a store that cannot be opened is named, not the model") {
+  PARLEY_SHARED_OR_SKIP(gguf, "models/stories260k/stories260k-f32.gguf");
+  TempDir dir;
+  const std::string not_sqlite = (dir / "notes.txt").string();
+  std::ofstream(not_sqlite) << "not an SQLite file, and long enough to have a header's bytes";
+  std::vector<std::string> stores = {(dir / "no-such-dir" / "chat.db").string(), not_sqlite,
+                                     dir.path().string()};
+  if (fs::exists("/dev/null")) stores.push_back("/dev/null");
+  for (const std::string& store : stores) {
+    CAPTURE(store);
+    const ShellRun r =
+        run_chat("-m " + quote(gguf.string()) + " --store " + quote(store) + " -p hi");
+    CHECK(r.exit_code == 1);
+    CHECK(r.out.rfind("parley-chat: error: cannot open the store " + store + ": ", 0) == 0);
+    CHECK(r.out.find("model") == std::string::npos);
+  }
+  CHECK_FALSE(fs::exists(dir / "no-such-dir"));
+  // A missing model is still the model's failure.
+  const ShellRun no_model = run_chat("-m " + quote((dir / "none.gguf").string()) + " -p hi");
+  CHECK(no_model.exit_code == 1);
+  CHECK(no_model.out.rfind("parley-chat: error: cannot open the model: ", 0) == 0);
+}
+
+#endif  // PARLEY_CHAT_EXE
