@@ -181,7 +181,8 @@ const char* usage() {
          "      --ctx N             context length (default: the model's)\n"
          "      --overflow POLICY   when a message does not fit the context: error (default)\n"
          "                          or drop-oldest (forget the oldest exchanges, also in the\n"
-         "                          store; the system prompt stays)\n"
+         "                          store; the system prompt stays). A stored conversation\n"
+         "                          keeps its own unless this flag is given\n"
          "      --print-ids         after the reply, print 'ids: <generated token ids>'\n"
          "      --store FILE        keep conversations in this SQLite file (created when missing)\n"
          "      --session ID        with --store: continue the stored conversation ID, or start\n"
@@ -234,7 +235,10 @@ CliArgs parse_args(int argc, char** argv) {
     else if (flag == "--device") a.device = value();
     else if (flag == "--kv") a.kv_type = parse_kv(value());
     else if (flag == "--ctx") a.context_length = uint32_t(parse_integer(flag, value(), 0, UINT32_MAX));
-    else if (flag == "--overflow") a.overflow = parse_overflow(value());
+    else if (flag == "--overflow") {
+      a.overflow = parse_overflow(value());
+      a.overflow_given = true;
+    }
     else if (flag == "--print-ids") a.print_ids = true;
     else if (flag == "--store") a.store_path = value();
     else if (flag == "--session") a.session_id = value();

@@ -22,6 +22,7 @@ struct CliArgs {
   int32_t kv_type = PARLEY_KV_DEFAULT;
   uint32_t context_length = 0;
   int32_t overflow = PARLEY_OVERFLOW_ERROR;  // of the conversations this run starts
+  bool overflow_given = false;  // --overflow: also for the stored conversations it opens
   parley_generate_options gen{};  // without the three below: GenerateOptions
   std::vector<std::string> stop_strings;  // --stop, in order
   std::optional<std::string> reply_prefix;

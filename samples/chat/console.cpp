@@ -74,12 +74,16 @@ Command parse_command(std::string_view line) {
   return {line.substr(0, space), trim(line.substr(space + 1))};
 }
 
-void print_banner(parley_engine* engine) {
+// The template shown is the first conversation's (a flag's, or a stored one's own).
+void print_banner(parley_engine* engine, parley_session* first) {
   parley_model_info info;
   info.struct_size = sizeof info;
-  if (parley_engine_get_model_info(engine, &info) == PARLEY_OK) {
+  parley_session_info session;
+  session.struct_size = sizeof session;
+  if (parley_engine_get_model_info(engine, &info) == PARLEY_OK &&
+      parley_session_get_info(first, &session) == PARLEY_OK) {
     std::printf("parley %s | %s | %s | template %s | context %u\nType /help for commands.\n",
-                parley_version(), info.name, info.backend, info.chat_template,
+                parley_version(), info.name, info.backend, session.chat_template,
                 info.context_length);
   }
 }
@@ -170,18 +174,17 @@ int run_console(parley_engine* engine, const CliArgs& args) {
   bool reopened = false;
   parley_status st = start_first_session(engine, args, &first, &reopened);
   if (st == PARLEY_OK) {
-    st = sessions.add(first, reopened ? Sessions::Origin{false, std::nullopt}
-                                      : Sessions::Origin{true, args.overflow});
+    st = sessions.add(first, !reopened);
   }
   if (st != PARLEY_OK) {
     print_error("cannot start a session", st);
     return 1;
   }
   stop_replies_on_ctrl_c();
-  if (interactive) print_banner(engine);
+  if (interactive) print_banner(engine, sessions.current().session.get());
   if (reopened) announce_reopened(sessions);
   SessionCommands commands{engine, args, sessions};
-  StoreCommands store{engine, args.store_path.has_value(), sessions};
+  StoreCommands store{engine, args, sessions};
   TransferCommands transfer{engine, sessions};
   std::string line;
   // Once stdout cannot be written, no reply or outcome would be seen: stop there.

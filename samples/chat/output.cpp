@@ -47,11 +47,10 @@ void ctrl_c_ends_reads(bool ends) { install_sigint_handler(!ends); }
 InterruptOnCtrlC::InterruptOnCtrlC(parley_session* session)
     : watcher_([this, session] {
         // A signal handler cannot wake a thread portably: a short poll is enough for a key.
+        // The request is repeated until the call ends: one that came before the call started
+        // is forgotten by it.
         while (!done_.load()) {
-          if (g_stop_requested.load()) {
-            parley_session_interrupt(session);
-            return;
-          }
+          if (g_stop_requested.load()) parley_session_interrupt(session);
           std::this_thread::sleep_for(std::chrono::milliseconds(20));
         }
       }) {}

@@ -13,6 +13,13 @@
 namespace chat {
 namespace {
 
+bool drops_oldest(parley_session* s) {
+  parley_session_info info;
+  info.struct_size = sizeof info;
+  return parley_session_get_info(s, &info) == PARLEY_OK &&
+         info.overflow == PARLEY_OVERFLOW_DROP_OLDEST;
+}
+
 // After PARLEY_E_CONTEXT_FULL: the way out, which depends on what filled the context.
 // `for_message`: a message was refused (else more of the last reply).
 void print_context_full_hint(Sessions::Open& open, bool for_message) {
@@ -21,7 +28,7 @@ void print_context_full_hint(Sessions::Open& open, bool for_message) {
     // Nothing to drop or start afresh: only the message itself can change.
     hint = "(the message alone is too long for the context: send a shorter one, or split it "
            "over several messages)";
-  } else if (open.overflow == PARLEY_OVERFLOW_DROP_OLDEST) {
+  } else if (drops_oldest(open.session.get())) {
     // The library dropped what it could already.
     hint = for_message ? "(the message does not fit even after dropping the older exchanges: "
                          "send a shorter one)"

@@ -53,8 +53,8 @@ void print_current(Sessions& sessions) {
 }
 
 // Hands a session created in this run to the registry and announces it.
-void adopt_as_current(Sessions& sessions, parley_session* s, const Sessions::Origin& origin) {
-  const parley_status st = sessions.add(s, origin);
+void adopt_as_current(Sessions& sessions, parley_session* s, bool started_here) {
+  const parley_status st = sessions.add(s, started_here);
   if (st != PARLEY_OK) {
     print_error("cannot read the new session's id", st);
     return;
@@ -73,7 +73,7 @@ void SessionCommands::start_new(std::string_view id) {
     print_error("cannot start a session", st);
     return;
   }
-  adopt_as_current(sessions, s, {true, args.overflow});
+  adopt_as_current(sessions, s, true);
 }
 
 void SessionCommands::switch_to(std::string_view id) {
@@ -97,8 +97,7 @@ void SessionCommands::fork(std::string_view id) {
     print_error("cannot fork the session", st);
     return;
   }
-  // A copy keeps its source's overflow policy.
-  adopt_as_current(sessions, copy, {true, sessions.current().overflow});
+  adopt_as_current(sessions, copy, true);
 }
 
 void SessionCommands::rewind(std::string_view count) {
@@ -129,14 +128,15 @@ void SessionCommands::set_system_prompt(std::string_view text) {
 }
 
 void SessionCommands::reset() {
-  const std::string prompt = system_prompt_of(sessions.current().session.get());
+  // The same conversation afresh: its system prompt, template and overflow policy.
+  parley_session* current = sessions.current().session.get();
   parley_session* fresh = nullptr;
-  parley_status st = create_session(engine, args, prompt, nullptr, &fresh);
+  parley_status st = create_session_like(engine, current, system_prompt_of(current), &fresh);
   if (st != PARLEY_OK) {
     print_error("cannot start a session", st);
     return;
   }
-  st = sessions.replace_current(fresh, {true, args.overflow});
+  st = sessions.replace_current(fresh, true);
   if (st != PARLEY_OK) {
     print_error("cannot read the new session's id", st);
     return;

@@ -6,10 +6,9 @@ namespace chat {
 namespace {
 
 // Owns `s` from here on: on failure the returned nothing closes it.
-std::optional<Sessions::Open> adopt(parley_session* s, const Sessions::Origin& origin,
+std::optional<Sessions::Open> adopt(parley_session* s, bool started_here,
                                     parley_status* status) {
-  Sessions::Open entry{{}, {s, parley_session_close}, std::nullopt, origin.started_here,
-                       origin.overflow};
+  Sessions::Open entry{{}, {s, parley_session_close}, std::nullopt, started_here};
   auto id = session_id(s, status);
   if (!id) return std::nullopt;
   entry.id = std::move(*id);
@@ -56,18 +55,18 @@ void Sessions::close_session(Open& o) {
   }
 }
 
-parley_status Sessions::add(parley_session* s, const Origin& origin) {
+parley_status Sessions::add(parley_session* s, bool started_here) {
   parley_status st = PARLEY_OK;
-  auto entry = adopt(s, origin, &st);
+  auto entry = adopt(s, started_here, &st);
   if (!entry) return st;
   open_.push_back(std::move(*entry));
   current_ = open_.size() - 1;
   return PARLEY_OK;
 }
 
-parley_status Sessions::replace_current(parley_session* s, const Origin& origin) {
+parley_status Sessions::replace_current(parley_session* s, bool started_here) {
   parley_status st = PARLEY_OK;
-  auto entry = adopt(s, origin, &st);
+  auto entry = adopt(s, started_here, &st);
   if (!entry) return st;
   close_session(open_[current_]);
   open_[current_] = std::move(*entry);

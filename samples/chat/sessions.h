@@ -19,14 +19,7 @@ class Sessions {
     std::string id;
     std::unique_ptr<parley_session, void (*)(parley_session*)> session;
     std::optional<parley_turn_stats> last_turn;  // of the last message sent in this session
-    bool started_here = false;        // created in this run, not opened from the store
-    std::optional<int32_t> overflow;  // its PARLEY_OVERFLOW_* policy when this run knows it
-  };
-
-  // Where a session handed over comes from.
-  struct Origin {
-    bool started_here = false;
-    std::optional<int32_t> overflow;
+    bool started_here = false;  // created in this run, not opened from the store
   };
 
   // `store_engine`: the engine when it has a store (where unspoken conversations started here
@@ -36,12 +29,13 @@ class Sessions {
   Sessions(const Sessions&) = delete;
   Sessions& operator=(const Sessions&) = delete;
 
-  // Takes `s` and makes it current. Fails only when its id cannot be read; `s` is then closed.
-  parley_status add(parley_session* s, const Origin& origin);
+  // Takes `s` (`started_here`: created in this run) and makes it current. Fails only when its
+  // id cannot be read; `s` is then closed.
+  parley_status add(parley_session* s, bool started_here);
 
   // Closes the current session and puts `s` in its place, as the current one. Same failure
   // rule as add(); the current session then stays.
-  parley_status replace_current(parley_session* s, const Origin& origin);
+  parley_status replace_current(parley_session* s, bool started_here);
 
   // False when no open session has that id; nothing changes then.
   bool switch_to(std::string_view id);

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "new_session.h"
 #include "output.h"
 
 namespace chat {
@@ -77,12 +78,12 @@ void StoreCommands::open(std::string_view id) {
   }
   const std::string wanted(id);
   parley_session* s = nullptr;
-  parley_status st = parley_session_open(engine, wanted.c_str(), &s);
+  parley_status st = open_stored_session(engine, args, wanted.c_str(), &s);
   if (st != PARLEY_OK) {
     print_error("cannot open the session", st);
     return;
   }
-  st = sessions.add(s, {false, std::nullopt});  // its policy is the stored one
+  st = sessions.add(s, false);
   if (st != PARLEY_OK) {
     print_error("cannot read the opened session's id", st);
     return;
@@ -120,7 +121,7 @@ void StoreCommands::remove(std::string_view id) {
 }
 
 void StoreCommands::list_not_open() const {
-  if (!has_store) return;
+  if (!args.store_path) return;
   const auto ids = stored_ids(engine);
   if (!ids) return;
   std::vector<const std::string*> closed;

@@ -5,6 +5,7 @@
 
 #include <string_view>
 
+#include "cli_args.h"
 #include "parley.h"
 #include "sessions.h"
 
@@ -12,7 +13,7 @@ namespace chat {
 
 struct StoreCommands {
   parley_engine* engine;
-  bool has_store;  // --store was given
+  const CliArgs& args;
   Sessions& sessions;
 
   // /open ID: the stored conversation ID joins the console and becomes current; one already

@@ -197,7 +197,7 @@ void TransferCommands::import_from(std::string_view arg) {
     return;
   }
   const std::string count = message_count(s);
-  st = sessions.add(s, {true, std::nullopt});  // its policy is the file's
+  st = sessions.add(s, true);
   if (st != PARLEY_OK) {
     print_error("cannot read the imported session's id", st);
     return;
