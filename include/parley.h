@@ -460,7 +460,8 @@ PARLEY_API parley_status parley_session_export(parley_session *s, char *buf, siz
  *  fingerprint is this model's, the conversation is taken as it was, ids and all, and its KV
  *  is computed by the next send (kv_source NEW, or REBUILT with a store) or by
  *  parley_session_prepare(). Otherwise (another model, or texts only) each user message and
- *  the reply after it are added as parley_session_add_exchange() adds them, KV computed; so
+ *  the reply after it are added as parley_session_add_exchange() adds them, KV computed (since
+ *  0.8, a last user message without a reply stays one, awaiting its reply); so
  *  too when the ids do not fit this engine's context and "overflow" is "drop_oldest" (the
  *  oldest exchanges give way, as to a send). With a store the session is stored as a new one.
  *  @param[in]  json    the conversation, NUL-terminated

@@ -51,6 +51,8 @@ std::unique_ptr<Session> import_texts(std::shared_ptr<Engine> engine, const Conv
       const bool replied =
           i + 1 < c.turns.size() && c.turns[i + 1].role == int32_t(Role::assistant);
       session->add_exchange(c.turns[i].text, replied ? c.turns[i + 1].text : "");
+      // A conversation that ends with a user message awaits its reply, as after a rewind.
+      if (!replied && i + 1 == c.turns.size()) session->rewind(1);
     }
   } catch (...) {
     const std::string id = session->id();

@@ -151,15 +151,24 @@ TEST_CASE("texts alone, or another model's ids, are added exchange by exchange")
   for (const Json* json : {&texts_only, &other_model}) {
     auto imported = engine::Session::import_json(engine, json->dump(), "copy");
     CHECK(imported->tokens() == expected.tokens());
-    // The last message gets an empty reply, as add_exchange gives it.
-    REQUIRE(imported->messages().size() == original->messages().size() + 1);
+    // The last message still awaits its reply, as in the original.
+    REQUIRE(imported->messages().size() == original->messages().size());
     for (size_t i = 0; i < original->messages().size(); ++i) {
       CAPTURE(i);
       CHECK(imported->messages()[i].role == original->messages()[i].role);
       CHECK(imported->messages()[i].text == original->messages()[i].text);
     }
-    CHECK(imported->messages().back().text.empty());
     CHECK(imported->kv_bytes_resident() > 0);  // computed as the exchanges were added
+    // So continuing writes that reply, as it would in the original.
+    engine::GenerateParams greedy;
+    greedy.sampler.temperature = 0;
+    greedy.max_tokens = 6;
+    auto twin = original->fork("");
+    engine::TurnStats a, b;
+    imported->continue_reply(greedy, nullptr, a);
+    twin->continue_reply(greedy, nullptr, b);
+    CHECK(imported->messages().back().text == twin->messages().back().text);
+    CHECK(imported->messages().size() == twin->messages().size());
   }
 }
 
