@@ -23,7 +23,7 @@ int64_t now_ms() {
 
 transcript_rows::SessionRow require_session(Connection& db, const std::string& id) {
   auto row = transcript_rows::select_session(db, id);
-  if (!row) fail(Status::not_found, "no stored session " + id);
+  if (!row) fail(Status::not_found, "no stored session '" + id + "'");
   return *row;
 }
 

@@ -371,7 +371,7 @@ TEST_CASE("messages name what is accepted: top_p 0 means off; a stale handle is 
   auto g = greedy_options(2);
   g.top_p = -0.5f;
   CHECK(parley_session_send(s, "a", &g, nullptr, nullptr, nullptr) == PARLEY_E_INVALID_ARGUMENT);
-  CHECK(last_error_mentions("top_p must be in [0, 1] (0 or 1 = off)"));
+  CHECK(last_error_mentions("top_p must be in [0, 1] (0 or 1 = off; got -0.5"));
   g.top_p = 0.0f;
   CHECK(parley_session_send(s, "a", &g, nullptr, nullptr, nullptr) == PARLEY_OK);
   parley_engine_stats st;

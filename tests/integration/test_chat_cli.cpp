@@ -991,7 +991,7 @@ TEST_CASE("store: /delete removes a stored conversation that is not open, never 
   // Deleting it again: the library's error, with its status.
   const size_t again = r.out.find("parley-chat: error: cannot delete the session: ", deleted_t);
   REQUIRE(again != std::string::npos);
-  CHECK(r.out.find("no stored session t (PARLEY_E_NOT_FOUND)\n", again) != std::string::npos);
+  CHECK(r.out.find("no stored session 't' (PARLEY_E_NOT_FOUND)\n", again) != std::string::npos);
 
   // The only open conversation stays; once another is open, s can be closed and deleted.
   CHECK(r.out.find("'s' is the only open session; /new or /open another first, or /quit\n") !=
