@@ -106,7 +106,9 @@ RecoveryReport salvage_transcripts(const std::string& damaged_path, const StoreO
     report.unreadable = e.what();  // nothing can be read; the file itself is kept aside
     return report;
   }
-  for (const std::string& id : transcript_rows::salvage_session_ids(*damaged)) {
+  const auto salvaged = transcript_rows::salvage_session_ids(*damaged);
+  report.all_listed = salvaged.complete;
+  for (const std::string& id : salvaged.ids) {
     const auto row = read_session(*damaged, id);
     if (!row) {
       report.lost.push_back(id);
@@ -133,6 +135,10 @@ std::string describe_recovery(const std::string& path, const RecoveryReport& rep
   } else {
     line += "recovered " + std::to_string(report.recovered.size()) + " sessions, truncated " +
             count_and_ids(report.truncated) + ", lost " + count_and_ids(report.lost);
+    if (!report.all_listed) {
+      line += " and perhaps more: the list of sessions cannot be read whole, so how many were "
+              "lost is not known";
+    }
   }
   return line + "; the damaged file is " + report.moved_aside_to;
 }

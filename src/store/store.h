@@ -66,6 +66,7 @@ struct RecoveryReport {
   std::vector<std::string> truncated;     // copied up to the first turn that could not be read
   std::vector<std::string> lost;          // session ids that could not be read
   std::string unreadable;  // why the damaged file could not be opened at all ("" = it could)
+  bool all_listed = true;  // every session's id was found (else some are lost unnamed)
 };
 
 class Store {

@@ -20,12 +20,14 @@ StoredTurn turn_from_row(const Statement& row, int first_column) {
 }
 
 // Reads ids from one query until it ends or fails: on a damaged file a scan may break off.
-void collect_ids(Connection& db, std::string_view sql, std::set<std::string>& ids) {
+// Whether the source was read to its end.
+bool collect_ids(Connection& db, std::string_view sql, std::set<std::string>& ids) {
   try {
     auto statement = db.statement(sql, "salvage session ids");
     while (statement->step()) ids.insert(statement->text_at(0));
+    return true;
   } catch (const Error&) {
-    // Keep what was read before the damaged page.
+    return false;  // keep what was read before the damaged page
   }
 }
 
@@ -178,13 +180,16 @@ void delete_turns_from(Connection& db, const std::string& id, int64_t first_dele
   statement->bind_text(1, id).bind_int64(2, first_deleted).run();
 }
 
-std::set<std::string> salvage_session_ids(Connection& db) {
-  std::set<std::string> ids;
-  collect_ids(db, "SELECT id FROM sessions NOT INDEXED", ids);
-  collect_ids(db, "SELECT id FROM sessions INDEXED BY sqlite_autoindex_sessions_1", ids);
+SalvagedIds salvage_session_ids(Connection& db) {
+  SalvagedIds found;
+  auto& ids = found.ids;
+  const bool table = collect_ids(db, "SELECT id FROM sessions NOT INDEXED", ids);
+  const bool index =
+      collect_ids(db, "SELECT id FROM sessions INDEXED BY sqlite_autoindex_sessions_1", ids);
+  found.complete = table || index;
   collect_ids(db, "SELECT DISTINCT session_id FROM turns NOT INDEXED", ids);
   collect_ids(db, "SELECT DISTINCT session_id FROM turns INDEXED BY sqlite_autoindex_turns_1", ids);
-  return ids;
+  return found;
 }
 
 }  // namespace parley::store::transcript_rows

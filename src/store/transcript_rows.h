@@ -46,6 +46,11 @@ void delete_turns_from(Connection& db, const std::string& id, int64_t first_dele
 
 // Every session id this connection can still find in sessions or turns, through their tables
 // and their indexes; a source that fails partway contributes what it read before failing.
-std::set<std::string> salvage_session_ids(Connection& db);
+// `complete`: the sessions table or its index was read to its end, so no session is missing.
+struct SalvagedIds {
+  std::set<std::string> ids;
+  bool complete = false;
+};
+SalvagedIds salvage_session_ids(Connection& db);
 
 }  // namespace parley::store::transcript_rows

@@ -187,6 +187,7 @@ TEST_CASE("store recovery: damaged turns pages: the file is kept, the rest is co
   CHECK(contents_of(report.moved_aside_to) == damaged_bytes);
 
   // Session rows were intact: every session is accounted for, and none is lost.
+  CHECK(report.all_listed);
   CHECK(report.lost.empty());
   CHECK(report.recovered.size() + report.truncated.size() == kSessions);
   CHECK(report.truncated.size() > 0);  // the damaged pages held some turns
@@ -241,6 +242,7 @@ TEST_CASE("store recovery: sessions whose rows are damaged are reported lost") {
     CHECK_MESSAGE(named(report.lost[i]), report.lost[i]);
   }
   // Lost ids are still named: they were found through the intact index and turns.
+  CHECK(report.all_listed);
   CHECK(report.lost.size() + report.recovered.size() + report.truncated.size() == kSessions);
   const std::vector<std::string> ids = store.list_sessions();
   const std::set<std::string> listed(ids.begin(), ids.end());
@@ -249,6 +251,30 @@ TEST_CASE("store recovery: sessions whose rows are damaged are reported lost") {
     CAPTURE(id);
     check_same_turns(store.load_turns(id), turns_of(index_of(id)));
   }
+}
+
+TEST_CASE("store recovery: with the sessions table and its index damaged, losses are unknown") {
+  test::TempDir dir;
+  const std::string path = (dir / "chat.db").string();
+  fill_store(path);
+  const auto session_pages = leaf_pages_of(path, "sessions");
+  const auto index_pages = leaf_pages_of(path, "sqlite_autoindex_sessions_1");
+  REQUIRE(session_pages.size() >= 3);
+  REQUIRE(!index_pages.empty());
+  overwrite_page(path, session_pages[1], 5);
+  overwrite_page(path, index_pages.front(), 6);
+  REQUIRE(RawDb(path).quick_check() != "ok");
+
+  WarningCapture warnings;
+  Store store(path);
+  REQUIRE(store.recovery().has_value());
+  const RecoveryReport& report = *store.recovery();
+  CHECK_FALSE(report.all_listed);
+  CHECK(report.recovered.size() + report.truncated.size() < kSessions);
+  // The warning does not claim to know how many were lost.
+  CHECK(std::any_of(warnings.lines().begin(), warnings.lines().end(), [](const std::string& l) {
+    return l.find("how many were lost is not known") != std::string::npos;
+  }));
 }
 
 TEST_CASE("describe_recovery names the sessions truncated and lost, the first ten of each") {
@@ -265,6 +291,11 @@ TEST_CASE("describe_recovery names the sessions truncated and lost, the first te
   CHECK(describe_recovery("chat.db", report) ==
         "session store chat.db: recovered 0 sessions, truncated 0, lost 0; the damaged file is "
         "chat.db.corrupt-2");
+  report.all_listed = false;  // the sessions table is damaged: what it held is not known
+  CHECK(describe_recovery("chat.db", report) ==
+        "session store chat.db: recovered 0 sessions, truncated 0, lost 0 and perhaps more: the "
+        "list of sessions cannot be read whole, so how many were lost is not known; the damaged "
+        "file is chat.db.corrupt-2");
   report.unreadable = "file is not a database";
   CHECK(describe_recovery("chat.db", report) ==
         "session store chat.db: the damaged file cannot be read at all (file is not a "
