@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <memory>
 #include <optional>
 #include <string>
@@ -176,12 +177,16 @@ void TransferCommands::export_to(std::string_view path) {
 }
 
 void TransferCommands::import_from(std::string_view arg) {
-  const auto blank = arg.find_first_of(" \t");
-  const std::string file(arg.substr(0, blank));
+  // FILE may hold blanks (as /export's may): the whole argument when it names a file, else
+  // what comes before the last blank, the rest being the id.
+  std::string file(arg);
   std::string id;
-  if (blank != std::string_view::npos) {
-    const auto id_start = arg.find_first_not_of(" \t", blank);
-    if (id_start != std::string_view::npos) id = arg.substr(id_start);
+  const auto blank = arg.find_last_of(" \t");
+  std::error_code ec;
+  if (blank != std::string_view::npos && !std::filesystem::exists(file, ec)) {
+    const auto path_end = arg.find_last_not_of(" \t", blank);
+    file = path_end == std::string_view::npos ? "" : std::string(arg.substr(0, path_end + 1));
+    id = arg.substr(blank + 1);
   }
   if (file.empty()) {
     std::printf("usage: /import FILE [ID]\n");

@@ -116,6 +116,21 @@ TEST_CASE("console: /export replaces an existing file whole; a failed export lea
   CHECK(names_in(dir.path()) == std::vector<std::string>{"chat.json"});  // no temporary left
 }
 
+TEST_CASE("console: /import reads a file whose name holds blanks, with or without an id") {
+  PARLEY_SHARED_OR_SKIP(gguf, "models/stories260k/stories260k-f32.gguf");
+  TempDir dir;
+  const std::string file = (dir / "my saved chat.json").string();
+  // The id is the last word, when the whole argument names no file.
+  const ShellRun r = run_console(
+      gguf, "Once upon a time\n/export " + file + "\n/import " + file + " copy1\n");
+  CHECK(r.out.find("(exported ") != std::string::npos);
+  CHECK(r.out.find("(imported copy1:") != std::string::npos);
+  // The whole argument names the file: the conversation keeps its id (not open in this run).
+  const ShellRun again = run_console(gguf, "/import " + file + "\n");
+  CHECK(again.out.find("cannot read") == std::string::npos);
+  CHECK(again.out.find("(imported s-") != std::string::npos);
+}
+
 TEST_CASE("a reply that cannot be written to stdout fails the run") {
   PARLEY_SHARED_OR_SKIP(gguf, "models/stories260k/stories260k-f32.gguf");
   if (!fs::exists("/dev/full")) {
