@@ -92,12 +92,18 @@ void StoreCommands::open(std::string_view id) {
 }
 
 void StoreCommands::suspend() {
-  const parley_status st = parley_session_suspend(sessions.current().session.get());
+  parley_session* s = sessions.current().session.get();
+  parley_session_info before;
+  before.struct_size = sizeof before;
+  const bool had_kv = parley_session_get_info(s, &before) == PARLEY_OK &&
+                      before.kv_bytes_resident > 0;
+  const parley_status st = parley_session_suspend(s);
   if (st != PARLEY_OK) {
     print_error("cannot suspend", st);
     return;
   }
-  std::printf("(suspended; KV in the store)\n");
+  std::printf(had_kv ? "(suspended; KV in the store)\n"
+                     : "(nothing to suspend: the conversation has no KV in memory)\n");
 }
 
 void StoreCommands::remove(std::string_view id) {

@@ -589,12 +589,15 @@ TEST_CASE("store: /suspend moves the KV to the store and the next message restor
   PARLEY_SHARED_OR_SKIP(gguf, "models/stories260k/stories260k-f32.gguf");
   TempDir dir;
   const Run r = run_store_console(gguf, dir / "chat.db",
-                                  "Once upon a time\n/stats\n/suspend\n/sessions\nThe cat\n/stats\n"
-                                  "The dog\n/stats\n",
+                                  "/suspend\nOnce upon a time\n/stats\n/suspend\n/sessions\n"
+                                  "The cat\n/stats\nThe dog\n/stats\n",
                                   "--session a");
   CHECK(r.exit_code == 0);
+  // Before the first message there is nothing to move.
+  const size_t nothing = r.out.find("(nothing to suspend: the conversation has no KV in memory)\n");
   const size_t suspended = r.out.find("(suspended; KV in the store)\n");
   REQUIRE(suspended != std::string::npos);
+  CHECK(nothing < suspended);
   CHECK(r.out.find("last turn KV: new, restore 0.00 ms\n") < suspended);
 
   const auto listed = listed_sessions(r.out);
