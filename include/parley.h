@@ -463,7 +463,8 @@ PARLEY_API parley_status parley_session_export(parley_session *s, char *buf, siz
  *  the reply after it are added as parley_session_add_exchange() adds them, KV computed (since
  *  0.8, a last user message without a reply stays one, awaiting its reply); so
  *  too when the ids do not fit this engine's context and "overflow" is "drop_oldest" (the
- *  oldest exchanges give way, as to a send). With a store the session is stored as a new one.
+ *  oldest exchanges give way, as to a send; since 0.8 one longer than the context by itself
+ *  is left out, unless it is the last). With a store the session is stored as a new one.
  *  @param[in]  json    the conversation, NUL-terminated
  *  @param[in]  new_id  the session's id, or NULL to keep the conversation's (one is generated
  *                      when it has none)

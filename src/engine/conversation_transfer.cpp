@@ -46,11 +46,20 @@ std::unique_ptr<Session> import_texts(std::shared_ptr<Engine> engine, const Conv
   auto session = std::make_unique<Session>(engine, options);
   try {
     const auto use = session->try_use();
+    const bool drops = OverflowPolicy(c.header.overflow) == OverflowPolicy::drop_oldest;
     for (size_t i = first; i < c.turns.size(); ++i) {
       if (c.turns[i].role != int32_t(Role::user)) continue;
       const bool replied =
           i + 1 < c.turns.size() && c.turns[i + 1].role == int32_t(Role::assistant);
-      session->add_exchange(c.turns[i].text, replied ? c.turns[i + 1].text : "");
+      const bool last = i + (replied ? 2 : 1) >= c.turns.size();
+      try {
+        session->add_exchange(c.turns[i].text, replied ? c.turns[i + 1].text : "");
+      } catch (const Error& e) {
+        // Under DROP_OLDEST an older exchange too long for the context even alone would give
+        // way to the later ones anyway: it is left out. The last one must fit.
+        if (e.status() != Status::context_full || !drops || last) throw;
+        continue;
+      }
       // A conversation that ends with a user message awaits its reply, as after a rewind.
       if (!replied && i + 1 == c.turns.size()) session->rewind(1);
     }

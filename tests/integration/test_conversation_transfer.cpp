@@ -205,6 +205,29 @@ TEST_CASE("ids longer than the context: refused, or under drop_oldest the oldest
   CHECK(greedy_turn(*imported, "Then what?", 8).generated_tokens >= 1);  // it goes on
 }
 
+TEST_CASE("texts under drop_oldest: an old exchange longer than the context is left out") {
+  PARLEY_SHARED_OR_SKIP(gguf, "models/stories260k/stories260k-f32.gguf");
+  auto engine = open_engine(gguf.string(), kv::KvType::int8);
+  std::string huge;
+  for (int i = 0; i < 300; ++i) huge += "the cat ran ";  // far more than the 512 of the context
+  Json c = {{"format", "parley-conversation"}, {"version", 1}, {"chat_template", "raw"},
+            {"overflow", "drop_oldest"},
+            {"messages", {{{"role", "user"}, {"text", "Once upon a time"}},
+                          {{"role", "assistant"}, {"text", huge}},
+                          {{"role", "user"}, {"text", "The dog"}},
+                          {{"role", "assistant"}, {"text", " ran home."}}}}};
+  auto imported = engine::Session::import_json(engine, c.dump(), "kept");
+  REQUIRE(imported->messages().size() == 2);
+  CHECK(imported->messages()[0].text == "The dog");
+  CHECK(imported->messages()[1].text == " ran home.");
+
+  c["overflow"] = "error";  // nothing gives way
+  CHECK(import_error(engine, c.dump()).first == Status::context_full);
+  c["overflow"] = "drop_oldest";
+  c["messages"][3]["text"] = huge;  // the last exchange must fit
+  CHECK(import_error(engine, c.dump()).first == Status::context_full);
+}
+
 TEST_CASE("a malformed conversation is refused, naming what is wrong, and nothing is stored") {
   PARLEY_SHARED_OR_SKIP(gguf, "models/stories260k/stories260k-f32.gguf");
   TempDir dir;
