@@ -85,43 +85,9 @@ int32_t parse_overflow(const char* s) {
   throw bad_value("--overflow", v, "error or drop-oldest");
 }
 
-// Well-formed UTF-8, as the library takes it. The Unicode table of well-formed sequences: the
-// first byte sets how many follow and the range of the second, which rules out overlongs
-// (E0 80..9F, F0 80..8F), surrogates (ED A0..BF) and code points past U+10FFFF (F4 90..BF,
-// F5..FF).
-bool is_valid_utf8(std::string_view s) {
-  size_t i = 0;
-  while (i < s.size()) {
-    const auto lead = uint8_t(s[i++]);
-    if (lead < 0x80) continue;
-    size_t trailing = 0;
-    uint8_t low = 0x80, high = 0xBF;
-    if (lead >= 0xC2 && lead <= 0xDF) {
-      trailing = 1;
-    } else if (lead >= 0xE0 && lead <= 0xEF) {
-      trailing = 2;
-      if (lead == 0xE0) low = 0xA0;
-      if (lead == 0xED) high = 0x9F;
-    } else if (lead >= 0xF0 && lead <= 0xF4) {
-      trailing = 3;
-      if (lead == 0xF0) low = 0x90;
-      if (lead == 0xF4) high = 0x8F;
-    } else {
-      return false;  // a continuation byte, C0, C1 or F5..FF
-    }
-    for (size_t k = 0; k < trailing; ++k, ++i) {
-      if (i == s.size()) return false;
-      const auto b = uint8_t(s[i]);
-      if (b < low || b > high) return false;
-      low = 0x80;
-      high = 0xBF;
-    }
-  }
-  return true;
-}
-
 // The generation flags the library would refuse at every message, refused at start instead,
-// where the flag can be named. The vocabulary waits for the model: logit_bias_problem().
+// where the flag can be named. The vocabulary waits for the model (logit_bias_problem()), and
+// so does the check that the texts are UTF-8 (the library's tokenizer makes it: main.cpp).
 void check_generate_flags(const CliArgs& args) {
   if (args.stop_strings.size() > PARLEY_MAX_STOP_STRINGS) {
     throw std::invalid_argument("more than " + std::to_string(PARLEY_MAX_STOP_STRINGS) +
@@ -132,10 +98,6 @@ void check_generate_flags(const CliArgs& args) {
       throw std::invalid_argument("a --stop text has 1 to " +
                                   std::to_string(PARLEY_MAX_STOP_BYTES) + " bytes");
     }
-    if (!is_valid_utf8(s)) throw std::invalid_argument("a --stop text is not valid UTF-8");
-  }
-  if (args.reply_prefix && !is_valid_utf8(*args.reply_prefix)) {
-    throw std::invalid_argument("the --reply-prefix text is not valid UTF-8");
   }
   std::vector<int32_t> ids;
   for (const auto& b : args.logit_bias) ids.push_back(b.token);

@@ -46,6 +46,26 @@ bool logit_bias_fits(parley_engine* engine, const chat::CliArgs& args) {
   return !problem;
 }
 
+// The --stop and --reply-prefix texts: UTF-8, as the library takes text (its tokenizer says),
+// refused now rather than at every message. False after saying which is not.
+bool texts_are_utf8(parley_engine* engine, const chat::CliArgs& args) {
+  const auto valid = [&](const std::string& text) {
+    size_t n = 0;
+    return parley_tokenize(engine, text.c_str(), 0, nullptr, 0, &n) != PARLEY_E_INVALID_ARGUMENT;
+  };
+  for (const auto& s : args.stop_strings) {
+    if (!valid(s)) {
+      std::fprintf(stderr, "parley-chat: error: a --stop text is not valid UTF-8\n");
+      return false;
+    }
+  }
+  if (args.reply_prefix && !valid(*args.reply_prefix)) {
+    std::fprintf(stderr, "parley-chat: error: the --reply-prefix text is not valid UTF-8\n");
+    return false;
+  }
+  return true;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -80,7 +100,7 @@ int main(int argc, char** argv) {
     chat::print_error(open_failure(args, st).c_str(), st);
     return 1;
   }
-  if (!logit_bias_fits(engine, args)) {
+  if (!logit_bias_fits(engine, args) || !texts_are_utf8(engine, args)) {
     parley_engine_close(engine);
     return 1;  // as for any flag the command line refuses
   }
