@@ -1,8 +1,12 @@
 #include "store/store_open.h"
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <thread>
 
@@ -101,10 +105,31 @@ void refuse_foreign_file(const std::string& path) {
           Status::corrupt, path + " is not a Parley store (not an SQLite database); left as it is");
 }
 
+// A store is written at every turn, and beside its file SQLite keeps the -wal and -shm
+// companions: a file or folder this process may not write is refused by name here, where
+// SQLite would say "attempt to write a readonly database" while reading the file's header.
+void refuse_unwritable(const std::string& path) {
+  const auto unwritable = [](const std::string& what, const std::string& where) {
+    const int why = errno;  // access()'s, before anything else can change it
+    fail(Status::storage, "the store " + what + " " + where + " cannot be written (" +
+                              std::strerror(why) + "): a store is written at every turn");
+  };
+  std::error_code ec;
+  if (std::filesystem::exists(path, ec) && ::access(path.c_str(), R_OK | W_OK) != 0) {
+    unwritable("file", path);
+  }
+  const std::filesystem::path folder = std::filesystem::path(path).parent_path();
+  const std::string dir = folder.empty() ? "." : folder.string();
+  if (std::filesystem::is_directory(dir, ec) && ::access(dir.c_str(), W_OK | X_OK) != 0) {
+    unwritable("folder", dir);
+  }
+}
+
 }  // namespace
 
 OpenedStore open_store(const std::string& path, const StoreOptions& options) {
   refuse_foreign_file(path);
+  refuse_unwritable(path);
   std::optional<std::string> damage;
   OpenedStore opened;
   opened.db = open_sound_file(path, options, damage);

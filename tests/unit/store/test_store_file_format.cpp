@@ -3,6 +3,7 @@
 // that cannot be read back. The files are inspected and edited with plain SQLite.
 #include <doctest/doctest.h>
 #include <sqlite3.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
@@ -232,4 +233,34 @@ TEST_CASE("store: a path that cannot be opened is Error(storage) naming the path
   const Error e = error_opening(path);
   CHECK(e.status() == Status::storage);
   CHECK(std::string(e.what()).find(path) != std::string::npos);
+}
+
+// Where permissions apply (not to root), a store the process may not write is refused at once,
+// naming the file or folder, and left as it is.
+TEST_CASE("store: a file or folder that cannot be written is Error(storage) naming it") {
+  if (::geteuid() == 0) {
+    MESSAGE("skipped: permissions do not apply to root");
+    return;
+  }
+  test::TempDir dir;
+  const std::string path = (dir / "chat.db").string();
+  { Store store(path); }
+  const auto bytes = std::filesystem::file_size(path);
+  std::filesystem::permissions(path, std::filesystem::perms::owner_read);
+  Error e = error_opening(path);
+  CHECK(e.status() == Status::storage);
+  CHECK(std::string(e.what()).find("the store file " + path + " cannot be written") !=
+        std::string::npos);
+  CHECK(std::filesystem::file_size(path) == bytes);
+  std::filesystem::permissions(path, std::filesystem::perms::owner_all);
+
+  const auto folder = dir / "read-only";
+  std::filesystem::create_directory(folder);
+  std::filesystem::permissions(folder, std::filesystem::perms::owner_read |
+                                           std::filesystem::perms::owner_exec);
+  e = error_opening((folder / "chat.db").string());
+  std::filesystem::permissions(folder, std::filesystem::perms::owner_all);
+  CHECK(e.status() == Status::storage);
+  CHECK(std::string(e.what()).find("the store folder " + folder.string() + " cannot be written") !=
+        std::string::npos);
 }
