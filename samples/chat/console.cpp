@@ -78,12 +78,10 @@ Command parse_command(std::string_view line) {
 void print_banner(parley_engine* engine, parley_session* first) {
   parley_model_info info;
   info.struct_size = sizeof info;
-  parley_session_info session;
-  session.struct_size = sizeof session;
-  if (parley_engine_get_model_info(engine, &info) == PARLEY_OK &&
-      parley_session_get_info(first, &session) == PARLEY_OK) {
+  const auto session = info_of(first);
+  if (parley_engine_get_model_info(engine, &info) == PARLEY_OK && session) {
     std::printf("parley %s | %s | %s | template %s | context %u\nType /help for commands.\n",
-                parley_version(), info.name, info.backend, session.chat_template,
+                parley_version(), info.name, info.backend, session->chat_template,
                 info.context_length);
   }
 }

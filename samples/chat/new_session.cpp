@@ -1,5 +1,7 @@
 #include "new_session.h"
 
+#include "sessions.h"
+
 namespace chat {
 
 parley_status create_session(parley_engine* engine, const CliArgs& args,
@@ -28,15 +30,14 @@ parley_status open_stored_session(parley_engine* engine, const CliArgs& args, co
 
 parley_status create_session_like(parley_engine* engine, parley_session* like,
                                   const std::string& system_prompt, parley_session** out) {
-  parley_session_info info;
-  info.struct_size = sizeof info;
-  const parley_status st = parley_session_get_info(like, &info);
-  if (st != PARLEY_OK) return st;
+  parley_status st = PARLEY_OK;
+  const auto info = info_of(like, &st);
+  if (!info) return st;
   parley_session_options so;
   parley_session_options_init(&so);
   if (!system_prompt.empty()) so.system_prompt = system_prompt.c_str();
-  so.chat_template = info.chat_template;
-  so.overflow = info.overflow;
+  so.chat_template = info->chat_template;
+  so.overflow = info->overflow;
   return parley_session_create(engine, &so, out);
 }
 

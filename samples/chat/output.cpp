@@ -9,6 +9,8 @@
 #include <cstring>
 #include <string>
 
+#include "sessions.h"
+
 namespace chat {
 namespace {
 
@@ -81,12 +83,11 @@ bool finish_stdout() {
 }
 
 std::optional<parley_turn> last_turn(parley_session* s) {
-  parley_session_info info;
-  info.struct_size = sizeof info;
+  const auto info = info_of(s);
   parley_turn turn;
   turn.struct_size = sizeof turn;
-  if (parley_session_get_info(s, &info) != PARLEY_OK || info.n_turns == 0 ||
-      parley_session_get_turn(s, info.n_turns - 1, &turn) != PARLEY_OK) {
+  if (!info || info->n_turns == 0 ||
+      parley_session_get_turn(s, info->n_turns - 1, &turn) != PARLEY_OK) {
     return std::nullopt;
   }
   return turn;

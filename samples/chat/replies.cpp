@@ -14,10 +14,8 @@ namespace chat {
 namespace {
 
 bool drops_oldest(parley_session* s) {
-  parley_session_info info;
-  info.struct_size = sizeof info;
-  return parley_session_get_info(s, &info) == PARLEY_OK &&
-         info.overflow == PARLEY_OVERFLOW_DROP_OLDEST;
+  const auto info = info_of(s);
+  return info && info->overflow == PARLEY_OVERFLOW_DROP_OLDEST;
 }
 
 // After PARLEY_E_CONTEXT_FULL: the way out, which depends on what filled the context.

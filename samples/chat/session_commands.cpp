@@ -38,14 +38,13 @@ std::string system_prompt_of(parley_session* s) {
 
 // The conversation's number of turns; nullopt (said on stderr) when it cannot be read.
 std::optional<uint32_t> turn_count(parley_session* s) {
-  parley_session_info info;
-  info.struct_size = sizeof info;
-  const parley_status st = parley_session_get_info(s, &info);
-  if (st != PARLEY_OK) {
+  parley_status st = PARLEY_OK;
+  const auto info = info_of(s, &st);
+  if (!info) {
     print_error("cannot read the session", st);
     return std::nullopt;
   }
-  return info.n_turns;
+  return info->n_turns;
 }
 
 void print_current(Sessions& sessions) {
@@ -147,18 +146,17 @@ void SessionCommands::reset() {
 
 void SessionCommands::list() const {
   for (const auto& open : sessions.all()) {
-    parley_session_info info;
-    info.struct_size = sizeof info;
-    const parley_status st = parley_session_get_info(open.session.get(), &info);
-    if (st != PARLEY_OK) {
+    parley_status st = PARLEY_OK;
+    const auto info = info_of(open.session.get(), &st);
+    if (!info) {
       print_error("cannot read a session", st);
       continue;
     }
     std::printf("%c %s  %u turns, %u tokens, %s, %llu KV bytes resident, %llu stored\n",
-                sessions.is_current(open) ? '*' : ' ', open.id.c_str(), info.n_turns,
-                info.n_tokens, session_state_name(info.state),
-                (unsigned long long)info.kv_bytes_resident,
-                (unsigned long long)info.kv_bytes_stored);
+                sessions.is_current(open) ? '*' : ' ', open.id.c_str(), info->n_turns,
+                info->n_tokens, session_state_name(info->state),
+                (unsigned long long)info->kv_bytes_resident,
+                (unsigned long long)info->kv_bytes_stored);
   }
 }
 

@@ -17,22 +17,28 @@ std::optional<Sessions::Open> adopt(parley_session* s, bool started_here,
 
 }  // namespace
 
-std::optional<std::string> session_id(parley_session* s, parley_status* status) {
+std::optional<parley_session_info> info_of(parley_session* s, parley_status* status) {
   parley_session_info info;
   info.struct_size = sizeof info;
-  *status = parley_session_get_info(s, &info);
-  if (*status != PARLEY_OK) return std::nullopt;
-  return std::string(info.id);
+  const parley_status st = parley_session_get_info(s, &info);
+  if (status) *status = st;
+  if (st != PARLEY_OK) return std::nullopt;
+  return info;
+}
+
+std::optional<std::string> session_id(parley_session* s, parley_status* status) {
+  const auto info = info_of(s, status);
+  if (!info) return std::nullopt;
+  return std::string(info->id);
 }
 
 bool nothing_said(parley_session* s) {
-  parley_session_info info;
-  info.struct_size = sizeof info;
-  if (parley_session_get_info(s, &info) != PARLEY_OK) return false;
-  if (info.n_turns == 0) return true;
+  const auto info = info_of(s);
+  if (!info) return false;
+  if (info->n_turns == 0) return true;
   parley_turn first;
   first.struct_size = sizeof first;
-  return info.n_turns == 1 && parley_session_get_turn(s, 0, &first) == PARLEY_OK &&
+  return info->n_turns == 1 && parley_session_get_turn(s, 0, &first) == PARLEY_OK &&
          first.role == PARLEY_ROLE_SYSTEM;
 }
 

@@ -61,6 +61,10 @@ class Sessions {
   size_t current_ = 0;
 };
 
+// What parley_session_get_info says of `s`, or nullopt (`*status`, when given, says why, as
+// does parley_last_error()).
+std::optional<parley_session_info> info_of(parley_session* s, parley_status* status = nullptr);
+
 // The session's id, or nullopt (parley_last_error() says why).
 std::optional<std::string> session_id(parley_session* s, parley_status* status);
 

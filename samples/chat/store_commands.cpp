@@ -56,14 +56,13 @@ std::optional<std::vector<std::string>> stored_ids(parley_engine* engine) {
 }  // namespace
 
 void announce_reopened(Sessions& sessions) {
-  parley_session_info info;
-  info.struct_size = sizeof info;
-  const parley_status st = parley_session_get_info(sessions.current().session.get(), &info);
-  if (st != PARLEY_OK) {
+  parley_status st = PARLEY_OK;
+  const auto info = info_of(sessions.current().session.get(), &st);
+  if (!info) {
     print_error("cannot read the session", st);
     return;
   }
-  std::printf("(session %s: %u turns from the store)\n", info.id, info.n_turns);
+  std::printf("(session %s: %u turns from the store)\n", info->id, info->n_turns);
 }
 
 void StoreCommands::open(std::string_view id) {
@@ -93,10 +92,8 @@ void StoreCommands::open(std::string_view id) {
 
 void StoreCommands::suspend() {
   parley_session* s = sessions.current().session.get();
-  parley_session_info before;
-  before.struct_size = sizeof before;
-  const bool had_kv = parley_session_get_info(s, &before) == PARLEY_OK &&
-                      before.kv_bytes_resident > 0;
+  const auto before = info_of(s);
+  const bool had_kv = before && before->kv_bytes_resident > 0;
   const parley_status st = parley_session_suspend(s);
   if (st != PARLEY_OK) {
     print_error("cannot suspend", st);

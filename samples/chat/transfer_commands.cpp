@@ -68,10 +68,8 @@ std::optional<std::string> read_file(const std::string& path) {
 
 // " N messages" (the system prompt is one), or "" when the session cannot say.
 std::string message_count(parley_session* s) {
-  parley_session_info info;
-  info.struct_size = sizeof info;
-  if (parley_session_get_info(s, &info) != PARLEY_OK) return "";
-  return " " + std::to_string(info.n_turns) + " messages";
+  const auto info = info_of(s);
+  return info ? " " + std::to_string(info->n_turns) + " messages" : "";
 }
 
 }  // namespace
