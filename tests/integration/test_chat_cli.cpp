@@ -18,6 +18,7 @@
 
 #include "golden.h"
 #include "support/sanitizer_build.h"
+#include "chat_cli_support.h"
 #include "support/shared_assets.h"
 #include "support/shell.h"
 
@@ -101,22 +102,6 @@ std::map<std::string, ListedSession> listed_sessions(const std::string& text) {
     found[line.substr(2, gap - 2)] = s;
   }
   return found;
-}
-
-// The ids under the last "stored, not open:" of /sessions in `text`; nullopt when absent.
-std::optional<std::vector<std::string>> stored_not_open(const std::string& text) {
-  const std::string header = "stored, not open:";
-  const size_t at = text.rfind(header);
-  if (at == std::string::npos) return std::nullopt;
-  std::vector<std::string> ids;
-  std::istringstream lines(text.substr(at + header.size()));
-  std::string line;
-  std::getline(lines, line);  // the rest of the header line: "" or " none"
-  // "  - ID  N turns, updated ..."
-  while (std::getline(lines, line) && line.rfind("  - ", 0) == 0) {
-    ids.push_back(line.substr(4, line.find("  ", 4) - 4));
-  }
-  return ids;
 }
 
 bool contains(const std::vector<std::string>& ids, const std::string& id) {

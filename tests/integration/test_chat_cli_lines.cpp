@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <string>
 
+#include "chat_cli_support.h"
 #include "support/shared_assets.h"
 #include "support/shell.h"
 
@@ -118,24 +119,17 @@ TEST_CASE("console: a full context's hint fits what filled it") {
 
 TEST_CASE("console: Ctrl-C at a terminal's prompt says how to leave, and asks again") {
   PARLEY_SHARED_OR_SKIP(gguf, "models/stories260k/stories260k-f32.gguf");
-  if (run_shell("command -v script >/dev/null 2>&1").exit_code != 0) {
+  if (!have_script()) {
     MESSAGE("skipped: no script(1) to give parley-chat a terminal");
     return;
   }
   TempDir dir;
   const std::string out = quote((dir / "out.txt").string());
-  // Waits (at most ~30 s) until the prompt has been shown `n` times.
-  const auto prompts = [&](int n) {
-    return "i=0; until [ $(grep -o '] > ' " + out + " 2>/dev/null | wc -l) -ge " +
-           std::to_string(n) + " ] || [ $i -ge 600 ]; do i=$((i+1)); sleep 0.05; done; ";
-  };
   // Half a line typed, then Ctrl-C (the terminal turns \003 into SIGINT), then /sessions.
-  const std::string typist = prompts(1) + "printf 'Once'; sleep 0.2; printf '\\003'; " +
-                             prompts(2) + "printf '/sessions\\n'; " + prompts(3) +
-                             "printf '/quit\\n'; sleep 0.5";
-  const ShellRun r = run_shell("{ " + typist + "; } | timeout 60 script -qfec " +
-                               quote(chat_command(gguf)) + " /dev/null > " + out +
-                               "; cat " + out);
+  const std::string typist = until_prompts(out, 1) + "printf 'Once'; sleep 0.2; printf '\\003'; " +
+                             until_prompts(out, 2) + "printf '/sessions\\n'; " +
+                             until_prompts(out, 3) + "printf '/quit\\n'; sleep 0.5";
+  const ShellRun r = run_on_terminal(chat_command(gguf), typist, out);
   CHECK(r.exit_code == 0);
   const size_t hint = r.out.find("(Ctrl-D or /quit leaves)");
   REQUIRE(hint != std::string::npos);

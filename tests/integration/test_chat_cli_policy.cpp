@@ -9,6 +9,7 @@
 #include <fstream>
 #include <string>
 
+#include "chat_cli_support.h"
 #include "support/shared_assets.h"
 #include "support/shell.h"
 
@@ -80,19 +81,14 @@ TEST_CASE("console: /reset keeps the conversation's template and overflow policy
 
 TEST_CASE("console: the banner names the template of the conversation") {
   PARLEY_SHARED_OR_SKIP(gguf, "models/stories260k/stories260k-f32.gguf");
-  if (run_shell("command -v script >/dev/null 2>&1").exit_code != 0) {
+  if (!have_script()) {
     MESSAGE("skipped: no script(1) to give parley-chat a terminal");
     return;
   }
   TempDir dir;
   const std::string out = quote((dir / "out.txt").string());
-  // /quit once the prompt is shown (at most ~30 s).
-  const std::string typist = "i=0; until grep -q '] > ' " + out +
-                             " 2>/dev/null || [ $i -ge 600 ]; do i=$((i+1)); sleep 0.05; done; " +
-                             "printf '/quit\\n'; sleep 0.5";
-  const ShellRun r = run_shell("{ " + typist + "; } | timeout 60 script -qfec " +
-                               quote(chat_command(gguf, "--template chatml")) + " /dev/null > " +
-                               out + "; cat " + out);
+  const std::string typist = until_prompts(out, 1) + "printf '/quit\\n'; sleep 0.5";
+  const ShellRun r = run_on_terminal(chat_command(gguf, "--template chatml"), typist, out);
   CHECK(r.exit_code == 0);
   CHECK(r.out.find("| template chatml |") != std::string::npos);
 }

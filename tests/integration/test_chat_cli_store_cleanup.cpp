@@ -5,10 +5,10 @@
 
 #include <filesystem>
 #include <optional>
-#include <sstream>
 #include <string>
 #include <vector>
 
+#include "chat_cli_support.h"
 #include "support/shared_assets.h"
 #include "support/shell.h"
 
@@ -28,21 +28,6 @@ ShellRun run_store_console(const fs::path& model, const fs::path& store, const s
   return run_shell("printf '%s' " + quote(input) + " | " + PARLEY_CHAT_EXE + " " + flags +
                    " --store " + quote(store.string()) + " -m " + quote(model.string()) +
                    " --template raw --temp 0 -n 8 2>&1");
-}
-
-// The ids under the last "stored, not open:" of /sessions in `text`; nullopt when absent.
-std::optional<std::vector<std::string>> stored_not_open(const std::string& text) {
-  const std::string header = "stored, not open:";
-  const size_t at = text.rfind(header);
-  if (at == std::string::npos) return std::nullopt;
-  std::vector<std::string> ids;
-  std::istringstream lines(text.substr(at + header.size()));
-  std::string line;
-  std::getline(lines, line);  // the rest of the header line: "" or " none"
-  while (std::getline(lines, line) && line.rfind("  - ", 0) == 0) {  // "  - ID  N turns, ..."
-    ids.push_back(line.substr(4, line.find("  ", 4) - 4));
-  }
-  return ids;
 }
 
 }  // namespace

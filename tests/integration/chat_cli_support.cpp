@@ -1,0 +1,35 @@
+#include "chat_cli_support.h"
+
+#include <sstream>
+
+namespace parley::test {
+
+std::optional<std::vector<std::string>> stored_not_open(const std::string& text) {
+  const std::string header = "stored, not open:";
+  const size_t at = text.rfind(header);
+  if (at == std::string::npos) return std::nullopt;
+  std::vector<std::string> ids;
+  std::istringstream lines(text.substr(at + header.size()));
+  std::string line;
+  std::getline(lines, line);  // the rest of the header line: "" or " none"
+  // "  - ID  N turns, updated ..."
+  while (std::getline(lines, line) && line.rfind("  - ", 0) == 0) {
+    ids.push_back(line.substr(4, line.find("  ", 4) - 4));
+  }
+  return ids;
+}
+
+bool have_script() { return run_shell("command -v script >/dev/null 2>&1").exit_code == 0; }
+
+std::string until_prompts(const std::string& out, int n) {
+  return "i=0; until [ $(grep -o '] > ' " + out + " 2>/dev/null | wc -l) -ge " +
+         std::to_string(n) + " ] || [ $i -ge 600 ]; do i=$((i+1)); sleep 0.05; done; ";
+}
+
+ShellRun run_on_terminal(const std::string& command, const std::string& typist,
+                         const std::string& out) {
+  return run_shell("{ " + typist + "; } | timeout 60 script -qfec " + shell_quote(command) +
+                   " /dev/null > " + out + "; cat " + out);
+}
+
+}  // namespace parley::test
