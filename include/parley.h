@@ -82,7 +82,7 @@ extern "C" {
 
 #define PARLEY_VERSION_MAJOR 0
 #define PARLEY_VERSION_MINOR 8
-#define PARLEY_VERSION_PATCH 0
+#define PARLEY_VERSION_PATCH 1
 #define PARLEY_VERSION_NUMBER \
   (PARLEY_VERSION_MAJOR * 10000 + PARLEY_VERSION_MINOR * 100 + PARLEY_VERSION_PATCH)
 
@@ -533,8 +533,10 @@ typedef struct parley_generate_options {
   int32_t  ignore_eos;      /* non-zero: never stop on end tokens (benchmarks, references) */
   /* Since 0.3. The reply ends before the first of these strings it shows: neither the string
    * nor what follows it is streamed or kept, and the tokens that brought only that text are
-   * dropped from the conversation. Text that may be the start of a stop string reaches the
-   * callback once the next tokens show it is not. Read during the call only. */
+   * dropped from the conversation; since 0.8.1 a token whose text the string begins inside
+   * gives way to the tokens of its part before it, so the conversation's tokens say what the
+   * reply says. Text that may be the start of a stop string reaches the callback once the
+   * next tokens show it is not. Read during the call only. */
   const char *const *stop;  /* n_stop strings of 1 to PARLEY_MAX_STOP_BYTES bytes of UTF-8 */
   uint32_t n_stop;          /* at most PARLEY_MAX_STOP_STRINGS; default 0 */
   int32_t  reserved0;       /* must be 0 */

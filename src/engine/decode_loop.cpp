@@ -2,11 +2,14 @@
 #include <algorithm>
 #include <cstdint>
 #include <optional>
+#include <string>
+#include <vector>
 
 #include "common/error.h"
 #include "engine/clock.h"
 #include "engine/engine.h"
 #include "engine/session.h"
+#include "text/tokenizer.h"
 #include "text/utf8_stream.h"
 
 namespace parley::engine {
@@ -42,6 +45,20 @@ class ReplyText {
   size_t tokens_before_stop() const {
     return size_t(std::lower_bound(token_starts_.begin(), token_starts_.end(), stop_->at) -
                   token_starts_.begin());
+  }
+  // The stop string begins inside the last kept token's text: that text, whole, and how many
+  // of its bytes come before the stop string. Before take().
+  struct SplitToken {
+    std::string_view shown;
+    size_t kept_bytes;
+  };
+  std::optional<SplitToken> token_split_by_stop() const {
+    const size_t kept = tokens_before_stop();
+    if (kept == 0) return std::nullopt;
+    const size_t start = token_starts_[kept - 1];
+    const size_t end = kept < token_starts_.size() ? token_starts_[kept] : text_.size();
+    if (end <= stop_->at) return std::nullopt;
+    return SplitToken{std::string_view(text_).substr(start, end - start), stop_->at - start};
   }
   // The new text (the prefix, then what was generated), up to the stop string if any.
   std::string take() {
@@ -157,9 +174,26 @@ std::string Session::decode(sample::Sampler& sampler, const GenerateParams& para
     if (cut == ReplyCut::none) stats.stop_reason = StopReason::stop_string;
     stats.stop_index = int32_t(reply.stop()->index);
     drop_reply_tokens(generated - reply.tokens_before_stop());
+    if (const auto split = reply.token_split_by_stop()) {
+      respell_split_token(split->shown, split->kept_bytes);
+    }
     reply_closed_ = false;
   }
   return reply.take();
+}
+
+void Session::respell_split_token(std::string_view shown, size_t kept_bytes) {
+  const text::Tokenizer& tokenizer = engine_->tokenizer();
+  const std::string piece = tokenizer.piece_bytes(tokens_.back());
+  // A reply's first word shows without the space its piece has.
+  const size_t space = piece.size() == shown.size() + 1 && piece.front() == ' ' ? 1 : 0;
+  if (std::string_view(piece).substr(space) != shown) return;
+  const std::vector<int32_t> ids = tokenizer.encode_continuation(
+      std::string_view(piece).substr(0, space + kept_bytes));
+  if (ids.empty() || tokens_.size() - 1 + ids.size() > engine_->context_length()) return;
+  tokens_.pop_back();
+  tokens_.insert(tokens_.end(), ids.begin(), ids.end());
+  await_last_token_kv();
 }
 
 void Session::drop_reply_tokens(size_t n) {

@@ -310,7 +310,8 @@ class Session {
   // Samples, streams and feeds reply tokens until a stop; returns the new text (the prefix,
   // then what was generated) of a reply that had the `earlier` text so far. A reply
   // that shows a stop string ends before it: the text from there on is not streamed, and the
-  // tokens that brought only that text are dropped (with their KV).
+  // tokens that brought only that text are dropped (with their KV); one whose text the stop
+  // string begins inside is respelled (respell_split_token).
   // How a reply ended, when not by a stop token, a stop string or a limit.
   enum class ReplyCut { none, cancelled, out_of_kv_memory };
   std::string decode(sample::Sampler& sampler, const GenerateParams& params,
@@ -337,6 +338,11 @@ class Session {
   }
   // Drops the last n reply tokens and their KV; the one then last awaits its KV again.
   void drop_reply_tokens(size_t n);
+  // The stop string begins inside the last token's text (`shown`, of which `kept_bytes` come
+  // before it): the token brought text the reply does not keep, so it gives way to the ids of
+  // the part kept, and the model goes on from what the reply says. Left as it is when its text
+  // is not its piece (a byte of an unfinished character) or the ids would not fit the context.
+  void respell_split_token(std::string_view shown, size_t kept_bytes);
   // Drops the last token's KV if it was computed, as a generated reply leaves it: the next
   // turn then computes it and the logits that follow it.
   void await_last_token_kv();

@@ -221,7 +221,11 @@ TEST_CASE("--stop ends the reply before the text, and --print-ids shows the ids 
   const size_t full_cut = full.out.rfind("\nids:");
   REQUIRE(full_cut != std::string::npos);
   const std::string reply = full.out.substr(0, full_cut);
-  const std::string stop = reply.substr(reply.size() / 2, 5);
+  // A word's start, where its token's text starts (one the stop string began inside would
+  // give way to the tokens of its part before it).
+  const size_t word = reply.find(' ', reply.size() / 2);
+  REQUIRE(word + 5 <= reply.size());
+  const std::string stop = reply.substr(word, 5);
   const Run cut = run_chat(base + " --stop " + quote(stop) + " --stop zzzz");
   CHECK(cut.exit_code == 0);
   const size_t at = cut.out.rfind("\nids:");

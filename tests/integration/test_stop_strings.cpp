@@ -4,6 +4,7 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <cctype>
 #include <string>
 #include <vector>
 
@@ -54,6 +55,61 @@ parley_session* new_session(parley_engine* e, const char* chat_template) {
   return s;
 }
 
+std::string detokenize(parley_engine* e, const int32_t* ids, size_t n) {
+  std::vector<char> buf(8192);
+  size_t len = 0;
+  REQUIRE(parley_detokenize(e, ids, n, buf.data(), buf.size(), &len) == PARLEY_OK);
+  return std::string(buf.data(), len - 1);  // (len counts the NUL)
+}
+
+// Where each reply token's text ends in the reply's text, from detokenizing the reply's first
+// tokens (on their own they lose the leading space a reply to the raw template keeps).
+std::vector<size_t> token_ends(parley_engine* e, const int32_t* reply_ids, size_t n,
+                               const std::string& text) {
+  const size_t space = text.size() - detokenize(e, reply_ids, n).size();
+  REQUIRE(space <= 1);
+  std::vector<size_t> ends;
+  for (size_t i = 1; i <= n; ++i) {
+    const std::string shown = detokenize(e, reply_ids, i);
+    REQUIRE(text.substr(space).starts_with(shown));
+    ends.push_back(space + shown.size());
+  }
+  return ends;
+}
+
+// A stop string of `len` bytes that first shows in `text` at the end of a token's text, from
+// `from` on; or inside a token's text (`inside`): two bytes before the end of one of three
+// letters or more.
+struct StopAt {
+  std::string stop;
+  size_t at;
+  size_t token;  // the reply token whose text it ends or begins inside
+};
+StopAt stop_in(const std::string& text, const std::vector<size_t>& ends, size_t from, size_t len,
+               bool inside) {
+  for (size_t i = 1; i < ends.size(); ++i) {
+    const size_t at = inside ? ends[i] - 2 : ends[i];
+    const std::string word = text.substr(ends[i - 1], ends[i] - ends[i - 1]);
+    const bool letters = word.size() >= 4 && std::all_of(word.begin() + 1, word.end(), [](char c) {
+                           return std::isalpha(static_cast<unsigned char>(c)) != 0;
+                         });
+    if (at < from || at + len > text.size() || (inside && !letters)) continue;
+    const std::string stop = text.substr(at, len);
+    if (text.find(stop) == at) return {stop, at, i};
+  }
+  FAIL("no such stop string in \"" << text << "\"");
+  return {};
+}
+
+std::string exported(parley_session* s) {
+  size_t n = 0;
+  REQUIRE(parley_session_export(s, nullptr, 0, &n) == PARLEY_OK);
+  std::string json(n, '\0');
+  REQUIRE(parley_session_export(s, json.data(), json.size(), &n) == PARLEY_OK);
+  json.resize(n - 1);  // (n counts the NUL)
+  return json;
+}
+
 constexpr const char* kPrompt = "Once upon a time";
 constexpr uint32_t kReplyTokens = 48;
 
@@ -70,9 +126,12 @@ TEST_CASE("a stop string ends the reply before it: streamed, kept and in tokens 
   const std::vector<int32_t> full_tokens = session_tokens(plain);
   REQUIRE(full.text.size() > 40);
 
-  // A stop string taken from the middle of the reply; it ends the reply where it first shows.
-  const std::string stop = full.text.substr(full.text.size() / 2, 6);
-  const size_t at = full.text.find(stop);
+  // A stop string from the middle of the reply, where a token's text begins; it ends the
+  // reply where it first shows.
+  const size_t prompt = full_tokens.size() - kReplyTokens;
+  const std::vector<size_t> ends =
+      token_ends(e, full_tokens.data() + prompt, kReplyTokens, full.text);
+  const auto [stop, at, token] = stop_in(full.text, ends, full.text.size() / 2, 6, false);
   parley_session* s = new_session(e, "raw");
   const Reply cut = send(s, kPrompt, kReplyTokens, {"never in a story \x01", stop.c_str()});
   REQUIRE_MESSAGE(cut.status == PARLEY_OK, parley_last_error());
@@ -91,13 +150,9 @@ TEST_CASE("a stop string ends the reply before it: streamed, kept and in tokens 
   CHECK(cut.stats.generated_tokens <= kReplyTokens);
   // The last kept token's text starts before the stop string, the next one's does not
   // (detokenized on their own, the reply's tokens may lose a leading space).
+  CHECK(kept == token + 1);
   auto reply_text = [&](uint32_t n_tokens) {
-    std::vector<char> buf(4096);
-    size_t n = 0;
-    const size_t prompt = tokens.size() - kept;
-    REQUIRE(parley_detokenize(e, full_tokens.data() + prompt, n_tokens, buf.data(), buf.size(),
-                              &n) == PARLEY_OK);
-    return std::string(buf.data(), n);
+    return detokenize(e, full_tokens.data() + prompt, n_tokens);
   };
   CHECK(reply_text(kept - 1).size() < at);
   CHECK(reply_text(kept).size() + 1 >= at);
@@ -116,9 +171,13 @@ TEST_CASE("a reply cut by a stop string goes on as one cut by max_tokens at its 
     const Reply full = send(plain, kPrompt, kReplyTokens);
     REQUIRE(full.status == PARLEY_OK);
     REQUIRE(full.text.size() > 20);
-    parley_session_close(plain);
 
-    const std::string stop = full.text.substr(full.text.size() / 3, 4);
+    // (At a token's start: one that begins inside a token's text respells that token.)
+    const std::vector<int32_t> full_tokens = session_tokens(plain);
+    const size_t prompt = full_tokens.size() - kReplyTokens;
+    const std::vector<size_t> ends =
+        token_ends(e, full_tokens.data() + prompt, kReplyTokens, full.text);
+    const std::string stop = stop_in(full.text, ends, full.text.size() / 3, 4, false).stop;
     parley_session* s = new_session(e, chat_template);
     const Reply cut = send(s, kPrompt, kReplyTokens, {stop.c_str()});
     REQUIRE(cut.stats.stop_reason == PARLEY_STOP_STRING);
@@ -144,6 +203,58 @@ TEST_CASE("a reply cut by a stop string goes on as one cut by max_tokens at its 
     }
     parley_session_close(limited);
     parley_session_close(s);
+    parley_session_close(plain);
+  }
+  parley_engine_close(e);
+}
+
+TEST_CASE("a token the stop string begins inside gives way to the tokens of the text kept") {
+  PARLEY_SHARED_OR_SKIP(gguf, "models/stories260k/stories260k-f32.gguf");
+  parley_engine* e = open_engine(gguf.string(), PARLEY_KV_F32);
+  for (const char* chat_template : {"raw", "chatml"}) {
+    CAPTURE(chat_template);
+    parley_session* plain = new_session(e, chat_template);
+    const Reply full = send(plain, kPrompt, kReplyTokens);
+    REQUIRE(full.status == PARLEY_OK);
+    const std::vector<int32_t> full_tokens = session_tokens(plain);
+    const size_t prompt = full_tokens.size() - kReplyTokens;
+    const std::vector<size_t> ends =
+        token_ends(e, full_tokens.data() + prompt, kReplyTokens, full.text);
+    const auto [stop, at, token] = stop_in(full.text, ends, full.text.size() / 4, 5, true);
+    CAPTURE(stop);
+
+    parley_session* s = new_session(e, chat_template);
+    const Reply cut = send(s, kPrompt, kReplyTokens, {stop.c_str()});
+    REQUIRE(cut.stats.stop_reason == PARLEY_STOP_STRING);
+    CHECK(cut.text == full.text.substr(0, at));
+    CHECK(std::string(turn_at(s, 1).text) == cut.text);
+    // The tokens before the split one are the uncut reply's; after them come tokens of the
+    // split one's text before the stop string, so the reply's tokens say what its text says.
+    const std::vector<int32_t> tokens = session_tokens(s);
+    REQUIRE(tokens.size() > prompt + token);
+    CHECK(std::equal(tokens.begin(), tokens.begin() + long(prompt + token), full_tokens.begin()));
+    CHECK(tokens[prompt + token] != full_tokens[prompt + token]);
+    CHECK(turn_at(s, 1).n_tokens == tokens.size() - prompt);
+    const size_t space =
+        full.text.size() - detokenize(e, full_tokens.data() + prompt, kReplyTokens).size();
+    const std::string reply = detokenize(e, tokens.data() + prompt, tokens.size() - prompt);
+    CHECK(std::string(space, ' ') + reply == cut.text);
+
+    // It goes on as a conversation given those tokens from the start: the split token's KV is
+    // gone with it.
+    parley_session* copy = nullptr;
+    REQUIRE_MESSAGE(parley_session_import(e, exported(s).c_str(), "copy", &copy) == PARLEY_OK,
+                    parley_last_error());
+    REQUIRE(session_tokens(copy) == tokens);
+    const char* next = std::string(chat_template) == "raw" ? "" : "What then?";
+    const Reply a = send(s, next, 16);
+    const Reply b = send(copy, next, 16);
+    REQUIRE_MESSAGE(a.status == PARLEY_OK, parley_last_error());
+    CHECK(a.text == b.text);
+    CHECK(session_tokens(s) == session_tokens(copy));
+    parley_session_close(copy);
+    parley_session_close(s);
+    parley_session_close(plain);
   }
   parley_engine_close(e);
 }
