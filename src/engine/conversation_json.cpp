@@ -158,6 +158,7 @@ ConversationJson read_conversation_json(std::string_view json) {
   c.has_token_ids = true;
   for (size_t i = 0; i < messages->size(); ++i) {
     c.turns.push_back(read_message((*messages)[i], i, c.has_token_ids));
+    c.closed_given.push_back(field((*messages)[i], "closed") != nullptr);
   }
   return c;
 }

@@ -15,6 +15,7 @@ struct ConversationJson {
   store::StoredSession header;            // its model_fingerprint is 0 when the file has none
   bool has_created_ms = false;
   std::vector<store::StoredTurn> turns;   // role as PARLEY_ROLE_*
+  std::vector<bool> closed_given;         // per message: it says whether it is closed
   bool has_token_ids = false;             // every message carries its ids
 };
 

@@ -34,7 +34,8 @@ size_t check_order(const ConversationJson& c) {
   return first;
 }
 
-// Adds each exchange from its texts; nothing is left in the store when one fails.
+// Adds each exchange from its texts; nothing is left in the store when one fails. A reply the
+// file says is closed ends with the template's end ids; others are left open, as written ones.
 std::unique_ptr<Session> import_texts(std::shared_ptr<Engine> engine, const ConversationJson& c,
                                       size_t first) {
   SessionOptions options;
@@ -52,8 +53,9 @@ std::unique_ptr<Session> import_texts(std::shared_ptr<Engine> engine, const Conv
       const bool replied =
           i + 1 < c.turns.size() && c.turns[i + 1].role == int32_t(Role::assistant);
       const bool last = i + (replied ? 2 : 1) >= c.turns.size();
+      const bool ended = replied && c.closed_given[i + 1] && c.turns[i + 1].closed;
       try {
-        session->add_exchange(c.turns[i].text, replied ? c.turns[i + 1].text : "");
+        session->add_exchange(c.turns[i].text, replied ? c.turns[i + 1].text : "", ended);
       } catch (const Error& e) {
         // Under DROP_OLDEST an older exchange too long for the context even alone would give
         // way to the later ones anyway: it is left out. The last one must fit.

@@ -128,9 +128,10 @@ class Session {
             TurnStats& stats);
 
   // Adds a user message and a reply the caller wrote, as if the model had given it; the reply
-  // is left open (the next turn closes it) and the KV of both is computed. Errors as send's,
-  // except that nothing is generated.
-  void add_exchange(std::string_view user_text, std::string_view reply_text);
+  // is left open (the next turn closes it), or `reply_ended` ends it with the template's end
+  // ids, and the KV of both is computed. Errors as send's, except that nothing is generated.
+  void add_exchange(std::string_view user_text, std::string_view reply_text,
+                    bool reply_ended = false);
 
   // Generates without a new user message: the reply to the last user message when it has none
   // (after a rewind of the reply: a new take on it), or more of the last reply when it was
@@ -250,9 +251,11 @@ class Session {
   // unknown roles and a conversation longer than the context are Error(bad_status).
   void adopt_turns(std::vector<store::StoredTurn> turns, Status bad_status);
 
-  // send() and add_exchange(): a written reply when written_reply is set, else generated.
+  // send() and add_exchange(): a written reply when written_reply is set (ended with the
+  // template's end ids when written_reply_ended), else generated.
   void run_turn(std::string_view user_text, const std::string_view* written_reply,
-                const GenerateParams& params, const TextSink& sink, TurnStats& stats);
+                bool written_reply_ended, const GenerateParams& params, const TextSink& sink,
+                TurnStats& stats);
   // Checks that `new_ids` and `reply_room` more tokens fit, brings spilled KV back, and makes
   // room under DROP_OLDEST. `user_text` is the new user message, or null when the last reply
   // goes on (its user message then stays). `written` says the reply room is exact. Throws

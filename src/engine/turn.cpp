@@ -19,12 +19,13 @@ uint64_t Session::seed_for(const GenerateParams& params) {
 
 void Session::send(std::string_view user_text, const GenerateParams& params,
                    const TextSink& sink, TurnStats& stats) {
-  run_turn(user_text, nullptr, params, sink, stats);
+  run_turn(user_text, nullptr, false, params, sink, stats);
 }
 
-void Session::add_exchange(std::string_view user_text, std::string_view reply_text) {
+void Session::add_exchange(std::string_view user_text, std::string_view reply_text,
+                           bool reply_ended) {
   TurnStats stats;
-  run_turn(user_text, &reply_text, GenerateParams{}, nullptr, stats);
+  run_turn(user_text, &reply_text, reply_ended, GenerateParams{}, nullptr, stats);
 }
 
 void Session::fit_turn(const std::string_view* user_text, std::vector<int32_t>& new_ids,
@@ -70,7 +71,8 @@ void Session::fit_turn(const std::string_view* user_text, std::vector<int32_t>& 
 }
 
 void Session::run_turn(std::string_view user_text, const std::string_view* written_reply,
-                       const GenerateParams& params, const TextSink& sink, TurnStats& stats) {
+                       bool written_reply_ended, const GenerateParams& params,
+                       const TextSink& sink, TurnStats& stats) {
   const double started_ms = now_ms();
   interrupt_.store(false, std::memory_order_relaxed);
   // 0. Everything that can refuse the turn is checked before any work: a refused turn leaves
@@ -93,8 +95,12 @@ void Session::run_turn(std::string_view user_text, const std::string_view* writt
   //    refuse, or drop the oldest exchanges. A reply to generate needs room for one token more.
   std::vector<int32_t> new_ids = render_turn(user_text);
   const std::string_view reply_opening = written_reply ? *written_reply : params.reply_prefix;
-  const std::vector<int32_t> reply_ids =
+  std::vector<int32_t> reply_ids =
       reply_opening.empty() ? std::vector<int32_t>() : template_.render_reply(reply_opening);
+  if (written_reply && written_reply_ended) {
+    const std::vector<int32_t> end = template_.end_reply();
+    reply_ids.insert(reply_ids.end(), end.begin(), end.end());
+  }
   const size_t reply_room = reply_ids.size() + (written_reply ? 0 : 1);
   fit_turn(&user_text, new_ids, reply_room, written_reply != nullptr, stats);
 
@@ -119,11 +125,12 @@ void Session::run_turn(std::string_view user_text, const std::string_view* writt
     stats.computed_tokens = n_cached_ - stats.reused_tokens;  // short of the prompt if stopped
     std::string reply;
     if (written_reply) {
-      // Left open, as a reply cut at max_tokens: the next turn closes it. Its last token awaits
-      // its KV again, as a generated reply's does, so the next turn computes the logits after
-      // it (an interrupted prefill leaves more to compute then; the exchange stands).
+      // Left open, as a reply cut at max_tokens: the next turn closes it; or ended, as the model
+      // ends one. Its last token awaits its KV again, as a generated reply's does, so the next
+      // turn computes the logits after it (an interrupted prefill leaves more to compute then;
+      // the exchange stands).
       reply = std::string(*written_reply);
-      reply_closed_ = false;
+      reply_closed_ = written_reply_ended;
       await_last_token_kv();
     } else if (n_cached_ < tokens_.size()) {
       // Stopped during the prompt: a reply of its prefix alone (not streamed), left open.

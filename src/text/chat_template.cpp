@@ -97,6 +97,11 @@ std::vector<int32_t> ChatTemplate::close_reply() const {
   }
 }
 
+std::vector<int32_t> ChatTemplate::end_reply() const {
+  if (kind_ == TemplateKind::raw) return {tokenizer_.eos_id()};
+  return close_reply();
+}
+
 std::vector<ChatTemplate::Segment> ChatTemplate::start_segments(std::string_view system) const {
   const Segment bos = token(tokenizer_.bos_id());
   if (system.empty()) return {bos};

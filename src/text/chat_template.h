@@ -53,6 +53,9 @@ class ChatTemplate {
 
   // Ids that close an assistant reply which stopped before its end token (max_tokens, stop).
   std::vector<int32_t> close_reply() const;
+  // Ids that end a reply written as complete, as the model ends one: close_reply()'s, and for
+  // raw the EOS.
+  std::vector<int32_t> end_reply() const;
 
   // Ids that end a reply when generated (EOS always; <|im_end|> for chatml; BOS for raw).
   const std::vector<int32_t>& stop_tokens() const { return stop_tokens_; }

@@ -172,6 +172,59 @@ TEST_CASE("texts alone, or another model's ids, are added exchange by exchange")
   }
 }
 
+TEST_CASE("texts alone keep which replies are closed: those end as the model ends one") {
+  PARLEY_SHARED_OR_SKIP(gguf, "models/stories260k/stories260k-f32.gguf");
+  auto engine = open_engine(gguf.string(), kv::KvType::f32);
+  const int32_t eos = engine->tokenizer().eos_id();
+  for (const char* chat_template : {"chatml", "raw"}) {
+    CAPTURE(chat_template);
+    Json open = Json::parse(conversation(engine, chat_template, "original")->export_json());
+    for (auto& message : open["messages"]) message.erase("tokens");
+    open.erase("model_fingerprint");
+    auto& m = open["messages"];  // system, then three exchanges
+    REQUIRE(m.size() == 7);
+    for (size_t i = 2; i < m.size(); i += 2) m[i]["closed"] = false;
+    Json closed = open;
+    closed["messages"][2]["closed"] = true;
+    closed["messages"][6]["closed"] = true;
+
+    auto as_written = engine::Session::import_json(engine, open.dump(), "open");
+    auto ended = engine::Session::import_json(engine, closed.dump(), "closed");
+    for (size_t i = 2; i < m.size(); i += 2) {
+      CAPTURE(i);
+      CHECK(ended->messages()[i].closed == closed["messages"][i]["closed"].get<bool>());
+      CHECK_FALSE(as_written->messages()[i].closed);
+    }
+    // Exported again, they say so.
+    const Json again = Json::parse(ended->export_json());
+    for (size_t i = 2; i < m.size(); i += 2) {
+      CHECK(again["messages"][i]["closed"] == closed["messages"][i]["closed"]);
+    }
+    // A closed last reply is complete: there is no more of it to generate.
+    engine::GenerateParams greedy;
+    greedy.sampler.temperature = 0;
+    greedy.max_tokens = 4;
+    engine::TurnStats stats;
+    CHECK_THROWS_AS(ended->continue_reply(greedy, nullptr, stats), Error);
+    as_written->fork("")->continue_reply(greedy, nullptr, stats);  // an open one goes on
+    CHECK(stats.generated_tokens == 4);
+
+    // A chat template closes an open reply with the ids that end a closed one, so a closed
+    // reply's ids and what follows equal an open one's; with raw, the closed replies end with
+    // the EOS the story's end would have.
+    greedy_turn(*ended, "What then?", 4);
+    greedy_turn(*as_written, "What then?", 4);
+    std::vector<int32_t> expected = as_written->tokens();
+    if (std::string(chat_template) == "raw") {
+      for (size_t i : {6u, 2u}) {
+        const auto& reply = as_written->messages()[i];
+        expected.insert(expected.begin() + reply.token_begin + reply.n_tokens, eos);
+      }
+    }
+    CHECK(ended->tokens() == expected);
+  }
+}
+
 TEST_CASE("ids longer than the context: refused, or under drop_oldest the oldest give way") {
   PARLEY_SHARED_OR_SKIP(gguf, "models/stories260k/stories260k-f32.gguf");
   auto engine = open_engine(gguf.string(), kv::KvType::int8);
