@@ -8,6 +8,7 @@
 #include <string>
 #include <string_view>
 
+#include "id_quoting.h"
 #include "new_session.h"
 #include "output.h"
 #include "replies.h"
@@ -51,9 +52,12 @@ const char* kConsoleHelp =
     "/system TEXT   go on under TEXT as the system prompt, every message kept (the next\n"
     "               message computes the conversation again); /system alone removes it\n"
     "/reset         replace the current conversation with a new one (same system prompt)\n"
-    "/stats         figures of the last turn, KV memory and the store\n"
+    "/stats         the last turn (its new prompt tokens; the conversation's tokens whose KV\n"
+    "               was reused or computed; speed), KV memory and the store\n"
     "/quit          leave (also Ctrl-D); open conversations are closed, which with --store\n"
     "               spills their KV to it, so --session ID or /open ID continues them\n"
+    "An ID with blanks in it or at its ends goes in double quotes, as /sessions shows it:\n"
+    "/open \"  my id \" (inside the quotes \\\" is a quote and \\\\ a backslash).\n"
     "Any other line is a message (blank lines are skipped); start it with // to send a\n"
     "message that begins with /. Ctrl-C stops a reply that is being written.\n";
 
@@ -134,6 +138,17 @@ void list_sessions(const SessionCommands& commands, const StoreCommands& store) 
   store.list_not_open();
 }
 
+// Runs `command` on the id that `arg` names; says so instead when it cannot be read.
+template <class IdCommand>
+void with_id(std::string_view arg, IdCommand&& command) {
+  const auto id = read_id(arg);
+  if (!id) {
+    print_unreadable_id(arg);
+    return;
+  }
+  command(*id);
+}
+
 // False: not a command this console knows.
 bool run_command(const Command& c, parley_engine* engine, SessionCommands& commands,
                  StoreCommands& store, TransferCommands& transfer) {
@@ -146,15 +161,15 @@ bool run_command(const Command& c, parley_engine* engine, SessionCommands& comma
   else if (c.name == "/score-next") score_next(commands.sessions.current(), c.arg);
   else if (c.name == "/exchange") write_exchange(commands.sessions.current(), c.arg);
   else if (c.name == "/stats") print_stats(engine, commands.sessions.current().last_turn);
-  else if (c.name == "/new") commands.start_new(c.arg);
-  else if (c.name == "/switch") commands.switch_to(c.arg);
-  else if (c.name == "/fork") commands.fork(c.arg);
+  else if (c.name == "/new") with_id(c.arg, [&](const auto& id) { commands.start_new(id); });
+  else if (c.name == "/switch") with_id(c.arg, [&](const auto& id) { commands.switch_to(id); });
+  else if (c.name == "/fork") with_id(c.arg, [&](const auto& id) { commands.fork(id); });
   else if (c.name == "/rewind") commands.rewind(c.arg);
-  else if (c.name == "/close") commands.close(c.arg);
+  else if (c.name == "/close") with_id(c.arg, [&](const auto& id) { commands.close(id); });
   else if (c.name == "/sessions") list_sessions(commands, store);
-  else if (c.name == "/open") store.open(c.arg);
+  else if (c.name == "/open") with_id(c.arg, [&](const auto& id) { store.open(id); });
   else if (c.name == "/suspend") store.suspend();
-  else if (c.name == "/delete") store.remove(c.arg);
+  else if (c.name == "/delete") with_id(c.arg, [&](const auto& id) { store.remove(id); });
   else if (c.name == "/export") transfer.export_to(c.arg);
   else if (c.name == "/import") transfer.import_from(c.arg);
   else if (c.name == "/reset") commands.reset();
@@ -187,7 +202,7 @@ int run_console(parley_engine* engine, const CliArgs& args) {
   std::string line;
   // Once stdout cannot be written, no reply or outcome would be seen: stop there.
   while (flush_stdout()) {
-    const std::string prompt = interactive ? "[" + sessions.current().id + "] > " : "";
+    const std::string prompt = interactive ? "[" + shown_id(sessions.current().id) + "] > " : "";
     const InputLine input = read_input_line(line, prompt);
     if (input == InputLine::end) break;
     if (input != InputLine::line || trim(line).empty()) continue;  // nothing to say

@@ -147,8 +147,9 @@ void prepare_next(Sessions::Open& open) {
     print_error("prepare failed", st);
     return;
   }
-  std::printf("(prepared: %u tokens computed, %u already there; KV %s, restore %.2f ms)%s\n",
-              stats.computed_tokens, stats.reused_tokens, kv_source_name(stats.kv_source),
+  // Worded as /stats words a turn's KV: tokens of the conversation, not of a message.
+  std::printf("(prepared: KV of %u tokens reused, %u computed; KV %s, restore %.2f ms)%s\n",
+              stats.reused_tokens, stats.computed_tokens, kv_source_name(stats.kv_source),
               stats.restore_ms, st == PARLEY_E_CANCELLED ? " [stopped]" : "");
 }
 

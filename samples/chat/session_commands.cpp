@@ -5,6 +5,7 @@
 #include <optional>
 #include <string>
 
+#include "id_quoting.h"
 #include "new_session.h"
 #include "output.h"
 #include "state_names.h"
@@ -48,7 +49,7 @@ std::optional<uint32_t> turn_count(parley_session* s) {
 }
 
 void print_current(Sessions& sessions) {
-  std::printf("(session %s)\n", sessions.current().id.c_str());
+  std::printf("(session %s)\n", shown_id(sessions.current().id).c_str());
 }
 
 // Hands a session created in this run to the registry and announces it.
@@ -153,7 +154,7 @@ void SessionCommands::list() const {
       continue;
     }
     std::printf("%c %s  %u turns, %u tokens, %s, %llu KV bytes resident, %llu stored\n",
-                sessions.is_current(open) ? '*' : ' ', open.id.c_str(), info->n_turns,
+                sessions.is_current(open) ? '*' : ' ', shown_id(open.id).c_str(), info->n_turns,
                 info->n_tokens, session_state_name(info->state),
                 (unsigned long long)info->kv_bytes_resident,
                 (unsigned long long)info->kv_bytes_stored);
@@ -174,7 +175,7 @@ void SessionCommands::close(std::string_view id) {
                 int(id.size()), id.data());
     return;
   }
-  std::printf("(closed %.*s)\n", int(id.size()), id.data());
+  std::printf("(closed %s)\n", shown_id(id).c_str());
   print_current(sessions);
 }
 

@@ -10,10 +10,13 @@ namespace {
 
 constexpr double kMiB = 1024.0 * 1024.0;
 
+// The new prompt tokens are the message and its template markers. The KV figures count the
+// whole conversation before the reply: the earlier turns' KV (or a shared prefix's) is reused,
+// so the reused tokens are no part of the prompt.
 void print_turn(const parley_turn_stats& t) {
-  std::printf("last turn: %u prompt tokens (%u reused, %u computed), %u generated; "
+  std::printf("last turn: %u new prompt tokens, %u generated; KV of %u tokens reused, %u computed; "
               "TTFT %.1f ms, TPOT %.2f ms (%.1f tok/s)\n",
-              t.prompt_tokens, t.reused_tokens, t.computed_tokens, t.generated_tokens, t.ttft_ms,
+              t.prompt_tokens, t.generated_tokens, t.reused_tokens, t.computed_tokens, t.ttft_ms,
               t.tpot_ms, t.tpot_ms > 0 ? 1000.0 / t.tpot_ms : 0.0);
   std::printf("last turn KV: %s, restore %.2f ms\n", kv_source_name(t.kv_source), t.restore_ms);
   if (t.stop_reason == PARLEY_STOP_STRING) {

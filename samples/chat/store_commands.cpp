@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "id_quoting.h"
 #include "new_session.h"
 #include "output.h"
 
@@ -24,7 +25,7 @@ std::string utc_time(int64_t unix_ms) {
 }
 
 void print_current(Sessions& sessions) {
-  std::printf("(session %s)\n", sessions.current().id.c_str());
+  std::printf("(session %s)\n", shown_id(sessions.current().id).c_str());
 }
 
 // The store's ids, oldest first; nullopt after printing the error.
@@ -62,7 +63,8 @@ void announce_reopened(Sessions& sessions) {
     print_error("cannot read the session", st);
     return;
   }
-  std::printf("(session %s: %u turns from the store)\n", info->id, info->n_turns);
+  std::printf("(session %s: %u turns from the store)\n", shown_id(info->id).c_str(),
+              info->n_turns);
 }
 
 void StoreCommands::open(std::string_view id) {
@@ -120,7 +122,7 @@ void StoreCommands::remove(std::string_view id) {
     print_error("cannot delete the session", st);
     return;
   }
-  std::printf("(deleted %s)\n", target.c_str());
+  std::printf("(deleted %s)\n", shown_id(target).c_str());
 }
 
 void StoreCommands::list_not_open() const {
@@ -141,10 +143,10 @@ void StoreCommands::list_not_open() const {
     info.struct_size = sizeof info;
     // Another process may have deleted it since the listing: then the id alone.
     if (parley_store_get_session_info(engine, id->c_str(), &info) != PARLEY_OK) {
-      std::printf("  - %s\n", id->c_str());
+      std::printf("  - %s\n", shown_id(*id).c_str());
       continue;
     }
-    std::printf("  - %s  %u turns, updated %s, %llu KV bytes stored%s\n", id->c_str(),
+    std::printf("  - %s  %u turns, updated %s, %llu KV bytes stored%s\n", shown_id(*id).c_str(),
                 info.n_turns, utc_time(info.updated_unix_ms).c_str(),
                 static_cast<unsigned long long>(info.kv_bytes_stored),
                 info.same_model ? "" : " (another model's)");

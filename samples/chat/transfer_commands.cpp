@@ -8,6 +8,7 @@
 #include <string>
 
 #include "file_replace.h"
+#include "id_quoting.h"
 #include "output.h"
 
 namespace chat {
@@ -66,6 +67,37 @@ std::optional<std::string> read_file(const std::string& path) {
   return text;
 }
 
+// What /import's argument names: FILE, and ID ("" when not given).
+struct ImportArg {
+  std::string file;
+  std::string id;
+};
+
+std::string trimmed_end(std::string_view s) {
+  const auto last = s.find_last_not_of(" \t");
+  return last == std::string_view::npos ? "" : std::string(s.substr(0, last + 1));
+}
+
+// FILE may hold blanks (as /export's may): the whole argument when it names a file, else what
+// comes before the id, which is a quoted id that ends the argument or else its last word.
+// nullopt (said) when that id cannot be read.
+std::optional<ImportArg> split_import_arg(std::string_view arg) {
+  std::error_code ec;
+  if (std::filesystem::exists(std::string(arg), ec)) return ImportArg{std::string(arg), ""};
+  const auto quoted = trailing_quoted_id(arg);
+  if (quoted != std::string_view::npos) {
+    return ImportArg{trimmed_end(arg.substr(0, quoted)), *read_id(arg.substr(quoted))};
+  }
+  const auto blank = arg.find_last_of(" \t");
+  if (blank == std::string_view::npos) return ImportArg{std::string(arg), ""};
+  const auto id = read_id(arg.substr(blank + 1));
+  if (!id) {
+    print_unreadable_id(arg.substr(blank + 1));
+    return std::nullopt;
+  }
+  return ImportArg{trimmed_end(arg.substr(0, blank)), *id};
+}
+
 // " N messages" (the system prompt is one), or "" when the session cannot say.
 std::string message_count(parley_session* s) {
   const auto info = info_of(s);
@@ -84,22 +116,14 @@ void TransferCommands::export_to(std::string_view path) {
   if (!json) return;
   const std::string file(path);
   if (!write_file(file, *json)) return;
-  std::printf("(exported %s:%s to %s)\n", open.id.c_str(),
+  std::printf("(exported %s:%s to %s)\n", shown_id(open.id).c_str(),
               message_count(open.session.get()).c_str(), file.c_str());
 }
 
 void TransferCommands::import_from(std::string_view arg) {
-  // FILE may hold blanks (as /export's may): the whole argument when it names a file, else
-  // what comes before the last blank, the rest being the id.
-  std::string file(arg);
-  std::string id;
-  const auto blank = arg.find_last_of(" \t");
-  std::error_code ec;
-  if (blank != std::string_view::npos && !std::filesystem::exists(file, ec)) {
-    const auto path_end = arg.find_last_not_of(" \t", blank);
-    file = path_end == std::string_view::npos ? "" : std::string(arg.substr(0, path_end + 1));
-    id = arg.substr(blank + 1);
-  }
+  const auto split = split_import_arg(arg);
+  if (!split) return;
+  const auto& [file, id] = *split;
   if (file.empty()) {
     std::printf("usage: /import FILE [ID]\n");
     return;
@@ -119,7 +143,7 @@ void TransferCommands::import_from(std::string_view arg) {
     print_error("cannot read the imported session's id", st);
     return;
   }
-  const std::string& new_id = sessions.current().id;
+  const std::string new_id = shown_id(sessions.current().id);
   std::printf("(imported %s:%s from %s)\n(session %s)\n", new_id.c_str(), count.c_str(),
               file.c_str(), new_id.c_str());
 }

@@ -17,7 +17,8 @@ struct TransferCommands {
   // /export FILE: the current conversation's JSON replaces what FILE held.
   void export_to(std::string_view path);
   // /import FILE [ID]: the conversation in FILE joins the console under ID (or the id in the
-  // file) and becomes current. FILE is the argument's first word.
+  // file) and becomes current. ID is the argument's last word, or a quoted id that ends it
+  // (id_quoting.h); FILE, which may hold blanks, the rest (or all of it when it names a file).
   void import_from(std::string_view arg);
 };
 

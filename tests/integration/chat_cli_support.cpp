@@ -4,6 +4,17 @@
 
 namespace parley::test {
 
+std::string listed_id(const std::string& line, size_t pos) {
+  if (line.compare(pos, 1, "\"") == 0) {
+    for (size_t i = pos + 1; i < line.size(); ++i) {
+      if (line[i] == '\\') ++i;  // \" and \\ stand for one character
+      else if (line[i] == '"') return line.substr(pos, i + 1 - pos);
+    }
+  }
+  const size_t gap = line.find("  ", pos);
+  return line.substr(pos, gap == std::string::npos ? std::string::npos : gap - pos);
+}
+
 std::optional<std::vector<std::string>> stored_not_open(const std::string& text) {
   const std::string header = "stored, not open:";
   const size_t at = text.rfind(header);
@@ -14,7 +25,7 @@ std::optional<std::vector<std::string>> stored_not_open(const std::string& text)
   std::getline(lines, line);  // the rest of the header line: "" or " none"
   // "  - ID  N turns, updated ..."
   while (std::getline(lines, line) && line.rfind("  - ", 0) == 0) {
-    ids.push_back(line.substr(4, line.find("  ", 4) - 4));
+    ids.push_back(listed_id(line, 4));
   }
   return ids;
 }

@@ -10,7 +10,12 @@
 
 namespace parley::test {
 
-// The ids under the last "stored, not open:" of /sessions in `text`; nullopt when absent.
+// The id at `pos` of a /sessions line, as it is shown there (quoted when it holds blanks):
+// a quoted one up to its closing quote, else up to the two blanks before the figures.
+std::string listed_id(const std::string& line, size_t pos);
+
+// The ids under the last "stored, not open:" of /sessions in `text`, as shown; nullopt when
+// absent.
 std::optional<std::vector<std::string>> stored_not_open(const std::string& text);
 
 // Whether script(1) is there to give a program a terminal.

@@ -88,8 +88,9 @@ std::map<std::string, ListedSession> listed_sessions(const std::string& text) {
   std::string line;
   while (std::getline(lines, line)) {
     if (line.size() < 3 || (line[0] != '*' && line[0] != ' ') || line[1] != ' ') continue;
-    const size_t gap = line.find("  ", 2);
-    if (gap == std::string::npos) continue;
+    const std::string id = listed_id(line, 2);
+    const size_t gap = 2 + id.size();
+    if (line.compare(gap, 2, "  ") != 0) continue;
     ListedSession s;
     s.current = line[0] == '*';
     char state[16] = "";
@@ -99,7 +100,7 @@ std::map<std::string, ListedSession> listed_sessions(const std::string& text) {
       continue;
     }
     s.state = state;
-    found[line.substr(2, gap - 2)] = s;
+    found[id] = s;
   }
   return found;
 }
@@ -118,16 +119,18 @@ std::string text_between(const std::string& text, const std::string& from, const
   return text.substr(begin + from.size(), end - begin - from.size());
 }
 
-// "last turn: P prompt tokens (R reused, C computed), G generated; ..." from /stats.
+// "last turn: P new prompt tokens, G generated; KV of R tokens reused, C computed; ..." from
+// /stats.
 struct TurnFigures {
   unsigned prompt = 0, reused = 0, computed = 0, generated = 0;
 };
 
 TurnFigures turn_figures(const std::string& stats_line) {
   TurnFigures f;
-  const int n = std::sscanf(stats_line.c_str(),
-                            "last turn: %u prompt tokens (%u reused, %u computed), %u generated",
-                            &f.prompt, &f.reused, &f.computed, &f.generated);
+  const int n = std::sscanf(
+      stats_line.c_str(),
+      "last turn: %u new prompt tokens, %u generated; KV of %u tokens reused, %u computed; ",
+      &f.prompt, &f.generated, &f.reused, &f.computed);
   REQUIRE(n == 4);
   return f;
 }
@@ -304,8 +307,8 @@ TEST_CASE("the console reads messages and commands from stdin") {
   CHECK(r.out.find("no turn yet") != std::string::npos);
   CHECK(r.out.find("/system TEXT") != std::string::npos);
   CHECK(r.out.find(", there was a little girl") != std::string::npos);
-  CHECK(r.out.find("last turn: 5 prompt tokens (0 reused, 5 computed), 8 generated") !=
-        std::string::npos);
+  CHECK(r.out.find("last turn: 5 new prompt tokens, 8 generated; KV of 0 tokens reused, "
+                   "5 computed; TTFT ") != std::string::npos);
   CHECK(r.out.find("last reply ended at: max tokens") != std::string::npos);
   CHECK(r.out.find("KV: ") != std::string::npos);
   CHECK(r.out.find("unknown command /nonsense") != std::string::npos);
@@ -524,6 +527,35 @@ TEST_CASE("console sessions: /stats after a second turn shows reused KV and bloc
   CHECK(r.out.find("prefix cache: ") != std::string::npos);
 }
 
+TEST_CASE("console: /stats tells a turn's new prompt tokens from the conversation's KV reused") {
+  PARLEY_SHARED_OR_SKIP(gguf, "models/stories260k/stories260k-f32.gguf");
+  // "The cat" is 3 tokens; the first exchange's 5 + 8 tokens were there before it.
+  const Run r = run_console(gguf, "Once upon a time\nThe cat\n/stats\n/sessions\n/continue\n"
+                                  "/stats\n/sessions\n");
+  CHECK(r.exit_code == 0);
+  // The last reply token (13th) gets its KV with the next message: 12 reused, 3 + 1 computed.
+  const size_t second = r.out.find("last turn: 3 new prompt tokens, 8 generated; KV of 12 tokens "
+                                   "reused, 4 computed; TTFT ");
+  REQUIRE(second != std::string::npos);
+  // More of the reply: no prompt, and the whole conversation's KV but its last token there.
+  const size_t more = r.out.find("last turn: 0 new prompt tokens, 8 generated; KV of 23 tokens "
+                                 "reused, 1 computed; TTFT ",
+                                 second);
+  REQUIRE(more != std::string::npos);
+  CHECK(r.out.find("prompt tokens (") == std::string::npos);  // the old wording, read as parts
+  // The KV figures and the reply make up the conversation's tokens as /sessions counts them.
+  const TurnFigures message = turn_figures(r.out.substr(second));
+  const TurnFigures continued = turn_figures(r.out.substr(more));
+  const auto after_message = listed_sessions(r.out.substr(second, more - second));
+  const auto after_more = listed_sessions(r.out.substr(more));
+  REQUIRE(after_message.size() == 1);
+  REQUIRE(after_more.size() == 1);
+  CHECK(after_message.begin()->second.tokens == 24);
+  CHECK(message.reused + message.computed + message.generated == 24);
+  CHECK(after_more.begin()->second.tokens == 32);
+  CHECK(continued.reused + continued.computed + continued.generated == 32);
+}
+
 TEST_CASE("store: two one-shot runs with --session continue one conversation") {
   PARLEY_SHARED_OR_SKIP(gguf, "models/stories260k/stories260k-f32.gguf");
   TempDir dir;
@@ -643,8 +675,8 @@ TEST_CASE("store: /prepare brings a reopened conversation's KV back before its n
   const size_t prepared = r.out.find("(prepared: ");
   REQUIRE(prepared != std::string::npos);
   REQUIRE(std::sscanf(r.out.c_str() + prepared,
-                      "(prepared: %u tokens computed, %u already there; KV restored, restore ",
-                      &computed, &there) == 2);
+                      "(prepared: KV of %u tokens reused, %u computed; KV restored, restore ",
+                      &there, &computed) == 2);
   CHECK(computed == 0);
   const auto listed = listed_sessions(r.out);
   REQUIRE(listed.count("s") == 1);
@@ -669,23 +701,20 @@ TEST_CASE("console: /prepare computes a new conversation's system prompt for its
   const size_t first = r.out.find("(prepared: ");
   REQUIRE(first != std::string::npos);
   REQUIRE(std::sscanf(r.out.c_str() + first,
-                      "(prepared: %u tokens computed, %u already there; KV new, restore 0.00 ms)",
-                      &computed, &there) == 2);
+                      "(prepared: KV of %u tokens reused, %u computed; KV new, restore 0.00 ms)",
+                      &there, &computed) == 2);
   CHECK(computed >= 16);
   CHECK(computed % 16 == 0);
   CHECK(there == 0);
   const size_t second = r.out.find("(prepared: ", first + 1);
   REQUIRE(second != std::string::npos);
-  REQUIRE(std::sscanf(r.out.c_str() + second, "(prepared: %u tokens computed, %u already there",
-                      &again, &then_there) == 2);
+  REQUIRE(std::sscanf(r.out.c_str() + second, "(prepared: KV of %u tokens reused, %u computed",
+                      &then_there, &again) == 2);
   CHECK(again == 0);
   CHECK(then_there == computed);
-  unsigned prompt = 0, reused = 0;
   const size_t turn = r.out.find("last turn: ");
   REQUIRE(turn != std::string::npos);
-  REQUIRE(std::sscanf(r.out.c_str() + turn, "last turn: %u prompt tokens (%u reused", &prompt,
-                      &reused) == 2);
-  CHECK(reused == computed);
+  CHECK(turn_figures(r.out.substr(turn)).reused == computed);
 }
 
 TEST_CASE("console: /score lists replies best first and adds nothing; a bad line gets usage") {
