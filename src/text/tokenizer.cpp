@@ -46,6 +46,7 @@ struct Tokenizer::Impl {
   std::vector<std::string> piece_bytes;  // [n_vocab], see Tokenizer::piece_bytes
   int32_t bos = -1;
   int32_t eos = -1;
+  int32_t space = -1;  // the piece that is one space (U+2581, else the byte 0x20); -1: none
   bool add_dummy_prefix = true;
 
   void load(std::string_view original) {
@@ -118,6 +119,13 @@ Tokenizer::Tokenizer(const model::TokenizerSource& source) : impl_(std::make_uni
   const int32_t n = impl_->sp.GetPieceSize();
   impl_->piece_bytes.reserve(size_t(n));
   for (int32_t id = 0; id < n; ++id) impl_->piece_bytes.push_back(impl_->bytes_of(id));
+  for (int32_t id = 0; id < n; ++id) {
+    const PieceType type = impl_->types[size_t(id)];
+    if (impl_->piece_bytes[size_t(id)] != " " || type == PieceType::unused) continue;
+    if (type == PieceType::byte && impl_->space >= 0) continue;
+    impl_->space = id;
+    if (type != PieceType::byte) break;
+  }
 }
 
 Tokenizer::~Tokenizer() = default;
@@ -127,12 +135,17 @@ std::vector<int32_t> Tokenizer::encode(std::string_view text) const {
 }
 
 std::vector<int32_t> Tokenizer::encode_continuation(std::string_view text) const {
-  if (!impl_->add_dummy_prefix) return encode(text);
   // The dummy prefix is the space a word after a space starts with; some normalizers also
   // drop leading spaces, so that space goes to the processor that adds it back. A lone space
   // has no word to start: it is the U+2581 piece itself.
-  if (text.size() > 1 && text.front() == ' ') return encode(text.substr(1));
-  return impl_->encode(text, true);
+  std::vector<int32_t> ids = !impl_->add_dummy_prefix               ? encode(text)
+                             : text.size() > 1 && text.front() == ' ' ? encode(text.substr(1))
+                                                                     : impl_->encode(text, true);
+  // Spaces alone: a normalizer that drops extra whitespace makes nothing of them, where a
+  // model writes each as the space piece.
+  const bool spaces = !text.empty() && text.find_first_not_of(' ') == std::string_view::npos;
+  if (ids.empty() && spaces && impl_->space >= 0) ids.assign(text.size(), impl_->space);
+  return ids;
 }
 
 std::string Tokenizer::decode(std::span<const int32_t> ids) const {

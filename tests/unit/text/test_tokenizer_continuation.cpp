@@ -67,6 +67,22 @@ TEST_CASE("continuing text: punctuation joins, a space starts a word, nothing is
   CHECK_THROWS(tokenizer.encode_continuation("\xC3"));
 }
 
+TEST_CASE("continuing spaces alone: the space piece, also where the normalizer drops them") {
+  for (const char* path : {test::kLlama2Model, test::kTok512Model}) {
+    CAPTURE(path);
+    PARLEY_SHARED_OR_SKIP(model, path);
+    const auto sp = test::load_spm(model);
+    const int32_t piece = sp->PieceToId("\u2581");
+    const int32_t space = piece != sp->unk_id() ? piece : sp->PieceToId("<0x20>");
+    REQUIRE(space != sp->unk_id());
+    const Tokenizer tokenizer(test::proto_source(model));
+    CHECK(tokenizer.encode_continuation(" ") == std::vector<int32_t>{space});
+    std::string spaces;  // Llama 2 has pieces of several spaces
+    for (const int32_t id : tokenizer.encode_continuation("   ")) spaces += tokenizer.piece_bytes(id);
+    CHECK(spaces == "   ");
+  }
+}
+
 TEST_CASE("without a dummy prefix, continuing text is encoded as any text") {
   PARLEY_SHARED_OR_SKIP(model, test::kLlama2Model);
   auto vocab = test::vocab_from_spm(model, false);
