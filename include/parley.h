@@ -472,8 +472,10 @@ PARLEY_API parley_status parley_session_export(parley_session *s, char *buf, siz
  *  @param[out] out     the session, or NULL on failure
  *  Ownership: close with parley_session_close().
  *  Errors: INVALID_ARGUMENT (not such JSON: the message names the first wrong field; an
- *  unknown template; messages out of order; a token outside this model's vocabulary; a bad or
- *  used id), CONTEXT_FULL (it does not fit the context, "overflow" being "error"),
+ *  unknown template; messages out of order; a token outside this model's vocabulary; since
+ *  0.8.1, a message with text, or the first one, whose "tokens" are empty; a bad or used id),
+ *  CONTEXT_FULL (it does not fit the context, "overflow" being "error"; under "drop_oldest",
+ *  its last exchange alone does not),
  *  OUT_OF_MEMORY, STORAGE, MISUSE; nothing is created then.
  *  Thread-safety: any thread. Since: 0.7. */
 PARLEY_API parley_status parley_session_import(parley_engine *e, const char *json,
@@ -678,8 +680,9 @@ PARLEY_API parley_status parley_session_prepare(parley_session *s, parley_turn_s
  *  for; logprobs[i] / n_tokens[i] compares replies per token.
  *  With PARLEY_SCORE_WITH_END in `flags` the end of each reply (the template's end of reply;
  *  for "raw", since 0.8, any of its end tokens, EOS or BOS: their probabilities added, where
- *  0.5-0.7 scored EOS alone) is scored too, so that "Yes" is not also counted as the start of
- *  "Yes, but".
+ *  0.5-0.7 scored EOS alone; since 0.8.1 so too, EOS, for a template whose end marker the
+ *  vocabulary lacks as a token, where its text was scored) is scored too, so that "Yes" is not
+ *  also counted as the start of "Yes, but".
  *  The message is computed once for all replies, over the conversation's KV, which is shared,
  *  not copied (a spilled session's KV comes back from the store first).
  *  With `user_text` NULL (since 0.6) no message is added: each text is scored as what

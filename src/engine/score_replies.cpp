@@ -44,18 +44,17 @@ std::vector<Session::ReplyScore> Session::score(
     require(text::is_valid_utf8(replies[i]), Status::invalid_argument,
             [&] { return "reply " + std::to_string(i) + " is not valid UTF-8"; });
   }
-  std::vector<int32_t> ending = template_.close_reply();
-  // Nothing closes a raw reply: it ends where the model ends the text, with any of its stop
-  // tokens (EOS, or BOS, which starts the next document), so the end scores them together.
-  std::vector<int32_t> raw_end_tokens;
-  if (ending.empty()) {
-    ending.push_back(engine_->tokenizer().eos_id());
-    raw_end_tokens = template_.stop_tokens();
-  }
+  const std::vector<int32_t> ending = template_.end_reply();
+  // Without an end token of its own (raw; a marker the vocabulary lacks) a reply ends where
+  // the model ends it, with any of its stop tokens (EOS, or for raw BOS, which starts the next
+  // document), so the end scores them together.
+  std::vector<int32_t> any_end_tokens;
+  if (ending != template_.close_reply()) any_end_tokens = template_.stop_tokens();
   std::vector<int32_t> prompt = tokens_;
   const std::vector<int32_t> new_ids = user_text ? render_turn(*user_text)
                                                  : std::vector<int32_t>();
   prompt.insert(prompt.end(), new_ids.begin(), new_ids.end());
+  require(!prompt.empty(), Status::invalid_argument, "the conversation has no tokens to go on from");
   std::vector<std::vector<int32_t>> reply_ids;
   const uint32_t context = engine_->context_length();
   for (size_t i = 0; i < replies.size(); ++i) {
@@ -117,8 +116,8 @@ std::vector<Session::ReplyScore> Session::score(
       for (uint32_t i = 0; i < n; ++i) {
         const auto row = std::span<const float>(rows).subspan(size_t(i) * n_vocab, n_vocab);
         const uint32_t target = from + i + 1;
-        const bool raw_end = with_end && !raw_end_tokens.empty() && target == end;
-        scores[r].logprob += raw_end ? log_probability(row, raw_end_tokens)
+        const bool any_end = with_end && !any_end_tokens.empty() && target == end;
+        scores[r].logprob += any_end ? log_probability(row, any_end_tokens)
                                      : log_probability(row, std::span(&sequence[target], 1));
       }
       from += n;

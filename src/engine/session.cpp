@@ -160,6 +160,16 @@ void Session::adopt_turns(std::vector<store::StoredTurn> turns, Status bad_statu
       require(id >= 0 && id < engine_->config().n_vocab, bad_status,
               whose + " token " + std::to_string(id) + " is outside this model's vocabulary");
     }
+    // Text comes from ids, and a conversation opens with at least BOS: a message that says
+    // something, or opens the conversation, without them would leave text and ids apart.
+    const bool opens = tokens_.empty() && t.role != int32_t(Role::system);
+    require(t.role == int32_t(Role::system) || !t.token_ids.empty() ||
+                (t.text.empty() && !opens),
+            bad_status, [&] {
+              return whose + " message " + std::to_string(messages_.size()) + " has no token ids" +
+                     (opens ? ", yet it opens the conversation (with BOS at least)"
+                            : ", yet it has text");
+            });
     Message m{Role(t.role), std::move(t.text), uint32_t(t.token_ids.size()),
               uint32_t(tokens_.size()), t.closed};
     tokens_.insert(tokens_.end(), t.token_ids.begin(), t.token_ids.end());

@@ -98,8 +98,12 @@ std::vector<int32_t> ChatTemplate::close_reply() const {
 }
 
 std::vector<int32_t> ChatTemplate::end_reply() const {
-  if (kind_ == TemplateKind::raw) return {tokenizer_.eos_id()};
-  return close_reply();
+  std::vector<int32_t> close = close_reply();
+  const auto is_stop = [&](int32_t id) {
+    return std::find(stop_tokens_.begin(), stop_tokens_.end(), id) != stop_tokens_.end();
+  };
+  if (close.size() == 1 && is_stop(close[0])) return close;
+  return {tokenizer_.eos_id()};
 }
 
 std::vector<ChatTemplate::Segment> ChatTemplate::start_segments(std::string_view system) const {

@@ -53,8 +53,9 @@ class ChatTemplate {
 
   // Ids that close an assistant reply which stopped before its end token (max_tokens, stop).
   std::vector<int32_t> close_reply() const;
-  // Ids that end a reply written as complete, as the model ends one: close_reply()'s, and for
-  // raw the EOS.
+  // The id that ends a reply as the model ends one: close_reply()'s when that is one of the
+  // stop tokens (<|im_end|> where the vocabulary has it, the EOS of llama2); else the EOS
+  // (raw, and a marker the vocabulary lacks, which the model cannot write as one token).
   std::vector<int32_t> end_reply() const;
 
   // Ids that end a reply when generated (EOS always; <|im_end|> for chatml; BOS for raw).
