@@ -195,7 +195,8 @@ typedef struct parley_engine_options {
   size_t      struct_size;     /* sizeof(parley_engine_options) as the caller compiled it */
   const char *model_path;      /* GGUF file or Hugging Face model directory (required) */
   const char *store_path;      /* SQLite file holding every conversation (created when
-                                  missing); NULL = sessions kept in memory only */
+                                  missing; not ":memory:"); NULL = sessions kept in memory
+                                  only */
   const char *device;          /* NULL, "" or "auto" (default), "cpu", "cuda", "cuda:N" */
   int32_t     n_threads;       /* CPU threads; 0 = one per core; at most 1024 */
   int32_t     kv_type;         /* PARLEY_KV_DEFAULT (= INT8), _INT8, _F16, _F32 */
@@ -395,8 +396,10 @@ PARLEY_API parley_status parley_session_set_system_prompt(parley_session *s,
                                                           const char *system_prompt);
 
 /** Closes a session. With a store its KV is spilled first, so reopening it is instant. NULL is
- *  a no-op. If a send is running on another thread, the session is freed when that send
- *  returns. Thread-safety: any thread. Since: 0.1. */
+ *  a no-op. If a send (or another call that parley_session_interrupt() stops) is running on
+ *  another thread or calls this from its callback, it stops as interrupted (since 0.8.1;
+ *  before, it ran to its end) and the session is freed when it returns.
+ *  Thread-safety: any thread. Since: 0.1. */
 PARLEY_API void parley_session_close(parley_session *s);
 
 /** Deletes a stored conversation: its transcript and its KV. Another engine on the same store

@@ -1,6 +1,7 @@
 // parley_engine_* and parley_set_log_callback: argument checks, then engine::Engine.
 #include <algorithm>
 #include <cstring>
+#include <string_view>
 
 #include "api/api_guard.h"
 #include "api/buffers.h"
@@ -27,6 +28,10 @@ kv::KvType kv_type_from(int32_t v) {
 engine::EngineOptions engine_options_from(const parley_engine_options& o) {
   check_arg(o.model_path && *o.model_path, "model_path is NULL or empty");
   check_arg(!o.store_path || *o.store_path, "store_path is empty (pass NULL for no store)");
+  // SQLite's in-memory database would lose every conversation at close, and cannot run WAL.
+  check_arg(!o.store_path || std::string_view(o.store_path) != ":memory:",
+            "store_path \":memory:\" is no file: the store must be one (pass NULL to keep the "
+            "sessions in memory only)");
   check_arg(o.n_threads >= 0, "n_threads is negative");
   // A bound far above any machine's cores: past it, thread creation would fail or crawl.
   constexpr int32_t kMaxThreads = 1024;

@@ -245,8 +245,10 @@ PARLEY_API parley_status parley_session_set_overflow(parley_session* s, int32_t 
 PARLEY_API void parley_session_close(parley_session* s) {
   if (!s) return;
   // A send running on another thread (or this call from its own callback) still holds the
-  // handle; it is freed when that send returns.
+  // handle: no one could stop it any more, so it stops now, and frees the handle when it
+  // returns.
   auto handle = unregister(s);
+  if (handle && handle->session) handle->session->interrupt();
   handle.reset();
 }
 

@@ -1,8 +1,9 @@
 // Rows: calls on a session while a send runs on it, from the send's own callback (re-entry)
 // and from a second thread. The session is used by one call at a time, so each is BUSY and
 // leaves the running send alone; only parley_session_interrupt() and parley_session_close()
-// may come at any time (the send then stops with CANCELLED, or finishes and the session is
-// freed after it). Engine calls, and calls on other sessions, are allowed from a callback.
+// may come at any time (the send then stops with CANCELLED; after a close, the session is
+// freed when it returns). Engine calls, and calls on other sessions, are allowed from a
+// callback.
 #include <chrono>
 #include <condition_variable>
 #include <cstring>
@@ -204,13 +205,13 @@ MisuseRows rows(bool second_thread) {
                           [](MisuseWorld& w, parley_session*) { return send_text(w.session(), "c"); },
                           PARLEY_OK));
   r.push_back(during_send("parley_session_close",
-                          std::string(where) + ": the send finishes, then the session is freed",
+                          std::string(where) + ": the send stops, then the session is freed",
                           second_thread,
                           [](MisuseWorld&, parley_session* s) {
                             parley_session_close(s);
                             return PARLEY_OK;
                           },
-                          PARLEY_OK, PARLEY_OK, false));
+                          PARLEY_OK, PARLEY_E_CANCELLED, false));
   return r;
 }
 

@@ -90,6 +90,8 @@ MisuseRows value_rows() {
   engine("context_length UINT32_MAX", kInvalid,
          [](parley_engine_options& o) { o.context_length = UINT32_MAX; });
   engine("store_path empty", kInvalid, [](parley_engine_options& o) { o.store_path = ""; });
+  engine("store_path SQLite's in-memory name", kInvalid,
+         [](parley_engine_options& o) { o.store_path = ":memory:"; });
   engine("model_path empty", kInvalid, [](parley_engine_options& o) { o.model_path = ""; });
   engine("model_path missing", PARLEY_E_NOT_FOUND,
          [](parley_engine_options& o) { o.model_path = "/nonexistent/parley/model.gguf"; });

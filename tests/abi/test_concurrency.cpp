@@ -1,6 +1,6 @@
 // Threads and callbacks: a second user of a busy session gets BUSY, a callback calling back
-// into its own session gets BUSY, interrupt works from any thread, closing during a send is
-// safe, and sessions on different threads both finish.
+// into its own session gets BUSY, interrupt works from any thread, closing during a send stops
+// it safely, and sessions on different threads both finish.
 #include <doctest/doctest.h>
 
 #include <atomic>
@@ -10,6 +10,7 @@
 
 #include "abi_fixture.h"
 #include "parley.h"
+#include "support/shared_assets.h"
 
 using namespace parley::test;
 using namespace std::chrono_literals;
@@ -128,20 +129,44 @@ TEST_CASE("a callback that returns non-zero stops the reply") {
   CHECK(stats.generated_tokens < 30);
 }
 
-TEST_CASE("closing a session while its send runs on another thread is safe") {
-  EngineHandle e(tiny_chat_model());
+TEST_CASE("closing a session while its send runs stops the send; the partial reply is kept") {
+  TempDir dir;
+  const std::string store = (dir / "store.db").string();
+  parley_engine_options o;
+  parley_engine_options_init(&o);
+  o.model_path = tiny_chat_model().c_str();
+  o.store_path = store.c_str();
+  parley_engine* e = nullptr;
+  REQUIRE_MESSAGE(parley_engine_open(&o, &e) == PARLEY_OK, parley_last_error());
+  parley_session_options so;
+  parley_session_options_init(&so);
+  so.id = "closed-while-sending";
   parley_session* s = nullptr;
-  REQUIRE(parley_session_create(e, nullptr, &s) == PARLEY_OK);
-  auto g = greedy_options(5);
+  REQUIRE(parley_session_create(e, &so, &s) == PARLEY_OK);
+  auto g = greedy_options(40);
   Gate gate;
   parley_status status = -1;
-  std::thread t([&] { status = parley_session_send(s, "a", &g, Gate::callback, &gate, nullptr); });
+  parley_turn_stats stats;
+  stats.struct_size = sizeof stats;
+  std::thread t([&] { status = parley_session_send(s, "a", &g, Gate::callback, &gate, &stats); });
   gate.wait_inside();
   parley_session_close(s);
+  // No one could stop the send any more: the close did.
   CHECK(parley_session_interrupt(s) == PARLEY_E_MISUSE);
   gate.release.store(true);
   t.join();
-  CHECK(status == PARLEY_OK);
+  CHECK(status == PARLEY_E_CANCELLED);
+  CHECK(stats.generated_tokens < 40);
+
+  // The turn, cut where the close came, is in the store.
+  REQUIRE(parley_session_open(e, "closed-while-sending", &s) == PARLEY_OK);
+  parley_turn turn;
+  turn.struct_size = sizeof turn;
+  REQUIRE(parley_session_get_turn(s, 1, &turn) == PARLEY_OK);
+  CHECK(turn.role == PARLEY_ROLE_ASSISTANT);
+  CHECK(std::string(turn.text) == gate.streamed);
+  parley_session_close(s);
+  parley_engine_close(e);
 }
 
 TEST_CASE("sessions on different threads both finish with the same result as alone") {

@@ -130,6 +130,11 @@ TEST_CASE("engine_open reports files and features it cannot serve") {
     o.store_path = "";
     CHECK(open_with(o, &e) == PARLEY_E_INVALID_ARGUMENT);
   }
+  SUBCASE("SQLite's in-memory name: the store must be a file") {
+    o.store_path = ":memory:";
+    CHECK(open_with(o, &e) == PARLEY_E_INVALID_ARGUMENT);
+    CHECK(last_error_mentions("the store must be one"));
+  }
   CHECK(e == nullptr);
 }
 
