@@ -9,7 +9,7 @@ libparley.so.0 is found through PARLEY_LIBRARY (a path), else beside this packag
 the build trees of the repository this package sits in, else by the system loader.
 """
 
-from . import _library, _native
+from . import _library, _native, _options
 from ._library import LibraryError
 from .engine import Engine
 from .errors import (BackendError, BadModelError, BusyError, CancelledError,
@@ -54,8 +54,11 @@ _log_callback = None  # the C function object must outlive every call the librar
 def set_log_callback(fn):
     """Sends the library's log lines to fn(level, message) (level: 0 error, 1 warn, 2 info,
     3 debug); None restores the default (warnings and errors to stderr). Call it before the
-    first Engine opens. fn runs on whichever thread logs and must not call into Parley."""
+    first Engine opens. fn runs on whichever thread logs and must not call into Parley; what it
+    raises is dropped. Raises InvalidArgumentError when fn is neither callable nor None (the
+    callback in force is then kept)."""
     global _log_callback
+    _options.callable_arg("fn", fn)
     if fn is None:
         _library.lib().parley_set_log_callback(_native.parley_log_fn(), None)
         _log_callback = None

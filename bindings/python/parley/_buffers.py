@@ -5,8 +5,9 @@ import ctypes
 from .errors import check
 
 
-def read_ids(call):
-    """`call(ids, cap, needed)` fills int32 ids; returns them as a list."""
+def read_ids(call, check=check):
+    """`call(ids, cap, needed)` fills int32 ids; returns them as a list. `check` turns a
+    failed status into its exception."""
     needed = ctypes.c_size_t(0)
     check(call(None, 0, ctypes.byref(needed)))
     while True:
@@ -17,8 +18,9 @@ def read_ids(call):
             return ids[:needed.value]
 
 
-def read_text(call):
-    """`call(buf, cap, needed)` fills a NUL-terminated string; returns it decoded."""
+def read_text(call, check=check):
+    """`call(buf, cap, needed)` fills a NUL-terminated string; returns it decoded. `check`
+    as for read_ids."""
     needed = ctypes.c_size_t(0)
     check(call(None, 0, ctypes.byref(needed)))
     while True:

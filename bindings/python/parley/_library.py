@@ -97,6 +97,12 @@ def lib():
                         raise
                     tried.append("%s (%s)" % (where, e))
             else:
+                # The loader's words for a missing file ("cannot open shared object file")
+                # read like a broken one. A bare name is left to the loader's search.
+                env = os.environ.get("PARLEY_LIBRARY")
+                if env and os.sep in env and not os.path.exists(env):
+                    raise LibraryError("libparley not found: PARLEY_LIBRARY is %s, a file that "
+                                       "does not exist" % env)
                 raise LibraryError("libparley not found; set PARLEY_LIBRARY to its path. Tried: "
                                    + "; ".join(tried))
         return _lib

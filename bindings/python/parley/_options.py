@@ -18,17 +18,23 @@ def text_arg(name, value, path=False):
     os.PathLike); None stays None (NULL)."""
     if value is None:
         return None
-    if path:
-        data = os.fsencode(value)
-    elif isinstance(value, str):
+    if path and isinstance(value, os.PathLike):
         try:
-            data = value.encode("utf-8")
+            value = os.fspath(value)
+        except TypeError as e:  # its __fspath__() gave neither str nor bytes
+            raise InvalidArgumentError("%s is not a usable path: %s" % (name, e)) from None
+    if isinstance(value, str):
+        try:
+            # A path as open() takes it: undecodable bytes it was read with round-trip.
+            data = os.fsencode(value) if path else value.encode("utf-8")
         except UnicodeEncodeError as e:  # a lone surrogate: not text C can be given
             raise InvalidArgumentError("%s is not valid Unicode text: %s" % (name, e)) from None
     elif isinstance(value, bytes):
         data = value
     else:
-        raise InvalidArgumentError("%s must be a str, not %s" % (name, type(value).__name__))
+        raise InvalidArgumentError("%s must be a %s, not %s"
+                                   % (name, "str, bytes or os.PathLike" if path else "str",
+                                      type(value).__name__))
     if b"\0" in data:
         # C would silently stop reading at the NUL.
         raise InvalidArgumentError("%s contains a NUL character" % name)
@@ -47,6 +53,22 @@ def int_arg(name, value, ctype):
     return value
 
 
+def float_arg(name, value):
+    """A real number -> float; a str (even "0.5") or a bool is refused, not converted. What
+    the C float cannot hold is for the library to judge."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise InvalidArgumentError("%s must be a float, not %s" % (name, type(value).__name__))
+    return float(value)
+
+
+def callable_arg(name, value):
+    """A callable or None, checked before the call rather than when it is first called."""
+    if value is not None and not callable(value):
+        raise InvalidArgumentError("%s must be callable or None, not %s"
+                                   % (name, type(value).__name__))
+    return value
+
+
 def choice_arg(name, value, choices):
     try:
         return choices[value]
@@ -55,17 +77,17 @@ def choice_arg(name, value, choices):
                                    % (name, ", ".join(sorted(choices)), value)) from None
 
 
-def _items(name, value):
+def _items(name, value, item="str"):
     """The items of a sequence argument as a list; a lone str or bytes (a sequence of
     characters, surely not what was meant) or a non-sequence is refused, naming `name`."""
     if isinstance(value, (str, bytes)):
-        raise InvalidArgumentError("%s must be a sequence of str, not a single %s; "
-                                   "wrap it in a list" % (name, type(value).__name__))
+        raise InvalidArgumentError("%s must be a sequence of %s, not a single %s; "
+                                   "wrap it in a list" % (name, item, type(value).__name__))
     try:
         return list(value)
     except TypeError:
-        raise InvalidArgumentError("%s must be a sequence of str, not %s"
-                                   % (name, type(value).__name__)) from None
+        raise InvalidArgumentError("%s must be a sequence of %s, not %s"
+                                   % (name, item, type(value).__name__)) from None
 
 
 def stop_arg(stop):
@@ -73,6 +95,10 @@ def stop_arg(stop):
     and how long is for the library to judge, so its limits live in one place."""
     if stop is None:
         return None, 0
+    if isinstance(stop, (collections.abc.Set, collections.abc.Mapping)):
+        # Their order is not the caller's, and stop_index tells a place in that order.
+        raise InvalidArgumentError("stop must be a list or tuple of str (its order gives "
+                                   "stop_index), not %s" % type(stop).__name__)
     items = _items("stop", stop)
     if not items:
         return None, 0
@@ -85,6 +111,15 @@ def stop_arg(stop):
     # The options struct that is given this array keeps it, and the array its bytes, alive
     # (ctypes' _objects): a stream() may send long after this returns.
     return (ctypes.c_char_p * len(encoded))(*encoded), len(encoded)
+
+
+def ids_arg(ids):
+    """A sequence of token ids -> int32[] (at least one element, so that the pointer is
+    valid), count."""
+    items = _items("ids", ids, "int")
+    array = (ctypes.c_int32 * max(len(items), 1))(
+        *(int_arg("ids[%d]" % i, v, ctypes.c_int32) for i, v in enumerate(items)))
+    return array, len(items)
 
 
 def replies_arg(replies):
@@ -163,11 +198,11 @@ def generate_options(lib, max_tokens, temperature, top_k, top_p, min_p, repeat_p
     lib.parley_generate_options_init_sized(ctypes.byref(o), ctypes.sizeof(o))
     o.seed = int_arg("seed", seed, ctypes.c_uint64)
     o.max_tokens = int_arg("max_tokens", max_tokens, ctypes.c_uint32)
-    o.temperature = float(temperature)
+    o.temperature = float_arg("temperature", temperature)
     o.top_k = int_arg("top_k", top_k, ctypes.c_int32)
-    o.top_p = float(top_p)
-    o.min_p = float(min_p)
-    o.repeat_penalty = float(repeat_penalty)
+    o.top_p = float_arg("top_p", top_p)
+    o.min_p = float_arg("min_p", min_p)
+    o.repeat_penalty = float_arg("repeat_penalty", repeat_penalty)
     o.repeat_last_n = int_arg("repeat_last_n", repeat_last_n, ctypes.c_uint32)
     o.ignore_eos = 1 if ignore_eos else 0
     o.stop, o.n_stop = stop_arg(stop)

@@ -2,8 +2,10 @@
 
 The reply runs on a worker thread; the callback hands each piece to the consumer and waits
 until the consumer asks for the next one. So the C call is paused inside its callback while
-the loop body runs, exactly as if the body were the callback, and leaving the loop makes the
-callback return non-zero, which stops the reply.
+the loop body runs, exactly as if the body were the callback, and closing the generator
+(which leaving a loop that holds its only reference does) makes the callback return non-zero,
+which stops the reply. A generator held elsewhere stays paused until it is closed or
+collected: Python tells a generator nothing when a loop over it is left.
 """
 
 import queue
@@ -38,9 +40,10 @@ if _stop_at_exit:
     threading._register_atexit(_stop_running_streams)
 
 
-def stream_pieces(run):
+def stream_pieces(run, opened=None, ended=None):
     """run(on_piece, reply_so_far) performs the reply, calling on_piece(str) for each piece;
-    on_piece returns truthy to stop it. Returns a generator of the pieces."""
+    on_piece returns True to stop it. Returns a generator of the pieces. opened() is called
+    when the reply starts (the first next()), ended() once it is over and its worker done."""
     pieces = queue.SimpleQueue()  # worker -> consumer: str, then one _Finished
     go_on = _StopQueue()
     received = []
@@ -63,6 +66,8 @@ def stream_pieces(run):
         _running.add(go_on)
         worker.start()
         try:
+            if opened is not None:
+                opened()
             while True:
                 item = pieces.get()
                 if isinstance(item, _Finished):
@@ -78,5 +83,7 @@ def stream_pieces(run):
             go_on.put(False)
             worker.join()
             _running.discard(go_on)
+            if ended is not None:
+                ended()
 
     return generate()

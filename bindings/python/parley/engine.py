@@ -108,8 +108,7 @@ class Engine(NativeHandle):
 
     def detokenize(self, ids):
         """The text of token ids."""
-        handle, ids = self._live(), list(ids)
-        array = (ctypes.c_int32 * len(ids))(
-            *(_options.int_arg("id", i, ctypes.c_int32) for i in ids))
+        handle = self._live()
+        array, n = _options.ids_arg(ids)
         return read_text(lambda buf, cap, needed:
-                         self._lib.parley_detokenize(handle, array, len(ids), buf, cap, needed))
+                         self._lib.parley_detokenize(handle, array, n, buf, cap, needed))

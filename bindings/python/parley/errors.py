@@ -37,7 +37,12 @@ class UnsupportedError(ParleyError):
 
 
 class OutOfMemoryError(ParleyError):
+    """An allocation failed, or the KV budget was exhausted. When the budget ran out during a
+    reply of Session.send(), continue_reply() or a stream (or storing the finished turn
+    failed), the reply ends there and is kept as the turn: `reply` holds it, and last_stats
+    describes it. Otherwise `reply` is None and the session is as before."""
     status = 6
+    reply = None
 
 
 class ContextFullError(ParleyError):
@@ -49,8 +54,8 @@ class BusyError(ParleyError):
 
 
 class CancelledError(ParleyError):
-    """The reply was stopped by Session.interrupt(). `reply` holds the partial reply, which the
-    session keeps as the turn."""
+    """The reply was stopped by Session.interrupt() (or by closing the session while it ran).
+    `reply` holds the partial reply, which the session keeps as the turn."""
     status = 9
     reply = ""
 
@@ -64,7 +69,13 @@ class ModelMismatchError(ParleyError):
 
 
 class StorageError(ParleyError):
+    """The session store failed (disk full, locked, I/O), or another engine on the same store
+    file changed the conversation. From Session.send(), continue_reply() or a stream, the
+    turn is kept in memory (stored with the next one, or, when another engine changed the
+    conversation, in memory only): `reply` holds its reply, and last_stats describes it.
+    From other calls `reply` is None."""
     status = 12
+    reply = None
 
 
 class BackendError(ParleyError):
@@ -95,8 +106,14 @@ def error_for(status, message):
     return cls(message) if cls else ParleyError(message, status)
 
 
+def last_error():
+    """parley_last_error(): read it right after the failing call, on the same thread (it is
+    thread-local)."""
+    return _library.lib().parley_last_error().decode(errors="replace")
+
+
 def check(status):
     """Raises the matching ParleyError unless `status` is PARLEY_OK. Call it right after the
     failing call, on the same thread: parley_last_error() is thread-local."""
     if status != 0:
-        raise error_for(status, _library.lib().parley_last_error().decode(errors="replace"))
+        raise error_for(status, last_error())

@@ -32,7 +32,13 @@ class TurnStats:
     it), "max_tokens", "stop_string", "context_end", "cancelled" (interrupt() or on_text),
     "out_of_memory" (the KV budget ran out), or None for prepare(), which replies nothing.
     stop_index: the index in `stop` of the stop string that ended the reply; None when none
-    did. generated_tokens counts the tokens a stop string dropped too."""
+    did. prompt_tokens: tokens of this turn's input (the template's and the message's);
+    reused_tokens: tokens whose KV was already there (history, a shared prefix);
+    computed_tokens: tokens prefilled in this turn; generated_tokens: tokens sampled, those
+    a stop string dropped included. ttft_ms: from the call (a stream's first next()) to the
+    first reply token. tpot_ms: the mean time per reply token after the first, measured by
+    the clock, so the time on_text or a stream's loop body takes counts in it (generation
+    waits for them). restore_ms: time spent bringing stored KV back."""
     prompt_tokens: int
     reused_tokens: int
     computed_tokens: int
@@ -54,6 +60,19 @@ class TurnStats:
 
 @dataclasses.dataclass(frozen=True)
 class EngineStats:
+    """Engine-wide counters (Engine.stats). KV is held in blocks of 16 tokens (all layers).
+    sessions_active: open sessions with KV in memory; sessions_idle: those of them idle for
+    idle_spill_ms or more, about to be spilled; sessions_spilled: open sessions whose KV is in
+    the store only. kv_blocks_total: blocks the budget allows; kv_blocks_used: blocks held by
+    sessions; kv_blocks_shared: blocks held by two or more sessions (a shared prefix);
+    kv_blocks_cached: prefix blocks no session holds, kept for the next hit.
+    kv_bytes_per_token: 2 x layers x KV heads x head_dim x bytes per element, plus scales;
+    kv_bytes_resident: bytes of the used and cached blocks; kv_budget_bytes: the resident KV
+    budget in force. prefix_hits: blocks found in the prefix cache; prefix_misses: lookups
+    that found none. store_bytes: the size of the store file, 0 without a store.
+    decode_steps (since 0.2): decode steps run, which sessions generating at the same time
+    share; decode_tokens (since 0.2): tokens those steps computed, so decode_tokens /
+    decode_steps is the mean number of sessions per step."""
     sessions_active: int
     sessions_idle: int
     sessions_spilled: int
@@ -77,6 +96,12 @@ class EngineStats:
 
 @dataclasses.dataclass(frozen=True)
 class ModelInfo:
+    """What the engine has loaded (Engine.model_info). name: the model's general.name, or
+    its directory's name; architecture: e.g. "llama"; chat_template: the template a session
+    that names none uses ("raw", "chatml", ...). n_vocab, n_layers, n_heads, n_kv_heads,
+    head_dim, embedding_length and n_params describe the model; context_length: the context
+    in force, in tokens (Engine(context=...) or the model's). backend: where it runs, "cpu",
+    "cuda:0", ..."""
     name: str
     architecture: str
     chat_template: str
@@ -101,7 +126,11 @@ class SessionInfo:
     """state: "active", "idle" or "spilled". overflow (since 0.8): the session's policy for a
     message that does not fit, "error" or "drop_oldest" (Session.overflow). chat_template
     (since 0.8): the template the session uses, e.g. "chatml" (the model's when it named
-    none)."""
+    none). n_turns: messages, the system prompt included (a user message and its reply are
+    two); n_tokens: tokens in the conversation. kv_bytes_resident: bytes of the KV blocks the
+    session holds in memory, blocks it shares with other sessions (a common prefix)
+    included; 0 once it is spilled or suspended. kv_bytes_stored: bytes of its KV in the
+    store, shared prefix blocks included; 0 without a store or before any is stored."""
     id: str
     n_turns: int
     n_tokens: int
@@ -122,10 +151,12 @@ class SessionInfo:
 
 @dataclasses.dataclass(frozen=True)
 class StoredSessionInfo:
-    """A stored conversation, read from the store without opening it. Times are Unix
-    milliseconds; n_turns counts the system prompt. is_open: open in this engine (the store may
-    lag a turn that failed to commit; Session.info has it as it is). same_model: stored with
-    this engine's model, so its KV can come back rather than be recomputed."""
+    """A stored conversation, read from the store without opening it. created_unix_ms and
+    updated_unix_ms (Unix time, milliseconds): when it was started and when its last change
+    was committed; n_turns counts the system prompt. is_open: open in this engine (the store
+    may lag a turn that failed to commit; Session.info has it as it is). kv_bytes_stored: its
+    stored KV, shared prefix blocks included; 0 = none. same_model: stored with this engine's
+    model, so its KV can come back rather than be recomputed."""
     created_unix_ms: int
     updated_unix_ms: int
     n_turns: int

@@ -2,27 +2,37 @@
 
 import ctypes
 import functools
+import threading
 
 from . import _native, _options
 from ._buffers import read_ids, read_text
 from ._handle import NativeHandle
 from ._streaming import stream_pieces
-from .errors import CancelledError, check, error_for
+from .errors import BusyError, CancelledError, error_for, last_error
 from .info import ROLES, ReplyScore, SessionInfo, TokenCount, TurnStats
 
 # Stands for "no user message" where text is expected: None is a NULL text, which send refuses.
 _CONTINUE = object()
+
+# Added to a BusyError while a stream of the session is still open: its reply, paused until
+# the iterator is read on or closed, holds the session, which is otherwise hard to guess.
+_STREAM_OPEN = ("a stream() of this session is still open (its reply waits until the "
+                "iterator is read on or closed): finish it or call its close() first")
 
 
 class Session(NativeHandle):
     """One conversation. Use it from one thread at a time (a second concurrent call raises
     BusyError); interrupt() may be called from any thread. Close it with close() or a `with`
     block (with a store its KV is spilled first; closing twice is a no-op; a reply running on
-    another thread finishes first); it keeps its engine alive until then."""
+    another thread is stopped, as by interrupt()); it keeps its engine alive until then."""
 
     def __init__(self, lib, handle):
         super().__init__(lib, handle, lib.parley_session_close, "session")
-        self.last_stats = None  # TurnStats of the last reply generated, also a cancelled one
+        self.last_stats = None  # TurnStats of the last reply, also one an error kept
+        # The streams whose reply has started and not ended (see _STREAM_OPEN); a lock, as
+        # a BusyError may be raised on another thread than the one that reads the stream.
+        self._open_streams = set()
+        self._open_streams_lock = threading.Lock()
         # An id never changes: read once, so that repr() and .id work while a reply runs
         # (get_info would then be BUSY).
         self._id = self.info.id
@@ -30,17 +40,26 @@ class Session(NativeHandle):
     def __repr__(self):
         return "<parley.Session %s>" % ("closed" if self._handle is None else repr(self._id))
 
+    def close(self):
+        """Closes the session (with a store, its KV is spilled first, so that reopening it is
+        instant). A reply running on another thread, or paused in an open stream, is stopped
+        as by interrupt(): its send() or stream then ends as interrupted, raising
+        CancelledError with the partial reply, which is kept. Closing twice is a no-op."""
+        super().close()
+
     # ---- Generation -------------------------------------------------------------------------
 
     def send(self, text, *, max_tokens=256, temperature=0.8, top_k=40, top_p=0.95, min_p=0.05,
              repeat_penalty=1.0, repeat_last_n=64, seed=0, ignore_eos=False, stop=None,
              reply_prefix=None, logit_bias=None, on_text=None):
-        """Adds a user message and returns the whole reply.
+        """Adds a user message and returns the whole reply; last_stats then describes it.
 
-        stop: stop strings (a sequence of str, at most 16, each 1-256 bytes of UTF-8); the
-        reply ends before the first of them it shows, which is neither returned, streamed nor
-        kept. Text that may be the start of one reaches on_text once the next tokens show it
-        is not. last_stats.stop_reason and .stop_index say why the reply ended.
+        max_tokens: the most tokens the reply may have; 0 = up to the context's end.
+        stop: stop strings (a list or tuple of str, at most 16, each 1-256 bytes of UTF-8);
+        the reply ends before the first of them it shows, which is neither returned, streamed
+        nor kept. Text that may be the start of one reaches on_text once the next tokens show
+        it is not. last_stats.stop_reason and .stop_index (an index in stop) say why the reply
+        ended.
         reply_prefix: text (a str) the reply starts with, tokenized as plain text, from which
         the model goes on: a format or a voice to keep ("{", "*nods* "); with the "raw"
         template it continues the message (" and" starts a word, "," joins the last one).
@@ -53,13 +72,23 @@ class Session(NativeHandle):
         once; a NaN or +inf bias (a C float: past its range a bias is infinite), an id outside
         the vocabulary or banning every token raises InvalidArgumentError. None or {} = none.
         on_text(piece) is called with each piece of text as it is generated, on this thread;
-        a truthy return stops the reply there (send then returns the partial reply). An
-        exception it raises stops the reply and propagates from send.
-        Raises CancelledError (with .reply) when interrupt() stopped it."""
+        returning True (the bool itself) stops the reply there (send then returns the partial
+        reply, stop_reason "cancelled"); any other value (None, or the count
+        sys.stdout.write returns) goes on. An exception it raises stops the reply and
+        propagates from send.
+        Arguments of the wrong type raise InvalidArgumentError before anything is sent.
+        Errors that keep the turn carry the reply the session kept as .reply, and last_stats
+        describes it: CancelledError (interrupt(), or close() from another thread, stopped the
+        reply), OutOfMemoryError when the KV budget ran out during the reply (it ends there)
+        or storing the finished turn failed, and StorageError (the store did not take the
+        turn: it is kept in memory and stored with the next one; or another engine on the
+        same store changed the conversation, whose turns then stay in memory only). An
+        OutOfMemoryError raised before the reply, and every other error, leave last_stats as
+        it was and have no .reply (None)."""
         options = _options.generate_options(self._lib, max_tokens, temperature, top_k, top_p,
                                             min_p, repeat_penalty, repeat_last_n, seed,
                                             ignore_eos, stop, reply_prefix, logit_bias)
-        return self._reply(text, options, on_text)
+        return self._reply(_options.text_arg("text", text), options, on_text)
 
     def continue_reply(self, *, max_tokens=256, temperature=0.8, top_k=40, top_p=0.95,
                        min_p=0.05, repeat_penalty=1.0, repeat_last_n=64, seed=0,
@@ -80,8 +109,9 @@ class Session(NativeHandle):
         model from there (" and then the dragon" starts a word, "," joins the last one).
         last_stats.prompt_tokens is 0.
         Raises InvalidArgumentError when there is no user message yet or when the model ended
-        the last reply (send a message or rewind it); CancelledError (with .reply, the new
-        text) as send()."""
+        the last reply (send a message or rewind it). The errors that keep what was generated
+        are those of send(), with .reply the new text: CancelledError, OutOfMemoryError (the
+        KV budget ran out during the reply) and StorageError."""
         options = _options.generate_options(self._lib, max_tokens, temperature, top_k, top_p,
                                             min_p, repeat_penalty, repeat_last_n, seed,
                                             ignore_eos, stop, reply_prefix, logit_bias)
@@ -92,43 +122,70 @@ class Session(NativeHandle):
                stop=None, reply_prefix=None, logit_bias=None):
         """Like send(), but returns an iterator of the reply's pieces, each yielded as it is
         generated. Generation waits while the loop body runs, so the body counts as inside
-        the reply (calls on this session raise BusyError); leaving the loop early (break,
-        close(), an exception) stops the reply there, and so does the interpreter's exit for
-        an iterator still half-read then. Nothing is sent before the first next()."""
+        the reply (calls on this session raise BusyError); leaving the loop early (break, an
+        exception) stops the reply there when the loop held the only reference to the
+        iterator, as `for piece in s.stream(...)` does; so do close(), the iterator's
+        collection, and the interpreter's exit for an iterator still half-read then.
+        Arguments are checked here; nothing is sent before the first next(). The errors of
+        send() are raised from the loop, those that keep the turn with .reply (the pieces
+        yielded) and last_stats describing it.
+        Holding the iterator keeps the reply paused, and the session busy, until it is
+        finished, closed or collected: after `it = s.stream(...)`, leaving `for piece in it`
+        early leaves the reply waiting, and other calls on the session raise BusyError. Close
+        it then, with `with contextlib.closing(s.stream(...)) as it:` or it.close()."""
         options = _options.generate_options(self._lib, max_tokens, temperature, top_k, top_p,
                                             min_p, repeat_penalty, repeat_last_n, seed,
                                             ignore_eos, stop, reply_prefix, logit_bias)
-        self._live()  # fail now, not at the first next()
-        return stream_pieces(functools.partial(self._generate, text, options))
+        return self._stream(_options.text_arg("text", text), options)
 
     def stream_continue(self, *, max_tokens=256, temperature=0.8, top_k=40, top_p=0.95,
                         min_p=0.05, repeat_penalty=1.0, repeat_last_n=64, seed=0,
                         ignore_eos=False, stop=None, reply_prefix=None, logit_bias=None):
         """Like continue_reply(), but returns an iterator of the pieces of the text it
-        generates, each yielded as it is generated; the loop and leaving it early are as with
-        stream(). Nothing is generated before the first next(), which raises what
-        continue_reply() would (InvalidArgumentError when there is nothing to continue)."""
+        generates, each yielded as it is generated; the loop, leaving it early and the errors
+        are as with stream(). Nothing is generated before the first next(), which raises what
+        continue_reply() would (InvalidArgumentError when there is nothing to continue).
+        As with stream(), holding the iterator keeps the reply paused, and the session busy,
+        until it is finished, closed or collected: use `with contextlib.closing(
+        s.stream_continue(...)) as it:`, or call it.close(), when the loop may be left early."""
         options = _options.generate_options(self._lib, max_tokens, temperature, top_k, top_p,
                                             min_p, repeat_penalty, repeat_last_n, seed,
                                             ignore_eos, stop, reply_prefix, logit_bias)
-        self._live()  # fail now, not at the first next()
-        return stream_pieces(functools.partial(self._generate, _CONTINUE, options))
+        return self._stream(_CONTINUE, options)
 
-    def _reply(self, text, options, on_text):
+    def _stream(self, data, options):
+        """stream() and stream_continue(): data is the UTF-8 message, or _CONTINUE."""
+        self._live()  # fail now, not at the first next()
+        token = object()  # this stream, among the session's open ones
+
+        def opened():
+            with self._open_streams_lock:
+                self._open_streams.add(token)
+
+        def ended():
+            with self._open_streams_lock:
+                self._open_streams.discard(token)
+
+        run = functools.partial(self._generate, data, options, stream=token)
+        return stream_pieces(run, opened, ended)
+
+    def _reply(self, data, options, on_text):
         """send() and continue_reply(): the text generated, gathered from its pieces."""
+        _options.callable_arg("on_text", on_text)
         pieces = []
 
         def on_piece(piece):
             pieces.append(piece)
-            return on_text(piece) if on_text is not None else False
+            # Only True itself stops: write() and the like return counts, not verdicts.
+            return on_text is not None and on_text(piece) is True
 
-        self._generate(text, options, on_piece, lambda: "".join(pieces))
+        self._generate(data, options, on_piece, lambda: "".join(pieces))
         return "".join(pieces)
 
-    def _generate(self, text, options, on_piece, reply_so_far):
-        """One parley_session_send of text, or parley_session_continue for _CONTINUE.
-        on_piece(str) returns truthy to stop the reply."""
-        data = None if text is _CONTINUE else _options.text_arg("text", text)
+    def _generate(self, data, options, on_piece, reply_so_far, stream=None):
+        """One parley_session_send of data (UTF-8 bytes), or parley_session_continue for
+        _CONTINUE. on_piece(str) returns True to stop the reply. stream: the stream making
+        the call, if one is."""
         handle = self._live()
         raised = []
         stopped_here = []
@@ -146,24 +203,43 @@ class Session(NativeHandle):
 
         callback = _native.parley_text_fn(on_text)  # alive until the call below returns
         stats = _native.sized(_native.TurnStats)
-        if text is _CONTINUE:
+        # The library fills stats only when the turn is kept, OK or not (an OUT_OF_MEMORY
+        # may or may not keep it), and always writes a kv_source >= 0: -1 left means unkept.
+        stats.kv_source = -1
+        if data is _CONTINUE:
             status = self._lib.parley_session_continue(handle, ctypes.byref(options), callback,
                                                        None, ctypes.byref(stats))
         else:
             status = self._lib.parley_session_send(handle, data, ctypes.byref(options),
                                                    callback, None, ctypes.byref(stats))
-        message = self._lib.parley_last_error().decode(errors="replace") if status else ""
-        if status in (0, CancelledError.status):
+        message = last_error() if status else ""
+        kept = stats.kv_source >= 0
+        if kept:
             self.last_stats = TurnStats.from_struct(stats)
         if raised:
             raise raised[0]
         if status == CancelledError.status and stopped_here:
             return
         if status != 0:
-            error = error_for(status, message)
-            if isinstance(error, CancelledError):
+            error = self._error(status, message, stream)
+            if kept:
                 error.reply = reply_so_far()
             raise error
+
+    def _error(self, status, message, stream=None):
+        """The ParleyError for a failed call on this session. A BusyError says so when a
+        stream of this session other than `stream` (the one making the call) is open."""
+        if status == BusyError.status:
+            with self._open_streams_lock:
+                others = self._open_streams - {stream}
+            if others:
+                message = "%s; %s" % (message, _STREAM_OPEN)
+        return error_for(status, message)
+
+    def _check(self, status):
+        """errors.check() for calls on this session, with _error()'s BusyError."""
+        if status != 0:
+            raise self._error(status, last_error())
 
     def prepare(self):
         """Does now the work the next send() or continue_reply() would begin with, so that its
@@ -178,7 +254,7 @@ class Session(NativeHandle):
         the other counts are 0, stop_reason and stop_index None. last_stats is unchanged.
         Raises CancelledError when interrupt() stopped it (what was computed is kept)."""
         stats = _native.sized(_native.TurnStats)
-        check(self._lib.parley_session_prepare(self._live(), ctypes.byref(stats)))
+        self._check(self._lib.parley_session_prepare(self._live(), ctypes.byref(stats)))
         return TurnStats.from_struct(stats)
 
     def count_tokens(self, text):
@@ -189,9 +265,9 @@ class Session(NativeHandle):
         unchanged. The text is taken as send() takes it."""
         data = _options.text_arg("text", text)
         prompt_tokens, context_left = ctypes.c_uint32(), ctypes.c_uint32()
-        check(self._lib.parley_session_count_tokens(self._live(), data,
-                                                    ctypes.byref(prompt_tokens),
-                                                    ctypes.byref(context_left)))
+        self._check(self._lib.parley_session_count_tokens(self._live(), data,
+                                                          ctypes.byref(prompt_tokens),
+                                                          ctypes.byref(context_left)))
         return TokenCount(prompt_tokens.value, context_left.value)
 
     def score_replies(self, message, replies, with_end=False):
@@ -224,8 +300,8 @@ class Session(NativeHandle):
         logprobs = (ctypes.c_double * max(n, 1))()
         n_tokens = (ctypes.c_uint32 * max(n, 1))()
         flags = _native.SCORE_WITH_END if with_end else 0
-        check(self._lib.parley_session_score_replies(self._live(), data, array, n, flags,
-                                                     logprobs, n_tokens))
+        self._check(self._lib.parley_session_score_replies(self._live(), data, array, n,
+                                                           flags, logprobs, n_tokens))
         return [ReplyScore(texts[i], logprobs[i], n_tokens[i]) for i in range(n)]
 
     def add_exchange(self, user_text, reply_text):
@@ -239,7 +315,7 @@ class Session(NativeHandle):
         Raises ContextFullError when the two do not fit; the session is then as before."""
         user = _options.text_arg("user_text", user_text)
         reply = _options.text_arg("reply_text", reply_text)
-        check(self._lib.parley_session_add_exchange(self._live(), user, reply))
+        self._check(self._lib.parley_session_add_exchange(self._live(), user, reply))
 
     def interrupt(self):
         """Stops the running reply at its next token (it raises CancelledError and keeps the
@@ -247,15 +323,15 @@ class Session(NativeHandle):
         what it computed) or score_replies() (it raises CancelledError). Any thread, any time;
         a no-op when nothing runs."""
         with self._close_lock:
-            check(self._lib.parley_session_interrupt(self._live()))
+            self._check(self._lib.parley_session_interrupt(self._live()))
 
     # ---- Conversation -----------------------------------------------------------------------
 
     def fork(self, id=None):
         """A copy of this conversation that then goes its own way (shares KV copy-on-write)."""
         out = _native.session_p()
-        check(self._lib.parley_session_fork(self._live(), _options.text_arg("id", id),
-                                            ctypes.byref(out)))
+        self._check(self._lib.parley_session_fork(self._live(), _options.text_arg("id", id),
+                                                  ctypes.byref(out)))
         return Session(self._lib, out.value)
 
     def export(self):
@@ -266,12 +342,13 @@ class Session(NativeHandle):
         model). The KV is not in it."""
         handle = self._live()
         return read_text(lambda buf, cap, needed:
-                         self._lib.parley_session_export(handle, buf, cap, needed))
+                         self._lib.parley_session_export(handle, buf, cap, needed),
+                         self._check)
 
     def rewind(self, n):
         """Drops the last n messages (a user message and its reply are two)."""
-        check(self._lib.parley_session_rewind(self._live(),
-                                              _options.int_arg("n", n, ctypes.c_uint32)))
+        self._check(self._lib.parley_session_rewind(self._live(),
+                                                    _options.int_arg("n", n, ctypes.c_uint32)))
 
     def set_system_prompt(self, text):
         """Lets the conversation go on under a new system prompt: a character whose situation
@@ -284,8 +361,8 @@ class Session(NativeHandle):
         prepare()); setting the prompt the session already has costs nothing.
         Raises ContextFullError when the conversation with this prompt would not fit the
         context with room for a reply; the session is then as before."""
-        check(self._lib.parley_session_set_system_prompt(self._live(),
-                                                         _options.text_arg("text", text)))
+        self._check(self._lib.parley_session_set_system_prompt(self._live(),
+                                                               _options.text_arg("text", text)))
 
     @property
     def overflow(self):
@@ -303,16 +380,16 @@ class Session(NativeHandle):
     @overflow.setter
     def overflow(self, policy):
         value = _options.choice_arg("overflow", policy, _options.OVERFLOW_POLICIES)
-        check(self._lib.parley_session_set_overflow(self._live(), value))
+        self._check(self._lib.parley_session_set_overflow(self._live(), value))
 
     def suspend(self):
         """Moves the KV to the store and frees its memory; the next send brings it back."""
-        check(self._lib.parley_session_suspend(self._live()))
+        self._check(self._lib.parley_session_suspend(self._live()))
 
     @property
     def info(self):
         s = _native.sized(_native.SessionInfo)
-        check(self._lib.parley_session_get_info(self._live(), ctypes.byref(s)))
+        self._check(self._lib.parley_session_get_info(self._live(), ctypes.byref(s)))
         return SessionInfo.from_struct(s)
 
     @property
@@ -326,7 +403,8 @@ class Session(NativeHandle):
         result = []
         turn = _native.sized(_native.Turn)
         for index in range(self.info.n_turns):
-            check(self._lib.parley_session_get_turn(self._live(), index, ctypes.byref(turn)))
+            self._check(self._lib.parley_session_get_turn(self._live(), index,
+                                                          ctypes.byref(turn)))
             # Copied at once: the library's text lives only until the next call.
             result.append((ROLES.get(turn.role, str(turn.role)),
                            (turn.text or b"").decode("utf-8", errors="replace")))
@@ -337,4 +415,5 @@ class Session(NativeHandle):
         """The token ids of the whole conversation."""
         handle = self._live()
         return read_ids(lambda ids, cap, needed:
-                        self._lib.parley_session_get_tokens(handle, ids, cap, needed))
+                        self._lib.parley_session_get_tokens(handle, ids, cap, needed),
+                        self._check)

@@ -95,7 +95,7 @@ def test_on_text_pieces_concatenate_to_the_returned_text(engine):
         assert "".join(pieces) == more
 
 
-def test_a_truthy_on_text_stops_the_continuation_and_keeps_it(engine):
+def test_true_from_on_text_stops_the_continuation_and_keeps_it(engine):
     with engine.session(template="raw") as s:
         first = s.send(PROMPT, **cut_greedy(4))
         pieces = []

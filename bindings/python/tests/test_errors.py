@@ -1,5 +1,6 @@
 """Each failure raises the ParleyError subclass of its status, with the library's message."""
 
+import contextlib
 import threading
 
 import pytest
@@ -41,6 +42,66 @@ def test_bad_python_arguments_are_refused_before_c(engine, model_path):
             s.send("a\ud800b")  # a lone surrogate cannot be UTF-8
 
 
+@pytest.mark.parametrize("call, name", [
+    (lambda model: parley.Engine(42), "model"),
+    (lambda model: parley.Engine(model, store=3), "store"),
+    (lambda model: parley.Engine(model, device=1), "device"),
+], ids=["model", "store", "device"])
+def test_wrong_typed_engine_arguments_are_invalid_arguments(model_path, call, name):
+    with pytest.raises(parley.InvalidArgumentError, match="^PARLEY_E_INVALID_ARGUMENT: %s "
+                       % name):
+        call(model_path)
+
+
+@pytest.mark.parametrize("name", ["temperature", "top_p", "min_p", "repeat_penalty"])
+@pytest.mark.parametrize("value", [None, "hot", "0.5", True], ids=repr)
+def test_a_sampling_number_of_another_type_is_refused_before_c(engine, name, value):
+    with engine.session(template="raw") as s:
+        for call in (lambda: s.send("Once", **{name: value}),
+                     lambda: s.stream("Once", **{name: value}),
+                     lambda: s.continue_reply(**{name: value})):
+            with pytest.raises(parley.InvalidArgumentError, match=name):
+                call()
+        assert s.turns == []
+        assert s.send("Once", **dict(GREEDY, **{name: 0.5}))  # a real number is fine
+
+
+@pytest.mark.parametrize("ids", [None, 5, "abc", [1, None], [1.5]], ids=repr)
+def test_detokenize_refuses_what_is_not_token_ids(engine, ids):
+    with pytest.raises(parley.InvalidArgumentError, match="ids"):
+        engine.detokenize(ids)
+
+
+def test_an_on_text_that_is_not_callable_is_refused_before_the_message_is_added(engine):
+    with engine.session(template="raw") as s:
+        for call in (lambda: s.send("Once", **GREEDY, on_text=5),
+                     lambda: s.continue_reply(**GREEDY, on_text="print")):
+            with pytest.raises(parley.InvalidArgumentError, match="on_text"):
+                call()
+        assert s.turns == []
+        assert s.tokens == []
+        assert s.last_stats is None
+
+
+def test_a_stream_of_a_wrong_typed_message_fails_at_the_call(engine):
+    with engine.session(template="raw") as s:
+        with pytest.raises(parley.InvalidArgumentError, match="text"):
+            s.stream(5)
+        assert s.turns == []
+
+
+@pytest.mark.parametrize("stop", [{"."}, frozenset({".", "!"}), {".": 1}], ids=repr)
+def test_unordered_stop_strings_are_refused(engine, stop):
+    # stop_index tells a place in stop's order, which a set or a dict does not keep.
+    with engine.session(template="raw") as s:
+        with pytest.raises(parley.InvalidArgumentError, match="stop must be a list or tuple"):
+            s.send("Once", **GREEDY, stop=stop)
+        with pytest.raises(parley.InvalidArgumentError, match="stop"):
+            s.stream("Once", **GREEDY, stop=stop)
+        assert s.turns == []
+        assert s.send("Once", **GREEDY, stop=(".", "!")) is not None  # a tuple is fine
+
+
 def test_a_closed_session_is_misuse(engine):
     s = engine.session(template="raw")
     s.close()
@@ -76,6 +137,32 @@ def test_calling_the_session_from_a_stream_loop_is_busy(engine):
         with pytest.raises(parley.BusyError):
             for _ in s.stream("Once", **LONG):
                 s.tokens
+
+
+def test_a_held_stream_left_early_is_named_by_busy(engine):
+    with engine.session(template="raw") as s:
+        it = s.stream("Once", **LONG)
+        for _ in it:
+            break  # `it` still holds the generator: the reply waits, paused
+        for call in (lambda: s.send(" more", **GREEDY), lambda: s.tokens, lambda: s.info,
+                     lambda: s.export(), lambda: list(s.stream(" more", **GREEDY))):
+            with pytest.raises(parley.BusyError,
+                               match=r"a stream\(\) of this session is still open.*close\(\)"):
+                call()
+        it.close()
+        assert s.last_stats.generated_tokens == 1
+        assert s.send(" more", **GREEDY)  # closed: the reply stopped, the session is free
+
+
+def test_busy_names_no_stream_when_none_is_open(engine):
+    with engine.session(template="raw") as s:
+        for _ in s.stream("Once", **GREEDY):
+            pass  # finished: no longer open
+        with contextlib.closing(s.stream(" more", **LONG)) as it:
+            next(it)
+        with pytest.raises(parley.BusyError) as info:
+            s.send("Once", **LONG, on_text=lambda piece: s.send("again"))
+        assert "stream" not in info.value.message
 
 
 def test_repr_and_id_work_while_a_reply_runs(engine):

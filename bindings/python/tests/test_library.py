@@ -1,6 +1,7 @@
 """The binding matches parley.h: struct layouts, every function declared, version refusal."""
 
 import ctypes
+import dataclasses
 import os
 import re
 import shutil
@@ -91,14 +92,15 @@ def test_another_major_version_is_refused():
         _library.check_version(10000, "1.0.0", "/next/libparley.so.1")
 
 
-def test_a_missing_library_is_a_clear_error(tmp_path):
+def test_a_missing_library_file_is_named_as_missing(tmp_path):
     # A fresh interpreter: this one has already loaded the library.
     env = dict(os.environ, PARLEY_LIBRARY=str(tmp_path / "libparley.so.0"))
     code = "import parley\ntry:\n    parley.version()\nexcept parley.LibraryError as e:\n" \
            "    print('LibraryError:', e)\n"
     out = subprocess.run([sys.executable, "-c", code], cwd=BINDINGS_DIR, env=env,
                          capture_output=True, text=True, timeout=60)
-    assert "LibraryError: libparley not found; set PARLEY_LIBRARY" in out.stdout, out.stderr
+    assert ("LibraryError: libparley not found: PARLEY_LIBRARY is %s, a file that does not "
+            "exist" % env["PARLEY_LIBRARY"]) in out.stdout, out.stderr
 
 
 def test_a_library_beside_the_package_is_found_first(tmp_path):
@@ -111,3 +113,23 @@ def test_a_library_beside_the_package_is_found_first(tmp_path):
     out = subprocess.run([sys.executable, "-c", "import parley; print(parley.library_path())"],
                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60)
     assert out.stdout.strip() == str(package / "libparley.so.0"), out.stderr
+
+
+@pytest.mark.parametrize("result", [parley.EngineStats, parley.ModelInfo, parley.SessionInfo,
+                                    parley.StoredSessionInfo, parley.TurnStats,
+                                    parley.TokenCount, parley.ReplyScore],
+                         ids=lambda c: c.__name__)
+def test_result_types_document_every_field(result):
+    # Without a docstring of its own a dataclass gets its signature as __doc__.
+    doc = result.__doc__ or ""
+    assert not doc.startswith(result.__name__ + "("), "no docstring"
+    missing = [f.name for f in dataclasses.fields(result) if f.name not in doc]
+    assert not missing, "fields the docstring does not explain: %s" % missing
+
+
+def test_generation_docstrings_say_what_matters():
+    assert "0 = up to the context's end" in parley.Session.send.__doc__
+    assert "True" in parley.Session.send.__doc__
+    assert "tpot_ms" in parley.TurnStats.__doc__ and "on_text" in parley.TurnStats.__doc__
+    for method in (parley.Session.stream, parley.Session.stream_continue):
+        assert "contextlib.closing" in method.__doc__

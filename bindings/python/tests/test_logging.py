@@ -1,5 +1,7 @@
 """The library's log lines reach a Python callback."""
 
+import pytest
+
 import parley
 
 
@@ -17,3 +19,17 @@ def test_log_lines_reach_the_callback(model_path):
     finally:
         parley.set_log_callback(None)
     assert any(level == 2 and "stories260k" in message for level, message in lines), lines
+
+
+@pytest.mark.parametrize("fn", ["not callable", 5], ids=repr)
+def test_a_log_callback_that_is_not_callable_is_refused(model_path, fn):
+    lines = []
+    parley.set_log_callback(lambda level, message: lines.append(message))
+    try:
+        with pytest.raises(parley.InvalidArgumentError, match="callable"):
+            parley.set_log_callback(fn)
+        with parley.Engine(model_path):
+            pass
+    finally:
+        parley.set_log_callback(None)
+    assert lines  # the callback in force was kept

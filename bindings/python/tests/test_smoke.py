@@ -1,6 +1,7 @@
 """Open a model, send, stream, fork and rewind through Python; the greedy reply equals the C
 library's reference."""
 
+import io
 import json
 import os
 import pathlib
@@ -114,6 +115,26 @@ def test_on_text_sees_each_piece_and_can_stop(engine):
         reply = s.send(PROMPT, **GREEDY, on_text=lambda p: seen.append(p) or len(seen) == 3)
         assert len(seen) == 3
         assert reply == "".join(seen)
+
+
+@pytest.mark.parametrize("verdict", [1, 7, "stop", [True], None, False], ids=repr)
+def test_only_true_from_on_text_stops_the_reply(engine, verdict):
+    # A count (sys.stdout.write's), or any other value that is not True, goes on.
+    with engine.session(template="raw") as s:
+        seen = []
+        reply = s.send(PROMPT, **GREEDY, on_text=lambda p: seen.append(p) or verdict)
+        assert len(seen) > 1
+        assert reply == "".join(seen)
+        assert s.last_stats.generated_tokens == 32
+        assert s.last_stats.stop_reason == "max_tokens"
+
+
+def test_a_writers_write_as_on_text_gets_the_whole_reply(engine):
+    with engine.session(template="raw") as s:
+        out = io.StringIO()
+        reply = s.send(PROMPT, **GREEDY, on_text=out.write)  # returns how much it wrote
+        assert out.getvalue() == reply
+        assert s.last_stats.stop_reason == "max_tokens"
 
 
 def test_tokenize_round_trip(engine):
