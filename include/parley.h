@@ -546,13 +546,14 @@ typedef struct parley_generate_options {
   const char *const *stop;  /* n_stop strings of 1 to PARLEY_MAX_STOP_BYTES bytes of UTF-8 */
   uint32_t n_stop;          /* at most PARLEY_MAX_STOP_STRINGS; default 0 */
   int32_t  reserved0;       /* must be 0 */
-  /* Since 0.3. The reply starts with this UTF-8 text, tokenized as plain text, and the model
-   * goes on from it: a format or a voice to keep ("{", "*nods* "). With the "raw" template it
-   * continues the message (" and" starts a word, "," joins the last one; since 0.6, before
-   * which a space was put before it). It is streamed first and kept as the reply's start;
-   * max_tokens and the stop strings apply to what follows it (a stop string that begins in
-   * the prefix and ends after it ends the reply right after it). NULL or "" = none. Read
-   * during the call only. */
+  /* Since 0.3. The reply starts with this UTF-8 text, tokenized as plain text (since 0.8.1 the
+   * spaces it ends with are kept, also where the tokenizer drops trailing whitespace), and
+   * the model goes on from it: a format or a voice to keep ("{", "*nods* "). With the "raw"
+   * template it continues the message (" and" starts a word, "," joins the last one; since
+   * 0.6, before which a space was put before it). It is streamed first and kept as the
+   * reply's start; max_tokens and the stop strings apply to what follows it (a stop string
+   * that begins in the prefix and ends after it ends the reply right after it). NULL or ""
+   * = none. Read during the call only. */
   const char *reply_prefix;
   /* Since 0.4. Biases of single tokens (see parley_logit_bias), each token listed once; they
    * may not ban every token. Read during the call only. */

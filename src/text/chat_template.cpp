@@ -86,7 +86,7 @@ std::vector<int32_t> ChatTemplate::render_reply(std::string_view reply) const {
   if (kind_ == TemplateKind::raw) return tokenizer_.encode_continuation(reply);
   // The space a chat reply's first word has is the one encoding puts before the text.
   if (reply.starts_with(' ')) reply.remove_prefix(1);
-  return tokenize({text(std::string(reply))});
+  return tokenizer_.keep_trailing_spaces(reply, tokenize({text(std::string(reply))}));
 }
 
 std::vector<int32_t> ChatTemplate::close_reply() const {

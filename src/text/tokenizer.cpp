@@ -141,10 +141,21 @@ std::vector<int32_t> Tokenizer::encode_continuation(std::string_view text) const
   std::vector<int32_t> ids = !impl_->add_dummy_prefix               ? encode(text)
                              : text.size() > 1 && text.front() == ' ' ? encode(text.substr(1))
                                                                      : impl_->encode(text, true);
-  // Spaces alone: a normalizer that drops extra whitespace makes nothing of them, where a
-  // model writes each as the space piece.
-  const bool spaces = !text.empty() && text.find_first_not_of(' ') == std::string_view::npos;
-  if (ids.empty() && spaces && impl_->space >= 0) ids.assign(text.size(), impl_->space);
+  return keep_trailing_spaces(text, std::move(ids));
+}
+
+std::vector<int32_t> Tokenizer::keep_trailing_spaces(std::string_view text,
+                                                     std::vector<int32_t> ids) const {
+  const size_t last = text.find_last_not_of(' ');
+  const size_t wanted = last == std::string_view::npos ? text.size() : text.size() - last - 1;
+  size_t held = 0;  // the spaces the ids end with
+  for (auto id = ids.rbegin(); id != ids.rend(); ++id) {
+    const std::string& piece = impl_->piece_bytes[size_t(*id)];
+    const size_t piece_last = piece.find_last_not_of(' ');
+    held += piece_last == std::string::npos ? piece.size() : piece.size() - piece_last - 1;
+    if (piece_last != std::string::npos) break;
+  }
+  if (held < wanted && impl_->space >= 0) ids.insert(ids.end(), wanted - held, impl_->space);
   return ids;
 }
 

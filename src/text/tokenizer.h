@@ -29,9 +29,16 @@ class Tokenizer {
 
   // Plain text that continues other text, as a model writing on would give it: a leading
   // space becomes the next word's U+2581, and text without one joins what came before
-  // (",", "s"), where encode() would put a U+2581 first. Equals encode() for a tokenizer
-  // without a dummy prefix. Throws as encode().
+  // (",", "s"), where encode() would put a U+2581 first; the spaces it ends with are kept
+  // (keep_trailing_spaces). Equals encode() for a tokenizer without a dummy prefix, but for
+  // those spaces. Throws as encode().
   std::vector<int32_t> encode_continuation(std::string_view text) const;
+
+  // `ids` (of `text`) followed by the space pieces for the spaces `text` ends with that a
+  // normalizer dropping extra whitespace left out: for a reply's text, every byte of which
+  // the conversation's ids must say. encode_continuation() does this itself.
+  std::vector<int32_t> keep_trailing_spaces(std::string_view text,
+                                            std::vector<int32_t> ids) const;
 
   // Ids -> text as sentencepiece DecodeIds does (control tokens vanish, byte pieces are
   // joined, the leading space of the text is dropped), except that a NUL byte becomes U+FFFD.

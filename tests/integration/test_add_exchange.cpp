@@ -217,3 +217,36 @@ TEST_CASE("a reply prefix starts the reply; the model goes on from it as from it
   }
   CHECK(stopped >= 1);  // (the raw reply of this model shows "very" within 20 tokens)
 }
+
+TEST_CASE("a reply prefix or a written reply ending with a space: its ids keep the space") {
+  // This model's tokenizer drops the whitespace a text ends with: the ids would say less than
+  // the text, and the reply read on from them would show two spaces where the ids have one.
+  PARLEY_SHARED_OR_SKIP(gguf, "models/stories260k/stories260k-f32.gguf");
+  auto engine = open_engine(gguf.string(), kv::KvType::f32);
+  const auto& tok = engine->tokenizer();
+  for (const char* chat_template : {"raw", "llama2"}) {
+    CAPTURE(chat_template);
+    const bool raw = std::string(chat_template) == "raw";
+    const auto reply_ids = [](const engine::Session& s) {
+      const auto& reply = s.messages().back();
+      return std::vector<int32_t>(s.tokens().begin() + reply.token_begin,
+                                  s.tokens().begin() + reply.token_begin + reply.n_tokens);
+    };
+    engine::Session s(engine, session_options("", chat_template));
+    engine::GenerateParams params;
+    params.sampler.temperature = 0;
+    params.max_tokens = 8;
+    params.reply_prefix = raw ? " *nods* " : "*nods* ";
+    engine::TurnStats stats;
+    s.send("Once upon a time", params, nullptr, stats);
+    CHECK(s.messages().back().text.starts_with(params.reply_prefix));
+    CHECK((raw ? " " : "") + tok.decode(reply_ids(s)) == s.messages().back().text);
+
+    params.reply_prefix = " ";  // more of the same reply, after a space
+    s.continue_reply(params, nullptr, stats);
+    CHECK((raw ? " " : "") + tok.decode(reply_ids(s)) == s.messages().back().text);
+
+    s.add_exchange("And then?", "She smiled. ");
+    CHECK(tok.decode(reply_ids(s)) == "She smiled. ");
+  }
+}

@@ -67,7 +67,7 @@ TEST_CASE("continuing text: punctuation joins, a space starts a word, nothing is
   CHECK_THROWS(tokenizer.encode_continuation("\xC3"));
 }
 
-TEST_CASE("continuing spaces alone: the space piece, also where the normalizer drops them") {
+TEST_CASE("continuing text keeps the spaces it ends with, also where the normalizer drops them") {
   for (const char* path : {test::kLlama2Model, test::kTok512Model}) {
     CAPTURE(path);
     PARLEY_SHARED_OR_SKIP(model, path);
@@ -77,9 +77,15 @@ TEST_CASE("continuing spaces alone: the space piece, also where the normalizer d
     REQUIRE(space != sp->unk_id());
     const Tokenizer tokenizer(test::proto_source(model));
     CHECK(tokenizer.encode_continuation(" ") == std::vector<int32_t>{space});
-    std::string spaces;  // Llama 2 has pieces of several spaces
-    for (const int32_t id : tokenizer.encode_continuation("   ")) spaces += tokenizer.piece_bytes(id);
-    CHECK(spaces == "   ");
+    // Spaces after text too, and Llama 2 has pieces of several spaces.
+    for (const char* text : {"   ", "a ", "*nods*  ", " to the  "}) {
+      CAPTURE(text);
+      std::string pieces;
+      for (const int32_t id : tokenizer.encode_continuation(text)) {
+        pieces += tokenizer.piece_bytes(id);
+      }
+      CHECK(pieces == text);
+    }
   }
 }
 
