@@ -631,7 +631,10 @@ PARLEY_API parley_status parley_session_send(parley_session *s, const char *user
  *  - a reply left open (it stopped at max_tokens, before a stop string, at the end of the
  *    context, when interrupted, or was written with parley_session_add_exchange()): more of
  *    it. The new text is streamed and appended to that reply, which stays one turn; greedy
- *    continuation of a reply cut at max_tokens gives what one longer reply would have.
+ *    continuation of a reply cut at max_tokens gives what one longer reply would have. Since
+ *    0.8.1, a reply cut inside a character (its text ends with a U+FFFD for the character's
+ *    first bytes) has that U+FFFD replaced: the new text starts with the whole character
+ *    (or, when the next bytes do not finish one, with the U+FFFD again).
  *  max_tokens and the stop strings apply to the new text (a stop string that begins in the
  *  reply's earlier text and ends in the new text ends the reply where the new text begins:
  *  nothing is added). options->reply_prefix starts a reply that has no text yet, and since

@@ -72,10 +72,15 @@ void Session::continue_reply(const GenerateParams& params, const TextSink& sink,
       reply_message.text += params.reply_prefix;
       reply_closed_ = false;
     } else {
+      // A reply cut inside a character ends with the U+FFFD that stands for its first bytes:
+      // the bytes that come now finish it (or show it was never one, and the U+FFFD is back).
+      std::string& text = reply_message.text;
+      const bool goes_on = !missing && params.reply_prefix.empty() &&
+                           text.ends_with(text::kReplacementCharacter);
+      const size_t unfinished = goes_on ? unfinished_character_ids() : 0;
+      if (unfinished > 0) text.resize(text.size() - text::kReplacementCharacter.size());
       // Stop strings may begin in the reply's earlier text; it is never cut.
-      const std::string added =
-          decode(sampler, params, reply_message.text, sink, stats, started_ms, cut);
-      reply_message.text += added;
+      text += decode(sampler, params, text, unfinished, sink, stats, started_ms, cut);
     }
     reply_message.n_tokens = uint32_t(tokens_.size()) - reply_message.token_begin;
     reply_message.closed = reply_closed_;

@@ -310,16 +310,21 @@ class Session {
   // Makes positions [from, to) writable, spilling other sessions when the budget is short.
   void prepare_write(uint32_t from, uint32_t to) { prepare_write(blocks_, from, to); }
   void prepare_write(kv::BlockTable& table, uint32_t from, uint32_t to);
-  // Samples, streams and feeds reply tokens until a stop; returns the new text (the prefix,
-  // then what was generated) of a reply that had the `earlier` text so far. A reply
-  // that shows a stop string ends before it: the text from there on is not streamed, and the
-  // tokens that brought only that text are dropped (with their KV); one whose text the stop
-  // string begins inside is respelled (respell_split_token).
   // How a reply ended, when not by a stop token, a stop string or a limit.
   enum class ReplyCut { none, cancelled, out_of_kv_memory };
+  // Samples, streams and feeds reply tokens until a stop; returns the new text (the prefix,
+  // then what was generated) of a reply that had the `earlier` text so far, whose last
+  // `unfinished_ids` ids are the first bytes of a character `earlier` does not hold (see
+  // unfinished_character_ids). A reply that shows a stop string ends before it: the text
+  // from there on is not streamed, and the tokens that brought only that text are dropped
+  // (with their KV); one whose text the stop string begins inside is respelled
+  // (respell_split_token).
   std::string decode(sample::Sampler& sampler, const GenerateParams& params,
-                     std::string_view earlier, const TextSink& sink, TurnStats& stats,
-                     double started_ms, ReplyCut& cut);
+                     std::string_view earlier, size_t unfinished_ids, const TextSink& sink,
+                     TurnStats& stats, double started_ms, ReplyCut& cut);
+  // How many of the conversation's last ids are byte pieces that begin a character and do
+  // not finish it (a reply cut inside a character: its text ends with one U+FFFD for them).
+  size_t unfinished_character_ids() const;
   // The sampler's seed: the caller's, or a fresh random one for 0.
   static uint64_t seed_for(const GenerateParams& params);
   // The error a kept turn still reports when its reply was cut short.

@@ -388,3 +388,43 @@ TEST_CASE("parley_session_continue: a stopped continuation keeps its part; the s
   parley_session_close(s);
   parley_engine_close(e);
 }
+
+TEST_CASE("a reply cut inside a character: continuing it finishes the character") {
+  // "é" is two byte pieces here, C3 A9. Cut after the first, the reply ends with the U+FFFD
+  // that stands for it; the next byte finishes the character, in the text as in the ids.
+  PARLEY_SHARED_OR_SKIP(gguf, "models/stories260k/stories260k-f32.gguf");
+  auto engine = open_engine(gguf.string(), kv::KvType::f32);
+  const auto& tok = engine->tokenizer();
+  const auto byte_piece = [&](char byte) {
+    for (int32_t id = 0; id < tok.n_vocab(); ++id) {
+      if (tok.piece_bytes(id) == std::string(1, byte)) return id;
+    }
+    FAIL("no byte piece");
+    return -1;
+  };
+  const auto forced = [&](char byte) {
+    engine::GenerateParams p = greedy(1);
+    p.sampler.logit_bias = {{byte_piece(byte), 1000.0f}};
+    return p;
+  };
+  const std::string fffd = "\xEF\xBF\xBD", e_acute = "\xC3\xA9";
+  for (const char* chat_template : {"raw", "chatml"}) {
+    CAPTURE(chat_template);
+    engine::Session s(engine, session_options("", chat_template));
+    engine::TurnStats stats;
+    s.send("Once upon a time", forced('\xC3'), nullptr, stats);
+    CHECK(s.messages().back().text == fffd);
+
+    CHECK(continue_reply(s, forced('\xA9'), stats) == e_acute);
+    CHECK(s.messages().back().text == e_acute);
+    const auto& reply = s.messages().back();
+    CHECK(tok.decode(std::span(s.tokens()).subspan(reply.token_begin, reply.n_tokens)) ==
+          e_acute);
+
+    // A byte that cannot go on from it leaves the U+FFFD, and the text after it.
+    s.rewind(2);
+    s.send("Once upon a time", forced('\xC3'), nullptr, stats);
+    CHECK(continue_reply(s, forced('a'), stats) == fffd + "a");
+    CHECK(s.messages().back().text == fffd + "a");
+  }
+}
