@@ -31,7 +31,7 @@ namespace Parley
         MaxTokens = 2,    // it reached GenerateOptions.MaxTokens
         StopString = 3,   // it showed a stop string (TurnStats.StopIndex says which)
         ContextEnd = 4,   // it reached the end of the context
-        Cancelled = 5,    // Interrupt(), or the text handler stopped it
+        Cancelled = 5,    // Interrupt() or Dispose(), or the text handler stopped it
         OutOfMemory = 6,  // the KV budget ran out
     }
 

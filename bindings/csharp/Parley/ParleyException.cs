@@ -13,6 +13,16 @@ namespace Parley
 
         public ParleyStatus Status { get; private set; }
 
+        // The reply of the turn the session kept although the call failed; null when it kept
+        // none. Set by Session.Send, Continue and their streaming forms on Cancelled
+        // (Interrupt or Dispose stopped the reply: its partial text), on OutOfMemory when the
+        // KV budget ran out during the reply (it ends there) or storing the finished turn
+        // failed, and on Storage (the store did not take the turn: it is kept in memory and
+        // stored with the next one; or another engine on the same store file changed the
+        // conversation, whose turns then stay in memory only). From Continue it is the text
+        // that call added to the reply. Session.LastStats then describes the turn.
+        public string Reply { get; internal set; }
+
         // "PARLEY_E_BUSY" and so on, as the C library names the code.
         public static string StatusName(ParleyStatus status)
         {

@@ -13,7 +13,7 @@ namespace Parley
         OutOfMemory = 6,      // an allocation failed
         ContextFull = 7,      // the conversation does not fit the context window
         Busy = 8,             // the session is in use by another call
-        Cancelled = 9,        // stopped by Interrupt() or a callback
+        Cancelled = 9,        // stopped by Interrupt(), Session.Dispose() or a callback
         Corrupt = 10,         // stored data failed its checks
         ModelMismatch = 11,   // stored data belongs to another model
         Storage = 12,         // the session store failed (disk full, locked, I/O)

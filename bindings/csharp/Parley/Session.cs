@@ -1,5 +1,6 @@
 // One conversation (parley_session). Use it from one thread at a time: a second concurrent
-// call fails with ParleyStatus.Busy. Only Interrupt() may be called from any thread at any time.
+// call fails with ParleyStatus.Busy. Only Interrupt() and Dispose() may be called from any
+// thread at any time.
 using System;
 using System.Collections.Concurrent;
 using System.Collections.Generic;
@@ -12,15 +13,25 @@ namespace Parley
     public sealed class Session : IDisposable
     {
         private readonly SessionHandle _handle;
+        private volatile bool _disposed;
 
         internal Session(SessionHandle handle) { _handle = handle; }
 
-        // Figures of the last finished or cancelled turn; null before the first.
+        // Figures of the last turn a Send or Continue kept: a finished one, or one kept by the
+        // error it failed with (ParleyException.Reply then holds its reply); null before the
+        // first. Errors that keep no turn leave it as it was.
         public TurnStats LastStats { get; private set; }
 
         public string Id { get { return Info.Id; } }
 
-        // Adds a user message and returns the whole reply.
+        // Adds a user message and returns the whole reply. A ParleyException whose Reply is
+        // not null kept the turn: Cancelled (Interrupt, or Dispose from another thread,
+        // stopped the reply), OutOfMemory when the KV budget ran out during the reply (it ends
+        // there) or storing the finished turn failed, and Storage (the store did not take the
+        // turn: it is kept in memory and stored with the next one; or another engine on the
+        // same store file changed the conversation, whose turns then stay in memory only);
+        // LastStats then describes the turn. Other failures, OutOfMemory before the reply
+        // among them, keep nothing (Reply null) and leave LastStats as it was.
         public string Send(string text, GenerateOptions options = null)
         {
             return SendCore(text, options, null);
@@ -28,7 +39,8 @@ namespace Parley
 
         // Adds a user message and hands the reply to `onText` piece by piece (whole UTF-8 code
         // points), on this thread, as it is generated; returns the whole reply. An exception
-        // thrown by `onText` stops the reply and is rethrown here.
+        // thrown by `onText` stops the reply (kept as the turn) and is rethrown here. Errors
+        // are those of Send; a kept reply's Reply is the text `onText` received.
         public string Stream(string text, GenerateOptions options, Action<string> onText)
         {
             if (onText == null) throw new ArgumentNullException("onText");
@@ -38,6 +50,7 @@ namespace Parley
         // Adds a user message and yields the reply piece by piece. The reply is generated on a
         // worker thread while the caller consumes it; leaving the loop early stops the reply
         // (the part generated so far is kept as the turn) and waits for the worker to finish.
+        // A failure comes out of the loop as from Send, with the kept reply as its Reply.
         public IEnumerable<string> Stream(string text, GenerateOptions options = null)
         {
             if (text == null) throw new ArgumentNullException("text");
@@ -60,6 +73,8 @@ namespace Parley
         // from there (" and then the dragon" starts a word, "," joins the last one). LastStats
         // cover this call (PromptTokens 0). ParleyStatus.InvalidArgument when there is no user
         // message yet or when the model ended the last reply (send a message or rewind it).
+        // Errors that keep what was generated (Cancelled, OutOfMemory, Storage) are those of
+        // Send: their Reply is the text this call added to the reply, as it is kept.
         public string Continue(GenerateOptions options = null, Action<string> onText = null)
         {
             Func<string, bool> onPiece = null;
@@ -71,7 +86,7 @@ namespace Parley
         // generates piece by piece, as the enumerated Stream does: nothing is generated before
         // the first MoveNext, which fails as Continue would (ParleyStatus.InvalidArgument when
         // there is nothing to continue), and leaving the loop early stops the reply, keeping
-        // what was generated.
+        // what was generated. A failure comes out of the loop as from Continue.
         public IEnumerable<string> StreamContinue(GenerateOptions options = null)
         {
             if (_handle.IsClosed) throw new ObjectDisposedException("Session");
@@ -319,16 +334,37 @@ namespace Parley
             }
         }
 
+        // Closes the session; with a store its KV is spilled first, so reopening it is instant.
+        // A call running on another thread (or whose handler calls this) that Interrupt stops
+        // is stopped so: a Send, Continue or stream fails with ParleyStatus.Cancelled, its
+        // partial reply kept as the turn and carried as the exception's Reply (Prepare and
+        // ScoreReplies fail with Cancelled too), and the session is closed when that call
+        // returns. Disposing twice is a no-op.
         public void Dispose()
         {
+            // A call in flight holds the handle, which closes only once that call returns: stop
+            // a running reply first. The flag stops one the interrupt came too early for, at
+            // its first piece.
+            _disposed = true;
+            try
+            {
+                NativeMethods.parley_session_interrupt(_handle);
+            }
+            catch (ObjectDisposedException)
+            {
+                // Disposed already.
+            }
             _handle.Dispose();
         }
+
+        internal bool Disposed { get { return _disposed; } }
 
         private SessionHandle Handle
         {
             get
             {
-                if (_handle.IsClosed) throw new ObjectDisposedException("Session");
+                // The flag, as the handle stays open while a call in flight holds it.
+                if (_disposed || _handle.IsClosed) throw new ObjectDisposedException("Session");
                 return _handle;
             }
         }
@@ -355,8 +391,14 @@ namespace Parley
         private string GenerateNative(byte[] userText, ref NativeGenerateOptions o,
                                       Func<string, bool> onPiece)
         {
-            var stats = new NativeTurnStats { struct_size = SizeOf<NativeTurnStats>.Value };
-            var sink = new TextSink(onPiece);
+            // The library fills stats only when it keeps the turn, OK or not (an OutOfMemory
+            // may or may not keep it), and always writes a kv_source >= 0: -1 left means unkept.
+            var stats = new NativeTurnStats
+            {
+                struct_size = SizeOf<NativeTurnStats>.Value,
+                kv_source = -1,
+            };
+            var sink = new TextSink(onPiece, this);
             GCHandle pin = GCHandle.Alloc(sink);
             try
             {
@@ -368,10 +410,14 @@ namespace Parley
                         Handle, userText, ref o, TextSink.Trampoline, user, ref stats);
                 // Read this thread's message before anything else can replace it.
                 ParleyException failure = status != 0 ? ParleyException.FromLastError(status) : null;
-                if (status == (int)ParleyStatus.Ok || status == (int)ParleyStatus.Cancelled)
-                    LastStats = new TurnStats(stats);
+                bool kept = stats.kv_source >= 0;
+                if (kept) LastStats = new TurnStats(stats);
                 if (sink.HandlerError != null) ExceptionDispatchInfo.Capture(sink.HandlerError).Throw();
-                if (failure != null) throw failure;
+                if (failure != null)
+                {
+                    if (kept) failure.Reply = sink.Reply;
+                    throw failure;
+                }
                 return sink.Reply;
             }
             finally

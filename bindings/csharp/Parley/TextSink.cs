@@ -14,9 +14,14 @@ namespace Parley
         internal static readonly NativeMethods.TextCallback Trampoline = OnText;
 
         private readonly Func<string, bool> _onPiece;  // returns false to stop the reply
+        private readonly Session _session;
         private readonly MemoryStream _reply = new MemoryStream();
 
-        internal TextSink(Func<string, bool> onPiece) { _onPiece = onPiece; }
+        internal TextSink(Func<string, bool> onPiece, Session session)
+        {
+            _onPiece = onPiece;
+            _session = session;
+        }
 
         // What the handler threw, if it did; the send then stopped.
         internal Exception HandlerError { get; private set; }
@@ -39,8 +44,10 @@ namespace Parley
                 var bytes = new byte[n];
                 Marshal.Copy(utf8, bytes, 0, n);
                 sink._reply.Write(bytes, 0, n);
-                if (sink._onPiece == null) return 0;
-                return sink._onPiece(Encoding.UTF8.GetString(bytes)) ? 0 : 1;
+                bool goOn = sink._onPiece == null || sink._onPiece(Encoding.UTF8.GetString(bytes));
+                // Disposed while this call held the handle, maybe before the reply started and
+                // Dispose's interrupt could reach it: stop here (this piece is kept).
+                return goOn && !sink._session.Disposed ? 0 : 1;
             }
             catch (Exception e)
             {

@@ -13,6 +13,7 @@ namespace Parley.Tests
             r.Add("an unknown template is InvalidArgument", UnknownTemplateIsInvalidArgument);
             r.Add("a disposed session or engine throws ObjectDisposedException", DisposedObjectsThrow);
             r.Add("Interrupt from another thread cancels the send", InterruptFromAnotherThreadCancels);
+            r.Add("Dispose from another thread cancels the send", DisposeFromAnotherThreadCancels);
             r.Add("an exception in the text handler comes out of Stream", HandlerExceptionIsRethrown);
             r.Add("calling the session from its own handler is Busy", ReentrantCallIsBusy);
             r.Add("a NUL inside text is refused", EmbeddedNulIsRefused);
@@ -69,15 +70,50 @@ namespace Parley.Tests
                 string streamed = "";
                 // The handler holds the send at its first piece until the interrupt is in, so
                 // the interrupt lands while the send runs, not before or after it.
-                Assert.ThrowsStatus(ParleyStatus.Cancelled, () => s.Stream("Once upon a time", Fixture.Greedy(0), piece =>
-                {
-                    streamed += piece;
-                    firstPiece.Set();
-                    Assert.True(interrupted.WaitOne(10000), "the other thread interrupted");
-                }), "an interrupted send");
+                ParleyException e = Assert.ThrowsStatus(ParleyStatus.Cancelled,
+                    () => s.Stream("Once upon a time", Fixture.Greedy(0), piece =>
+                    {
+                        streamed += piece;
+                        firstPiece.Set();
+                        Assert.True(interrupted.WaitOne(10000), "the other thread interrupted");
+                    }), "an interrupted send");
                 stopper.Join();
                 Assert.True(s.LastStats.GeneratedTokens < 10, "stopped within a few tokens (" + s.LastStats.GeneratedTokens + ")");
                 Assert.Equal(streamed, s.Turns[1].Text, "the partial reply is kept as the turn");
+                Assert.Equal(streamed, e.Reply, "the exception carries the partial reply");
+            }
+        }
+
+        private static void DisposeFromAnotherThreadCancels()
+        {
+            using (Engine engine = Fixture.OpenEngine())
+            {
+                Session s = Fixture.RawSession(engine);
+                var firstPiece = new ManualResetEvent(false);
+                var disposed = new ManualResetEvent(false);
+                var closer = new Thread(() =>
+                {
+                    firstPiece.WaitOne();
+                    s.Dispose();
+                    disposed.Set();
+                });
+                closer.Start();
+                string streamed = "";
+                // Held at its first piece, as above, until Dispose has returned.
+                ParleyException e = Assert.ThrowsStatus(ParleyStatus.Cancelled,
+                    () => s.Stream("Once upon a time", Fixture.Greedy(0), piece =>
+                    {
+                        streamed += piece;
+                        firstPiece.Set();
+                        Assert.True(disposed.WaitOne(10000), "the other thread disposed");
+                    }), "a send whose session was disposed");
+                closer.Join();
+                Assert.Equal(streamed, e.Reply, "the exception carries the partial reply");
+                Assert.Equal(StopReason.Cancelled, s.LastStats.StopReason, "stop reason");
+                int generated = s.LastStats.GeneratedTokens;
+                Assert.True(generated < 10, "stopped within a few tokens (" + generated + ")");
+                Assert.Throws<ObjectDisposedException>(() => s.Send("x"), "Send after Dispose");
+                Assert.Equal(0, engine.Stats.SessionsActive, "the session is closed");
             }
         }
 

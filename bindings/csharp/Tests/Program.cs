@@ -41,6 +41,7 @@ namespace Parley.Tests
             ScoreRepliesTests.Register(runner);
             LogitBiasTests.Register(runner);
             ErrorTests.Register(runner);
+            KeptTurnTests.Register(runner);
             StoreTests.Register(runner);
             StoredSessionInfoTests.Register(runner);
             OverflowTests.Register(runner);

@@ -103,7 +103,9 @@ class Session(NativeHandle):
         - a reply left open (it stopped at max_tokens, before a stop string, at the end of the
           context, when interrupted, or was written with add_exchange): more of it. The new
           text is appended to that reply, which stays one turn; greedy continuation of a reply
-          cut at max_tokens gives what one longer reply would have.
+          cut at max_tokens gives what one longer reply would have. A reply cut inside a
+          character ends with a U+FFFD for its first bytes: the new text then starts with the
+          whole character, which replaces that U+FFFD in the turn.
         max_tokens and stop apply to the new text. reply_prefix starts a reply that has no
         text yet, and (since 0.6) steers one under way: the reply goes on with it, and the
         model from there (" and then the dragon" starts a word, "," joins the last one).
