@@ -300,7 +300,9 @@ typedef struct parley_session_options {
   const char *cache_scope;   /* prefix KV is shared only among sessions of one scope; NULL = "" */
   int32_t     overflow;      /* PARLEY_OVERFLOW_ERROR (default): a message that does not fit
                                 is CONTEXT_FULL; _DROP_OLDEST: the oldest exchanges are dropped
-                                (the system prompt stays) and the conversation is rebuilt */
+                                (the system prompt stays) and the conversation is rebuilt;
+                                since 0.8.1 as many as the reply's max_tokens need too, when
+                                dropping can make that room (else as the message needs) */
   int32_t     reserved0;     /* keeps the size a multiple of 8 with no hidden padding */
 } parley_session_options;
 

@@ -257,11 +257,13 @@ class Session {
                 bool written_reply_ended, const GenerateParams& params, const TextSink& sink,
                 TurnStats& stats);
   // Checks that `new_ids` and `reply_room` more tokens fit, brings spilled KV back, and makes
-  // room under DROP_OLDEST. `user_text` is the new user message, or null when the last reply
-  // goes on (its user message then stays). `written` says the reply room is exact. Throws
-  // Error(context_full) when it cannot fit; changes nothing before that.
+  // room under DROP_OLDEST: there for `wanted_room` tokens of reply (max_tokens) when dropping
+  // older exchanges can give that, else for `reply_room`. `user_text` is the new user
+  // message, or null when the last reply goes on (its user message then stays). `written`
+  // says the reply room is exact. Throws Error(context_full) when it cannot fit; changes
+  // nothing before that.
   void fit_turn(const std::string_view* user_text, std::vector<int32_t>& new_ids,
-                size_t reply_room, bool written, TurnStats& stats);
+                size_t reply_room, size_t wanted_room, bool written, TurnStats& stats);
   // How many ids at the start of `opening` (a conversation's first turn) are the system
   // prompt's own, as render_system gives them; 0 when the template does not render it so.
   uint32_t system_prefix_tokens(std::span<const int32_t> opening,

@@ -29,7 +29,7 @@ void Session::add_exchange(std::string_view user_text, std::string_view reply_te
 }
 
 void Session::fit_turn(const std::string_view* user_text, std::vector<int32_t>& new_ids,
-                       size_t reply_room, bool written, TurnStats& stats) {
+                       size_t reply_room, size_t wanted_room, bool written, TurnStats& stats) {
   const uint32_t context = engine_->context_length();
   const bool fits = tokens_.size() + new_ids.size() + reply_room <= context;
   // Words for a refusal only.
@@ -50,7 +50,13 @@ void Session::fit_turn(const std::string_view* user_text, std::vector<int32_t>& 
     stats.kv_source = restore_kv() ? KvSource::restored : KvSource::rebuilt;
     stats.restore_ms = now_ms() - t0;
   }
-  if (!fits) {
+  // A reply that has only the room to start would end at the context's end after a few
+  // tokens: older exchanges give way for all it may take, when that is in reach.
+  const bool roomy = tokens_.size() + new_ids.size() + wanted_room <= context;
+  if (overflow_ == OverflowPolicy::drop_oldest && !roomy &&
+      drop_oldest_to_fit(user_text, new_ids, wanted_room)) {
+    stats.kv_source = KvSource::rebuilt;
+  } else if (!fits) {
     if (!drop_oldest_to_fit(user_text, new_ids, reply_room)) {
       const std::string alone =
           user_text ? std::to_string(
@@ -102,7 +108,9 @@ void Session::run_turn(std::string_view user_text, const std::string_view* writt
     reply_ids.insert(reply_ids.end(), end.begin(), end.end());
   }
   const size_t reply_room = reply_ids.size() + (written_reply ? 0 : 1);
-  fit_turn(&user_text, new_ids, reply_room, written_reply != nullptr, stats);
+  const size_t wanted_room =
+      written_reply ? reply_room : reply_ids.size() + std::max<size_t>(1, params.max_tokens);
+  fit_turn(&user_text, new_ids, reply_room, wanted_room, written_reply != nullptr, stats);
 
   // 2. Remember where the conversation stood, so a failure leaves it as it was.
   const Checkpoint before = checkpoint();

@@ -164,6 +164,7 @@ TEST_CASE("overflow DROP_OLDEST drops the oldest exchanges, keeps the system pro
   const char* messages[] = {"d e", "f g h", "i j", "k l m", "n o", "p q r"};
   for (const char* m : messages) stats.push_back(greedy_turn(s, m, 30));
   CHECK(s.tokens().size() <= 128);
+
   // Some turn had to drop: it rebuilt the conversation.
   CHECK(std::any_of(stats.begin(), stats.end(),
                     [](const engine::TurnStats& t) { return t.kv_source == engine::KvSource::rebuilt; }));
@@ -185,6 +186,34 @@ TEST_CASE("overflow DROP_OLDEST drops the oldest exchanges, keeps the system pro
   // A rebuilt session goes on normally.
   const auto next = greedy_turn(s, "s", 5);
   CHECK(next.generated_tokens == 5);
+}
+
+TEST_CASE("DROP_OLDEST makes room for the whole reply, not only for its first token") {
+  auto engine = open_engine(small_synthetic_model(), kv::KvType::int8);  // context 128
+  auto o = session_options("a b c", "raw");
+  o.overflow = engine::OverflowPolicy::drop_oldest;
+  engine::Session s(engine, o);
+  for (const char* m : {"d e", "f g", "h i", "j k", "l m", "n o"}) {
+    CAPTURE(m);
+    const auto t = greedy_turn(s, m, 30);  // four such exchanges are more than the context
+    CHECK(t.generated_tokens == 30);
+    CHECK(t.stop_reason == engine::StopReason::max_tokens);
+  }
+  CHECK(s.messages().front().text == "a b c");
+}
+
+TEST_CASE("DROP_OLDEST: a reply longer than dropping can make room for drops nothing more") {
+  auto engine = open_engine(small_synthetic_model(), kv::KvType::int8);  // context 128
+  auto o = session_options("a b c", "raw");
+  o.overflow = engine::OverflowPolicy::drop_oldest;
+  engine::Session s(engine, o);
+  greedy_turn(s, "d e", 10);
+  const size_t before = s.messages().size();
+  const auto t = greedy_turn(s, "f g", 500);  // more than the whole context
+  CHECK(s.messages().size() == before + 2);  // the first exchange stays: it fits
+  CHECK(t.kv_source != engine::KvSource::rebuilt);
+  CHECK(t.stop_reason == engine::StopReason::context_end);
+  CHECK(s.tokens().size() == 128);
 }
 
 TEST_CASE("DROP_OLDEST still refuses a message that cannot fit even alone") {

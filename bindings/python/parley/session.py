@@ -370,7 +370,8 @@ class Session(NativeHandle):
     def overflow(self):
         """What a message that does not fit the context does: "error" (send raises
         ContextFullError and nothing changes) or "drop_oldest" (the oldest exchanges are
-        dropped, the system prompt stays, and the conversation is rebuilt). Engine.session(
+        dropped, the system prompt stays, and the conversation is rebuilt; as many as the
+        reply's max_tokens need too, when dropping can make that room). Engine.session(
         overflow=...) sets it; the store keeps it, so a reopened session has it.
         Setting it (the same names) drops nothing now: the next message that does not fit
         decides. With a store the change is committed before this returns. Raises
