@@ -4,6 +4,19 @@
 
 namespace parley::test {
 
+#ifdef PARLEY_CHAT_EXE
+std::string raw_chat_command(const std::filesystem::path& model, const std::string& flags) {
+  return std::string(PARLEY_CHAT_EXE) + " -m " + shell_quote(model.string()) +
+         " --template raw --temp 0 -n 8 " + flags;
+}
+
+ShellRun run_raw_console(const std::filesystem::path& model, const std::string& input,
+                         const std::string& flags) {
+  return run_shell("printf '%s' " + shell_quote(input) + " | " + raw_chat_command(model, flags) +
+                   " 2>&1");
+}
+#endif
+
 std::string listed_id(const std::string& line, size_t pos) {
   if (line.compare(pos, 1, "\"") == 0) {
     for (size_t i = pos + 1; i < line.size(); ++i) {

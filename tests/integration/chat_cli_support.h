@@ -2,6 +2,7 @@
 // console on a terminal (script(1)) with keys typed as a person would.
 #pragma once
 
+#include <filesystem>
 #include <optional>
 #include <string>
 #include <vector>
@@ -9,6 +10,15 @@
 #include "support/shell.h"
 
 namespace parley::test {
+
+#ifdef PARLEY_CHAT_EXE
+// parley-chat on `model`, greedy, the raw template, replies of 8 tokens; `flags` come last.
+std::string raw_chat_command(const std::filesystem::path& model, const std::string& flags = "");
+
+// That console with `input` on its stdin; stdout and stderr together.
+ShellRun run_raw_console(const std::filesystem::path& model, const std::string& input,
+                         const std::string& flags = "");
+#endif
 
 // The id at `pos` of a /sessions line, as it is shown there (quoted when it holds blanks):
 // a quoted one up to its closing quote, else up to the two blanks before the figures.

@@ -21,20 +21,9 @@ namespace {
 
 std::string quote(const std::string& s) { return shell_quote(s); }
 
-std::string chat_command(const fs::path& model, const std::string& flags = "") {
-  return std::string(PARLEY_CHAT_EXE) + " -m " + quote(model.string()) +
-         " --template raw --temp 0 -n 8 " + flags;
-}
-
-// The console with `input` on stdin; stdout and stderr together. `flags` come last.
-ShellRun run_console(const fs::path& model, const std::string& input,
-                     const std::string& flags = "") {
-  return run_shell("printf '%s' " + quote(input) + " | " + chat_command(model, flags) + " 2>&1");
-}
-
 ShellRun run_store_console(const fs::path& model, const fs::path& store, const std::string& input,
                            const std::string& flags = "") {
-  return run_console(model, input, "--store " + quote(store.string()) + " " + flags);
+  return run_raw_console(model, input, "--store " + quote(store.string()) + " " + flags);
 }
 
 bool has(const std::string& text, const std::string& what) {
@@ -49,10 +38,10 @@ bool contains(const std::vector<std::string>& ids, const std::string& id) {
 
 TEST_CASE("console ids: a quoted id reaches one with blanks at its ends; it is shown quoted") {
   PARLEY_SHARED_OR_SKIP(gguf, "models/stories260k/stories260k-f32.gguf");
-  const ShellRun r = run_console(gguf,
-                                 "/new \"  padded id \"\n/new plain\n/sessions\n"
-                                 "/switch \"  padded id \"\n/switch   padded id  \n"
-                                 "/close plain\n/sessions\n");
+  const ShellRun r = run_raw_console(gguf,
+                                     "/new \"  padded id \"\n/new plain\n/sessions\n"
+                                     "/switch \"  padded id \"\n/switch   padded id  \n"
+                                     "/close plain\n/sessions\n");
   CHECK(r.exit_code == 0);
   CHECK(has(r.out, "(session \"  padded id \")\n(session plain)\n"));
   CHECK(has(r.out, "\n  \"  padded id \"  0 turns, 0 tokens, "));
@@ -66,7 +55,7 @@ TEST_CASE("console ids: a quoted id reaches one with blanks at its ends; it is s
 
 TEST_CASE("console ids: in quotes \\\" is a quote and \\\\ a backslash; ids are shown so") {
   PARLEY_SHARED_OR_SKIP(gguf, "models/stories260k/stories260k-f32.gguf");
-  const ShellRun r = run_console(gguf, R"x(/new "say \"hi\" \\ now"
+  const ShellRun r = run_raw_console(gguf, R"x(/new "say \"hi\" \\ now"
 /new a\b
 /new "x"
 /new "a\b c"
@@ -93,8 +82,8 @@ TEST_CASE("console ids: in quotes \\\" is a quote and \\\\ a backslash; ids are 
 
 TEST_CASE("console ids: a quoted id not closed, or with text after it, is refused") {
   PARLEY_SHARED_OR_SKIP(gguf, "models/stories260k/stories260k-f32.gguf");
-  const ShellRun r = run_console(gguf, "/new \"open\n/new \"a\" b\n/switch \"a\nOnce upon a time\n"
-                                       "/sessions\n");
+  const ShellRun r = run_raw_console(
+      gguf, "/new \"open\n/new \"a\" b\n/switch \"a\nOnce upon a time\n/sessions\n");
   CHECK(r.exit_code == 0);
   CHECK(has(r.out, "cannot read the id \"open: a quoted id ends at its closing quote"));
   CHECK(has(r.out, "cannot read the id \"a\" b: "));
@@ -105,7 +94,7 @@ TEST_CASE("console ids: a quoted id not closed, or with text after it, is refuse
 
 TEST_CASE("console ids: /help says how to quote an id") {
   PARLEY_SHARED_OR_SKIP(gguf, "models/stories260k/stories260k-f32.gguf");
-  const ShellRun r = run_console(gguf, "/help\n");
+  const ShellRun r = run_raw_console(gguf, "/help\n");
   CHECK(has(r.out, "An ID with blanks in it or at its ends goes in double quotes"));
   CHECK(has(r.out, "/open \"  my id \" (inside the quotes \\\" is a quote and \\\\ a backslash)"));
 }
@@ -150,7 +139,7 @@ TEST_CASE("console ids: /import FILE \"ID\" takes the quoted id that ends the li
                             "/import " + file + " \"  copy one \"\n" +
                             "/import " + file + " copy2\n" +
                             "/import " + file + " \"unclosed\n/sessions\n";
-  const ShellRun r = run_console(gguf, input);
+  const ShellRun r = run_raw_console(gguf, input);
   CHECK(r.exit_code == 0);
   CHECK(has(r.out, "(imported \"  copy one \": 2 messages from " + file +
                        ")\n(session \"  copy one \")\n"));
@@ -167,7 +156,7 @@ TEST_CASE("console ids: the prompt shows the current id as commands take it") {
   }
   TempDir dir;
   const std::string out = quote((dir / "out.txt").string());
-  const ShellRun r = run_on_terminal(chat_command(gguf, "--session '  padded '"),
+  const ShellRun r = run_on_terminal(raw_chat_command(gguf, "--session '  padded '"),
                                      until_prompts(out, 1) + "printf '/quit\\n'", out);
   CHECK(r.exit_code == 0);
   CHECK(has(r.out, "[\"  padded \"] > "));

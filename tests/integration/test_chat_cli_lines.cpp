@@ -19,17 +19,6 @@ namespace {
 
 std::string quote(const std::string& s) { return shell_quote(s); }
 
-std::string chat_command(const fs::path& model, const std::string& flags = "") {
-  return std::string(PARLEY_CHAT_EXE) + " -m " + quote(model.string()) +
-         " --template raw --temp 0 -n 8 " + flags;
-}
-
-// The console with `input` on stdin; stdout and stderr together.
-ShellRun run_console(const fs::path& model, const std::string& input,
-                     const std::string& flags = "") {
-  return run_shell("printf '%s' " + quote(input) + " | " + chat_command(model, flags) + " 2>&1");
-}
-
 size_t count(const std::string& text, const std::string& what) {
   size_t n = 0;
   for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
@@ -48,10 +37,10 @@ int current_turns(const std::string& text) {
 
 TEST_CASE("console: /score and /score-next refuse empty alternatives, and print no nan") {
   PARLEY_SHARED_OR_SKIP(gguf, "models/stories260k/stories260k-f32.gguf");
-  const ShellRun r = run_console(gguf,
-                                 "Once upon a time\n/score-next blue | \n/score-next | blue\n"
-                                 "/score Once | there | \n/score Once |\n"
-                                 "/score-next blue | named Lily.\n/sessions\n");
+  const ShellRun r = run_raw_console(gguf,
+                                     "Once upon a time\n/score-next blue | \n/score-next | blue\n"
+                                     "/score Once | there | \n/score Once |\n"
+                                     "/score-next blue | named Lily.\n/sessions\n");
   CHECK(r.exit_code == 0);
   CHECK(count(r.out, "usage: /score-next TEXT | TEXT ...: a text may not be empty\n") == 2);
   CHECK(count(r.out, "usage: /score MESSAGE | REPLY | REPLY ...: a reply may not be empty\n") ==
@@ -63,8 +52,9 @@ TEST_CASE("console: /score and /score-next refuse empty alternatives, and print 
 
 TEST_CASE("console: /exchange refuses a blank message, as a blank line says nothing") {
   PARLEY_SHARED_OR_SKIP(gguf, "models/stories260k/stories260k-f32.gguf");
-  const ShellRun r = run_console(gguf, "/exchange | \n/exchange   | a reply\n/sessions\n"
-                                       "/exchange Tell me | \n/sessions\n");
+  const ShellRun r = run_raw_console(gguf,
+                                     "/exchange | \n/exchange   | a reply\n/sessions\n"
+                                     "/exchange Tell me | \n/sessions\n");
   CHECK(r.exit_code == 0);
   CHECK(count(r.out, "usage: /exchange USER MESSAGE | REPLY: the message may not be blank\n") ==
         2);
@@ -81,7 +71,7 @@ TEST_CASE("console: a line holding a NUL byte is refused whole") {
   // printf's \0 puts the NUL in: a message, a /new id and an /export path, each cut short by
   // it once.
   const ShellRun r = run_shell("printf 'Once\\0upon a time\\n/new x\\0y\\n/export " + file +
-                               "\\0z\\n/sessions\\n' | " + chat_command(gguf) + " 2>&1");
+                               "\\0z\\n/sessions\\n' | " + raw_chat_command(gguf) + " 2>&1");
   CHECK(r.exit_code == 0);
   CHECK(count(r.out, "(line ignored: it holds a NUL byte, which no message or command can)\n") ==
         3);
@@ -97,22 +87,22 @@ TEST_CASE("console: a full context's hint fits what filled it") {
   for (int i = 0; i < 20; ++i) too_long += "the cat ran ";  // more than 40 tokens
   const std::string others_hint = "/reset or /new starts another";
   // An empty conversation: the message alone is too long, and nothing else would help.
-  const ShellRun alone = run_console(gguf, too_long + "\n/sessions\n", "--ctx 40");
+  const ShellRun alone = run_raw_console(gguf, too_long + "\n/sessions\n", "--ctx 40");
   CHECK(alone.out.find("(PARLEY_E_CONTEXT_FULL)") != std::string::npos);
   CHECK(alone.out.find("(the message alone is too long for the context") != std::string::npos);
   CHECK(alone.out.find(others_hint) == std::string::npos);
   CHECK(current_turns(alone.out) == 0);
   // Also after a system prompt, which is no message.
-  const ShellRun prompted = run_console(gguf, too_long + "\n", "--ctx 40 -s 'Be kind.'");
+  const ShellRun prompted = run_raw_console(gguf, too_long + "\n", "--ctx 40 -s 'Be kind.'");
   CHECK(prompted.out.find("(the message alone is too long for the context") != std::string::npos);
   // Dropping the older exchanges was tried already.
-  const ShellRun dropping =
-      run_console(gguf, "Once upon a time\n" + too_long + "\n", "--ctx 40 --overflow drop-oldest");
+  const ShellRun dropping = run_raw_console(gguf, "Once upon a time\n" + too_long + "\n",
+                                            "--ctx 40 --overflow drop-oldest");
   CHECK(dropping.out.find("(the message does not fit even after dropping the older exchanges") !=
         std::string::npos);
   CHECK(dropping.out.find("--overflow drop-oldest forgets") == std::string::npos);
   // A conversation with messages, which may drop: the hint as before.
-  const ShellRun full = run_console(gguf, "Once upon a time\n" + too_long + "\n", "--ctx 40");
+  const ShellRun full = run_raw_console(gguf, "Once upon a time\n" + too_long + "\n", "--ctx 40");
   CHECK(full.out.find("(the conversation fills the context: " + others_hint) !=
         std::string::npos);
 }
@@ -129,7 +119,7 @@ TEST_CASE("console: Ctrl-C at a terminal's prompt says how to leave, and asks ag
   const std::string typist = until_prompts(out, 1) + "printf 'Once'; sleep 0.2; printf '\\003'; " +
                              until_prompts(out, 2) + "printf '/sessions\\n'; " +
                              until_prompts(out, 3) + "printf '/quit\\n'; sleep 0.5";
-  const ShellRun r = run_on_terminal(chat_command(gguf), typist, out);
+  const ShellRun r = run_on_terminal(raw_chat_command(gguf), typist, out);
   CHECK(r.exit_code == 0);
   const size_t hint = r.out.find("(Ctrl-D or /quit leaves)");
   REQUIRE(hint != std::string::npos);
