@@ -107,7 +107,8 @@ std::string Session::decode(sample::Sampler& sampler, const GenerateParams& para
                                                           params.reply_prefix.empty());
   // A raw reply to BOS alone starts a text: the stream decodes it as sentencepiece would.
   if (!tokens_.empty() && tokens_.back() == engine_->tokenizer().bos_id()) stream.push(tokens_.back());
-  for (size_t i = unfinished_ids; i > 0; --i) stream.push(tokens_[tokens_.size() - i]);  // ""
+  // (They complete no character yet: the stream gives nothing for them.)
+  for (size_t i = unfinished_ids; i > 0; --i) stream.push(tokens_[tokens_.size() - i]);
 
   ReplyText reply(params.stop_strings, sink);
   uint32_t generated = 0;
@@ -185,19 +186,15 @@ std::string Session::decode(sample::Sampler& sampler, const GenerateParams& para
 }
 
 size_t Session::unfinished_character_ids() const {
-  const text::Tokenizer& tokenizer = engine_->tokenizer();
-  // The bytes of the last ids, up to 3, each a piece of one byte of a character's encoding.
+  // The bytes of the last ids that are pieces of one byte each (up to 3, a character's start
+  // at most): the unfinished tail among them is one byte per id.
   std::string bytes;
   for (size_t n = 1; n <= std::min<size_t>(3, tokens_.size()); ++n) {
-    const std::string piece = tokenizer.piece_bytes(tokens_[tokens_.size() - n]);
-    if (piece.size() != 1 || (uint8_t(piece[0]) & 0x80) == 0) return 0;
+    const std::string piece = engine_->tokenizer().piece_bytes(tokens_[tokens_.size() - n]);
+    if (piece.size() != 1) break;
     bytes.insert(bytes.begin(), piece[0]);
-    const auto lead = uint8_t(bytes[0]);
-    if ((lead & 0xC0) == 0x80) continue;  // a continuation byte: the lead is further back
-    const size_t length = lead >= 0xF0 ? 4 : lead >= 0xE0 ? 3 : lead >= 0xC0 ? 2 : 0;
-    return n < length ? n : 0;
   }
-  return 0;
+  return text::unfinished_tail_length(bytes);
 }
 
 void Session::respell_split_token(std::string_view shown, size_t kept_bytes) {

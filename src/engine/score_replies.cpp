@@ -54,7 +54,8 @@ std::vector<Session::ReplyScore> Session::score(
   const std::vector<int32_t> new_ids = user_text ? render_turn(*user_text)
                                                  : std::vector<int32_t>();
   prompt.insert(prompt.end(), new_ids.begin(), new_ids.end());
-  require(!prompt.empty(), Status::invalid_argument, "the conversation has no tokens to go on from");
+  require(!prompt.empty(), Status::invalid_argument,
+          "the conversation has no tokens to go on from");
   std::vector<std::vector<int32_t>> reply_ids;
   const uint32_t context = engine_->context_length();
   for (size_t i = 0; i < replies.size(); ++i) {

@@ -1,5 +1,7 @@
 #include "text/utf8_stream.h"
 
+#include <algorithm>
+
 #include "text/tokenizer.h"
 
 namespace parley::text {
@@ -57,6 +59,14 @@ bool is_valid_utf8(std::string_view s) {
     s.remove_prefix(seq.length);
   }
   return true;
+}
+
+size_t unfinished_tail_length(std::string_view s) {
+  for (size_t n = 1; n <= std::min<size_t>(3, s.size()); ++n) {
+    const Sequence seq = next_sequence(s.substr(s.size() - n));
+    if (seq.kind == Sequence::incomplete && seq.length == n) return n;
+  }
+  return 0;
 }
 
 std::string Utf8Stream::push(std::string_view bytes) {

@@ -13,6 +13,10 @@ inline constexpr std::string_view kReplacementCharacter = "\xEF\xBF\xBD";  // U+
 
 bool is_valid_utf8(std::string_view s);
 
+// How many bytes at the end of `s` start a code point that more bytes could complete: what a
+// Utf8Stream holds back, and its finish() turns into one U+FFFD. 0 when none.
+size_t unfinished_tail_length(std::string_view s);
+
 // Collects bytes and hands out the longest run of whole code points. Bytes that can never
 // become a valid sequence are replaced by U+FFFD, so the output is always valid UTF-8; so is a
 // NUL byte, so that the text reads whole as a C string.

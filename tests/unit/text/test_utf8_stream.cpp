@@ -52,6 +52,19 @@ TEST_CASE("is_valid_utf8 rejects ill-formed sequences") {
   }
 }
 
+TEST_CASE("unfinished_tail_length: the bytes at the end that a code point may still follow") {
+  CHECK(unfinished_tail_length("") == 0);
+  CHECK(unfinished_tail_length("abc") == 0);
+  CHECK(unfinished_tail_length("a\xC3") == 1);                // é cut after its lead
+  CHECK(unfinished_tail_length("\xC3\xA9") == 0);             // é whole
+  CHECK(unfinished_tail_length("x\xE6\x97") == 2);            // 日 cut after 2 of 3
+  CHECK(unfinished_tail_length("\xF0\x9F\x98") == 3);         // 😀 cut after 3 of 4
+  CHECK(unfinished_tail_length("\x80") == 0);                 // a continuation byte alone
+  CHECK(unfinished_tail_length("\xC0") == 0);                 // never a lead
+  CHECK(unfinished_tail_length("\xE0\x80") == 0);             // an overlong start
+  CHECK(unfinished_tail_length("\xED\xA0") == 0);             // a surrogate's start
+}
+
 TEST_CASE("Utf8Stream holds a split code point until its last byte arrives") {
   Utf8Stream stream;
   CHECK(stream.push("a\xF0") == "a");
