@@ -31,6 +31,13 @@ std::optional<std::vector<std::string>> stored_not_open(const std::string& text)
 // Whether script(1) is there to give a program a terminal.
 bool have_script();
 
+// In a doctest test case: ends it, saying why, where script(1) is missing.
+#define PARLEY_SCRIPT_OR_SKIP()                                           \
+  if (!::parley::test::have_script()) {                                   \
+    MESSAGE("skipped: no script(1) to give parley-chat a terminal");      \
+    return;                                                               \
+  }
+
 // A shell snippet that waits (at most ~30 s) until the file `out` (quoted) shows the console's
 // prompt "] > " at least `n` times.
 std::string until_prompts(const std::string& out, int n);

@@ -150,10 +150,7 @@ TEST_CASE("console ids: /import FILE \"ID\" takes the quoted id that ends the li
 
 TEST_CASE("console ids: the prompt shows the current id as commands take it") {
   PARLEY_SHARED_OR_SKIP(gguf, "models/stories260k/stories260k-f32.gguf");
-  if (!have_script()) {
-    MESSAGE("skipped: no script(1) to give parley-chat a terminal");
-    return;
-  }
+  PARLEY_SCRIPT_OR_SKIP();
   TempDir dir;
   const std::string out = quote((dir / "out.txt").string());
   const ShellRun r = run_on_terminal(raw_chat_command(gguf, "--session '  padded '"),

@@ -109,10 +109,7 @@ TEST_CASE("console: a full context's hint fits what filled it") {
 
 TEST_CASE("console: Ctrl-C at a terminal's prompt says how to leave, and asks again") {
   PARLEY_SHARED_OR_SKIP(gguf, "models/stories260k/stories260k-f32.gguf");
-  if (!have_script()) {
-    MESSAGE("skipped: no script(1) to give parley-chat a terminal");
-    return;
-  }
+  PARLEY_SCRIPT_OR_SKIP();
   TempDir dir;
   const std::string out = quote((dir / "out.txt").string());
   // Half a line typed, then Ctrl-C (the terminal turns \003 into SIGINT), then /sessions.

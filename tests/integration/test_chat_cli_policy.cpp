@@ -83,10 +83,7 @@ TEST_CASE("console: /reset keeps the conversation's template and overflow policy
 
 TEST_CASE("console: the banner names the template of the conversation") {
   PARLEY_SHARED_OR_SKIP(gguf, "models/stories260k/stories260k-f32.gguf");
-  if (!have_script()) {
-    MESSAGE("skipped: no script(1) to give parley-chat a terminal");
-    return;
-  }
+  PARLEY_SCRIPT_OR_SKIP();
   TempDir dir;
   const std::string out = quote((dir / "out.txt").string());
   const std::string typist = until_prompts(out, 1) + "printf '/quit\\n'; sleep 0.5";
