@@ -10,10 +10,12 @@ namespace Parley
     {
         private readonly EngineHandle _handle;
 
-        // Loads a model: a GGUF file or a Hugging Face model directory.
+        // Loads a model: a GGUF file or a Hugging Face model directory. LibraryVersionException
+        // when the native library is a version this binding cannot use.
         public Engine(string modelPath, EngineOptions options = null)
         {
             if (modelPath == null) throw new ArgumentNullException("modelPath");
+            Library.EnsureCompatible();
             options = options ?? new EngineOptions();
             using (var strings = new NativeStrings())
             {
@@ -44,9 +46,11 @@ namespace Parley
         // the store fails.
         public Session OpenSession(string id)
         {
+            byte[] utf8 = Utf8.ToNative(id, "id");
+            if (utf8 == null) throw new ArgumentNullException("id");
             SessionHandle session;
             ParleyException.ThrowIfFailed(
-                NativeMethods.parley_session_open(Handle, Utf8.ToNative(id, "id"), out session));
+                NativeMethods.parley_session_open(Handle, utf8, out session));
             return new Session(session);
         }
 
@@ -73,8 +77,9 @@ namespace Parley
         // Deletes a stored conversation that is not open: its transcript and its KV.
         public void DeleteSession(string id)
         {
-            ParleyException.ThrowIfFailed(
-                NativeMethods.parley_session_delete(Handle, Utf8.ToNative(id, "id")));
+            byte[] utf8 = Utf8.ToNative(id, "id");
+            if (utf8 == null) throw new ArgumentNullException("id");
+            ParleyException.ThrowIfFailed(NativeMethods.parley_session_delete(Handle, utf8));
         }
 
         // Ids of the stored conversations, oldest first; empty without a store.
@@ -103,12 +108,14 @@ namespace Parley
         // without a store or when no conversation of that id is stored.
         public StoredSessionInfo GetStoredSessionInfo(string id)
         {
+            byte[] utf8 = Utf8.ToNative(id, "id");
+            if (utf8 == null) throw new ArgumentNullException("id");
             var s = new NativeStoredSessionInfo
             {
                 struct_size = SizeOf<NativeStoredSessionInfo>.Value
             };
-            ParleyException.ThrowIfFailed(NativeMethods.parley_store_get_session_info(
-                Handle, Utf8.ToNative(id, "id"), ref s));
+            ParleyException.ThrowIfFailed(
+                NativeMethods.parley_store_get_session_info(Handle, utf8, ref s));
             return new StoredSessionInfo(s);
         }
 

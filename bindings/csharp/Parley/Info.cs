@@ -80,7 +80,8 @@ namespace Parley
         // has the session as it is).
         public bool IsOpen { get; private set; }
         public long KvBytesStored { get; private set; }  // 0: no stored KV
-        // Stored with this engine's model: its KV can come back instead of being recomputed.
+        // Its stored KV was computed by this engine's model and KV type: it can come back
+        // instead of being recomputed (with no KV stored: started with this engine's model).
         public bool SameModel { get; private set; }
     }
 

@@ -6,16 +6,61 @@ namespace Parley
 {
     public static class Library
     {
-        // The native library's "MAJOR.MINOR.PATCH".
+        // The version this binding was written against (PARLEY_VERSION_NUMBER of parley.h).
+        internal const int BindingVersionNumber = 0 * 10000 + 8 * 100 + 1;
+
+        private static volatile bool s_versionChecked;
+
+        // The native library's "MAJOR.MINOR.PATCH". Like every first use of the library, it
+        // throws LibraryVersionException when the library is one this binding cannot use.
         public static string Version
         {
-            get { return Utf8.FromNative(NativeMethods.parley_version()); }
+            get
+            {
+                EnsureCompatible();
+                return Utf8.FromNative(NativeMethods.parley_version());
+            }
         }
 
         // MAJOR*10000 + MINOR*100 + PATCH.
         public static int VersionNumber
         {
-            get { return (int)NativeMethods.parley_version_number(); }
+            get
+            {
+                EnsureCompatible();
+                return (int)NativeMethods.parley_version_number();
+            }
+        }
+
+        // Refuses a library this binding cannot use (CheckVersion); one it can use is checked
+        // once. Called where a program first reaches the library: opening an engine, the
+        // version, the log handler.
+        internal static void EnsureCompatible()
+        {
+            if (s_versionChecked) return;
+            CheckVersion((int)NativeMethods.parley_version_number(),
+                         Utf8.FromNative(NativeMethods.parley_version()));
+            s_versionChecked = true;
+        }
+
+        // Any later 0.x library serves this binding (the ABI only grows within a major
+        // version); an older one may lack what it calls, another major may differ in layout.
+        internal static void CheckVersion(int found, string foundText)
+        {
+            string want = VersionText(BindingVersionNumber);
+            if (found < BindingVersionNumber)
+                throw new LibraryVersionException("libparley is Parley " + foundText
+                    + ", older than the " + want + " this binding needs; put a newer "
+                    + "libparley where the program loads it from", found);
+            if (found / 10000 != BindingVersionNumber / 10000)
+                throw new LibraryVersionException("libparley is Parley " + foundText
+                    + ", another major version than the " + want
+                    + " this binding was written for", found);
+        }
+
+        private static string VersionText(int number)
+        {
+            return (number / 10000) + "." + (number / 100 % 100) + "." + (number % 100);
         }
 
         // Kept in a static field: native code holds the function pointer until it is replaced.
@@ -25,9 +70,10 @@ namespace Parley
         // Receives the library's log lines, on whichever thread logs; null restores the default
         // (warnings and errors to stderr). Call it before the first engine opens. The handler
         // must not call into Parley; exceptions it throws are swallowed, as they cannot cross
-        // into native code.
+        // into native code. LibraryVersionException as Version.
         public static void SetLogHandler(Action<LogLevel, string> handler)
         {
+            EnsureCompatible();
             s_logHandler = handler;
             NativeMethods.parley_set_log_callback(handler == null ? null : s_logTrampoline, IntPtr.Zero);
         }

@@ -13,16 +13,41 @@ namespace Parley
     public sealed class Session : IDisposable
     {
         private readonly SessionHandle _handle;
+        private readonly string _id;
         private volatile bool _disposed;
+        // The enumerated streams whose reply runs (see StreamPieces); under its own lock.
+        private readonly List<StreamWorker> _streams = new List<StreamWorker>();
 
-        internal Session(SessionHandle handle) { _handle = handle; }
+        internal Session(SessionHandle handle)
+        {
+            _handle = handle;
+            try
+            {
+                // An id never changes: read once, so that Id works while a reply runs (Info
+                // is then Busy).
+                _id = Info.Id;
+            }
+            catch
+            {
+                handle.Dispose();
+                throw;
+            }
+        }
 
         // Figures of the last turn a Send or Continue kept: a finished one, or one kept by the
         // error it failed with (ParleyException.Reply then holds its reply); null before the
         // first. Errors that keep no turn leave it as it was.
         public TurnStats LastStats { get; private set; }
 
-        public string Id { get { return Info.Id; } }
+        // The session's id; readable while a reply runs, unlike Info.
+        public string Id
+        {
+            get
+            {
+                if (_disposed || _handle.IsClosed) throw new ObjectDisposedException("Session");
+                return _id;
+            }
+        }
 
         // Adds a user message and returns the whole reply. A ParleyException whose Reply is
         // not null kept the turn: Cancelled (Interrupt, or Dispose from another thread,
@@ -48,9 +73,15 @@ namespace Parley
         }
 
         // Adds a user message and yields the reply piece by piece. The reply is generated on a
-        // worker thread while the caller consumes it; leaving the loop early stops the reply
-        // (the part generated so far is kept as the turn) and waits for the worker to finish.
-        // A failure comes out of the loop as from Send, with the kept reply as its Reply.
+        // worker thread, which waits for the loop body before it goes on, as if the body were
+        // Stream's handler: nothing is generated before the first MoveNext, and leaving the loop
+        // early (break, an exception) stops the reply there, keeping as the turn what the loop
+        // received (LastStats.StopReason Cancelled; no exception for it). Interrupt() or
+        // Dispose() while the loop body runs stop the reply before another piece, and the
+        // next MoveNext throws their ParleyException (Cancelled). A failure comes out of the
+        // loop as from Send, with the kept reply as its Reply. Dispose the enumerator (foreach
+        // does) or read it to its end: one left unfinished holds the session (Busy) until then,
+        // or until the collector finalizes it once dropped.
         public IEnumerable<string> Stream(string text, GenerateOptions options = null)
         {
             if (text == null) throw new ArgumentNullException("text");
@@ -86,7 +117,7 @@ namespace Parley
         // generates piece by piece, as the enumerated Stream does: nothing is generated before
         // the first MoveNext, which fails as Continue would (ParleyStatus.InvalidArgument when
         // there is nothing to continue), and leaving the loop early stops the reply, keeping
-        // what was generated. A failure comes out of the loop as from Continue.
+        // what the loop received. A failure comes out of the loop as from Continue.
         public IEnumerable<string> StreamContinue(GenerateOptions options = null)
         {
             if (_handle.IsClosed) throw new ObjectDisposedException("Session");
@@ -134,13 +165,16 @@ namespace Parley
         // the model's pick among a character's possible lines or actions, or the label it
         // gives a message. A longer reply has more tokens to pay for; LogProb / TokenCount
         // compares replies per token. `withEnd` scores the end of each reply too (the
-        // template's end of reply, EOS for "raw"), so that "Yes" is not also counted as the
-        // start of "Yes, but". The message is taken as Send takes it, each reply as
-        // AddExchange takes it ("" is 0 tokens, LogProb 0 unless the end is scored). A null
-        // `message` (since 0.6) adds no message: each reply is scored as what Continue would
-        // generate, the missing reply to the last user message (after Rewind(1)) or more of
-        // the open last reply (" and" then starts a word, "," joins the last one); which
-        // ending the model finds likeliest for a line it began.
+        // template's end of reply; for "raw", since 0.8, any of its end tokens, EOS or BOS,
+        // their probabilities added, where 0.5-0.7 scored EOS alone; since 0.8.1 EOS too for
+        // a template whose end marker the vocabulary lacks as a token, where its text was
+        // scored), so that "Yes" is not also counted as the start of "Yes, but". The message
+        // is taken as Send takes it, each reply as AddExchange takes it ("" is 0 tokens,
+        // LogProb 0 unless the end is scored). A null `message` (since 0.6) adds no message:
+        // each reply is scored as what Continue would generate, the missing reply to the last
+        // user message (after Rewind(1)) or more of the open last reply (" and" then starts a
+        // word, "," joins the last one); which ending the model finds likeliest for a line it
+        // began.
         // ParleyStatus.InvalidArgument for no replies or more than 256, or for a null message
         // with nothing to go on from (as Continue); ContextFull when the message and one of
         // the replies do not fit in what is left of the context; Cancelled when Interrupt()
@@ -198,11 +232,14 @@ namespace Parley
 
         // Asks a running send to stop at the next token; it then fails with
         // ParleyStatus.Cancelled, keeping the partial reply as the turn. A running Prepare
-        // fails so too, keeping what it computed, and so does a running ScoreReplies. Any
-        // thread, any time; a no-op when nothing runs.
+        // fails so too, keeping what it computed, and so does a running ScoreReplies. An
+        // enumerated stream's reply stops without another piece. Any thread, any time while
+        // the session is open (ObjectDisposedException after Dispose); a no-op when nothing
+        // runs.
         public void Interrupt()
         {
             ParleyException.ThrowIfFailed(NativeMethods.parley_session_interrupt(Handle));
+            StopStreams();
         }
 
         // A copy of the conversation that then goes its own way (shares KV copy-on-write).
@@ -265,7 +302,8 @@ namespace Parley
         // store the change is committed before the setter returns. ParleyStatus.InvalidArgument
         // for a value that is no OverflowPolicy, as at creation; Storage when the store refused
         // it (nothing changed; also when another engine on the same store changed or deleted
-        // the conversation). Since 0.8.
+        // the conversation). Since 0.8. Reading it asks the session, as Info does: Busy while
+        // a call on it runs (a reply, also from its own handler or stream loop).
         public OverflowPolicy Overflow
         {
             get { return Info.Overflow; }
@@ -354,6 +392,9 @@ namespace Parley
             {
                 // Disposed already.
             }
+            // A stream's reply paused for its loop body would otherwise hold the handle until
+            // the loop goes on, or for good when it never does.
+            StopStreams();
             _handle.Dispose();
         }
 
@@ -427,59 +468,157 @@ namespace Parley
         }
 
         // Runs `generate` (a send or a continue, handed the piece handler) on a worker thread
-        // and yields its pieces.
+        // and yields its pieces. The handler hands each piece over and waits until the caller
+        // asks for the next one, so the reply is paused while the loop body runs, as if the
+        // body were the handler: leaving the loop makes the waiting handler stop the reply at
+        // the piece the caller saw, and no piece is generated that the caller will not see.
         private IEnumerable<string> StreamPieces(Func<Func<string, bool>, string> generate)
         {
-            var pieces = new BlockingCollection<string>();
-            int stopRequested = 0;
-            Exception failure = null;
-            var worker = new Thread(() =>
-            {
-                try
-                {
-                    generate(piece =>
-                    {
-                        if (Volatile.Read(ref stopRequested) != 0) return false;
-                        pieces.Add(piece);
-                        return true;
-                    });
-                }
-                catch (Exception e)
-                {
-                    failure = e;
-                }
-                finally
-                {
-                    pieces.CompleteAdding();
-                }
-            });
-            worker.IsBackground = true;
-            worker.Name = "Parley.Session.Stream";
-            worker.Start();
+            var stream = new StreamWorker(this, generate);
+            // Only this enumerator holds it: dropped half-read, it stops the paused reply.
+            var guard = new StreamGuard(stream);
             try
             {
-                foreach (string piece in pieces.GetConsumingEnumerable()) yield return piece;
+                stream.Start();
+                string piece;
+                while (stream.Next(out piece)) yield return piece;
             }
             finally
             {
-                if (!pieces.IsCompleted)
-                {
-                    // The caller left early: stop the reply (the flag covers a reply that has
-                    // not started yet, Interrupt one between two tokens), then wait for it.
-                    Volatile.Write(ref stopRequested, 1);
-                    try
-                    {
-                        NativeMethods.parley_session_interrupt(_handle);
-                    }
-                    catch (ObjectDisposedException)
-                    {
-                        // Disposed meanwhile: the flag still ends the reply at its next piece.
-                    }
-                }
-                worker.Join();
-                pieces.Dispose();
+                guard.Disarm();
+                // Left early (or the reply ended): a waiting handler stops the reply there.
+                stream.Finish();
             }
-            if (failure != null) ExceptionDispatchInfo.Capture(failure).Throw();
+            stream.ThrowFailure();
+        }
+
+        // Stops the reply of every enumerated stream of this session (StreamPieces).
+        private void StopStreams()
+        {
+            lock (_streams)
+            {
+                foreach (StreamWorker stream in _streams) stream.Stop();
+            }
+        }
+
+        // The worker thread of an enumerated stream and the hand-over of its pieces. Kept apart
+        // from the iterator, so that the thread never holds the enumerator: see StreamGuard.
+        private sealed class StreamWorker
+        {
+            private readonly Session _session;
+            private readonly Func<Func<string, bool>, string> _generate;
+            private readonly BlockingCollection<string> _pieces =
+                new BlockingCollection<string>();    // worker -> caller, then completed
+            private readonly BlockingCollection<bool> _answers =
+                new BlockingCollection<bool>();      // caller -> handler: next, or stop
+            private Thread _thread;
+            private int _stopped;
+            private bool _answerDue;                 // the caller holds a piece
+            private Exception _failure;
+
+            internal StreamWorker(Session session, Func<Func<string, bool>, string> generate)
+            {
+                _session = session;
+                _generate = generate;
+            }
+
+            internal void Start()
+            {
+                lock (_session._streams) _session._streams.Add(this);
+                _thread = new Thread(Run);
+                _thread.IsBackground = true;
+                _thread.Name = "Parley.Session.Stream";
+                _thread.Start();
+            }
+
+            private void Run()
+            {
+                try
+                {
+                    _generate(OnPiece);
+                }
+                catch (Exception e)
+                {
+                    _failure = e;
+                }
+                finally
+                {
+                    lock (_session._streams) _session._streams.Remove(this);
+                    _pieces.CompleteAdding();
+                }
+            }
+
+            private bool OnPiece(string piece)
+            {
+                // A piece after a stop (the library may deliver one) is not handed over: nobody
+                // would answer it.
+                if (Volatile.Read(ref _stopped) != 0) return false;
+                _pieces.Add(piece);
+                return _answers.Take() && Volatile.Read(ref _stopped) == 0;
+            }
+
+            // Lets the reply go on from the piece the caller holds, and waits for the next one;
+            // false when the reply is over.
+            internal bool Next(out string piece)
+            {
+                if (_answerDue) _answers.Add(true);
+                _answerDue = _pieces.TryTake(out piece, Timeout.Infinite);
+                return _answerDue;
+            }
+
+            // Stops the reply at the handler's next call, or now when it waits: the caller left
+            // the loop, Interrupt, Dispose (any thread). An answer left unread is harmless.
+            internal void Stop()
+            {
+                Volatile.Write(ref _stopped, 1);
+                _answers.Add(false);
+            }
+
+            internal void Finish()
+            {
+                Stop();
+                if (_thread != null && _thread.IsAlive) _thread.Join();
+                // Gone from the list once the thread has ended; also when it never started.
+                lock (_session._streams) _session._streams.Remove(this);
+                _pieces.Dispose();
+                _answers.Dispose();
+            }
+
+            internal void ThrowFailure()
+            {
+                if (_failure != null) ExceptionDispatchInfo.Capture(_failure).Throw();
+            }
+        }
+
+        // Stops the reply of a stream whose enumerator was dropped half-read, neither finished
+        // nor disposed: its handler would otherwise wait for good, holding the session (Busy,
+        // never closed). The worker thread does not reach this object, so it is collected with
+        // the enumerator.
+        private sealed class StreamGuard
+        {
+            private StreamWorker _stream;
+
+            internal StreamGuard(StreamWorker stream) { _stream = stream; }
+
+            internal void Disarm()
+            {
+                _stream = null;
+                GC.SuppressFinalize(this);
+            }
+
+            ~StreamGuard()
+            {
+                StreamWorker stream = _stream;
+                if (stream == null) return;
+                try
+                {
+                    stream.Stop();
+                }
+                catch (ObjectDisposedException)
+                {
+                    // Finished meanwhile.
+                }
+            }
         }
     }
 }

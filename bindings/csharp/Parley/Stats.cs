@@ -53,7 +53,7 @@ namespace Parley
             DecodeTokens = (long)s.decode_tokens;
         }
 
-        public int SessionsActive { get; private set; }   // open sessions with KV in memory
+        public int SessionsActive { get; private set; }   // open, neither spilled nor idle
         public int SessionsIdle { get; private set; }     // ... idle long enough to be spilled soon
         public int SessionsSpilled { get; private set; }  // open sessions whose KV is in the store only
         public long KvBlocksTotal { get; private set; }

@@ -9,16 +9,29 @@ namespace Parley
 {
     internal static class Utf8
     {
+        // Throws on a lone surrogate, which Encoding.UTF8 would silently turn into U+FFFD: an
+        // id or a message would then not be the one given.
+        private static readonly Encoding s_strict = new UTF8Encoding(false, true);
+
         // A NUL-terminated copy of `s`, or null for null. An embedded NUL would silently cut
-        // the text on the native side, so it is refused here.
+        // the text on the native side, and a lone surrogate is no text UTF-8 can carry, so
+        // both are refused here.
         internal static byte[] ToNative(string s, string paramName)
         {
             if (s == null) return null;
             if (s.IndexOf('\0') >= 0)
                 throw new ArgumentException("contains a NUL character", paramName);
-            var bytes = new byte[Encoding.UTF8.GetByteCount(s) + 1];
-            Encoding.UTF8.GetBytes(s, 0, s.Length, bytes, 0);
-            return bytes;
+            try
+            {
+                var bytes = new byte[s_strict.GetByteCount(s) + 1];
+                s_strict.GetBytes(s, 0, s.Length, bytes, 0);
+                return bytes;
+            }
+            catch (EncoderFallbackException e)
+            {
+                throw new ArgumentException("is not valid Unicode text: a lone surrogate at index "
+                                            + e.Index, paramName);
+            }
         }
 
         // Reads a NUL-terminated string; IntPtr.Zero gives null.

@@ -19,7 +19,8 @@ namespace Parley.Tests
             r.Add("CountTokens changes nothing", CountingChangesNothing);
             r.Add("a message that does not fit leaves 0 and Send is ContextFull",
                   HugeMessageDoesNotFit);
-            r.Add("CountTokens takes the text as Send takes it", TextIsTakenAsSendTakesIt);
+            r.Add("CountTokens takes the text as Send takes it; a lone surrogate is refused",
+                  TextIsTakenAsSendTakesIt);
             r.Add("null text or a NUL is refused as Send refuses it", BadTextIsRefused);
             r.Add("CountTokens from the session's own handler is Busy", ReentrantCountIsBusy);
             r.Add("CountTokens on a disposed session throws", DisposedSessionThrows);
@@ -132,13 +133,19 @@ namespace Parley.Tests
             using (Session s = Fixture.RawSession(engine))
             {
                 Assert.True(s.CountTokens("").ContextLeft > 0, "an empty message fits");
-                // A lone surrogate becomes U+FFFD in UTF-8, for Send as for CountTokens.
-                const string Lone = "a\ud800b";
-                TokenCount count = s.CountTokens(Lone);
-                Assert.Equal(s.CountTokens("a\ufffdb").PromptTokens, count.PromptTokens,
-                             "as U+FFFD");
-                s.Send(Lone, Fixture.Greedy(4));
+                const string Text = "a\ufffdb";
+                TokenCount count = s.CountTokens(Text);
+                s.Send(Text, Fixture.Greedy(4));
                 Assert.Equal(count.PromptTokens, s.LastStats.PromptTokens, "the send's count");
+                // UTF-8 cannot carry a lone surrogate: refused by both, not taken as U+FFFD.
+                foreach (Action<string> call in new Action<string>[]
+                         { t => s.CountTokens(t), t => s.Send(t) })
+                {
+                    var e = Assert.Throws<ArgumentException>(() => call("a\ud800b"),
+                                                             "a lone surrogate");
+                    Assert.Equal("text", e.ParamName, "the parameter named");
+                }
+                Assert.Equal(2, s.Info.Turns, "nothing more was sent");
             }
         }
 

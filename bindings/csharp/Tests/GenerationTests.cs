@@ -3,6 +3,7 @@
 using System;
 using System.Collections.Generic;
 using System.Linq;
+using System.Threading;
 
 namespace Parley.Tests
 {
@@ -85,14 +86,21 @@ namespace Parley.Tests
             using (Engine engine = Fixture.OpenEngine())
             using (Session s = Fixture.RawSession(engine))
             {
-                var taken = s.Stream(Prompt, Fixture.Greedy(0)).Take(3).ToList();
+                var taken = new List<string>();
+                foreach (string piece in s.Stream(Prompt, Fixture.Greedy(0)))
+                {
+                    taken.Add(piece);
+                    Thread.Sleep(20);  // a reply that ran ahead of the loop would grow now
+                    if (taken.Count == 3) break;
+                }
                 Assert.Equal(3, taken.Count, "pieces taken");
-                // The worker has finished: the session is free again, and the partial reply
-                // was kept as the turn.
+                // The worker has finished: the session is free again, and the reply stopped at
+                // the last piece taken (it waits for the loop, never runs ahead of it).
                 IList<Turn> turns = s.Turns;
                 Assert.Equal(2, turns.Count, "turns after the early stop");
-                Assert.True(turns[1].Text.StartsWith(string.Concat(taken)), "kept reply starts with the pieces");
-                Assert.True(s.LastStats.GeneratedTokens < engine.ModelInfo.ContextLength - 5, "stopped before the context's end");
+                Assert.Equal(string.Concat(taken), turns[1].Text, "the kept reply is the pieces");
+                Assert.Equal(3, s.LastStats.GeneratedTokens, "generated tokens");
+                Assert.Equal(StopReason.Cancelled, s.LastStats.StopReason, "stop reason");
                 s.Send(" Then", Fixture.Greedy(4));
                 Assert.Equal(4, s.Info.Turns, "turns after one more send");
             }

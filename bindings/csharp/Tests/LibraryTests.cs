@@ -1,6 +1,7 @@
 // Process-wide calls: the version and the log handler.
 using System;
 using System.Collections.Generic;
+using System.Reflection;
 
 namespace Parley.Tests
 {
@@ -9,6 +10,8 @@ namespace Parley.Tests
         public static void Register(TestRunner r)
         {
             r.Add("library version", LibraryVersion);
+            r.Add("an older library or one of another major version is refused",
+                  OtherVersionsAreRefused);
             r.Add("log lines reach the handler; its exceptions do not escape", LogHandler);
         }
 
@@ -19,6 +22,45 @@ namespace Parley.Tests
             int number = int.Parse(parts[0]) * 10000 + int.Parse(parts[1]) * 100 + int.Parse(parts[2]);
             Assert.Equal(number, Library.VersionNumber, "version number");
             Assert.Equal("PARLEY_E_BUSY", ParleyException.StatusName(ParleyStatus.Busy), "status name");
+        }
+
+        // Library.CheckVersion, which every first use of the library runs on the version it
+        // reports (a library that reports another takes a build of its own to test).
+        private static void CheckVersion(int number)
+        {
+            MethodInfo check = typeof(Library).GetMethod(
+                "CheckVersion", BindingFlags.NonPublic | BindingFlags.Static);
+            Assert.True(check != null, "Library.CheckVersion exists");
+            string text = (number / 10000) + "." + (number / 100 % 100) + "." + (number % 100);
+            try
+            {
+                check.Invoke(null, new object[] { number, text });
+            }
+            catch (TargetInvocationException e)
+            {
+                throw e.InnerException;
+            }
+        }
+
+        private static void OtherVersionsAreRefused()
+        {
+            // As the Python binding: any later 0.x serves; an older library may lack what the
+            // binding calls, another major may differ in layout.
+            const int Binding = 801;
+            CheckVersion(Binding);
+            CheckVersion(Binding + 1);
+            CheckVersion(Binding + 100);
+            CheckVersion(Library.VersionNumber);
+            var e = Assert.Throws<LibraryVersionException>(() => CheckVersion(10000),
+                                                           "Parley 1.0.0");
+            Assert.True(e.Message.Contains("is Parley 1.0.0, another major version than the 0.8.1"),
+                        "the message says why: " + e.Message);
+            Assert.Equal(10000, e.FoundVersionNumber, "the version found");
+            e = Assert.Throws<LibraryVersionException>(() => CheckVersion(Binding - 100),
+                                                       "Parley 0.7.1");
+            Assert.True(e.Message.Contains("is Parley 0.7.1, older than the 0.8.1"),
+                        "the message says why: " + e.Message);
+            Assert.Throws<LibraryVersionException>(() => CheckVersion(Binding - 1), "Parley 0.8.0");
         }
 
         private static void LogHandler()

@@ -24,7 +24,7 @@ namespace Parley.Tests
             r.Add("ScoreReplies one at a time is the same as all at once", OneAtATime);
             r.Add("ScoreReplies on a suspended session scores as before", SuspendedSession);
             r.Add("ScoreReplies of no replies or too many is InvalidArgument", HowManyReplies);
-            r.Add("ScoreReplies takes a lone surrogate as U+FFFD", LoneSurrogateIsReplaced);
+            r.Add("ScoreReplies refuses a lone surrogate", LoneSurrogateIsRefused);
             r.Add("null replies or a NUL is refused by ScoreReplies", BadTextIsRefused);
             r.Add("ScoreReplies of a null message scores the reply a rewind dropped",
                   NullMessageScoresRewoundReply);
@@ -189,18 +189,21 @@ namespace Parley.Tests
             }
         }
 
-        private static void LoneSurrogateIsReplaced()
+        private static void LoneSurrogateIsRefused()
         {
             using (Engine engine = Fixture.OpenEngine())
             using (Session s = Fixture.RawSession(engine))
             {
-                // C# strings cannot carry invalid UTF-8: a lone surrogate becomes U+FFFD, as
-                // for Send.
-                ReplyScore lone = s.ScoreReplies("a\ud800b", new[] { "c\udc00d" })[0];
-                ReplyScore replaced = s.ScoreReplies("a\ufffdb", new[] { "c\ufffdd" })[0];
-                Assert.Equal(replaced.LogProb, lone.LogProb, "logprob as U+FFFD");
-                Assert.Equal(replaced.TokenCount, lone.TokenCount, "tokens as U+FFFD");
-                Assert.Equal("c\udc00d", lone.Text, "the text as given");
+                // UTF-8 cannot carry a lone surrogate: refused, as by Send, not scored as the
+                // U+FFFD it would become.
+                var e = Assert.Throws<ArgumentException>(
+                    () => s.ScoreReplies("a\ud800b", new[] { "c" }), "in the message");
+                Assert.Equal("message", e.ParamName, "the message named");
+                e = Assert.Throws<ArgumentException>(
+                    () => s.ScoreReplies("a", new[] { "c", "c\udc00d" }), "in a reply");
+                Assert.Equal("replies", e.ParamName, "the replies named");
+                Assert.True(s.ScoreReplies("a\ufffdb", new[] { "c\ufffdd" })[0].TokenCount > 0,
+                            "U+FFFD itself is text");
             }
         }
 

@@ -11,6 +11,7 @@ namespace Parley.Tests
             r.Add("store round trip in a temp dir", StoreRoundTrip);
             r.Add("suspend spills the KV and the next send restores it", SuspendAndRestore);
             r.Add("an engine without a store lists nothing and cannot suspend", NoStore);
+            r.Add("a null id is refused by OpenSession and DeleteSession", NullIdIsRefused);
         }
 
         private static void StoreRoundTrip()
@@ -86,6 +87,25 @@ namespace Parley.Tests
                 s.Send("Once", Fixture.Greedy(2));
                 Assert.ThrowsStatus(ParleyStatus.Unsupported, () => s.Suspend(), "suspend without a store");
             }
+        }
+
+        private static void NullIdIsRefused()
+        {
+            Fixture.WithStoreFile(store =>
+            {
+                using (Engine engine = Fixture.OpenEngine(store))
+                {
+                    using (Session s = Fixture.RawSession(engine, "cs-kept"))
+                        s.Send("Once", Fixture.Greedy(2));
+                    var e = Assert.Throws<ArgumentNullException>(() => engine.OpenSession(null),
+                                                                 "OpenSession(null)");
+                    Assert.Equal("id", e.ParamName, "OpenSession: the parameter named");
+                    e = Assert.Throws<ArgumentNullException>(() => engine.DeleteSession(null),
+                                                             "DeleteSession(null)");
+                    Assert.Equal("id", e.ParamName, "DeleteSession: the parameter named");
+                    Assert.Equal("cs-kept", string.Join(",", engine.Sessions), "nothing deleted");
+                }
+            });
         }
     }
 }

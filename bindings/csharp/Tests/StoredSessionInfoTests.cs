@@ -15,7 +15,8 @@ namespace Parley.Tests
             r.Add("stored info is the same in a new engine", NewEngine);
             r.Add("stored info of an unknown id is NotFound", UnknownId);
             r.Add("stored info without a store is NotFound", NoStore);
-            r.Add("stored info of an empty id is InvalidArgument", EmptyId);
+            r.Add("stored info of an empty id is InvalidArgument; a null one is refused",
+                  EmptyId);
         }
 
         private static long NowMs()
@@ -128,8 +129,9 @@ namespace Parley.Tests
             {
                 Assert.ThrowsStatus(ParleyStatus.InvalidArgument,
                     () => engine.GetStoredSessionInfo(""), "an empty id");
-                Assert.ThrowsStatus(ParleyStatus.InvalidArgument,
+                var e = Assert.Throws<ArgumentNullException>(
                     () => engine.GetStoredSessionInfo(null), "a null id");
+                Assert.Equal("id", e.ParamName, "the parameter named");
                 Assert.Throws<ArgumentException>(
                     () => engine.GetStoredSessionInfo("a\0b"), "an id with a NUL");
             });
