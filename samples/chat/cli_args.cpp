@@ -1,10 +1,9 @@
 #include "cli_args.h"
 
 #include <algorithm>
-#include <cerrno>
 #include <cfloat>
+#include <charconv>
 #include <cmath>
-#include <cstdlib>
 #include <stdexcept>
 #include <string_view>
 #include <vector>
@@ -17,14 +16,20 @@ std::invalid_argument bad_value(std::string_view flag, std::string_view value, c
                                std::string(value) + "' (expected " + want + ")");
 }
 
+// Decimal digits only, as from_chars reads them: no blanks on either side, no '+', no hex.
 long long parse_integer(std::string_view flag, const char* s, long long lo, long long hi) {
-  errno = 0;
-  char* end = nullptr;
-  const long long v = std::strtoll(s, &end, 10);
-  if (errno || end == s || *end != '\0' || v < lo || v > hi) {
-    throw bad_value(flag, s, ("an integer in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]").c_str());
+  const std::string_view v = s;
+  long long n = 0;
+  const auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
+  if (ec != std::errc() || end != v.data() + v.size() || n < lo || n > hi) {
+    throw bad_value(flag, s, ("an integer in [" + std::to_string(lo) + ", " + std::to_string(hi) +
+                              "]").c_str());
   }
-  return v;
+  return n;
+}
+
+uint32_t parse_u32(std::string_view flag, const char* s) {
+  return uint32_t(parse_integer(flag, s, 0, UINT32_MAX));
 }
 
 // A finite number in [lo, hi]; `want` says which in a refusal.
@@ -40,12 +45,14 @@ constexpr Range kTopP{0, 1, "a number in [0, 1]; 1 = off"};
 constexpr Range kMinP{0, 1, "a number in [0, 1]; 0 = off"};
 constexpr Range kRepeatPenalty{0, FLT_MAX, "a number >= 0; 1 = off"};
 
+// A decimal number (1.5, 2e-3), strict as parse_integer: strtof would also take blanks before
+// it and hex ("0x10" = 16).
 float parse_float(std::string_view flag, const char* s, const Range& range = kAnyNumber) {
-  errno = 0;
-  char* end = nullptr;
-  const float v = std::strtof(s, &end);
+  const std::string_view t = s;
+  float v = 0;
+  const auto [end, ec] = std::from_chars(t.data(), t.data() + t.size(), v);
   // Written so that NaN fails the range test too.
-  if (errno || end == s || *end != '\0' || !std::isfinite(v) ||
+  if (ec != std::errc() || end != t.data() + t.size() || !std::isfinite(v) ||
       !(v >= range.lo && v <= range.hi)) {
     throw bad_value(flag, s, range.want);
   }
@@ -118,10 +125,14 @@ const char* usage() {
          "conversations at once (/new, /switch, /fork, /rewind, /sessions; type /help there).\n"
          "With -p: one-shot mode; stdout holds the reply only.\n"
          "With --store, conversations outlive the run: every turn is committed to the file, and\n"
-         "--session ID (or /open ID in the console) continues one.\n"
+         "--session ID (or /open ID in the console) continues one. Turns the store refuses\n"
+         "(another program changed the conversation, a full disk) go to FILE.unsaved-ID-TIME.json\n"
+         "beside it as the conversation closes, and the exit status is 1.\n"
          "\n"
          "  -m, --model PATH        GGUF file or Hugging Face model directory (required)\n"
-         "  -p, --prompt TEXT       one-shot: send TEXT, print the reply, exit\n"
+         "  -p, --prompt TEXT       one-shot: send TEXT, print the reply, exit. TEXT is sent as\n"
+         "                          given, also blank (the console skips blank lines): with\n"
+         "                          --template raw, -p '' continues from the start token alone\n"
          "  -s, --system TEXT       system prompt (also of conversations started with /new)\n"
          "      --template NAME     raw, llama2, chatml, zephyr or mistral (default: the model's)\n"
          "  -n, --max-tokens N      reply length limit (default 256; 0 = up to the context)\n"
@@ -139,19 +150,23 @@ const char* usage() {
          "      --logit-bias ID=B   add B to token ID's logit; B = -inf bans it (repeat for more)\n"
          "      --threads N         CPU threads (default: one per core)\n"
          "      --device D          auto, cpu, cuda or cuda:N (default auto)\n"
-         "      --kv TYPE           KV cache type: int8 (default), f16, f32\n"
+         "      --kv TYPE           KV cache type: int8 (the default; also 'default'), f16, f32\n"
          "      --ctx N             context length (default: the model's)\n"
          "      --overflow POLICY   when a message does not fit the context: error (default)\n"
          "                          or drop-oldest (forget the oldest exchanges, also in the\n"
          "                          store; the system prompt stays). A stored conversation\n"
-         "                          keeps its own unless this flag is given\n"
-         "      --print-ids         after the reply, print 'ids: <generated token ids>'\n"
+         "                          keeps its own unless this flag is given: then the flag's\n"
+         "                          becomes its policy, also in the store, for later runs too\n"
+         "      --print-ids         after each reply, print 'ids: <token ids>': the whole\n"
+         "                          reply's, a --reply-prefix's and, after /continue, the\n"
+         "                          earlier part's included\n"
          "      --store FILE        keep conversations in this SQLite file (created when missing)\n"
          "      --session ID        with --store: continue the stored conversation ID, or start\n"
          "                          it when there is none (it keeps its own system prompt and\n"
          "                          template); without --store: the new conversation's id\n"
          "      --idle-spill MS     with --store: move the KV of conversations idle this long to\n"
-         "                          the store, freeing memory (default 0 = only when memory is short)\n"
+         "                          the store, freeing memory (default 0 = only when memory is\n"
+         "                          short)\n"
          "  -h, --help              this text\n"
          "      --version           the library version\n";
 }
@@ -180,14 +195,14 @@ CliArgs parse_args(int argc, char** argv) {
     else if (flag == "-p" || flag == "--prompt") a.prompt = value();
     else if (flag == "-s" || flag == "--system") a.system_prompt = value();
     else if (flag == "--template") a.chat_template = value();
-    else if (flag == "-n" || flag == "--max-tokens") a.gen.max_tokens = uint32_t(parse_integer(flag, value(), 0, UINT32_MAX));
+    else if (flag == "-n" || flag == "--max-tokens") a.gen.max_tokens = parse_u32(flag, value());
     else if (flag == "--temp") a.gen.temperature = parse_float(flag, value(), kTemperature);
     else if (flag == "--top-k") a.gen.top_k = int32_t(parse_integer(flag, value(), 0, INT32_MAX));
     else if (flag == "--top-p") a.gen.top_p = parse_float(flag, value(), kTopP);
     else if (flag == "--min-p") a.gen.min_p = parse_float(flag, value(), kMinP);
     else if (flag == "--repeat-penalty") a.gen.repeat_penalty =
         parse_float(flag, value(), kRepeatPenalty);
-    else if (flag == "--repeat-last-n") a.gen.repeat_last_n = uint32_t(parse_integer(flag, value(), 0, UINT32_MAX));
+    else if (flag == "--repeat-last-n") a.gen.repeat_last_n = parse_u32(flag, value());
     else if (flag == "--seed") a.gen.seed = uint64_t(parse_integer(flag, value(), 0, INT64_MAX));
     else if (flag == "--ignore-eos") a.gen.ignore_eos = 1;
     else if (flag == "--stop") a.stop_strings.emplace_back(value());
@@ -196,7 +211,7 @@ CliArgs parse_args(int argc, char** argv) {
     else if (flag == "--threads") a.n_threads = int32_t(parse_integer(flag, value(), 0, 1024));
     else if (flag == "--device") a.device = value();
     else if (flag == "--kv") a.kv_type = parse_kv(value());
-    else if (flag == "--ctx") a.context_length = uint32_t(parse_integer(flag, value(), 0, UINT32_MAX));
+    else if (flag == "--ctx") a.context_length = parse_u32(flag, value());
     else if (flag == "--overflow") {
       a.overflow = parse_overflow(value());
       a.overflow_given = true;
@@ -204,7 +219,7 @@ CliArgs parse_args(int argc, char** argv) {
     else if (flag == "--print-ids") a.print_ids = true;
     else if (flag == "--store") a.store_path = value();
     else if (flag == "--session") a.session_id = value();
-    else if (flag == "--idle-spill") a.idle_spill_ms = uint32_t(parse_integer(flag, value(), 0, UINT32_MAX));
+    else if (flag == "--idle-spill") a.idle_spill_ms = parse_u32(flag, value());
     else throw std::invalid_argument("unknown option '" + std::string(flag) + "' (see --help)");
   }
   if (!a.help && !a.version && a.model.empty()) {

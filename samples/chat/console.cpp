@@ -54,12 +54,17 @@ const char* kConsoleHelp =
     "/reset         replace the current conversation with a new one (same system prompt)\n"
     "/stats         the last turn (its new prompt tokens; the conversation's tokens whose KV\n"
     "               was reused or computed; speed), KV memory and the store\n"
-    "/quit          leave (also Ctrl-D); open conversations are closed, which with --store\n"
+    "/quit, /exit   leave (also Ctrl-D); open conversations are closed, which with --store\n"
     "               spills their KV to it, so --session ID or /open ID continues them\n"
+    "With --store, the turns of a conversation the store refused (another program changed\n"
+    "it, a full disk) go to FILE.unsaved-ID-TIME.json beside it when it is closed (/close,\n"
+    "/reset, leaving; the exit status is then 1): /import FILE NEWID goes on with it.\n"
     "An ID with blanks in it or at its ends goes in double quotes, as /sessions shows it:\n"
     "/open \"  my id \" (inside the quotes \\\" is a quote and \\\\ a backslash).\n"
-    "Any other line is a message (blank lines are skipped); start it with // to send a\n"
-    "message that begins with /. Ctrl-C stops a reply that is being written.\n";
+    "A line whose first non-blank character is / is a command (words after one that takes\n"
+    "none are refused). Any other line is a message (blank lines are skipped); a message\n"
+    "that begins with / is typed with // (//x sends /x). Ctrl-C stops a reply that is\n"
+    "being written.\n";
 
 struct Command {
   std::string_view name;  // "/new"
@@ -72,10 +77,40 @@ std::string_view trim(std::string_view s) {
   return s.substr(first, s.find_last_not_of(" \t\r") - first + 1);
 }
 
+// `line` starts with the command's name, which ends at a blank (a space or a tab).
 Command parse_command(std::string_view line) {
-  const auto space = line.find(' ');
-  if (space == std::string_view::npos) return {trim(line), {}};
-  return {line.substr(0, space), trim(line.substr(space + 1))};
+  const auto blank = line.find_first_of(" \t");
+  if (blank == std::string_view::npos) return {trim(line), {}};
+  return {line.substr(0, blank), trim(line.substr(blank + 1))};
+}
+
+// Where the command in `line` starts: at its first non-blank character, when that is a '/'
+// that no second one follows (blanks typed before a command do not make it a message);
+// npos for a message.
+size_t command_start(std::string_view line) {
+  const auto first = line.find_first_not_of(" \t");
+  if (first == std::string_view::npos || line[first] != '/') return std::string_view::npos;
+  return line.compare(first, 2, "//") == 0 ? std::string_view::npos : first;
+}
+
+// A message line as it is sent: "//x" is the message "/x" (blanks before it stay).
+std::string message_text(std::string line) {
+  const auto first = line.find_first_not_of(" \t");
+  if (line.compare(first, 2, "//") == 0) line.erase(first, 1);
+  return line;
+}
+
+// The commands that take nothing after their name: more is refused, as /rewind refuses words
+// after N, rather than ignored (a /quit that says more may not mean to leave).
+bool refuses_argument(const Command& c) {
+  static constexpr std::string_view kBare[] = {"/help",  "/quit",  "/exit",    "/stats",
+                                               "/reset", "/retry", "/prepare", "/suspend",
+                                               "/sessions"};
+  if (c.arg.empty()) return false;
+  for (const auto name : kBare) {
+    if (c.name == name) return true;
+  }
+  return false;
 }
 
 // The template shown is the first conversation's (a flag's, or a stored one's own).
@@ -182,7 +217,7 @@ bool run_command(const Command& c, parley_engine* engine, SessionCommands& comma
 
 int run_console(parley_engine* engine, const CliArgs& args) {
   const bool interactive = ::isatty(STDIN_FILENO);
-  Sessions sessions{args.store_path ? engine : nullptr};
+  Sessions sessions{engine, args.store_path};
   parley_session* first = nullptr;
   bool reopened = false;
   parley_status st = start_first_session(engine, args, &first, &reopened);
@@ -206,18 +241,27 @@ int run_console(parley_engine* engine, const CliArgs& args) {
     const InputLine input = read_input_line(line, prompt);
     if (input == InputLine::end) break;
     if (input != InputLine::line || trim(line).empty()) continue;  // nothing to say
-    if (line[0] != '/' || line.starts_with("//")) {
-      // "//..." is a message that starts with '/'.
-      send_message(args, sessions.current(), line.starts_with("//") ? line.substr(1) : line);
+    const size_t start = command_start(line);
+    if (start == std::string::npos) {
+      send_message(args, sessions.current(), message_text(line));
       continue;
     }
-    const Command command = parse_command(line);
+    const Command command = parse_command(std::string_view(line).substr(start));
+    if (refuses_argument(command)) {
+      std::printf("usage: %.*s (nothing after it)\n", int(command.name.size()),
+                  command.name.data());
+      continue;
+    }
     if (command.name == "/quit" || command.name == "/exit") break;
     if (!run_command(command, engine, commands, store, transfer)) {
-      std::printf("unknown command %s (try /help)\n", line.c_str());
+      std::printf("unknown command %.*s (try /help)\n", int(command.name.size()),
+                  command.name.data());
     }
   }
-  return finish_stdout() ? 0 : 1;
+  const bool written = finish_stdout();
+  // A conversation whose turns the store refused fails the run, also when a file keeps them.
+  sessions.close_all();
+  return written && sessions.all_stored() ? 0 : 1;
 }
 
 }  // namespace chat

@@ -76,13 +76,14 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "parley-chat: error: %s\n", e.what());
     return 1;
   }
+  // Text that could not be written (a full disk) fails the run, as a reply does.
   if (args.help) {
     std::printf("%s", chat::usage());
-    return 0;
+    return chat::finish_stdout("the help") ? 0 : 1;
   }
   if (args.version) {
     std::printf("parley %s\n", parley_version());
-    return 0;
+    return chat::finish_stdout("the version") ? 0 : 1;
   }
 
   parley_engine_options eo;

@@ -1,25 +1,46 @@
 #include "one_shot.h"
 
 #include <cstdio>
+#include <optional>
+#include <string>
 
 #include "new_session.h"
 #include "output.h"
 #include "sessions.h"
+#include "unstored_turns.h"
 
 namespace chat {
 namespace {
-
-// stream_to_stdout that also notes (in *user, a bool) that some of the reply was written.
-int stream_and_note(const char* utf8, size_t len, void* user) {
-  *static_cast<bool*>(user) = true;
-  return stream_to_stdout(utf8, len, nullptr);
-}
 
 // stdout holds only the reply, so the id of a conversation the library named goes to stderr:
 // without it the stored conversation could not be continued.
 void announce_stored_id(const std::string& id) {
   std::fprintf(stderr, "parley-chat: stored as session %s (continue with --session %s)\n",
                id.c_str(), id.c_str());
+}
+
+// Closes the run's conversation. With a store, closing spills the KV, so the next run restores
+// it; one this run started is named once it holds the turn (`stored`), and is not left behind
+// when nothing was said in it.
+void close_session(parley_engine* engine, const CliArgs& args, parley_session* session,
+                   bool reopened, bool stored) {
+  if (!args.store_path || reopened) {
+    parley_session_close(session);
+    return;
+  }
+  parley_status st = PARLEY_OK;
+  const auto id = session_id(session, &st);
+  if (!id) {
+    print_error("cannot read the session's id", st);
+    parley_session_close(session);
+    return;
+  }
+  if (close_dropping_unspoken(engine, session, *id)) {
+    std::fprintf(stderr, "parley-chat: session %s was not kept: nothing was said in it\n",
+                 id->c_str());
+  } else if (!args.session_id && stored) {
+    announce_stored_id(*id);
+  }
 }
 
 }  // namespace
@@ -57,23 +78,15 @@ int run_one_shot(parley_engine* engine, const CliArgs& args) {
     rc = 1;
   }
   if (!finish_stdout()) rc = 1;
-  // With a store, closing spills the KV, so the next run restores it.
-  if (!args.store_path || reopened) {
-    parley_session_close(session);
-    return rc;
+  // A turn the store refused (unstored_turns.h) goes to a file beside it, and fails the run.
+  std::optional<std::string> unsaved;
+  if (args.store_path && !nothing_said(session)) {
+    unsaved = save_unstored_turns(session, *args.store_path);
   }
-  const auto id = session_id(session, &st);
-  if (!id) {
-    print_error("cannot read the session's id", st);
-    parley_session_close(session);
-    return rc;
-  }
-  // A conversation this run started and nothing was said in: not left behind in the store.
-  if (close_dropping_unspoken(engine, session, *id)) {
-    std::fprintf(stderr, "parley-chat: session %s was not kept: nothing was said in it\n",
-                 id->c_str());
-  } else if (!args.session_id) {
-    announce_stored_id(*id);  // only now that it holds the turn
+  close_session(engine, args, session, reopened, !unsaved);
+  if (unsaved) {
+    std::fputs(unsaved->c_str(), stderr);
+    rc = 1;
   }
   return rc;
 }

@@ -68,6 +68,11 @@ int stream_to_stdout(const char* utf8, size_t len, void*) {
   return g_stop_requested.load() ? 1 : 0;
 }
 
+int stream_and_note(const char* utf8, size_t len, void* user) {
+  *static_cast<bool*>(user) = true;
+  return stream_to_stdout(utf8, len, nullptr);
+}
+
 bool flush_stdout() {
   if (std::fflush(stdout) != 0) note_stdout_error();
   // A failed write whose errno is gone (a printf that flushed a full buffer) still counts.
@@ -75,9 +80,9 @@ bool flush_stdout() {
   return g_stdout_error == 0;
 }
 
-bool finish_stdout() {
+bool finish_stdout(const char* what) {
   if (flush_stdout()) return true;
-  std::fprintf(stderr, "parley-chat: error: cannot write the reply to standard output: %s\n",
+  std::fprintf(stderr, "parley-chat: error: cannot write %s to standard output: %s\n", what,
                std::strerror(g_stdout_error));
   return false;
 }

@@ -42,12 +42,16 @@ class InterruptOnCtrlC {
 // when stdout cannot be written (no one would see the rest).
 int stream_to_stdout(const char* utf8, size_t len, void* user);
 
+// stream_to_stdout that also notes, in *user (a bool), that some text came: the reply's line
+// is to be ended then, also when the call fails after it.
+int stream_and_note(const char* utf8, size_t len, void* user);
+
 // Flushes stdout; false when it, or an earlier write, failed (the reason is kept).
 bool flush_stdout();
 
-// flush_stdout(), saying on stderr when it fails: "parley-chat: error: cannot write the reply
-// to standard output: <reason>". A run whose output was lost must not end in success.
-bool finish_stdout();
+// flush_stdout(), saying on stderr when it fails: "parley-chat: error: cannot write <what> to
+// standard output: <reason>". A run whose output was lost must not end in success.
+bool finish_stdout(const char* what = "the reply");
 
 // The conversation's last message; nullopt when there is none (or it cannot be read).
 std::optional<parley_turn> last_turn(parley_session* s);

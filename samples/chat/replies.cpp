@@ -40,7 +40,8 @@ void print_context_full_hint(Sessions::Open& open, bool for_message) {
 }
 
 // Runs one generating call (send or continue) with the command line's options; prints its
-// outcome. `what` names it in an error; `for_message`: a send.
+// outcome. `what` names it in an error; `for_message`: a send. `call(options, stats, wrote)`
+// streams with stream_and_note(..., wrote).
 template <class Call>
 void generate(const CliArgs& args, Sessions::Open& open, const char* what, bool for_message,
               Call&& call) {
@@ -48,12 +49,14 @@ void generate(const CliArgs& args, Sessions::Open& open, const char* what, bool 
   parley_turn_stats stats;
   stats.struct_size = sizeof stats;
   parley_status st = PARLEY_OK;
+  bool wrote = false;
   {
     const InterruptOnCtrlC stop(open.session.get());
     const GenerateOptions gen(args);
-    st = call(gen.get(), &stats);
+    st = call(gen.get(), &stats, &wrote);
   }
-  std::printf("\n");
+  // A reply ends its line; a call refused before any reply adds no empty one to stdout.
+  if (st == PARLEY_OK || st == PARLEY_E_CANCELLED || wrote) std::printf("\n");
   if (st == PARLEY_OK || st == PARLEY_E_CANCELLED) {
     open.last_turn = stats;
     if (st == PARLEY_E_CANCELLED) std::printf("[stopped]\n");
@@ -73,22 +76,22 @@ std::string next_words(std::string_view text) {
 }
 
 void send_message(const CliArgs& args, Sessions::Open& open, const std::string& text) {
-  generate(args, open, "send failed", true, [&](const parley_generate_options* o,
-                                          parley_turn_stats* stats) {
-    return parley_session_send(open.session.get(), text.c_str(), o, stream_to_stdout, nullptr,
-                               stats);
-  });
+  generate(args, open, "send failed", true,
+           [&](const parley_generate_options* o, parley_turn_stats* stats, bool* wrote) {
+             return parley_session_send(open.session.get(), text.c_str(), o, stream_and_note,
+                                        wrote, stats);
+           });
 }
 
 void continue_reply(const CliArgs& args, Sessions::Open& open, std::string_view steer) {
   const std::string prefix = next_words(steer);
-  generate(args, open, "continue failed", false, [&](const parley_generate_options* o,
-                                              parley_turn_stats* stats) {
-    parley_generate_options steered = *o;
-    if (!prefix.empty()) steered.reply_prefix = prefix.c_str();
-    return parley_session_continue(open.session.get(), &steered, stream_to_stdout, nullptr,
-                                   stats);
-  });
+  generate(args, open, "continue failed", false,
+           [&](const parley_generate_options* o, parley_turn_stats* stats, bool* wrote) {
+             parley_generate_options steered = *o;
+             if (!prefix.empty()) steered.reply_prefix = prefix.c_str();
+             return parley_session_continue(open.session.get(), &steered, stream_and_note,
+                                            wrote, stats);
+           });
 }
 
 void retry_reply(const CliArgs& args, Sessions::Open& open) {

@@ -1,6 +1,9 @@
 #include "sessions.h"
 
 #include <cstddef>
+#include <cstdio>
+
+#include "unstored_turns.h"
 
 namespace chat {
 namespace {
@@ -32,6 +35,15 @@ std::optional<std::string> session_id(parley_session* s, parley_status* status) 
   return std::string(info->id);
 }
 
+parley_status export_json(parley_session* s, std::string* json) {
+  size_t needed = 0;
+  parley_status st = parley_session_export(s, nullptr, 0, &needed);
+  json->assign(needed, '\0');
+  if (st == PARLEY_OK) st = parley_session_export(s, json->data(), json->size(), &needed);
+  json->resize(st == PARLEY_OK && needed > 0 ? needed - 1 : 0);  // drop the NUL
+  return st;
+}
+
 bool nothing_said(parley_session* s) {
   const auto info = info_of(s);
   if (!info) return false;
@@ -48,16 +60,29 @@ bool close_dropping_unspoken(parley_engine* engine, parley_session* s, const std
   return drop && parley_session_delete(engine, id.c_str()) == PARLEY_OK;
 }
 
-Sessions::~Sessions() {
+void Sessions::close_all() {
   for (Open& o : open_) close_session(o);
+  open_.clear();
 }
 
 void Sessions::close_session(Open& o) {
   parley_session* s = o.session.release();
-  if (store_engine_ && o.started_here) {
+  if (!store_engine_) {
+    parley_session_close(s);
+    return;
+  }
+  std::optional<std::string> unsaved;
+  if (!o.started_here || !nothing_said(s)) unsaved = save_unstored_turns(s, store_path_);
+  if (o.started_here) {
     close_dropping_unspoken(store_engine_, s, o.id);
   } else {
     parley_session_close(s);
+  }
+  // After the library's own warning at the close, so that where the turns are comes last.
+  if (unsaved) {
+    std::fflush(stdout);
+    std::fputs(unsaved->c_str(), stderr);
+    all_stored_ = false;
   }
 }
 

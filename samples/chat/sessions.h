@@ -1,6 +1,7 @@
 // The console's open conversations, by id, in the order they were opened, and which one is
 // current. Every session handed to it is closed by it; with a store, one started in this run
-// that nothing was said in is deleted from the store as it closes.
+// that nothing was said in is deleted from the store as it closes, and one whose turns the
+// store refuses is saved to a file beside it instead (unstored_turns.h).
 #pragma once
 
 #include <memory>
@@ -22,10 +23,11 @@ class Sessions {
     bool started_here = false;  // created in this run, not opened from the store
   };
 
-  // `store_engine`: the engine when it has a store (where unspoken conversations started here
-  // are deleted), else NULL.
-  explicit Sessions(parley_engine* store_engine) : store_engine_(store_engine) {}
-  ~Sessions();  // closes them all
+  // `store_path`: the engine's store file, where unspoken conversations started here are
+  // deleted; nullopt without one.
+  Sessions(parley_engine* engine, const std::optional<std::string>& store_path)
+      : store_engine_(store_path ? engine : nullptr), store_path_(store_path.value_or("")) {}
+  ~Sessions() { close_all(); }
   Sessions(const Sessions&) = delete;
   Sessions& operator=(const Sessions&) = delete;
 
@@ -47,6 +49,12 @@ class Sessions {
   // False, changing nothing, when `id` is not open or is the only open session.
   bool close(std::string_view id);
 
+  // Closes them all; the console's end.
+  void close_all();
+
+  // False once a conversation was closed whose turns the store refused (said on stderr).
+  bool all_stored() const { return all_stored_; }
+
   Open& current() { return open_[current_]; }
   bool is_current(const Open& o) const { return &o == &open_[current_]; }
   const std::vector<Open>& all() const { return open_; }
@@ -57,6 +65,8 @@ class Sessions {
   void close_session(Open& o);
 
   parley_engine* store_engine_;
+  std::string store_path_;
+  bool all_stored_ = true;
   std::vector<Open> open_;
   size_t current_ = 0;
 };
@@ -67,6 +77,10 @@ std::optional<parley_session_info> info_of(parley_session* s, parley_status* sta
 
 // The session's id, or nullopt (parley_last_error() says why).
 std::optional<std::string> session_id(parley_session* s, parley_status* status);
+
+// The conversation as parley_session_export's JSON, in *json; on failure parley_last_error()
+// says why.
+parley_status export_json(parley_session* s, std::string* json);
 
 // A run that starts a conversation and leaves it without a word said in it (a console quit at
 // once, a /new never used, a one-shot message refused) leaves nothing in the store.

@@ -26,15 +26,12 @@ void print_file_error(const char* what, const std::string& path, int err) {
 
 // The conversation as JSON; nullopt after printing the error.
 std::optional<std::string> exported_json(parley_session* s) {
-  size_t needed = 0;
-  parley_status st = parley_session_export(s, nullptr, 0, &needed);
-  std::string json(needed, '\0');
-  if (st == PARLEY_OK) st = parley_session_export(s, json.data(), json.size(), &needed);
+  std::string json;
+  const parley_status st = export_json(s, &json);
   if (st != PARLEY_OK) {
     print_error("cannot export the session", st);
     return std::nullopt;
   }
-  json.resize(needed > 0 ? needed - 1 : 0);  // drop the NUL
   return json;
 }
 
@@ -98,10 +95,11 @@ std::optional<ImportArg> split_import_arg(std::string_view arg) {
   return ImportArg{trimmed_end(arg.substr(0, blank)), *id};
 }
 
-// " N messages" (the system prompt is one), or "" when the session cannot say.
+// " N messages" (" 1 message"; the system prompt is one), or "" when the session cannot say.
 std::string message_count(parley_session* s) {
   const auto info = info_of(s);
-  return info ? " " + std::to_string(info->n_turns) + " messages" : "";
+  if (!info) return "";
+  return " " + std::to_string(info->n_turns) + (info->n_turns == 1 ? " message" : " messages");
 }
 
 }  // namespace

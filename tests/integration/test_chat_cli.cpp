@@ -249,6 +249,33 @@ TEST_CASE("--stop ends the reply before the text, and --print-ids shows the ids 
   CHECK(empty.out == "parley-chat: error: a --stop text has 1 to 256 bytes\n");
 }
 
+TEST_CASE("--print-ids prints the whole reply's ids: a --reply-prefix's, all after /continue") {
+  PARLEY_SHARED_OR_SKIP(gguf, "models/stories260k/stories260k-f32.gguf");
+  const std::string flags = "-m " + quote(gguf.string()) +
+                            " --template raw --temp 0 --ignore-eos -n 4 --print-ids";
+  const auto ids_in = [](const std::string& line) {
+    std::istringstream words(line.substr(line.find(':') + 1));
+    std::vector<std::string> ids;
+    for (std::string id; words >> id;) ids.push_back(id);
+    return ids;
+  };
+  const Run prefixed = run_chat(flags + " --reply-prefix ' and a dog' -p 'Once upon a time'");
+  REQUIRE(prefixed.exit_code == 0);
+  const size_t at = prefixed.out.rfind("\nids:");
+  REQUIRE(at != std::string::npos);
+  CHECK(ids_in(prefixed.out.substr(at + 1)).size() > 4);  // the prefix's tokens, then 4
+  const Run continued = run_chat(flags, "Once upon a time\n/continue\n");
+  const size_t first = continued.out.find("ids:"), second = continued.out.rfind("ids:");
+  REQUIRE(first != std::string::npos);
+  REQUIRE(second != first);
+  const size_t end = continued.out.find('\n', first);
+  const auto before = ids_in(continued.out.substr(first, end - first));
+  const auto after = ids_in(continued.out.substr(second));
+  CHECK(before.size() == 4);
+  CHECK(after.size() == 8);
+  CHECK(std::equal(before.begin(), before.end(), after.begin()));
+}
+
 TEST_CASE("--logit-bias bans or favours token ids; a malformed one is refused") {
   PARLEY_SHARED_OR_SKIP(gguf, "models/stories260k/stories260k-f32.gguf");
   const std::string base = "-m " + quote(gguf.string()) +

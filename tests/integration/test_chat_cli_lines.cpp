@@ -1,6 +1,7 @@
 // parley-chat's console reading lines it cannot act on as typed: empty alternatives to score,
-// a blank /exchange message, a NUL byte, a message too long for any conversation, and Ctrl-C
-// at the prompt of a terminal. Each is answered, and changes nothing.
+// a blank /exchange message, a NUL byte, a message too long for any conversation, words after
+// a command that takes none, and Ctrl-C at the prompt of a terminal. Each is answered, and
+// changes nothing. And lines as typed: blanks before a command, a tab after its name.
 #include <doctest/doctest.h>
 
 #include <filesystem>
@@ -105,6 +106,65 @@ TEST_CASE("console: a full context's hint fits what filled it") {
   const ShellRun full = run_raw_console(gguf, "Once upon a time\n" + too_long + "\n", "--ctx 40");
   CHECK(full.out.find("(the conversation fills the context: " + others_hint) !=
         std::string::npos);
+}
+
+TEST_CASE("console: a command may follow blanks and end at a tab; // starts a message") {
+  PARLEY_SHARED_OR_SKIP(gguf, "models/stories260k/stories260k-f32.gguf");
+  const ShellRun r = run_raw_console(gguf, "  /new a\n\t/new\tb\n/sessions\n"
+                                           "  //new c\n/sessions\n /switch  a \n /quit\n"
+                                           "/new never\n");
+  CHECK(r.exit_code == 0);
+  CHECK(r.out.find("unknown command") == std::string::npos);
+  CHECK(r.out.find("(session a)\n(session b)\n") != std::string::npos);
+  const size_t listed = r.out.find("* b  0 turns");
+  REQUIRE(listed != std::string::npos);
+  // "  //new c" is the message "  /new c": b has it and its reply; no session c.
+  CHECK(r.out.find("* b  2 turns", listed) != std::string::npos);
+  CHECK(r.out.find("(session c)") == std::string::npos);
+  CHECK(r.out.find("(session a)", listed) != std::string::npos);
+  CHECK(r.out.find("(session never)") == std::string::npos);  // " /quit" left before it
+}
+
+TEST_CASE("console: words after a command that takes none are refused, not ignored") {
+  PARLEY_SHARED_OR_SKIP(gguf, "models/stories260k/stories260k-f32.gguf");
+  const char* bare[] = {"/help", "/stats", "/suspend", "/reset", "/sessions", "/retry",
+                        "/prepare", "/quit", "/exit"};
+  std::string input = "Once upon a time\n";
+  for (const char* command : bare) input += std::string(command) + " now\n";
+  const ShellRun r = run_raw_console(gguf, input + "/sessions\n");
+  CHECK(r.exit_code == 0);
+  for (const char* command : bare) {
+    CAPTURE(command);
+    CHECK(count(r.out, "usage: " + std::string(command) + " (nothing after it)\n") == 1);
+  }
+  CHECK(r.out.find("(new conversation)") == std::string::npos);
+  CHECK(r.out.find("/system TEXT") == std::string::npos);  // no /help text
+  CHECK(current_turns(r.out) == 2);  // neither /reset nor /quit ran
+}
+
+TEST_CASE("console: /help names /exit and how a line becomes a command") {
+  PARLEY_SHARED_OR_SKIP(gguf, "models/stories260k/stories260k-f32.gguf");
+  const ShellRun help = run_raw_console(gguf, "/help\n");
+  CHECK(help.out.find("/quit, /exit   leave") != std::string::npos);
+  CHECK(help.out.find("A line whose first non-blank character is / is a command") !=
+        std::string::npos);
+  CHECK(help.out.find("(//x sends /x)") != std::string::npos);
+}
+
+TEST_CASE("console: a send or /continue refused before any reply adds no line to stdout") {
+  PARLEY_SHARED_OR_SKIP(gguf, "models/stories260k/stories260k-f32.gguf");
+  std::string too_long;
+  for (int i = 0; i < 20; ++i) too_long += "the cat ran ";  // more than 40 tokens
+  const std::string stdout_only = " 2>/dev/null";
+  const ShellRun r = run_shell("printf '%s' " + quote("/continue\n" + too_long + "\n") +
+                               " | " + raw_chat_command(gguf, "--ctx 40") + stdout_only);
+  CHECK(r.exit_code == 0);
+  CHECK(r.out.empty());
+  // Both were refused, on stderr.
+  const ShellRun both = run_raw_console(gguf, "/continue\n" + too_long + "\n", "--ctx 40");
+  CHECK(count(both.out, "parley-chat: error: continue failed: ") == 1);
+  CHECK(count(both.out, "parley-chat: error: send failed: ") == 1);
+  CHECK(both.out.rfind("parley-chat: error: continue failed: ", 0) == 0);
 }
 
 TEST_CASE("console: Ctrl-C at a terminal's prompt says how to leave, and asks again") {

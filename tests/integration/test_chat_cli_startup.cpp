@@ -75,6 +75,52 @@ TEST_CASE("--help says that seed 0 is a random one too") {
         std::string::npos);
 }
 
+TEST_CASE("--help says what --print-ids, --overflow, --kv and a blank -p do") {
+  const ShellRun help = run_chat("--help");
+  CHECK(help.exit_code == 0);
+  // The ids printed are the whole reply's, not only the generated ones.
+  CHECK(help.out.find("print 'ids: <token ids>': the whole\n"
+                      "                          reply's, a --reply-prefix's and, after "
+                      "/continue, the\n") != std::string::npos);
+  // --overflow on a stored conversation changes it for good.
+  CHECK(help.out.find("becomes its policy, also in the store, for later runs too") !=
+        std::string::npos);
+  CHECK(help.out.find("int8 (the default; also 'default'), f16, f32") != std::string::npos);
+  CHECK(help.out.find("TEXT is sent as\n                          given, also blank") !=
+        std::string::npos);
+}
+
+TEST_CASE("number flags take the number alone: no blanks around it, no hex") {
+  for (const char* bad : {"-n ' 5'", "-n '5 '", "-n +5", "-n 0x10", "--temp 0x10",
+                          "--temp ' 1'", "--temp '1 '", "--top-p 0x0.8p0", "--seed ' 7'",
+                          "--logit-bias ' 5=1'", "--logit-bias '5= 1'"}) {
+    CAPTURE(bad);
+    const ShellRun r = run_chat(std::string("-m x --help ") + bad);
+    CHECK(r.exit_code == 1);
+    CHECK(r.out.rfind("parley-chat: error: invalid value for ", 0) == 0);
+  }
+  // Parsed (and then --help): decimals, exponents, negatives where a range allows them.
+  for (const char* good : {"-n 5", "--temp 0.5", "--temp 1e-1", "--temp 2.", "--top-p .9",
+                           "--logit-bias 5=-1.5", "--logit-bias 5=-inf"}) {
+    CAPTURE(good);
+    CHECK(run_chat(std::string("-m x --help ") + good).exit_code == 0);
+  }
+}
+
+TEST_CASE("--help and --version that cannot be written fail the run") {
+  if (!fs::exists("/dev/full")) {
+    MESSAGE("skipped: no /dev/full");
+    return;
+  }
+  const ShellRun help = run_shell(std::string(PARLEY_CHAT_EXE) + " --help 2>&1 >/dev/full");
+  CHECK(help.exit_code == 1);
+  CHECK(help.out.rfind("parley-chat: error: cannot write the help to standard output: ", 0) ==
+        0);
+  const ShellRun version = run_shell(std::string(PARLEY_CHAT_EXE) + " --version 2>&1 >/dev/full");
+  CHECK(version.exit_code == 1);
+  CHECK(version.out.find("cannot write the version") != std::string::npos);
+}
+
 TEST_CASE("a store that cannot be opened is named, not the model") {
   PARLEY_SHARED_OR_SKIP(gguf, "models/stories260k/stories260k-f32.gguf");
   TempDir dir;

@@ -30,7 +30,70 @@ ShellRun run_store_console(const fs::path& model, const fs::path& store, const s
                    " --template raw --temp 0 -n 8 2>&1");
 }
 
+// The names in `dir` that start with `prefix`.
+std::vector<std::string> names_starting(const fs::path& dir, const std::string& prefix) {
+  std::vector<std::string> names;
+  for (const auto& entry : fs::directory_iterator(dir)) {
+    const std::string name = entry.path().filename().string();
+    if (name.rfind(prefix, 0) == 0) names.push_back(name);
+  }
+  return names;
+}
+
+// A console on the stored conversation A whose second message the store refuses: after its
+// first one, another run adds a turn to A. `rest` follows that message on stdin; the console's
+// stdout and stderr together, and its exit status.
+ShellRun run_refused_console(const fs::path& model, const fs::path& store,
+                             const std::string& rest) {
+  const std::string chat = std::string(PARLEY_CHAT_EXE) + " -m " + quote(model.string()) +
+                           " --store " + quote(store.string()) +
+                           " --template raw --temp 0 -n 4 --session A";
+  const std::string out = quote(store.string() + ".out");
+  // Its output's second line ends the first reply (the first says A was reopened).
+  const std::string feed = "echo 'console one'; i=0; until [ \"$(wc -l 2>/dev/null < " + out +
+                           ")\" -ge 2 ] 2>/dev/null || [ $i -ge 600 ]; do " +
+                           "i=$((i+1)); sleep 0.05; done; " + chat +
+                           " -p other >/dev/null 2>&1; echo 'console two'; printf '%s' " +
+                           quote(rest);
+  REQUIRE(run_shell(chat + " -p first >/dev/null 2>&1").exit_code == 0);
+  return run_shell("{ " + feed + "; } | " + chat + " > " + out + " 2>&1; rc=$?; cat " + out +
+                   "; exit $rc");
+}
+
 }  // namespace
+
+TEST_CASE("store: turns the store refuses go to a file beside it as the conversation closes") {
+  PARLEY_SHARED_OR_SKIP(gguf, "models/stories260k/stories260k-f32.gguf");
+  TempDir dir;
+  const fs::path store = dir / "chat.db";
+  const std::string saved = "the store refused the turns of session A, so they are not stored "
+                            "there; the conversation is saved in " + store.string() +
+                            ".unsaved-A-";
+  // At the end of the run: said, saved, and the run fails.
+  const ShellRun at_exit = run_refused_console(gguf, store, "");
+  CHECK(at_exit.exit_code == 1);
+  CHECK(at_exit.out.find("send failed") != std::string::npos);
+  CHECK(at_exit.out.find(saved) != std::string::npos);
+  const auto files = names_starting(dir.path(), "chat.db.unsaved-A-");
+  REQUIRE(files.size() == 1);
+  // Every turn is in it, the refused one too, and /import brings it back under a new id.
+  const std::string file = (dir / files[0]).string();
+  const ShellRun back = run_store_console(gguf, store, "/import " + file + " A2\n");
+  CHECK(back.exit_code == 0);
+  CHECK(back.out.find("(imported A2: 6 messages from " + file + ")") != std::string::npos);
+  // At /close: said before the console goes on; a later exit saves nothing again.
+  const ShellRun at_close = run_refused_console(gguf, dir / "two.db", "/new B\n/close A\n");
+  CHECK(at_close.exit_code == 1);
+  const size_t said = at_close.out.find("the store refused the turns of session A");
+  REQUIRE(said != std::string::npos);
+  CHECK(said < at_close.out.find("(closed A)"));
+  CHECK(names_starting(dir.path(), "two.db.unsaved-A-").size() == 1);
+  // A conversation the store took: nothing said, no file, status 0.
+  const ShellRun fine = run_store_console(gguf, dir / "three.db", "Once upon a time\n");
+  CHECK(fine.exit_code == 0);
+  CHECK(fine.out.find("refused") == std::string::npos);
+  CHECK(names_starting(dir.path(), "three.db.unsaved").empty());
+}
 
 TEST_CASE("store: a conversation a console run started and said nothing in is not kept") {
   PARLEY_SHARED_OR_SKIP(gguf, "models/stories260k/stories260k-f32.gguf");
