@@ -120,7 +120,9 @@ typedef int32_t parley_status;
  *  Ownership: static storage. Thread-safety: any thread. Since: 0.1. */
 PARLEY_API const char *parley_status_name(parley_status s);
 
-/** A human-readable message for the last failed call on this thread; "" when none.
+/** A human-readable message for the last failed call on this thread; "" when none. It is
+ *  valid UTF-8 on one line: an id it names is quoted, with invalid UTF-8 bytes and control
+ *  characters as \xNN and cut after 64 characters with "..." (since 0.8.1).
  *  Ownership: owned by the library; valid until the next failing Parley call on this thread.
  *  Thread-safety: thread-local. Since: 0.1. */
 PARLEY_API const char *parley_last_error(void);
@@ -230,7 +232,10 @@ PARLEY_API void parley_engine_options_init_sized(parley_engine_options *o, size_
  *  STORAGE (the store file cannot be opened or created), CORRUPT (store_path is not a Parley
  *  store, or one from a newer, incompatible version), OUT_OF_MEMORY. A store that fails its
  *  integrity check is never deleted: it is renamed aside, what can be read is copied into a
- *  fresh file, and a warning names what was lost.
+ *  fresh file, and a warning names what was lost. While an engine is open, its store file
+ *  must stay where it is: once it is moved, replaced or deleted (another process's recovery
+ *  renames a damaged file aside), every commit fails with STORAGE saying so, and the turns
+ *  stay in memory (since 0.8.1; before, they went on into the moved or deleted file).
  *  Thread-safety: any thread. Since: 0.1. */
 PARLEY_API parley_status parley_engine_open(const parley_engine_options *o, parley_engine **out);
 
@@ -371,7 +376,8 @@ PARLEY_API parley_status parley_session_rewind(parley_session *s, uint32_t n_tur
  *  parley_session_options.overflow set at creation and the store keeps: a reopened or imported
  *  conversation that is to run on past the context may then drop its oldest exchanges.
  *  Nothing is dropped now; the next message that does not fit decides. With a store, the
- *  policy is committed before this returns, and a reopened session has it.
+ *  policy is committed before this returns (with the stored updated_unix_ms, since 0.8.1),
+ *  and a reopened session has it.
  *  Errors: INVALID_ARGUMENT (not a PARLEY_OVERFLOW_* value), STORAGE (nothing changed; also
  *  when another engine on the same store file deleted the conversation), BUSY, MISUSE.
  *  Thread-safety: one thread per session. Since: 0.8. */
@@ -499,9 +505,12 @@ typedef struct parley_stored_session_info {
   int32_t  is_open;          /* 1: open in this engine (the store may lag a turn that failed
                                 to commit; parley_session_get_info has it as it is) */
   uint64_t kv_bytes_stored;  /* its stored KV, shared prefix blocks included; 0 = none */
-  int32_t  same_model;       /* 1: stored with this engine's model, so its KV can come back;
-                                0: another model's (opening it recomputes the KV, or refuses
-                                tokens the model does not have) */
+  int32_t  same_model;       /* 1: its stored KV was computed by this engine's model with
+                                this engine's kv_type, so its KV can come back (with no KV
+                                stored: it was started with this engine's model); 0: another
+                                model's or kv_type's (opening it recomputes the KV, or
+                                refuses tokens the model does not have). Since 0.8.1 the
+                                stored KV decides; before, the model it was started with */
   int32_t  reserved0;
 } parley_stored_session_info;
 
@@ -616,7 +625,9 @@ typedef struct parley_turn_stats {
  *  failed: it is then kept as with STORAGE, and when the budget ran out during the reply: the
  *  reply ends there and is kept as the turn, as with CANCELLED), STORAGE (the turn could not be committed to the
  *  store: it is kept in memory and committed with the next one; or another engine on the same
- *  store file changed this conversation: the message says so, and the turns stay in memory),
+ *  store file changed this conversation, also to as many turns as before, or deleted it and
+ *  started another under its id: the message says so, and the turns stay in memory; or the
+ *  store file was moved, replaced or deleted while open: see parley_engine_open),
  *  BUSY, MISUSE, BACKEND.
  *  With a store, the turn is committed (synchronous=FULL) before this returns.
  *  Thread-safety: one thread per session. Since: 0.1. */

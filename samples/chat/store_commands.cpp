@@ -149,7 +149,7 @@ void StoreCommands::list_not_open() const {
     std::printf("  - %s  %u turns, updated %s, %llu KV bytes stored%s\n", shown_id(*id).c_str(),
                 info.n_turns, utc_time(info.updated_unix_ms).c_str(),
                 static_cast<unsigned long long>(info.kv_bytes_stored),
-                info.same_model ? "" : " (another model's)");
+                info.same_model ? "" : " (another model's or KV type's)");
   }
 }
 

@@ -11,6 +11,7 @@
 
 #include "common/error.h"
 #include "common/log.h"
+#include "common/shown_id.h"
 #include "common/thread_count.h"
 #include "engine/clock.h"
 #include "engine/janitor.h"
@@ -19,6 +20,15 @@
 
 namespace parley::engine {
 namespace {
+
+// Whether a stored conversation is this engine's: restore_kv takes a stored KV only from the
+// same model and kv_type; without one, the model it was created with decides.
+bool stored_with(const store::StoredSummary& summary, uint64_t fingerprint, kv::KvType type) {
+  if (summary.kv_model_fingerprint) {
+    return *summary.kv_model_fingerprint == fingerprint && summary.kv_type == int32_t(type);
+  }
+  return summary.session.model_fingerprint == fingerprint;
+}
 
 // Automatic KV budget: a quarter of physical memory, so a desktop app never swaps for KV.
 uint64_t automatic_kv_budget() {
@@ -103,19 +113,23 @@ std::string Engine::register_session(Session* session, const std::string& reques
       if (sessions_.emplace(id, session).second) return id;
     }
   }
-  const auto in_use = [&] {
-    std::lock_guard lock(mutex_);
-    return sessions_.count(requested) > 0;
-  };
-  // An open session is named first: "open it instead" would send the caller to a refusal.
-  require(!in_use(), Status::invalid_argument,
-          "session id '" + requested + "' is already in use by an open session");
-  require(!stored(requested), Status::invalid_argument,
-          "session id '" + requested + "' belongs to a stored conversation; open it instead");
+  if (!reopening) require_free_session_id(requested);
   std::lock_guard lock(mutex_);
   require(sessions_.emplace(requested, session).second, Status::invalid_argument,
-          "session id '" + requested + "' is already in use by an open session");
+          "session id " + shown_id(requested) + " is already in use by an open session");
   return requested;
+}
+
+void Engine::require_free_session_id(const std::string& id) {
+  const bool in_use = [&] {
+    std::lock_guard lock(mutex_);
+    return sessions_.count(id) > 0;
+  }();
+  // An open session is named first: "open it instead" would send the caller to a refusal.
+  require(!in_use, Status::invalid_argument,
+          "session id " + shown_id(id) + " is already in use by an open session");
+  require(!store_ || !store_->load_session(id).has_value(), Status::invalid_argument,
+          "session id " + shown_id(id) + " belongs to a stored conversation; open it instead");
 }
 
 void Engine::unregister_session(const std::string& id) {
@@ -177,22 +191,24 @@ void Engine::spill_all() {
 
 void Engine::delete_stored_session(const std::string& id) {
   require(store_ != nullptr, Status::not_found,
-          "no session store is open (set store_path), so there is no stored session '" + id + "'");
+          "no session store is open (set store_path), so there is no stored session " +
+              shown_id(id));
   {
     std::lock_guard lock(mutex_);
     require(!sessions_.count(id), Status::invalid_argument,
-            "session '" + id + "' is open; close it before deleting it");
+            "session " + shown_id(id) + " is open; close it before deleting it");
   }
   store_->delete_session(id);
 }
 
 Engine::StoredSessionInfo Engine::stored_session_info(const std::string& id) {
   require(store_ != nullptr, Status::not_found,
-          "no session store is open (set store_path), so there is no stored session '" + id + "'");
+          "no session store is open (set store_path), so there is no stored session " +
+              shown_id(id));
   auto summary = store_->session_summary(id);
-  require(summary.has_value(), Status::not_found, "no stored session '" + id + "'");
+  require(summary.has_value(), Status::not_found, "no stored session " + shown_id(id));
   StoredSessionInfo info;
-  info.same_model = summary->session.model_fingerprint == model_->fingerprint;
+  info.same_model = stored_with(*summary, model_->fingerprint, kv_type());
   info.summary = std::move(*summary);
   std::lock_guard lock(mutex_);
   info.open = sessions_.count(id) > 0;

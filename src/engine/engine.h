@@ -80,6 +80,8 @@ class Engine {
   // (a new session may not take a stored conversation's id). "" = generate one.
   std::string register_session(Session* session, const std::string& requested, bool reopening);
   void unregister_session(const std::string& id);
+  // Refuses (invalid_argument) an id an open or a stored session has.
+  void require_free_session_id(const std::string& id);
 
   // Spills the least recently used sessions nobody is using (never `except`) until `n_blocks`
   // more can be allocated; false when that is not possible (no store, or too little to spill).
@@ -100,7 +102,9 @@ class Engine {
   struct StoredSessionInfo {
     store::StoredSummary summary;
     bool open = false;
-    bool same_model = false;  // stored with this engine's model: its KV can come back
+    // Its stored KV was computed by this engine's model with its kv_type, so it can come back
+    // (restore_kv's test); with no KV stored, the conversation was created with this model.
+    bool same_model = false;
   };
   StoredSessionInfo stored_session_info(const std::string& id);
 

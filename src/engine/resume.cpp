@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "common/error.h"
+#include "common/shown_id.h"
 #include "common/log.h"
 #include "common/parallel_tasks.h"
 #include "engine/engine.h"
@@ -49,7 +50,7 @@ bool Session::read_block_blobs(store::Store& store, const store::StoredKv& kv, s
       blobs.push_back(std::move(*blob));
     } catch (const Error& e) {
       if (!recomputable(e)) throw;
-      log::warn_line("session '" + id_ + "': KV block " + std::to_string(b) +
+      log::warn_line("session " + shown_id(id_) + ": KV block " + std::to_string(b) +
                      " recomputed: " + e.what());
       return false;
     }
@@ -83,7 +84,7 @@ bool Session::decode_block_blobs(const std::vector<std::vector<std::byte>>& blob
         std::rethrow_exception(errors[i]);
       } catch (const Error& e) {
         if (!recomputable(e)) throw;
-        log::warn_line("session '" + id_ + "': KV block " + std::to_string(first + i) +
+        log::warn_line("session " + shown_id(id_) + ": KV block " + std::to_string(first + i) +
                        " recomputed: " + e.what());
       }
       return false;
@@ -102,7 +103,8 @@ bool Session::restore_kv() {
   try {
     kv = store->load_kv(id_);
   } catch (const Error& e) {
-    log::warn_line("session '" + id_ + "': stored KV unreadable, recomputing it: " + e.what());
+    log::warn_line("session " + shown_id(id_) + ": stored KV unreadable, recomputing it: " +
+                   e.what());
   }
   const auto& layout = blocks_.pool().layout();
   const uint64_t fingerprint = engine_->model().fingerprint;
@@ -135,7 +137,7 @@ bool Session::restore_kv() {
       if (info.n_tokens == tail) n_cached_ += tail;
     } catch (const Error& e) {
       if (e.status() != Status::corrupt && e.status() != Status::model_mismatch) throw;
-      log::warn_line("session '" + id_ + "': KV tail recomputed: " + e.what());
+      log::warn_line("session " + shown_id(id_) + ": KV tail recomputed: " + e.what());
     }
     blocks_.truncate(n_cached_);
   }

@@ -4,6 +4,7 @@
 
 #include "common/error.h"
 #include "common/log.h"
+#include "common/shown_id.h"
 #include "engine/clock.h"
 #include "engine/engine.h"
 #include "text/utf8_stream.h"
@@ -66,7 +67,7 @@ Session::Session(std::shared_ptr<Engine> engine, const SessionOptions& options)
   id_ = engine_->register_session(this, options.id, false);
   if (auto* store = engine_->store()) {
     try {
-      store->create_session(stored_header());
+      revision_ = store->create_session(stored_header());
       commit_messages();
     } catch (...) {
       engine_->unregister_session(id_);
@@ -95,11 +96,13 @@ Session::Session(const Session& source, const std::string& new_id, ForkTag)
   id_ = engine_->register_session(this, new_id, false);
   if (auto* store = engine_->store()) {
     try {
-      store->create_session(stored_header());
+      revision_ = store->create_session(stored_header());
       commit_messages();
       // A spilled source's KV is the fork's too; the store shares its prefix blocks.
       if (spilled_) {
-        if (auto kv = store->load_kv(source.id_)) store->save_kv(id_, *kv, {}, uint32_t(n_stored_));
+        if (auto kv = store->load_kv(source.id_)) {
+          store->save_kv(id_, *kv, {}, uint32_t(n_stored_), revision_);
+        }
       }
     } catch (...) {
       if (store->load_session(id_)) store->delete_session(id_);
@@ -119,6 +122,7 @@ Session::Session(std::shared_ptr<Engine> engine, const store::StoredSession& sto
       blocks_(engine_->kv_pool(), engine_->prefix_root(stored.cache_scope)) {
   adopt_turns(std::move(turns), Status::corrupt);
   n_committed_ = n_stored_ = messages_.size();
+  revision_ = stored.revision;
   created_ms_ = stored.created_ms;
   spilled_ = !tokens_.empty();  // its KV, if any, is in the store
   last_used_ms_ = now_ms();
@@ -141,7 +145,7 @@ Session::Session(std::shared_ptr<Engine> engine, const store::StoredSession& hea
   id_ = engine_->register_session(this, header.id, false);
   if (auto* store = engine_->store()) {
     try {
-      store->create_session(stored_header());
+      revision_ = store->create_session(stored_header());
       commit_messages();
     } catch (...) {
       if (store->load_session(id_)) store->delete_session(id_);
@@ -200,11 +204,13 @@ void Session::adopt_turns(std::vector<store::StoredTurn> turns, Status bad_statu
 std::unique_ptr<Session> Session::open(std::shared_ptr<Engine> engine, const std::string& id) {
   auto* store = engine->store();
   require(store != nullptr, Status::not_found,
-          "no session store is open (set store_path), so there is no stored session '" + id + "'");
-  auto stored = store->load_session(id);
-  require(stored.has_value(), Status::not_found, "no stored session '" + id + "'");
-  auto turns = store->load_turns(id);
-  return std::unique_ptr<Session>(new Session(std::move(engine), *stored, std::move(turns), OpenTag{}));
+          "no session store is open (set store_path), so there is no stored session " +
+              shown_id(id));
+  // One snapshot: the revision this session starts from is that of the turns it reads.
+  auto stored = store->load_conversation(id);
+  require(stored.has_value(), Status::not_found, "no stored session " + shown_id(id));
+  return std::unique_ptr<Session>(
+      new Session(std::move(engine), stored->session, std::move(stored->turns), OpenTag{}));
 }
 
 Session::~Session() {
@@ -217,7 +223,7 @@ Session::~Session() {
       spill();
     } catch (const std::exception& e) {  // storage, or memory ran out: closing never fails
       try {
-        log::warn_line("closing session '" + id_ + "': " + e.what());
+        log::warn_line("closing session " + shown_id(id_) + ": " + e.what());
       } catch (...) {  // not even the message fits in memory
       }
     }
@@ -248,8 +254,8 @@ void Session::rewind(uint32_t n_messages) {
     // First: a failure changes nothing. The stored KV keeps the blocks before the kept ids'
     // last one (which the next turn recomputes anyway for its logits).
     write_own_rows([&] {
-      store->truncate_turns(id_, uint32_t(n_stored_), uint32_t(first_dropped),
-                            keep ? keep - 1 : 0);
+      revision_ = store->truncate_turns(id_, uint32_t(n_stored_), uint32_t(first_dropped),
+                                        keep ? keep - 1 : 0, revision_);
     });
     n_stored_ = first_dropped;
     n_committed_ = std::min(n_committed_, first_dropped);

@@ -57,7 +57,7 @@ bool Session::spill() {
   if (const uint32_t tail = n_stored % kv::kBlockTokens) {
     kv.tail_blob = store::encode_kv_block(layout, fingerprint, pool.read(blocks_.ids()[n_full]), tail);
   }
-  write_own_rows([&] { store->save_kv(id_, kv, new_blobs, uint32_t(n_stored_)); });
+  write_own_rows([&] { store->save_kv(id_, kv, new_blobs, uint32_t(n_stored_), revision_); });
 
   truncate_kv(0);  // published blocks stay findable in the prefix cache until evicted
   spilled_ = true;

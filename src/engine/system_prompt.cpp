@@ -96,7 +96,8 @@ void Session::set_system_prompt(std::string_view system_prompt) {
   if (auto* store = engine_->store()) {
     try {
       write_own_rows([&] {
-        store->replace_turns(id_, uint32_t(n_stored_), system_prompt_, stored_turns(0));
+        revision_ = store->replace_turns(id_, uint32_t(n_stored_), system_prompt_,
+                                         stored_turns(0), revision_);
       });
     } catch (...) {
       put_back();  // (a conversation rebuilt to make room has no KV left: it matches)

@@ -1,5 +1,6 @@
 // The session's rows in the store: its header and its messages, committed as they finish.
 #include "common/error.h"
+#include "common/shown_id.h"
 #include "engine/clock.h"
 #include "engine/engine.h"
 #include "engine/session.h"
@@ -49,12 +50,12 @@ void Session::commit_messages() {
   if (!store) return;
   write_own_rows([&] {
     if (rewrite_transcript_) {
-      store->replace_turns(id_, uint32_t(n_stored_), stored_turns(0));
+      revision_ = store->replace_turns(id_, uint32_t(n_stored_), stored_turns(0), revision_);
       rewrite_transcript_ = false;
     } else if (n_committed_ < messages_.size() || n_committed_ < n_stored_) {
       // New turns, and a stored reply that went on since (it is rewritten in place).
-      store->replace_turns_from(id_, uint32_t(n_committed_), uint32_t(n_stored_),
-                                stored_turns(n_committed_));
+      revision_ = store->replace_turns_from(id_, uint32_t(n_committed_), uint32_t(n_stored_),
+                                            stored_turns(n_committed_), revision_);
     }
   });
   n_committed_ = n_stored_ = messages_.size();
@@ -70,9 +71,9 @@ void Session::set_overflow(OverflowPolicy overflow) {
 
 // A store problem, not a bad argument: the message says what happened and what is kept.
 void Session::fail_changed_elsewhere(const std::string& detail) const {
-  fail(Status::storage, "session '" + id_ + "' was changed in the store by another engine; " +
-                            "its turns here stay in memory only (export them to keep them): " +
-                            detail);
+  fail(Status::storage, "session " + shown_id(id_) +
+                            " was changed in the store by another engine; its turns here stay "
+                            "in memory only (export them to keep them): " + detail);
 }
 
 }  // namespace parley::engine

@@ -54,6 +54,23 @@ void Connection::leave_file_untouched_on_close() {
   sqlite3_db_config(db_, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1, nullptr);
 }
 
+void Connection::tolerate_damaged_schema() {
+  sqlite3_db_config(db_, SQLITE_DBCONFIG_DEFENSIVE, 0, nullptr);
+  exec("PRAGMA writable_schema = ON", "tolerate a damaged schema");
+}
+
+void Connection::require_file_in_place() {
+  int moved = 0;
+  // A VFS that cannot tell (SQLITE_NOTFOUND) leaves `moved` at 0.
+  sqlite3_file_control(db_, "main", SQLITE_FCNTL_HAS_MOVED, &moved);
+  if (moved == 0) return;
+  const char* path = sqlite3_db_filename(db_, "main");
+  fail(Status::storage, std::string("the store file ") + (path ? path : "") +
+                            " was moved, replaced or deleted while open (another process's "
+                            "recovery may have set it aside): nothing more is written to it; "
+                            "close the engine and open the store again");
+}
+
 WriteTransaction::WriteTransaction(Connection& connection) : connection_(connection) {
   connection_.exec("BEGIN IMMEDIATE", "begin transaction");
 }
@@ -67,6 +84,8 @@ WriteTransaction::~WriteTransaction() {
 }
 
 void WriteTransaction::commit() {
+  // Checked last, under the write lock: a commit into a moved file would be lost silently.
+  connection_.require_file_in_place();
   connection_.exec("COMMIT", "commit");
   done_ = true;
 }

@@ -42,6 +42,14 @@ class Connection {
   bool in_transaction() const { return sqlite3_get_autocommit(db_) == 0; }
   // Closing will not checkpoint the WAL into the file: a damaged file is left as found.
   void leave_file_untouched_on_close();
+  // For reading a damaged file only: a schema entry SQLite finds malformed (a table's root
+  // page past the end of a truncated file) no longer makes every statement fail, so the
+  // tables that can be read still are. Lifts DEFENSIVE, which forbids writable_schema.
+  void tolerate_damaged_schema();
+  // Error(storage) when the file at the path opened is no longer the one this connection
+  // writes (renamed aside by another process's recovery, replaced, deleted): commits would go
+  // on into a file nobody opens again.
+  void require_file_in_place();
 
  private:
   sqlite3* db_ = nullptr;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <bit>
 
+#include "common/shown_id.h"
 #include "kv/block_layout.h"
 
 namespace parley::store::kv_rows {
@@ -78,6 +79,15 @@ void insert_session_kv(Connection& db, const std::string& id, const StoredKv& kv
   }
 }
 
+std::optional<KvOrigin> select_kv_origin(Connection& db, const std::string& id) {
+  auto statement = db.statement(
+      "SELECT model_fingerprint, kv_type FROM kv_sessions WHERE session_id = ?1",
+      "select KV origin");
+  statement->bind_text(1, id);
+  if (!statement->step()) return std::nullopt;
+  return KvOrigin{as_hash(statement->int64_at(0)), static_cast<int32_t>(statement->int64_at(1))};
+}
+
 std::optional<StoredKv> select_session_kv(Connection& db, const std::string& id) {
   StoredKv kv;
   {
@@ -91,7 +101,7 @@ std::optional<StoredKv> select_session_kv(Connection& db, const std::string& id)
     kv.kv_type = static_cast<int32_t>(statement->int64_at(1));
     const int64_t n_tokens = statement->int64_at(2);
     require(n_tokens >= 0 && n_tokens <= UINT32_MAX, Status::corrupt,
-            "session " + id + ": stored KV has an impossible token count");
+            "session " + shown_id(id) + ": stored KV has an impossible token count");
     kv.n_tokens = static_cast<uint32_t>(n_tokens);
     const auto tail = statement->blob_at(3);
     kv.tail_blob.assign(tail.begin(), tail.end());
@@ -102,7 +112,8 @@ std::optional<StoredKv> select_session_kv(Connection& db, const std::string& id)
   statement->bind_text(1, id);
   while (statement->step()) {
     require(statement->int64_at(0) == static_cast<int64_t>(kv.full_block_hashes.size()),
-            Status::corrupt, "session " + id + ": stored KV misses a block reference");
+            Status::corrupt,
+            "session " + shown_id(id) + ": stored KV misses a block reference");
     kv.full_block_hashes.push_back(as_hash(statement->int64_at(1)));
   }
   return kv;

@@ -21,6 +21,12 @@ std::optional<std::vector<std::byte>> select_prefix_block(Connection& db, uint64
 // Writes the session's KV rows; the session must have none (delete_session_kv first) and
 // every referenced prefix block must be stored already.
 void insert_session_kv(Connection& db, const std::string& id, const StoredKv& kv);
+// Who computed the session's stored KV, without reading its blobs; nullopt: none stored.
+struct KvOrigin {
+  uint64_t model_fingerprint;
+  int32_t kv_type;  // PARLEY_KV_*
+};
+std::optional<KvOrigin> select_kv_origin(Connection& db, const std::string& id);
 // Error(corrupt) when the block references are not 0 .. k-1.
 std::optional<StoredKv> select_session_kv(Connection& db, const std::string& id);
 // Deletes the session's KV rows; returns the prefix blocks they referenced (which may now be

@@ -19,7 +19,13 @@ void create_tables_v1(Connection& connection) {
                   "write compatible_version");
 }
 
-constexpr std::array<Migration, 1> kMigrations = {&create_tables_v1};
+// Only a column, a meta row and triggers: version 1 code still reads and writes the file, and
+// its writes fire the triggers, so compatible_version stays 1.
+void add_revisions_v2(Connection& connection) {
+  connection.exec(revision_schema_v2(), "add session revisions");
+}
+
+constexpr std::array<Migration, 2> kMigrations = {&create_tables_v1, &add_revisions_v2};
 static_assert(kMigrations.size() == kSchemaVersion);
 
 }  // namespace

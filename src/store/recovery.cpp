@@ -5,6 +5,7 @@
 #include <optional>
 #include <system_error>
 
+#include "common/shown_id.h"
 #include "store/transcript_rows.h"
 
 namespace parley::store {
@@ -12,6 +13,8 @@ namespace {
 
 namespace fs = std::filesystem;
 using transcript_rows::Lookup;
+// The damaged file may be of an older version, without sessions.revision.
+constexpr auto kSkip = transcript_rows::Revision::skip;
 
 constexpr const char* kCompanionSuffixes[] = {"-wal", "-shm", "-journal"};
 
@@ -49,9 +52,11 @@ auto try_read(Read&& read) -> decltype(read()) {
 
 // Through the index first, then by scanning the table: either b-tree may be the broken one.
 std::optional<transcript_rows::SessionRow> read_session(Connection& db, const std::string& id) {
-  auto row = try_read([&] { return transcript_rows::select_session(db, id, Lookup::by_index); });
-  if (row) return row;
-  return try_read([&] { return transcript_rows::select_session(db, id, Lookup::by_table_scan); });
+  const auto select = [&](Lookup lookup) {
+    return try_read([&] { return transcript_rows::select_session(db, id, lookup, kSkip); });
+  };
+  auto row = select(Lookup::by_index);
+  return row ? row : select(Lookup::by_table_scan);
 }
 
 std::optional<StoredTurn> read_turn(Connection& db, const std::string& id, int64_t idx) {
@@ -72,13 +77,34 @@ void copy_session(Connection& fresh, const StoredSession& session,
   transaction.commit();
 }
 
+// Reading the damaged file without a checkpoint leaves a -shm beside it, and a -wal (empty
+// when the file had none). The -shm is only an index any later reader rebuilds from the -wal,
+// and an empty -wal holds nothing: neither is left behind. A -wal with frames is part of the
+// damaged database and stays with it.
+void remove_reader_leftovers(const std::string& path) {
+  std::error_code ec;
+  const std::string wal = path + "-wal";
+  if (fs::is_regular_file(wal, ec) && fs::file_size(wal, ec) == 0 && !ec) fs::remove(wal, ec);
+  fs::remove(path + "-shm", ec);
+}
+
+// The connection to the damaged file; when it is done, what it left beside the file goes.
+struct DamagedFile {
+  std::string path;
+  std::optional<Connection> db;
+  ~DamagedFile() {
+    db.reset();  // closed first: SQLite deletes nothing itself (no checkpoint on close)
+    remove_reader_leftovers(path);
+  }
+};
+
 // "2 (a, b)" or, past kNamed ids, "40 (a, b, ... and 38 more)".
 std::string count_and_ids(const std::vector<std::string>& ids) {
   constexpr size_t kNamed = 10;
   std::string text = std::to_string(ids.size());
   if (ids.empty()) return text;
   text += " (";
-  for (size_t i = 0; i < ids.size() && i < kNamed; ++i) text += (i ? ", " : "") + ids[i];
+  for (size_t i = 0; i < ids.size() && i < kNamed; ++i) text += (i ? ", " : "") + shown_id(ids[i]);
   if (ids.size() > kNamed) text += ", ... and " + std::to_string(ids.size() - kNamed) + " more";
   return text + ")";
 }
@@ -98,10 +124,12 @@ std::string move_aside(const std::string& path) {
 RecoveryReport salvage_transcripts(const std::string& damaged_path, const StoreOptions& options,
                                    Connection& fresh) {
   RecoveryReport report;
-  std::optional<Connection> damaged;
+  DamagedFile file{damaged_path, std::nullopt};
+  auto& damaged = file.db;
   try {
     damaged.emplace(damaged_path, options.vfs, options.busy_timeout_ms);
     damaged->leave_file_untouched_on_close();
+    damaged->tolerate_damaged_schema();  // nothing is written through this connection
   } catch (const Error& e) {
     report.unreadable = e.what();  // nothing can be read; the file itself is kept aside
     return report;

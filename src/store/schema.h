@@ -11,5 +11,8 @@ std::string_view content_schema_v1();
 // Aux: kv_sessions, kv_block_refs, prefix_blocks (a cache of the transcript's KV: dropping
 // these tables loses nothing that a re-prefill cannot rebuild).
 std::string_view kv_schema_v1();
+// Version 2: sessions.revision, a change marker of the transcript taken from the store-wide
+// counter meta 'last_revision', set by triggers (so every writer, older code too, bumps it).
+std::string_view revision_schema_v2();
 
 }  // namespace parley::store

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <mutex>
 
+#include "common/shown_id.h"
 #include "store/connection.h"
 #include "store/kv_rows.h"
 #include "store/store_open.h"
@@ -23,7 +24,7 @@ int64_t now_ms() {
 
 transcript_rows::SessionRow require_session(Connection& db, const std::string& id) {
   auto row = transcript_rows::select_session(db, id);
-  if (!row) fail(Status::not_found, "no stored session '" + id + "'");
+  if (!row) fail(Status::not_found, "no stored session " + shown_id(id));
   return *row;
 }
 
@@ -32,8 +33,28 @@ transcript_rows::SessionRow require_session(Connection& db, const std::string& i
 void require_turn_count(const transcript_rows::SessionRow& row, const std::string& id,
                         uint32_t n_stored) {
   require(row.n_turns == n_stored, Status::invalid_argument,
-          "session " + id + " holds " + std::to_string(row.n_turns) + " turns, not the " +
-              std::to_string(n_stored) + " its writer left");
+          "session " + shown_id(id) + " holds " + std::to_string(row.n_turns) +
+              " turns, not the " + std::to_string(n_stored) + " its writer left");
+}
+
+// The count alone misses a rewrite that left as many turns, and an id deleted and created
+// again: the revision (never handed out twice) changes with every write of the transcript.
+void require_revision(const transcript_rows::SessionRow& row, const std::string& id,
+                      std::optional<int64_t> revision) {
+  require(!revision || row.session.revision == *revision, Status::invalid_argument, [&] {
+    return "session " + shown_id(id) + " is at revision " +
+           std::to_string(row.session.revision) + ", not the " + std::to_string(*revision) +
+           " its writer last saw: it was rewritten, or deleted and created again";
+  });
+}
+
+// The session row as the writer last left it (see the two above).
+transcript_rows::SessionRow require_as_left(Connection& db, const std::string& id,
+                                            uint32_t n_stored, std::optional<int64_t> revision) {
+  auto row = require_session(db, id);
+  require_turn_count(row, id, n_stored);
+  require_revision(row, id, revision);
+  return row;
 }
 
 void require_known_roles(const char* call, std::span<const StoredTurn> turns) {
@@ -53,6 +74,13 @@ void write_turns_from(Connection& db, const std::string& id,
   }
   transcript_rows::update_turn_count(db, id, first_index + static_cast<int64_t>(turns.size()),
                                      std::max(now_ms(), row.session.updated_ms));
+}
+
+// Commits a write of the session's transcript; its revision, as the triggers left it.
+int64_t commit_revision(Connection& db, WriteTransaction& transaction, const std::string& id) {
+  const int64_t revision = transcript_rows::select_revision(db, id);
+  transaction.commit();
+  return revision;
 }
 
 }  // namespace
@@ -99,66 +127,66 @@ const std::optional<RecoveryReport>& Store::recovery() const { return impl_->rec
 
 // Transcript writes run with synchronous=FULL: COMMIT returns only after the WAL is on disk.
 
-void Store::create_session(const StoredSession& session) {
+int64_t Store::create_session(const StoredSession& session) {
   require(!session.id.empty(), Status::invalid_argument, "create_session: empty session id");
-  impl_->call("create_session", Synchronous::full, [&](Connection& db) {
+  return impl_->call("create_session", Synchronous::full, [&](Connection& db) {
     WriteTransaction transaction(db);
     require(!transcript_rows::select_session(db, session.id), Status::invalid_argument,
-            "create_session: session " + session.id + " already exists");
+            "create_session: session " + shown_id(session.id) + " already exists");
     transcript_rows::insert_session(db, session);
-    transaction.commit();
+    return commit_revision(db, transaction, session.id);
   });
 }
 
-void Store::replace_turns_from(const std::string& id, uint32_t first_index, uint32_t n_stored,
-                               std::span<const StoredTurn> turns) {
+int64_t Store::replace_turns_from(const std::string& id, uint32_t first_index,
+                                  uint32_t n_stored, std::span<const StoredTurn> turns,
+                                  std::optional<int64_t> revision) {
   require_known_roles("replace_turns_from", turns);
   require(first_index <= n_stored, Status::invalid_argument,
           "replace_turns_from: turn " + std::to_string(first_index) + " is past the " +
               std::to_string(n_stored) + " stored");
-  impl_->call("replace_turns_from", Synchronous::full, [&](Connection& db) {
+  return impl_->call("replace_turns_from", Synchronous::full, [&](Connection& db) {
     WriteTransaction transaction(db);
-    const auto row = require_session(db, id);
-    require_turn_count(row, id, n_stored);
+    const auto row = require_as_left(db, id, n_stored, revision);
     write_turns_from(db, id, row, first_index, turns);
-    transaction.commit();
+    return commit_revision(db, transaction, id);
   });
 }
 
-void Store::truncate_turns(const std::string& id, uint32_t n_stored, uint32_t keep,
-                           uint32_t keep_kv_tokens) {
+int64_t Store::truncate_turns(const std::string& id, uint32_t n_stored, uint32_t keep,
+                              uint32_t keep_kv_tokens, std::optional<int64_t> revision) {
   require(keep <= n_stored, Status::invalid_argument,
           "truncate_turns: cannot keep " + std::to_string(keep) + " of " +
               std::to_string(n_stored) + " turns");
-  impl_->call("truncate_turns", Synchronous::full, [&](Connection& db) {
+  return impl_->call("truncate_turns", Synchronous::full, [&](Connection& db) {
     WriteTransaction transaction(db);
-    const auto row = require_session(db, id);
-    require_turn_count(row, id, n_stored);
+    const auto row = require_as_left(db, id, n_stored, revision);
     transcript_rows::delete_turns_from(db, id, keep);
     transcript_rows::update_turn_count(db, id, keep, std::max(now_ms(), row.session.updated_ms));
     // The KV described the dropped turns too: only whole blocks of the kept ids stay.
     kv_rows::trim_session_kv(db, id, keep_kv_tokens);
-    transaction.commit();
+    return commit_revision(db, transaction, id);
   });
 }
 
-void Store::replace_turns(const std::string& id, uint32_t n_stored,
-                          std::span<const StoredTurn> turns) {
-  replace_turns(id, n_stored, nullptr, turns);
+int64_t Store::replace_turns(const std::string& id, uint32_t n_stored,
+                             std::span<const StoredTurn> turns, std::optional<int64_t> revision) {
+  return replace_turns(id, n_stored, nullptr, turns, revision);
 }
 
-void Store::replace_turns(const std::string& id, uint32_t n_stored,
-                          const std::string& system_prompt, std::span<const StoredTurn> turns) {
-  replace_turns(id, n_stored, &system_prompt, turns);
+int64_t Store::replace_turns(const std::string& id, uint32_t n_stored,
+                             const std::string& system_prompt, std::span<const StoredTurn> turns,
+                             std::optional<int64_t> revision) {
+  return replace_turns(id, n_stored, &system_prompt, turns, revision);
 }
 
-void Store::replace_turns(const std::string& id, uint32_t n_stored,
-                          const std::string* system_prompt, std::span<const StoredTurn> turns) {
+int64_t Store::replace_turns(const std::string& id, uint32_t n_stored,
+                             const std::string* system_prompt, std::span<const StoredTurn> turns,
+                             std::optional<int64_t> revision) {
   require_known_roles("replace_turns", turns);
-  impl_->call("replace_turns", Synchronous::full, [&](Connection& db) {
+  return impl_->call("replace_turns", Synchronous::full, [&](Connection& db) {
     WriteTransaction transaction(db);
-    const auto row = require_session(db, id);
-    require_turn_count(row, id, n_stored);
+    const auto row = require_as_left(db, id, n_stored, revision);
     if (system_prompt) transcript_rows::update_system_prompt(db, id, *system_prompt);
     transcript_rows::delete_turns_from(db, id, 0);
     for (size_t i = 0; i < turns.size(); ++i) {
@@ -167,15 +195,16 @@ void Store::replace_turns(const std::string& id, uint32_t n_stored,
     transcript_rows::update_turn_count(db, id, static_cast<int64_t>(turns.size()),
                                        std::max(now_ms(), row.session.updated_ms));
     kv_rows::delete_session_kv(db, id);  // it held the old conversation
-    transaction.commit();
+    return commit_revision(db, transaction, id);
   });
 }
 
 void Store::set_overflow(const std::string& id, int32_t overflow) {
   impl_->call("set_overflow", Synchronous::full, [&](Connection& db) {
     WriteTransaction transaction(db);
-    require_session(db, id);
-    transcript_rows::update_overflow(db, id, overflow);
+    const auto row = require_session(db, id);
+    transcript_rows::update_overflow(db, id, overflow,
+                                     std::max(now_ms(), row.session.updated_ms));
     transaction.commit();
   });
 }
@@ -208,6 +237,17 @@ std::vector<StoredTurn> Store::load_turns(const std::string& id) {
   });
 }
 
+std::optional<Store::Conversation> Store::load_conversation(const std::string& id) {
+  return impl_->call("load_conversation", kReadOnly,
+                     [&](Connection& db) -> std::optional<Conversation> {
+                       ReadTransaction snapshot(db);
+                       auto row = transcript_rows::select_session(db, id);
+                       if (!row) return std::nullopt;
+                       auto turns = transcript_rows::select_turns(db, id, row->n_turns);
+                       return Conversation{std::move(row->session), std::move(turns)};
+                     });
+}
+
 std::optional<StoredSummary> Store::session_summary(const std::string& id) {
   return impl_->call("session_summary", kReadOnly,
                      [&](Connection& db) -> std::optional<StoredSummary> {
@@ -218,6 +258,10 @@ std::optional<StoredSummary> Store::session_summary(const std::string& id) {
                        s.session = std::move(row->session);
                        s.n_turns = static_cast<uint32_t>(row->n_turns);
                        s.kv_bytes = kv_rows::session_kv_bytes(db, id);
+                       if (const auto origin = kv_rows::select_kv_origin(db, id)) {
+                         s.kv_model_fingerprint = origin->model_fingerprint;
+                         s.kv_type = origin->kv_type;
+                       }
                        return s;
                      });
 }
@@ -235,7 +279,8 @@ bool Store::has_prefix_block(uint64_t hash) {
 }
 
 void Store::save_kv(const std::string& id, const StoredKv& kv,
-                    std::span<const PrefixBlob> new_blobs, std::optional<uint32_t> n_stored) {
+                    std::span<const PrefixBlob> new_blobs, std::optional<uint32_t> n_stored,
+                    std::optional<int64_t> revision) {
   for (const PrefixBlob& blob : new_blobs) {
     // A blob no block refers to would never be deleted.
     require(std::find(kv.full_block_hashes.begin(), kv.full_block_hashes.end(), blob.hash) !=
@@ -248,6 +293,7 @@ void Store::save_kv(const std::string& id, const StoredKv& kv,
     WriteTransaction transaction(db);
     const auto row = require_session(db, id);
     if (n_stored) require_turn_count(row, id, *n_stored);
+    require_revision(row, id, revision);
     const std::vector<uint64_t> previous = kv_rows::delete_session_kv_rows(db, id);
     for (const PrefixBlob& blob : new_blobs) {
       kv_rows::insert_prefix_block_if_absent(db, blob.hash, blob.blob);

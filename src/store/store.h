@@ -24,6 +24,10 @@ struct StoredSession {
   int32_t overflow = 0;            // PARLEY_OVERFLOW_*
   int64_t created_ms = 0;          // Unix time
   int64_t updated_ms = 0;
+  // Read back only: the transcript's change marker. Every write of the transcript (or of the
+  // system prompt) gives it the next value of a store-wide counter, so it never repeats, not
+  // even for an id deleted and created again.
+  int64_t revision = 0;
 };
 
 // What a listing shows of a stored conversation without reading its turns.
@@ -31,6 +35,9 @@ struct StoredSummary {
   StoredSession session;
   uint32_t n_turns = 0;
   uint64_t kv_bytes = 0;  // its stored KV, shared prefix blocks included
+  // Who computed the stored KV (what decides whether it can be restored); unset when none.
+  std::optional<uint64_t> kv_model_fingerprint;
+  int32_t kv_type = 0;  // PARLEY_KV_*, with kv_model_fingerprint
 };
 
 struct StoredTurn {
@@ -84,40 +91,61 @@ class Store {
   const std::optional<RecoveryReport>& recovery() const;
 
   // Transcript. Each call is one transaction committed with synchronous=FULL: when it
-  // returns, the data survives a crash or power loss.
-  void create_session(const StoredSession& session);  // Error(invalid_argument) if the id exists
+  // returns, the data survives a crash or power loss. Every write first checks that the file
+  // is still the one opened (not moved, replaced or deleted since): else Error(storage).
+  // Writes of the transcript return its new revision (StoredSession::revision). A writer
+  // passes the revision it last saw (read or returned): another one means another writer (an
+  // engine on the same file) changed the conversation since, or deleted it and made another
+  // under the same id; the call is then refused with Error(invalid_argument).
+
+  // Error(invalid_argument) if the id exists.
+  int64_t create_session(const StoredSession& session);
   // Turns first_index on become `turns` (a last reply that went on). The session must hold
   // n_stored turns, first_index <= n_stored: fewer or more means another engine wrote to it.
   // The KV stays: it still describes the ids the kept turns start with.
-  void replace_turns_from(const std::string& id, uint32_t first_index, uint32_t n_stored,
-                          std::span<const StoredTurn> turns);
+  int64_t replace_turns_from(const std::string& id, uint32_t first_index, uint32_t n_stored,
+                             std::span<const StoredTurn> turns,
+                             std::optional<int64_t> revision = std::nullopt);
   // Keeps the first `keep` turns of the n_stored the session must hold (as above). The
   // session's KV keeps the whole blocks of its first `keep_kv_tokens` tokens (the ids the kept
   // turns still start with) and drops the rest.
-  void truncate_turns(const std::string& id, uint32_t n_stored, uint32_t keep,
-                      uint32_t keep_kv_tokens = 0);
+  int64_t truncate_turns(const std::string& id, uint32_t n_stored, uint32_t keep,
+                         uint32_t keep_kv_tokens = 0,
+                         std::optional<int64_t> revision = std::nullopt);
   // The session's n_stored turns (as above) become exactly `turns`, in one transaction (a
   // conversation rebuilt after dropping its oldest exchanges); also drops its KV.
-  void replace_turns(const std::string& id, uint32_t n_stored, std::span<const StoredTurn> turns);
+  int64_t replace_turns(const std::string& id, uint32_t n_stored,
+                        std::span<const StoredTurn> turns,
+                        std::optional<int64_t> revision = std::nullopt);
   // The same with a new system prompt (the conversation's opening rendered again).
-  void replace_turns(const std::string& id, uint32_t n_stored, const std::string& system_prompt,
-                     std::span<const StoredTurn> turns);
-  // The session's PARLEY_OVERFLOW_* policy; Error(not_found).
+  int64_t replace_turns(const std::string& id, uint32_t n_stored,
+                        const std::string& system_prompt, std::span<const StoredTurn> turns,
+                        std::optional<int64_t> revision = std::nullopt);
+  // The session's PARLEY_OVERFLOW_* policy, and its updated_ms; Error(not_found). A header
+  // change, not the transcript's: the revision stays, and no revision is checked.
   void set_overflow(const std::string& id, int32_t overflow);
   void delete_session(const std::string& id);  // transcript and KV; Error(not_found)
   std::optional<StoredSession> load_session(const std::string& id);
   // Error(corrupt) when a turn cannot be read back (a bad token blob, a gap in the indexes).
   std::vector<StoredTurn> load_turns(const std::string& id);
+  // The session and its turns from one snapshot, so that its revision is theirs; as above.
+  struct Conversation {
+    StoredSession session;
+    std::vector<StoredTurn> turns;
+  };
+  std::optional<Conversation> load_conversation(const std::string& id);
   std::vector<std::string> list_sessions();  // by creation time
   std::optional<StoredSummary> session_summary(const std::string& id);  // one snapshot
 
   // KV. save_kv replaces the session's stored KV in one transaction and inserts the prefix
   // blobs that are not stored yet; it may use synchronous=NORMAL (KV can be rebuilt).
   bool has_prefix_block(uint64_t hash);
-  // With n_stored, the session must hold that many turns (as above): KV is never stored
-  // under a transcript another writer changed.
+  // With n_stored (and revision), the session must hold that many turns (at that revision,
+  // as above): KV is never stored under a transcript another writer changed. The revision
+  // stays: the transcript did not change.
   void save_kv(const std::string& id, const StoredKv& kv, std::span<const PrefixBlob> new_blobs,
-               std::optional<uint32_t> n_stored = std::nullopt);
+               std::optional<uint32_t> n_stored = std::nullopt,
+               std::optional<int64_t> revision = std::nullopt);
   std::optional<StoredKv> load_kv(const std::string& id);
   std::optional<std::vector<std::byte>> load_prefix_block(uint64_t hash);
   void drop_kv(const std::string& id);  // and prefix blocks no session references any more
@@ -126,8 +154,9 @@ class Store {
 
  private:
   // Both replace_turns: the system prompt too when not null.
-  void replace_turns(const std::string& id, uint32_t n_stored, const std::string* system_prompt,
-                     std::span<const StoredTurn> turns);
+  int64_t replace_turns(const std::string& id, uint32_t n_stored,
+                        const std::string* system_prompt, std::span<const StoredTurn> turns,
+                        std::optional<int64_t> revision);
 
   struct Impl;
   std::unique_ptr<Impl> impl_;

@@ -2,6 +2,8 @@
 
 #include <bit>
 
+#include "common/shown_id.h"
+
 namespace parley::store::transcript_rows {
 namespace {
 
@@ -70,14 +72,14 @@ void insert_session(Connection& db, const StoredSession& s) {
       .run();
 }
 
-std::optional<SessionRow> select_session(Connection& db, const std::string& id, Lookup lookup) {
-  auto statement = db.statement(
-      lookup == Lookup::by_index
-          ? "SELECT model_fingerprint, chat_template, system_prompt, cache_scope, overflow,"
-            " created_ms, updated_ms, n_turns FROM sessions WHERE id = ?1"
-          : "SELECT model_fingerprint, chat_template, system_prompt, cache_scope, overflow,"
-            " created_ms, updated_ms, n_turns FROM sessions NOT INDEXED WHERE id = ?1",
-      "select session");
+std::optional<SessionRow> select_session(Connection& db, const std::string& id, Lookup lookup,
+                                         Revision revision) {
+  const std::string sql =
+      std::string("SELECT model_fingerprint, chat_template, system_prompt, cache_scope, overflow,"
+                  " created_ms, updated_ms, n_turns, ") +
+      (revision == Revision::read ? "revision" : "0") + " FROM sessions" +
+      (lookup == Lookup::by_index ? "" : " NOT INDEXED") + " WHERE id = ?1";
+  auto statement = db.statement(sql, "select session");
   statement->bind_text(1, id);
   if (!statement->step()) return std::nullopt;
   SessionRow row;
@@ -90,7 +92,9 @@ std::optional<SessionRow> select_session(Connection& db, const std::string& id, 
   row.session.created_ms = statement->int64_at(5);
   row.session.updated_ms = statement->int64_at(6);
   row.n_turns = statement->int64_at(7);
-  require(row.n_turns >= 0, Status::corrupt, "session " + id + " has a negative turn count");
+  row.session.revision = statement->int64_at(8);
+  require(row.n_turns >= 0, Status::corrupt,
+          "session " + shown_id(id) + " has a negative turn count");
   return row;
 }
 
@@ -100,6 +104,13 @@ std::vector<std::string> select_session_ids(Connection& db) {
   std::vector<std::string> ids;
   while (statement->step()) ids.push_back(statement->text_at(0));
   return ids;
+}
+
+int64_t select_revision(Connection& db, const std::string& id) {
+  auto statement = db.statement("SELECT revision FROM sessions WHERE id = ?1", "read revision");
+  statement->bind_text(1, id);
+  require(statement->step(), Status::not_found, "no stored session " + shown_id(id));
+  return statement->int64_at(0);
 }
 
 void update_turn_count(Connection& db, const std::string& id, int64_t n_turns, int64_t updated_ms) {
@@ -114,10 +125,10 @@ void update_system_prompt(Connection& db, const std::string& id, const std::stri
   statement->bind_text(1, id).bind_text(2, system_prompt).run();
 }
 
-void update_overflow(Connection& db, const std::string& id, int32_t overflow) {
-  auto statement =
-      db.statement("UPDATE sessions SET overflow = ?2 WHERE id = ?1", "update overflow policy");
-  statement->bind_text(1, id).bind_int64(2, overflow).run();
+void update_overflow(Connection& db, const std::string& id, int32_t overflow, int64_t updated_ms) {
+  auto statement = db.statement("UPDATE sessions SET overflow = ?2, updated_ms = ?3 WHERE id = ?1",
+                                "update overflow policy");
+  statement->bind_text(1, id).bind_int64(2, overflow).bind_int64(3, updated_ms).run();
 }
 
 bool delete_session(Connection& db, const std::string& id) {
@@ -151,13 +162,13 @@ std::vector<StoredTurn> select_turns(Connection& db, const std::string& id, int6
     const int64_t idx = statement->int64_at(0);
     const auto expected = static_cast<int64_t>(turns.size());
     require(idx == expected, Status::corrupt,
-            "session " + id + ": turn " + std::to_string(expected) + " is missing (found " +
-                std::to_string(idx) + ")");
+            "session " + shown_id(id) + ": turn " + std::to_string(expected) +
+                " is missing (found " + std::to_string(idx) + ")");
     turns.push_back(turn_from_row(*statement, 1));
   }
   require(static_cast<int64_t>(turns.size()) == n_turns, Status::corrupt,
-          "session " + id + " has " + std::to_string(turns.size()) + " stored turns, expected " +
-              std::to_string(n_turns));
+          "session " + shown_id(id) + " has " + std::to_string(turns.size()) +
+              " stored turns, expected " + std::to_string(n_turns));
   return turns;
 }
 

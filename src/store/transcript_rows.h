@@ -24,17 +24,22 @@ std::vector<int32_t> decode_token_ids(std::span<const std::byte> blob);  // Erro
 enum class Lookup { by_index, by_table_scan };
 
 struct SessionRow {
-  StoredSession session;
+  StoredSession session;  // session.revision included
   int64_t n_turns = 0;
 };
 
 void insert_session(Connection& db, const StoredSession& session);
+// Salvage reads of a damaged file skip the revision: an older file has no such column.
+enum class Revision { read, skip };
 std::optional<SessionRow> select_session(Connection& db, const std::string& id,
-                                         Lookup lookup = Lookup::by_index);
+                                         Lookup lookup = Lookup::by_index,
+                                         Revision revision = Revision::read);
 std::vector<std::string> select_session_ids(Connection& db);  // by creation time, then insertion
+// The revision the triggers gave the row by the writes so far (read it before committing).
+int64_t select_revision(Connection& db, const std::string& id);
 void update_turn_count(Connection& db, const std::string& id, int64_t n_turns, int64_t updated_ms);
 void update_system_prompt(Connection& db, const std::string& id, const std::string& system_prompt);
-void update_overflow(Connection& db, const std::string& id, int32_t overflow);
+void update_overflow(Connection& db, const std::string& id, int32_t overflow, int64_t updated_ms);
 bool delete_session(Connection& db, const std::string& id);  // false: no such row
 
 void insert_turn(Connection& db, const std::string& id, int64_t idx, const StoredTurn& turn);

@@ -16,12 +16,14 @@ using namespace parley::test;
 
 namespace {
 
-parley_engine* open_with_store(const std::string& db, uint32_t idle_spill_ms = 0) {
+parley_engine* open_with_store(const std::string& db, uint32_t idle_spill_ms = 0,
+                               int32_t kv_type = PARLEY_KV_DEFAULT) {
   parley_engine_options o;
   parley_engine_options_init(&o);
   o.model_path = tiny_chat_model().c_str();
   o.store_path = db.c_str();
   o.idle_spill_ms = idle_spill_ms;
+  o.kv_type = kv_type;
   parley_engine* e = nullptr;
   REQUIRE_MESSAGE(parley_engine_open(&o, &e) == PARLEY_OK, parley_last_error());
   return e;
@@ -212,5 +214,64 @@ TEST_CASE("parley_store_get_session_info: a conversation of another model is mar
   CHECK(stored_info(e, "tiny").same_model == 0);
   parley_session_close(create_raw_session(e, "stories"));
   CHECK(stored_info(e, "stories").same_model == 1);
+  parley_engine_close(e);
+}
+
+// same_model says whether the stored KV can come back: restoring takes only a KV of this
+// engine's model and kv_type, whatever model the conversation was started with.
+TEST_CASE("parley_store_get_session_info: same_model follows the stored KV's model and type") {
+  TempDir dir;
+  const std::string db = (dir / "sessions.db").string();
+  const auto g = greedy_options(4);
+  parley_engine* e = open_with_store(db, 0, PARLEY_KV_INT8);
+  parley_session* s = create_raw_session(e, "int8");
+  REQUIRE(parley_session_send(s, "a b", &g, nullptr, nullptr, nullptr) == PARLEY_OK);
+  parley_session_close(s);  // its KV stored as INT8
+  parley_session_close(create_raw_session(e, "no-kv"));
+  parley_engine_close(e);
+
+  e = open_with_store(db, 0, PARLEY_KV_F16);
+  REQUIRE(stored_info(e, "int8").kv_bytes_stored > 0);
+  CHECK(stored_info(e, "int8").same_model == 0);  // an F16 engine recomputes it
+  CHECK(stored_info(e, "no-kv").same_model == 1);  // no KV: the model it was made with
+  // This engine's send and spill store the KV as F16: now it comes back here.
+  REQUIRE(parley_session_open(e, "int8", &s) == PARLEY_OK);
+  REQUIRE(parley_session_send(s, "c", &g, nullptr, nullptr, nullptr) == PARLEY_OK);
+  parley_session_close(s);
+  CHECK(stored_info(e, "int8").same_model == 1);
+  parley_engine_close(e);
+}
+
+TEST_CASE("parley_session_set_overflow: the stored updated_unix_ms moves with it") {
+  TempDir dir;
+  parley_engine* e = open_with_store((dir / "sessions.db").string());
+  parley_session* s = create_raw_session(e, "x");
+  const int64_t before = stored_info(e, "x").updated_unix_ms;
+  std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  REQUIRE(parley_session_set_overflow(s, PARLEY_OVERFLOW_DROP_OLDEST) == PARLEY_OK);
+  CHECK(stored_info(e, "x").updated_unix_ms > before);
+  CHECK(stored_info(e, "x").updated_unix_ms <= unix_ms_now());
+  parley_session_close(s);
+  parley_engine_close(e);
+}
+
+// An id is the application's bytes: a message shows it escaped and cut, one readable line.
+TEST_CASE("an id in an error message is escaped and cut, never echoed raw") {
+  TempDir dir;
+  parley_engine* e = open_with_store((dir / "sessions.db").string());
+  parley_session* s = nullptr;
+  CHECK(parley_session_open(e, "bad\xff\xfe", &s) == PARLEY_E_NOT_FOUND);
+  std::string message = parley_last_error();
+  CHECK(message.find('\xff') == std::string::npos);
+  CHECK(last_error_mentions("'bad\\xFF\\xFE'"));
+  CHECK(parley_session_delete(e, "x\xc3") == PARLEY_E_NOT_FOUND);
+  CHECK(last_error_mentions("'x\\xC3'"));
+  CHECK(parley_session_open(e, "line\nbreak", &s) == PARLEY_E_NOT_FOUND);
+  CHECK(std::string(parley_last_error()).find('\n') == std::string::npos);
+  const std::string huge(10000, 'z');
+  CHECK(parley_session_open(e, huge.c_str(), &s) == PARLEY_E_NOT_FOUND);
+  message = parley_last_error();
+  CHECK(message.size() < 300);
+  CHECK(message.find("zzz...'") != std::string::npos);
   parley_engine_close(e);
 }

@@ -5,6 +5,7 @@
 
 #include <sqlite3.h>
 
+#include <filesystem>
 #include <functional>
 #include <memory>
 #include <string>
@@ -139,6 +140,77 @@ TEST_CASE("a conversation changed in the store by another engine: STORAGE, not a
   const auto stored = engine::Session::open(second, "shared");
   CHECK(stored->messages().size() == 4);
   CHECK(stored->messages()[2].text == "c");
+}
+
+// The count of turns alone misses another engine's rewrite that leaves as many turns, and a
+// conversation deleted and started again under the same id: the stale engine's next turn
+// would be grafted onto another conversation. Both are refused as changed elsewhere.
+TEST_CASE("another engine's rewrite with the same turn count, or a reused id: STORAGE") {
+  TempDir dir;
+  const StoreSetup store{(dir / "s.db").string()};
+  auto first = open_engine_with_store(small_synthetic_model(), kv::KvType::int8, store);
+  auto second = open_engine_with_store(small_synthetic_model(), kv::KvType::int8, store);
+  engine::SessionOptions options = session_options("", "raw");
+  options.id = "shared";
+  auto mine = std::make_unique<engine::Session>(first, options);
+  greedy_turn(*mine, "a b", 3);
+  const auto expect_refused = [&] {
+    std::string message;
+    try {
+      greedy_turn(*mine, "stale", 3);
+      FAIL("the stale turn must be refused");
+    } catch (const Error& e) {
+      CHECK(e.status() == Status::storage);
+      message = e.what();
+    }
+    CHECK(message.find("another engine") != std::string::npos);
+  };
+  SUBCASE("rewound and sent again") {
+    auto theirs = engine::Session::open(second, "shared");
+    theirs->rewind(2);
+    greedy_turn(*theirs, "c", 3);
+    REQUIRE(second->store()->load_turns("shared").size() == 2);
+    expect_refused();
+    const auto turns = second->store()->load_turns("shared");
+    REQUIRE(turns.size() == 2);
+    CHECK(turns[0].text == "c");
+  }
+  SUBCASE("deleted and created again") {
+    second->delete_stored_session("shared");
+    {
+      engine::Session theirs(second, options);
+      greedy_turn(theirs, "c", 3);
+    }
+    expect_refused();
+    const auto turns = second->store()->load_turns("shared");
+    REQUIRE(turns.size() == 2);
+    CHECK(turns[0].text == "c");
+    // Nor is this session's KV stored under their conversation.
+    CHECK(status_of([&] { mine->spill(); }) == Status::storage);
+  }
+  CHECK(mine->messages().size() == 4);  // both turns stay in memory here
+}
+
+// Another process's recovery renames the store aside and makes a new file at its path (or
+// the file is deleted): commits into the old file would be lost, so each is refused.
+TEST_CASE("the store file moved aside while open: STORAGE, the turn kept in memory") {
+  TempDir dir;
+  const std::string db = (dir / "s.db").string();
+  auto engine = open_engine_with_store(small_synthetic_model(), kv::KvType::int8, {db});
+  engine::Session s(engine, session_options("", "raw"));
+  greedy_turn(s, "a b", 3);
+  std::filesystem::rename(db, db + ".corrupt-1");
+  std::string message;
+  try {
+    greedy_turn(s, "c", 3);
+    FAIL("the commit must be refused");
+  } catch (const Error& e) {
+    CHECK(e.status() == Status::storage);
+    message = e.what();
+  }
+  CHECK(message.find("moved, replaced or deleted") != std::string::npos);
+  CHECK(s.messages().size() == 4);  // kept in memory, as with any STORAGE failure
+  CHECK(status_of([&] { s.spill(); }) == Status::storage);
 }
 
 // A turn the store refused lives in memory until the next commit. Spilling the session's KV

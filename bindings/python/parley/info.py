@@ -155,8 +155,9 @@ class StoredSessionInfo:
     updated_unix_ms (Unix time, milliseconds): when it was started and when its last change
     was committed; n_turns counts the system prompt. is_open: open in this engine (the store
     may lag a turn that failed to commit; Session.info has it as it is). kv_bytes_stored: its
-    stored KV, shared prefix blocks included; 0 = none. same_model: stored with this engine's
-    model, so its KV can come back rather than be recomputed."""
+    stored KV, shared prefix blocks included; 0 = none. same_model: its stored KV was computed
+    by this engine's model with its kv_type, so it can come back rather than be recomputed
+    (with no KV stored: the conversation was started with this engine's model)."""
     created_unix_ms: int
     updated_unix_ms: int
     n_turns: int

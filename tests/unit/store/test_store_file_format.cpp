@@ -10,6 +10,7 @@
 
 #include "append_turns.h"
 #include "common/error.h"
+#include "store/schema.h"
 #include "store/store.h"
 #include "support/shared_assets.h"
 #include "support/stored_session.h"
@@ -90,7 +91,7 @@ TEST_CASE("store schema: a new file is a Parley store in WAL mode with 16 KiB pa
   { Store store(path); }
   RawDb raw(path);
   CHECK(raw.int64("PRAGMA application_id") == kParleyApplicationId);
-  CHECK(raw.int64("PRAGMA user_version") == 1);
+  CHECK(raw.int64("PRAGMA user_version") == 2);
   CHECK(raw.text("PRAGMA journal_mode") == "wal");
   CHECK(raw.int64("PRAGMA page_size") == 16384);
   CHECK(raw.int64("SELECT value FROM meta WHERE key = 'compatible_version'") == 1);
@@ -111,7 +112,7 @@ TEST_CASE("store migration: an empty file, and a blank SQLite file at user_versi
     Store store(empty);
     store.create_session(session_named("s", 5));
   }
-  CHECK(RawDb(empty).int64("PRAGMA user_version") == 1);
+  CHECK(RawDb(empty).int64("PRAGMA user_version") == 2);
 
   // A database file that exists but holds nothing yet (4 KiB pages, rollback journal).
   const std::string blank = (dir / "blank.db").string();
@@ -127,8 +128,50 @@ TEST_CASE("store migration: an empty file, and a blank SQLite file at user_versi
     CHECK(store.list_sessions().size() == 1);
   }
   RawDb raw(blank);
-  CHECK(raw.int64("PRAGMA user_version") == 1);
+  CHECK(raw.int64("PRAGMA user_version") == 2);
   CHECK(raw.text("PRAGMA journal_mode") == "wal");
+}
+
+namespace {
+
+// A file version 1 made: the tables as they were, a session with turns, no revisions.
+void make_version_1_store(const std::string& path) {
+  RawDb raw(path);
+  raw.exec("PRAGMA application_id = " + std::to_string(kParleyApplicationId));
+  raw.exec(std::string(content_schema_v1()));
+  raw.exec(std::string(kv_schema_v1()));
+  raw.exec("INSERT INTO meta (key, value) VALUES ('compatible_version', 1)");
+  raw.exec("INSERT INTO sessions VALUES ('s', 0, 'raw', '', '', 0, 1, 1, 1)");
+  raw.exec("INSERT INTO turns VALUES ('s', 0, 1, 'old', x'01000000', 1)");
+  raw.exec("PRAGMA user_version = 1");
+}
+
+}  // namespace
+
+TEST_CASE("store migration: a version 1 file gets revisions that version 1 writes bump too") {
+  test::TempDir dir;
+  const std::string path = (dir / "v1.db").string();
+  make_version_1_store(path);
+  int64_t seen = 0;
+  {
+    Store store(path);
+    CHECK(store.load_turns("s").size() == 1);
+    seen = store.load_session("s")->revision;
+    seen = store.replace_turns_from("s", 1, 1, std::vector{StoredTurn{2, "new", {2}, true}}, seen);
+  }
+  RawDb raw(path);
+  CHECK(raw.int64("PRAGMA user_version") == 2);
+  // Version 1 code can still use the file: its writes fire the triggers.
+  CHECK(raw.int64("SELECT value FROM meta WHERE key = 'compatible_version'") == 1);
+  CHECK(raw.int64("SELECT revision FROM sessions WHERE id = 's'") == seen);
+  raw.exec("UPDATE sessions SET n_turns = 2, updated_ms = 5 WHERE id = 's'");  // as v1 writes
+  const int64_t bumped = raw.int64("SELECT revision FROM sessions WHERE id = 's'");
+  CHECK(bumped > seen);
+  raw.exec("DELETE FROM sessions WHERE id = 's'");
+  raw.exec("INSERT INTO sessions (id, model_fingerprint, chat_template, system_prompt,"
+           " cache_scope, overflow, created_ms, updated_ms, n_turns)"
+           " VALUES ('s', 0, 'raw', '', '', 0, 1, 1, 0)");
+  CHECK(raw.int64("SELECT revision FROM sessions WHERE id = 's'") > bumped);
 }
 
 TEST_CASE("store migration: a newer file that is still compatible opens and works") {

@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <random>
 #include <set>
 
@@ -18,6 +19,7 @@
 #include "store/recovery.h"
 #include "store/store.h"
 #include "support/shared_assets.h"
+#include "support/stored_session.h"
 
 using namespace parley;
 using namespace parley::store;
@@ -284,8 +286,9 @@ TEST_CASE("describe_recovery names the sessions truncated and lost, the first te
   report.truncated = {"t1"};
   for (int i = 0; i < 12; ++i) report.lost.push_back("l" + std::to_string(i));
   CHECK(describe_recovery("chat.db", report) ==
-        "session store chat.db: recovered 2 sessions, truncated 1 (t1), lost 12 (l0, l1, l2, "
-        "l3, l4, l5, l6, l7, l8, l9, ... and 2 more); the damaged file is chat.db.corrupt-1");
+        "session store chat.db: recovered 2 sessions, truncated 1 ('t1'), lost 12 ('l0', 'l1', "
+        "'l2', 'l3', 'l4', 'l5', 'l6', 'l7', 'l8', 'l9', ... and 2 more); the damaged file is "
+        "chat.db.corrupt-1");
   report = RecoveryReport{};
   report.moved_aside_to = "chat.db.corrupt-2";
   CHECK(describe_recovery("chat.db", report) ==
@@ -348,8 +351,87 @@ TEST_CASE("store recovery: the WAL moves aside with its file, and its commits ar
   const std::string aside = store.recovery()->moved_aside_to;
   CHECK(fs::exists(aside + "-wal"));
   CHECK(contents_of(aside + "-wal") == damaged_wal);
+  CHECK_FALSE(fs::exists(aside + "-shm"));  // an index of the WAL, rebuilt by any reader
   const auto& recovered = store.recovery()->recovered;
   CHECK(std::find(recovered.begin(), recovered.end(), "only-in-wal") != recovered.end());
   REQUIRE(store.load_turns("only-in-wal").size() == 1);
   CHECK(store.load_turns("only-in-wal")[0].text == "wal turn");
+}
+
+// A file shorter than its header says (a copy cut short, a full disk): SQLite refuses it
+// whole as malformed, yet the pages that are there still hold most transcripts.
+TEST_CASE("store recovery: a truncated file still gives up the transcripts it holds") {
+  test::TempDir dir;
+  const std::string path = (dir / "chat.db").string();
+  fill_store(path);
+  fs::resize_file(path, fs::file_size(path) * 3 / 4 + 1000);  // not on a page boundary
+  Store store(path);
+  REQUIRE(store.recovery().has_value());
+  const RecoveryReport& report = *store.recovery();
+  INFO("recovered " << report.recovered.size() << ", truncated " << report.truncated.size()
+                    << ", lost " << report.lost.size() << "; " << report.unreadable);
+  CHECK(report.recovered.size() > kSessions / 4);
+  for (const std::string& id : report.recovered) {
+    CAPTURE(id);
+    check_same_turns(store.load_turns(id), turns_of(index_of(id)));
+  }
+}
+
+TEST_CASE("store recovery: no -wal or -shm of the salvage is left beside the damaged file") {
+  test::TempDir dir;
+  const std::string path = (dir / "chat.db").string();
+  fill_store(path);  // closed cleanly: no WAL
+  const auto turn_pages = leaf_pages_of(path, "turns");
+  overwrite_page(path, turn_pages[turn_pages.size() / 2], 5);
+  std::string aside;
+  {
+    Store store(path);
+    REQUIRE(store.recovery().has_value());
+    aside = store.recovery()->moved_aside_to;
+  }
+  CHECK(fs::exists(aside));
+  CHECK_FALSE(fs::exists(aside + "-wal"));
+  CHECK_FALSE(fs::exists(aside + "-shm"));
+  std::set<std::string> names;
+  for (const auto& entry : fs::directory_iterator(dir.path())) {
+    names.insert(entry.path().filename().string());
+  }
+  CHECK(names == std::set<std::string>{"chat.db", fs::path(aside).filename().string()});
+}
+
+// Another process's recovery renames the file aside and makes a new one at its path while
+// this store still has the old one open: its commits must not go on into the renamed file.
+TEST_CASE("store: a file moved aside, replaced or deleted while open refuses writes: STORAGE") {
+  test::TempDir dir;
+  const auto open_with_a_turn = [](const std::string& path) {
+    auto store = std::make_unique<Store>(path);
+    store->create_session(test::session_named("s"));
+    append_turns(*store, "s", 0, std::vector{StoredTurn{1, "kept", {2}, true}});
+    return store;
+  };
+  const auto expect_refused = [](Store& store, const std::string& path) {
+    try {
+      append_turns(store, "s", 1, std::vector{StoredTurn{1, "lost?", {3}, true}});
+      FAIL("the write must be refused");
+    } catch (const Error& e) {
+      CHECK(e.status() == Status::storage);
+      CHECK(std::string(e.what()).find("moved, replaced or deleted") != std::string::npos);
+      CHECK(std::string(e.what()).find(path) != std::string::npos);
+    }
+    CHECK(store.load_turns("s").size() == 1);  // reads still see the old file
+  };
+  SUBCASE("moved aside and replaced, as another process's recovery does") {
+    const std::string path = (dir / "moved.db").string();
+    auto mine = open_with_a_turn(path);
+    move_aside(path);
+    Store fresh(path);
+    expect_refused(*mine, path);
+    CHECK(fresh.list_sessions().empty());
+  }
+  SUBCASE("deleted") {
+    const std::string path = (dir / "deleted.db").string();
+    auto mine = open_with_a_turn(path);
+    fs::remove(path);
+    expect_refused(*mine, path);
+  }
 }

@@ -137,6 +137,68 @@ TEST_CASE("store: replace_turns_from rewrites the last turns, and only a transcr
   check_same(back[2], turn(1, "next", {7}));
 }
 
+// Two stores on one file stand for two engines. The count of turns alone misses a rewrite
+// that leaves as many turns, and an id deleted and created again: the revision does not.
+TEST_CASE("store: a writer's revision refuses a rewrite with the same count, and a reused id") {
+  test::TempDir dir;
+  const std::string path = (dir / "chat.db").string();
+  Store mine(path);
+  Store theirs(path);
+  const int64_t created = mine.create_session(session_named("s"));
+  CHECK(mine.load_session("s")->revision == created);
+  int64_t seen = mine.replace_turns_from("s", 0, 0, std::vector{turn(1, "a", {1})}, created);
+  CHECK(seen > created);
+  seen = mine.replace_turns_from("s", 1, 1, std::vector{turn(2, "b", {2})}, seen);
+  CHECK(mine.load_conversation("s")->session.revision == seen);
+  CHECK(mine.load_conversation("s")->turns.size() == 2);
+
+  // The other writer rewinds two turns and adds two: the count is as this writer left it.
+  int64_t their_seen = theirs.load_session("s")->revision;
+  their_seen = theirs.truncate_turns("s", 2, 0, 0, their_seen);
+  theirs.replace_turns_from("s", 0, 0, std::vector{turn(1, "x", {7}), turn(2, "y", {8})},
+                            their_seen);
+  const auto next = std::vector{turn(1, "c", {3})};
+  CHECK(status_of([&] { mine.replace_turns_from("s", 2, 2, next, seen); }) ==
+        Status::invalid_argument);
+  CHECK(status_of([&] { mine.truncate_turns("s", 2, 1, 0, seen); }) == Status::invalid_argument);
+  CHECK(status_of([&] { mine.replace_turns("s", 2, next, seen); }) == Status::invalid_argument);
+  CHECK(status_of([&] { mine.replace_turns("s", 2, "p", next, seen); }) ==
+        Status::invalid_argument);
+  CHECK(status_of([&] {
+          mine.save_kv("s", StoredKv{0, 1, 1, {}, std::vector<std::byte>(4)}, {}, 2, seen);
+        }) == Status::invalid_argument);
+  auto turns = mine.load_turns("s");
+  REQUIRE(turns.size() == 2);
+  CHECK(turns[0].text == "x");
+  CHECK_FALSE(mine.load_kv("s").has_value());
+
+  // Deleted and created again under the same id, with as many turns: a new revision still.
+  seen = mine.load_session("s")->revision;
+  theirs.delete_session("s");
+  const int64_t again = theirs.create_session(session_named("s"));
+  theirs.replace_turns_from("s", 0, 0, std::vector{turn(1, "n", {5}), turn(2, "m", {6})}, again);
+  CHECK(status_of([&] { mine.replace_turns_from("s", 2, 2, next, seen); }) ==
+        Status::invalid_argument);
+  CHECK(mine.load_turns("s")[0].text == "n");
+  // Without a revision only the count is checked, as before.
+  mine.replace_turns_from("s", 2, 2, next);
+  CHECK(mine.load_turns("s").size() == 3);
+}
+
+// set_overflow changes the header, not the transcript: its revision stays, its date moves.
+TEST_CASE("store: set_overflow commits updated_ms and leaves the revision") {
+  test::TempDir dir;
+  Store store((dir / "chat.db").string());
+  StoredSession old = session_named("s");
+  old.updated_ms = 1000;  // long ago
+  const int64_t revision = store.create_session(old);
+  store.set_overflow("s", 0);
+  const auto after = store.load_session("s");
+  CHECK(after->overflow == 0);
+  CHECK(after->updated_ms > 1000);
+  CHECK(after->revision == revision);
+}
+
 TEST_CASE("store: create_session refuses an existing id and an empty one") {
   test::TempDir dir;
   Store store((dir / "chat.db").string());
