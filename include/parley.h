@@ -581,7 +581,8 @@ PARLEY_API void parley_generate_options_init_sized(parley_generate_options *o, s
  *  NUL-terminated, and never holding a NUL: bytes that are not valid UTF-8, and a NUL byte a
  *  token stands for, arrive as U+FFFD). Runs on the thread that called
  *  parley_session_send(). Return 0 to go on, non-zero to stop (the send then returns
- *  PARLEY_E_CANCELLED and keeps the partial reply).
+ *  PARLEY_E_CANCELLED and keeps the partial reply: the text this callback was given, also
+ *  when it stops at the reply's last text).
  *  Calling back into the same session from here returns PARLEY_E_BUSY, except
  *  parley_session_interrupt() (the send then returns CANCELLED) and parley_session_close()
  *  (the send finishes, then the session is freed). The engine and other sessions may be

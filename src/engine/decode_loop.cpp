@@ -16,57 +16,85 @@ namespace parley::engine {
 namespace {
 
 // The reply's text on its way to the sink: streamed up to a stop string, holding back a tail
-// that may turn out to start one.
+// that may turn out to start one. The reply keeps its text up to a stop string, or up to what
+// the sink saw when it asked to stop (what was held back then was never shown).
 class ReplyText {
  public:
   ReplyText(const text::StopStrings& stops, const TextSink& sink) : stops_(stops), sink_(sink) {}
 
   // Sets what comes before the new text: the reply's earlier text (not streamed again) and a
   // prefix (streamed now). A stop string may begin in them but ends after them: they are
-  // never cut. False as add().
-  bool begin(std::string_view earlier, std::string_view prefix) {
+  // never cut. `unfinished` of the reply's earlier tokens are bytes of a character its text
+  // does not show: their text is the new text's first. False as add().
+  bool begin(std::string_view earlier, std::string_view prefix, size_t unfinished) {
     text_ = std::string(earlier) + std::string(prefix);
     new_from_ = earlier.size();
     streamed_ = kept_ = text_.size();
+    unplaced_ = unfinished;
     if (!prefix.empty()) sink_open_ = !sink_ || sink_(prefix);
     return sink_open_;
   }
-  // Adds a token's text; false when the sink asked to stop.
-  bool add(std::string_view piece) {
-    token_starts_.push_back(text_.size());
-    return append(piece, false);
+  // Adds a token's text: `shown`, what the stream handed out with it, of which the token's own
+  // text starts at `own_at` (npos: none of it shows yet). False when the sink asked to stop.
+  bool add(std::string_view shown, size_t own_at) {
+    place_unplaced(shown);
+    if (own_at == std::string::npos) {
+      ++unplaced_;
+    } else {
+      token_starts_.push_back(text_.size() + own_at);
+    }
+    return append(shown, false);
   }
   // Adds the stream's last bytes and streams whatever is left; false as add().
-  bool finish(std::string_view tail) { return append(tail, true); }
+  bool finish(std::string_view tail) {
+    // Tokens still unplaced have the tail's text, or none: they start where it does.
+    token_starts_.resize(token_starts_.size() + unplaced_, text_.size());
+    unplaced_ = 0;
+    return append(tail, true);
+  }
 
   const std::optional<text::StopStrings::Match>& stop() const { return stop_; }
-  // Reply tokens whose text starts before the stop string: the ones the reply keeps (none when
-  // it began in the earlier text or the prefix).
-  size_t tokens_before_stop() const {
-    return size_t(std::lower_bound(token_starts_.begin(), token_starts_.end(), stop_->at) -
+  // Where the reply's kept text ends, when not at the end of its text. After finish().
+  std::optional<size_t> cut_at() const {
+    std::optional<size_t> at;
+    if (stop_) at = stop_->at;
+    if (!sink_open_) at = std::min(at.value_or(streamed_), streamed_);
+    return at;
+  }
+  // Tokens (from the unfinished ones on) whose text starts before cut_at(): the ones the
+  // reply keeps (none when it began in the earlier text or the prefix).
+  size_t tokens_before_cut() const {
+    return size_t(std::lower_bound(token_starts_.begin(), token_starts_.end(), *cut_at()) -
                   token_starts_.begin());
   }
-  // The stop string begins inside the last kept token's text: that text, whole, and how many
-  // of its bytes come before the stop string. Before take().
+  // cut_at() falls inside the last kept token's text: that text, whole, and how many of its
+  // bytes come before the cut. Before take().
   struct SplitToken {
     std::string_view shown;
     size_t kept_bytes;
   };
-  std::optional<SplitToken> token_split_by_stop() const {
-    const size_t kept = tokens_before_stop();
+  std::optional<SplitToken> token_split_by_cut() const {
+    const size_t kept = tokens_before_cut();
     if (kept == 0) return std::nullopt;
+    const size_t at = *cut_at();
     const size_t start = token_starts_[kept - 1];
     const size_t end = kept < token_starts_.size() ? token_starts_[kept] : text_.size();
-    if (end <= stop_->at) return std::nullopt;
-    return SplitToken{std::string_view(text_).substr(start, end - start), stop_->at - start};
+    if (end <= at) return std::nullopt;
+    return SplitToken{std::string_view(text_).substr(start, end - start), at - start};
   }
-  // The new text (the prefix, then what was generated), up to the stop string if any.
+  // The new text (the prefix, then what was generated), up to cut_at() if any.
   std::string take() {
-    if (stop_) text_.resize(std::max(stop_->at, kept_));
+    if (const auto at = cut_at()) text_.resize(std::max(*at, kept_));
     return text_.substr(new_from_);
   }
 
  private:
+  // Tokens whose text was held back show from the start of the next text handed out.
+  void place_unplaced(std::string_view shown) {
+    if (shown.empty() || unplaced_ == 0) return;
+    token_starts_.resize(token_starts_.size() + unplaced_, text_.size());
+    unplaced_ = 0;
+  }
   bool append(std::string_view bytes, bool last) {
     text_ += bytes;
     if (stop_) return sink_open_;  // (text after the stop: only an unflushed stream tail)
@@ -87,7 +115,10 @@ class ReplyText {
   size_t kept_ = 0;      // text_[0, kept_) is never cut (earlier text and prefix)
   size_t streamed_ = 0;  // text_[0, streamed_) went to the sink
   bool sink_open_ = true;
-  std::vector<size_t> token_starts_;  // where each reply token's text starts in text_
+  // Where each reply token's own text starts in text_ (its first byte's code point), for the
+  // tokens placed so far; the unplaced_ after them show nothing yet.
+  std::vector<size_t> token_starts_;
+  size_t unplaced_ = 0;
   std::optional<text::StopStrings::Match> stop_;
 };
 
@@ -115,7 +146,7 @@ std::string Session::decode(sample::Sampler& sampler, const GenerateParams& para
   double first_token_ms = 0;
   reply_closed_ = false;
   StepBatcher::Decoder decoder(engine_->step_batcher());
-  if (!reply.begin(earlier, params.reply_prefix)) {
+  if (!reply.begin(earlier, params.reply_prefix, unfinished_ids)) {
     cut = ReplyCut::cancelled;
   }
   while (cut == ReplyCut::none) {
@@ -142,7 +173,9 @@ std::string Session::decode(sample::Sampler& sampler, const GenerateParams& para
       stats.stop_reason = StopReason::end_token;
       break;
     }
-    if (!reply.add(stream.push(id))) {
+    size_t own_at = 0;
+    const std::string shown = stream.push(id, &own_at);
+    if (!reply.add(shown, own_at)) {
       cut = ReplyCut::cancelled;
       break;
     }
@@ -166,18 +199,21 @@ std::string Session::decode(sample::Sampler& sampler, const GenerateParams& para
       break;
     }
   }
-  reply.finish(stream.finish());  // the reply ends here anyway; a stop request changes nothing
+  // A stop asked for with the last text (held back until the reply ended) is one too.
+  if (!reply.finish(stream.finish()) && cut == ReplyCut::none) cut = ReplyCut::cancelled;
   stats.generated_tokens = generated;
   if (cut == ReplyCut::cancelled) stats.stop_reason = StopReason::cancelled;
   if (cut == ReplyCut::out_of_kv_memory) stats.stop_reason = StopReason::out_of_memory;
   if (reply.stop()) {
-    // The text from the stop string on is not the reply's, nor are the tokens that brought
-    // only that text (an end token after it included); the reply is left open, so that the
-    // next turn closes it as the template does.
     if (cut == ReplyCut::none) stats.stop_reason = StopReason::stop_string;
     stats.stop_index = int32_t(reply.stop()->index);
-    drop_reply_tokens(generated - reply.tokens_before_stop());
-    if (const auto split = reply.token_split_by_stop()) {
+  }
+  if (reply.cut_at()) {
+    // The text from the cut on is not the reply's, nor are the tokens that brought only that
+    // text (an end token after it included); the reply is left open, so that the next turn
+    // closes it as the template does.
+    drop_reply_tokens(unfinished_ids + generated - reply.tokens_before_cut());
+    if (const auto split = reply.token_split_by_cut()) {
       respell_split_token(split->shown, split->kept_bytes);
     }
     reply_closed_ = false;

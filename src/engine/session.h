@@ -320,7 +320,8 @@ class Session {
   // unfinished_character_ids). A reply that shows a stop string ends before it: the text
   // from there on is not streamed, and the tokens that brought only that text are dropped
   // (with their KV); one whose text the stop string begins inside is respelled
-  // (respell_split_token).
+  // (respell_split_token). A sink that asks to stop likewise ends the reply at the text it
+  // was given: text held back as a possible stop string's start is not the reply's.
   std::string decode(sample::Sampler& sampler, const GenerateParams& params,
                      std::string_view earlier, size_t unfinished_ids, const TextSink& sink,
                      TurnStats& stats, double started_ms, ReplyCut& cut);

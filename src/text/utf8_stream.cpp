@@ -69,13 +69,19 @@ size_t unfinished_tail_length(std::string_view s) {
   return 0;
 }
 
-std::string Utf8Stream::push(std::string_view bytes) {
+std::string Utf8Stream::push(std::string_view bytes, size_t* bytes_at) {
+  const size_t held = pending_.size();  // bytes before the new ones
+  if (bytes_at) *bytes_at = std::string::npos;
   pending_.append(bytes);
   std::string out;
   std::string_view rest = pending_;
   while (!rest.empty()) {
     const Sequence seq = next_sequence(rest);
     if (seq.kind == Sequence::incomplete) break;
+    const size_t seq_begin = pending_.size() - rest.size();
+    if (bytes_at && !bytes.empty() && seq_begin <= held && held < seq_begin + seq.length) {
+      *bytes_at = out.size();
+    }
     // A NUL would end the text for every C caller that reads it as a string: U+FFFD too.
     if (seq.kind == Sequence::whole && rest[0] != '\0') {
       out.append(rest.substr(0, seq.length));
@@ -98,7 +104,8 @@ std::string Utf8Stream::finish() {
 DetokenizeStream::DetokenizeStream(const Tokenizer& tokenizer, bool strip_leading_space)
     : tokenizer_(tokenizer), strip_next_space_(strip_leading_space) {}
 
-std::string DetokenizeStream::push(int32_t id) {
+std::string DetokenizeStream::push(int32_t id, size_t* text_at) {
+  if (text_at) *text_at = std::string::npos;
   std::string bytes = tokenizer_.piece_bytes(id);
   if (id == tokenizer_.bos_id()) after_bos_ = true;
   if (bytes.empty()) return {};  // control pieces neither show nor end the start of a text
@@ -115,7 +122,7 @@ std::string DetokenizeStream::push(int32_t id) {
   }
   strip_next_space_ = false;
   after_bos_ = false;
-  return utf8_.push(bytes);
+  return utf8_.push(bytes, text_at);
 }
 
 std::string DetokenizeStream::finish() { return utf8_.finish(); }

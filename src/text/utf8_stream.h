@@ -22,7 +22,9 @@ size_t unfinished_tail_length(std::string_view s);
 // NUL byte, so that the text reads whole as a C string.
 class Utf8Stream {
  public:
-  std::string push(std::string_view bytes);
+  // With `bytes_at`: where in the text handed out the first of `bytes` shows (the start of
+  // the code point it is part of), or npos when the stream holds it back.
+  std::string push(std::string_view bytes, size_t* bytes_at = nullptr);
   // Ends the stream: an incomplete tail becomes U+FFFD.
   std::string finish();
 
@@ -36,7 +38,9 @@ class Utf8Stream {
 class DetokenizeStream {
  public:
   DetokenizeStream(const Tokenizer& tokenizer, bool strip_leading_space);
-  std::string push(int32_t id);
+  // With `text_at`: where in the text handed out the id's own text starts, or npos when none
+  // of it shows yet (bytes of a character still unfinished, or a piece with no text).
+  std::string push(int32_t id, size_t* text_at = nullptr);
   std::string finish();
 
  private:

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cctype>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "parley.h"
@@ -357,6 +358,155 @@ TEST_CASE("stop_reason: the end token, a stop by the callback, the context's end
   REQUIRE(parley_session_send(s, kPrompt, &g, nullptr, nullptr, &stats) == PARLEY_OK);
   CHECK(stats.stop_reason == PARLEY_STOP_CONTEXT_END);
   CHECK(session_tokens(s).size() == info.context_length);
+  parley_session_close(s);
+  parley_engine_close(e);
+}
+
+namespace {
+
+// Byte pieces of stories260K's vocabulary: <0x00> is id 3.
+int32_t byte_piece(uint8_t byte) { return 3 + byte; }
+
+// A reply of the byte pieces `bytes` in that order, for a greedy send or continue: each bias
+// lifts its piece far above the model's logits, and the repeat penalty (4) puts a piece once
+// used below the next one.
+struct ForcedBytes {
+  std::vector<parley_logit_bias> bias;
+  std::vector<const char*> stop;
+  parley_generate_options options;
+  ForcedBytes(const std::vector<uint8_t>& bytes, std::vector<const char*> stop_strings)
+      : stop(std::move(stop_strings)) {
+    for (size_t i = 0; i < bytes.size(); ++i) {
+      bias.push_back({byte_piece(bytes[i]), 300.0f - 100.0f * float(i)});
+    }
+    options = greedy_options(uint32_t(bytes.size()));
+    options.logit_bias = bias.data();
+    options.n_logit_bias = uint32_t(bias.size());
+    options.repeat_penalty = 4;
+    options.stop = stop.empty() ? nullptr : stop.data();
+    options.n_stop = uint32_t(stop.size());
+  }
+};
+
+// The ids of the reply that ends the conversation.
+std::vector<int32_t> reply_tokens(parley_session* s) {
+  const std::vector<int32_t> all = session_tokens(s);
+  const size_t n = turn_at(s, 1).n_tokens;
+  return {all.end() - long(n), all.end()};
+}
+
+}  // namespace
+
+TEST_CASE("a stop string that begins with a character's first byte takes that byte's token") {
+  PARLEY_SHARED_OR_SKIP(gguf, "models/stories260k/stories260k-f32.gguf");
+  parley_engine* e = open_engine(gguf.string(), PARLEY_KV_DEFAULT);
+  REQUIRE(detokenize(e, std::vector<int32_t>{byte_piece(0xC3), byte_piece(0xA9)}.data(), 2) ==
+          "\xC3\xA9");
+  const std::string e_acute = "\xC3\xA9", replacement = "\xEF\xBF\xBD";
+
+  SUBCASE("in one reply") {
+    // <0xE2> alone, then "é" from <0xC3><0xA9>.
+    parley_session* s = new_session(e, "raw");
+    ForcedBytes forced({0xE2, 0xC3, 0xA9}, {});
+    std::string streamed;
+    REQUIRE(parley_session_send(s, kPrompt, &forced.options, collect, &streamed, nullptr) == 0);
+    REQUIRE(streamed == replacement + e_acute);
+    REQUIRE(reply_tokens(s).size() == 3);
+    parley_session_close(s);
+
+    s = new_session(e, "raw");
+    ForcedBytes stopped({0xE2, 0xC3, 0xA9}, {e_acute.c_str()});
+    streamed.clear();
+    parley_turn_stats stats{};
+    stats.struct_size = sizeof stats;
+    REQUIRE(parley_session_send(s, kPrompt, &stopped.options, collect, &streamed, &stats) == 0);
+    CHECK(stats.stop_reason == PARLEY_STOP_STRING);
+    CHECK(streamed == replacement);
+    CHECK(std::string(turn_at(s, 1).text) == replacement);
+    CHECK(reply_tokens(s) == std::vector<int32_t>{byte_piece(0xE2)});
+    parley_session_close(s);
+  }
+  SUBCASE("going on from a reply cut inside the character") {
+    // "€" is <0xE2><0x82><0xAC>: the first two bytes end two replies cut at max_tokens.
+    parley_session* s = new_session(e, "raw");
+    ForcedBytes first({0xE2}, {});
+    REQUIRE(parley_session_send(s, kPrompt, &first.options, nullptr, nullptr, nullptr) == 0);
+    ForcedBytes second({0x82}, {});
+    REQUIRE(parley_session_continue(s, &second.options, nullptr, nullptr, nullptr) == 0);
+    REQUIRE(reply_tokens(s).size() == 2);
+    const std::string euro = "\xE2\x82\xAC";
+    ForcedBytes last({0xAC}, {euro.c_str()});
+    std::string streamed;
+    REQUIRE(parley_session_continue(s, &last.options, collect, &streamed, nullptr) == 0);
+    CHECK(streamed.empty());
+    CHECK(std::string(turn_at(s, 1).text).empty());
+    CHECK(reply_tokens(s).empty());
+    parley_session_close(s);
+  }
+  parley_engine_close(e);
+}
+
+// A callback that stops the reply keeps the text it was given: text held back then (it may
+// have begun a stop string) is not the reply's, in its text as in its tokens.
+TEST_CASE("a reply stopped by the callback is the text the callback was given") {
+  PARLEY_SHARED_OR_SKIP(gguf, "models/stories260k/stories260k-f32.gguf");
+  parley_engine* e = open_engine(gguf.string(), PARLEY_KV_DEFAULT);
+  parley_session* plain = new_session(e, "raw");
+  const Reply full = send(plain, kPrompt, kReplyTokens);
+  REQUIRE(full.text.size() > 40);
+  const std::vector<int32_t> full_ids = reply_tokens(plain);
+  const std::vector<size_t> ends = token_ends(e, full_ids.data(), full_ids.size(), full.text);
+  parley_session_close(plain);
+
+  struct Stopper {
+    std::string streamed;
+    size_t stop_from;  // stops at the first text that reaches this length
+  };
+  const parley_text_fn stop_when_reached = [](const char* utf8, size_t len, void* user) {
+    auto* stopper = static_cast<Stopper*>(user);
+    stopper->streamed.append(utf8, len);
+    return stopper->streamed.size() >= stopper->stop_from ? 1 : 0;
+  };
+  for (const Where where : {Where::inside_word, Where::after_space}) {
+    // A stop string that begins inside a token and never completes: the token's text from
+    // there on is held back when the callback, given the text before it, stops the reply.
+    const StopAt begun = stop_in(full.text, ends, full.text.size() / 3, 3, where);
+    const std::string stop = full.text.substr(begun.at, ends[begun.token] + 1 - begun.at) + "QQ";
+    CAPTURE(stop);
+    parley_session* s = new_session(e, "raw");
+    parley_generate_options g = greedy_options(kReplyTokens);
+    const char* stops[] = {stop.c_str()};
+    g.stop = stops;
+    g.n_stop = 1;
+    Stopper stopper{"", begun.at};
+    CHECK(parley_session_send(s, kPrompt, &g, stop_when_reached, &stopper, nullptr) ==
+          PARLEY_E_CANCELLED);
+    CHECK(stopper.streamed == full.text.substr(0, begun.at));
+    const std::string kept = turn_at(s, 1).text;
+    CHECK(kept == stopper.streamed);
+    const std::vector<int32_t> ids = reply_tokens(s);
+    CHECK(detokenize(e, ids.data(), ids.size()) == kept.substr(kept.starts_with(' ') ? 1 : 0));
+    // It goes on as a reply cut at those tokens.
+    CHECK(send(s, "", 4).status == PARLEY_OK);
+    parley_session_close(s);
+  }
+
+  // Stopping at the reply's last text, which was held back until the reply ended, is a stop
+  // too; the reply is whole.
+  const std::string tail = full.text.substr(full.text.size() - 3) + "QQ";
+  parley_session* s = new_session(e, "raw");
+  parley_generate_options g = greedy_options(kReplyTokens);
+  const char* stops[] = {tail.c_str()};
+  g.stop = stops;
+  g.n_stop = 1;
+  Stopper stopper{"", full.text.size()};
+  parley_turn_stats stats{};
+  stats.struct_size = sizeof stats;
+  CHECK(parley_session_send(s, kPrompt, &g, stop_when_reached, &stopper, &stats) ==
+        PARLEY_E_CANCELLED);
+  CHECK(stats.stop_reason == PARLEY_STOP_CANCELLED);
+  CHECK(stopper.streamed == full.text);
+  CHECK(std::string(turn_at(s, 1).text) == full.text);
   parley_session_close(s);
   parley_engine_close(e);
 }

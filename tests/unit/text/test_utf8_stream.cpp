@@ -95,6 +95,26 @@ TEST_CASE("Utf8Stream replaces each maximal invalid subpart with one U+FFFD") {
   CHECK(stream_all("\xE2\x82\xE2\x82\xAC", 2) == kFffd + "\xE2\x82\xAC");
 }
 
+TEST_CASE("Utf8Stream says where the bytes pushed show in the text it hands out") {
+  Utf8Stream stream;
+  size_t at = 0;
+  CHECK(stream.push("ab", &at) == "ab");
+  CHECK(at == 0);
+  CHECK(stream.push("\xE2", &at).empty());  // held back
+  CHECK(at == std::string::npos);
+  // The held byte cut short shows as U+FFFD; the new lead byte is held in its turn.
+  CHECK(stream.push("\xC3", &at) == kFffd);
+  CHECK(at == std::string::npos);
+  // A code point finished by the bytes pushed: they show where it starts.
+  CHECK(stream.push("\xA9" "c", &at) == "\xC3\xA9" "c");
+  CHECK(at == 0);
+  CHECK(stream.push("\xE2\x82", &at).empty());
+  CHECK(stream.push("z", &at) == kFffd + "z");
+  CHECK(at == kFffd.size());
+  CHECK(stream.push("", &at).empty());
+  CHECK(at == std::string::npos);
+}
+
 TEST_CASE("Utf8Stream turns a NUL into U+FFFD, so the text stays whole as a C string") {
   Utf8Stream stream;
   CHECK(stream.push(std::string("a\0b\0", 4)) == "a" + std::string(kFffd) + "b" + kFffd);
