@@ -226,7 +226,7 @@ PARLEY_API void parley_engine_options_init_sized(parley_engine_options *o, size_
  *  @param[out] out  the engine, or NULL on failure
  *  Ownership: close with parley_engine_close().
  *  Errors: INVALID_ARGUMENT (NULL, bad struct_size, unknown non-zero fields, bad device or
- *  kv_type), NOT_FOUND / IO (model path), BAD_MODEL (the message names the offending field),
+ *  kv_type, a store_path of "" or ":memory:"), NOT_FOUND / IO (model path), BAD_MODEL (the message names the offending field),
  *  UNSUPPORTED (architecture, tensor type), BACKEND ("cuda" or "cuda:N" when the CUDA module
  *  libparley_cuda.so cannot be loaded or that device is absent; the message says which),
  *  STORAGE (the store file cannot be opened or created), CORRUPT (store_path is not a Parley
@@ -247,7 +247,7 @@ PARLEY_API void parley_engine_close(parley_engine *e);
 
 typedef struct parley_engine_stats {
   size_t   struct_size;
-  uint32_t sessions_active;     /* open sessions with KV in memory */
+  uint32_t sessions_active;     /* open sessions not spilled nor idle (KV, if any, in memory) */
   uint32_t sessions_idle;       /* ... idle for idle_spill_ms or more: about to be spilled */
   uint32_t sessions_spilled;    /* open sessions whose KV is in the store only */
   uint32_t reserved0;
@@ -403,7 +403,10 @@ PARLEY_API parley_status parley_session_set_overflow(parley_session *s, int32_t 
 PARLEY_API parley_status parley_session_set_system_prompt(parley_session *s,
                                                           const char *system_prompt);
 
-/** Closes a session. With a store its KV is spilled first, so reopening it is instant. NULL is
+/** Closes a session. With a store its KV is spilled first, so reopening it is instant; turns
+ *  the store refused before (a send's STORAGE) are committed first, and if the store refuses
+ *  them again they are lost (a warning is logged): to keep them, call parley_session_suspend()
+ *  first and, while it returns STORAGE, save parley_session_export()'s JSON. NULL is
  *  a no-op. If a send (or another call that parley_session_interrupt() stops) is running on
  *  another thread or calls this from its callback, it stops as interrupted (since 0.8.1;
  *  before, it ran to its end) and the session is freed when it returns.

@@ -47,6 +47,7 @@ void Session::continue_reply(const GenerateParams& params, const TextSink& sink,
   // 1. Nothing new to render but a prefix; the reply needs room for one token more.
   std::vector<int32_t> new_ids;
   const std::vector<int32_t> reply_ids = render_continuation(params.reply_prefix, reply_start);
+  std::optional<ConversationCopy> before_drop = copy_if_may_drop();
   fit_turn(nullptr, new_ids, reply_ids.size() + 1,
            reply_ids.size() + std::max<size_t>(1, params.max_tokens), false, stats);
   // The logits after the last token start the reply: computed again when its KV is there
@@ -88,6 +89,7 @@ void Session::continue_reply(const GenerateParams& params, const TextSink& sink,
     messages_.reserve(messages_.size() + 1);
   } catch (...) {
     roll_back(before);
+    if (before_drop) put_back(std::move(*before_drop));
     throw;
   }
 

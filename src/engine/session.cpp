@@ -238,6 +238,12 @@ Session::Use Session::try_use() {
 }
 
 std::unique_ptr<Session> Session::fork(const std::string& new_id) const {
+  // Before the fork takes a KV block (the copy of its last one): an id in use is the error to
+  // report, not a budget that has no block left.
+  if (!new_id.empty()) {
+    check_session_id(new_id);
+    engine_->require_free_session_id(new_id);
+  }
   return std::unique_ptr<Session>(new Session(*this, new_id, ForkTag{}));
 }
 
@@ -271,6 +277,13 @@ void Session::rewind(uint32_t n_messages) {
 void Session::truncate_kv(uint32_t n) {
   n_cached_ = std::min(n_cached_, n);
   blocks_.truncate(n_cached_);
+}
+
+void Session::put_back(ConversationCopy&& c) {
+  messages_ = std::move(c.messages);
+  tokens_ = std::move(c.tokens);
+  reply_closed_ = c.reply_closed;
+  rewrite_transcript_ = c.rewrite_transcript;
 }
 
 SessionState Session::state(double now, uint32_t idle_after_ms) const {

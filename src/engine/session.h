@@ -256,6 +256,9 @@ class Session {
   void run_turn(std::string_view user_text, const std::string_view* written_reply,
                 bool written_reply_ended, const GenerateParams& params, const TextSink& sink,
                 TurnStats& stats);
+  // Refuses (context_full), before tokenizing all of it, a message that alone is longer than
+  // the context (its UTF-8 already checked).
+  void refuse_message_beyond_context(std::string_view user_text) const;
   // Checks that `new_ids` and `reply_room` more tokens fit, brings spilled KV back, and makes
   // room under DROP_OLDEST: there for `wanted_room` tokens of reply (max_tokens) when dropping
   // older exchanges can give that, else for `reply_room`. `user_text` is the new user
@@ -347,9 +350,29 @@ class Session {
     truncate_kv(c.n_cached);
     reply_closed_ = c.reply_closed;
   }
+  // The conversation as it stood before a change that renumbers it (a DROP_OLDEST rebuild, a
+  // new system prompt), to put back when what follows fails. Its KV is not part of it: a
+  // rebuild drops all KV, and the conversation put back computes it again.
+  struct ConversationCopy {
+    std::vector<Message> messages;
+    std::vector<int32_t> tokens;
+    bool reply_closed;
+    bool rewrite_transcript;
+  };
+  ConversationCopy copy_conversation() const {
+    return {messages_, tokens_, reply_closed_, rewrite_transcript_};
+  }
+  // Back to `c` after a failure (the KV the session holds must be that of c's first ids).
+  void put_back(ConversationCopy&& c);
+  // A turn under DROP_OLDEST may forget exchanges to fit, and still fail before it is kept
+  // (the KV budget running out in the prompt): the forgotten ones come back then.
+  std::optional<ConversationCopy> copy_if_may_drop() const {
+    if (overflow_ != OverflowPolicy::drop_oldest) return std::nullopt;
+    return copy_conversation();
+  }
   // Drops the last n reply tokens and their KV; the one then last awaits its KV again.
   void drop_reply_tokens(size_t n);
-  // The stop string begins inside the last token's text (`shown`, of which `kept_bytes` come
+  // The reply ends inside the last token's text (`shown`, of which `kept_bytes` come
   // before it): the token brought text the reply does not keep, so it gives way to the ids of
   // the part kept, and the model goes on from what the reply says. Left as it is when its text
   // is not its piece (a byte of an unfinished character) or the ids would not fit the context.

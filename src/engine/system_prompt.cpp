@@ -75,21 +75,17 @@ void Session::set_system_prompt(std::string_view system_prompt) {
 
   // In place, then stored in one transaction with the header's prompt; a failure puts back
   // what was (the KV aside: a conversation rebuilt to make room has to compute it again).
+  ConversationCopy previous = copy_conversation();
   std::string previous_prompt = std::exchange(system_prompt_, std::string(system_prompt));
-  std::vector<Message> previous_messages = std::exchange(messages_, std::move(messages));
-  std::vector<int32_t> previous_tokens = std::exchange(tokens_, std::move(rebuilt));
-  const bool previous_reply_closed = reply_closed_;
-  const bool previous_rewrite = rewrite_transcript_;
-  const auto put_back = [&] {
+  messages_ = std::move(messages);
+  tokens_ = std::move(rebuilt);
+  const auto put_back_previous = [&] {
     system_prompt_ = std::move(previous_prompt);
-    messages_ = std::move(previous_messages);
-    tokens_ = std::move(previous_tokens);
-    reply_closed_ = previous_reply_closed;
-    rewrite_transcript_ = previous_rewrite;
+    put_back(std::move(previous));
   };
   std::vector<int32_t> nothing_new;
   if (!fits && !drop_oldest_to_fit(nullptr, nothing_new, 1)) {
-    put_back();
+    put_back_previous();
     refuse("the conversation does not fit even with every exchange before the last message "
            "dropped");
   }
@@ -100,7 +96,7 @@ void Session::set_system_prompt(std::string_view system_prompt) {
                                          stored_turns(0), revision_);
       });
     } catch (...) {
-      put_back();  // (a conversation rebuilt to make room has no KV left: it matches)
+      put_back_previous();
       throw;
     }
     n_committed_ = n_stored_ = messages_.size();

@@ -28,6 +28,28 @@ void Session::add_exchange(std::string_view user_text, std::string_view reply_te
   run_turn(user_text, &reply_text, reply_ended, GenerateParams{}, nullptr, stats);
 }
 
+void Session::refuse_message_beyond_context(std::string_view user_text) const {
+  // Tokenizing megabytes takes seconds that nothing can interrupt. A message whose beginning
+  // alone takes more tokens than the context holds is refused from that beginning: text is
+  // split into words before it is tokenized, so the ids of the words it ends before are the
+  // whole text's first ones (a few more allowed for where the cut falls).
+  constexpr size_t kBytesPerToken = 64;  // far more than text has
+  constexpr size_t kCutSlack = 8;
+  const size_t limit = engine_->context_length() + kCutSlack;
+  if (user_text.size() <= limit * kBytesPerToken) return;
+  std::string_view head = user_text.substr(0, limit * kBytesPerToken);
+  const size_t space = head.find_last_of(' ');
+  if (space != std::string_view::npos && space > 0) head = head.substr(0, space);
+  head = head.substr(0, head.size() - text::unfinished_tail_length(head));
+  const size_t head_tokens = engine_->tokenizer().encode(head).size();
+  if (head_tokens <= limit) return;
+  fail(Status::context_full,
+       "the message needs more than " + std::to_string(head_tokens - kCutSlack) +
+           " tokens (its first " + std::to_string(head.size()) + " of " +
+           std::to_string(user_text.size()) + " bytes take " + std::to_string(head_tokens) +
+           "), and the context holds " + std::to_string(engine_->context_length()));
+}
+
 void Session::fit_turn(const std::string_view* user_text, std::vector<int32_t>& new_ids,
                        size_t reply_room, size_t wanted_room, bool written, TurnStats& stats) {
   const uint32_t context = engine_->context_length();
@@ -89,6 +111,7 @@ void Session::run_turn(std::string_view user_text, const std::string_view* writt
           "reply text is not valid UTF-8");
   require(text::is_valid_utf8(params.reply_prefix), Status::invalid_argument,
           "reply_prefix is not valid UTF-8");
+  refuse_message_beyond_context(user_text);
   std::optional<sample::Sampler> sampler;
   if (!written_reply) {
     sampler.emplace(params.sampler, seed_for(params), size_t(engine_->config().n_vocab));
@@ -110,6 +133,7 @@ void Session::run_turn(std::string_view user_text, const std::string_view* writt
   const size_t reply_room = reply_ids.size() + (written_reply ? 0 : 1);
   const size_t wanted_room =
       written_reply ? reply_room : reply_ids.size() + std::max<size_t>(1, params.max_tokens);
+  std::optional<ConversationCopy> before_drop = copy_if_may_drop();
   fit_turn(&user_text, new_ids, reply_room, wanted_room, written_reply != nullptr, stats);
 
   // 2. Remember where the conversation stood, so a failure leaves it as it was.
@@ -163,6 +187,7 @@ void Session::run_turn(std::string_view user_text, const std::string_view* writt
     messages_.reserve(messages_.size() + 3);
   } catch (...) {
     roll_back(before);
+    if (before_drop) put_back(std::move(*before_drop));
     throw;
   }
 

@@ -65,7 +65,8 @@ BlockId BlockPool::take_block_locked() {
        "the KV budget of " + std::to_string(budget_bytes_) + " bytes (" +
            std::to_string(capacity_) + " blocks of " + std::to_string(layout_.block_bytes()) +
            " bytes) is exhausted: every block holds KV of an open session (the one asking "
-           "included); close or suspend sessions, or raise kv_budget_bytes");
+           "included, which alone may need more than the budget); close or suspend sessions, "
+           "or raise kv_budget_bytes");
 }
 
 BlockId BlockPool::allocate() {

@@ -2,8 +2,10 @@
 // the session left as it was.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cstring>
 #include <string>
+#include <vector>
 
 #include "abi_fixture.h"
 #include "parley.h"
@@ -302,6 +304,78 @@ TEST_CASE("the KV budget is enforced") {
   CHECK(session_tokens(b).empty());  // left as it was
   parley_session_close(a);           // its block goes back (it was never published: not full)
   CHECK(parley_session_send(b, "a b c d e f g h i j k l m n o p q r s t", &g, nullptr, nullptr, nullptr) == PARLEY_OK);
+}
+
+TEST_CASE("a fork to an id in use is refused as such when the KV budget is spent too") {
+  EngineHandle e(tiny_chat_model(), PARLEY_KV_INT8, 0, 2 * 2560);  // two blocks
+  SessionHandle a(e);
+  auto g = greedy_options(4);
+  // 21 + 4 tokens: both blocks, the second partly filled (a fork copies it).
+  REQUIRE(parley_session_send(a, "a b c d e f g h i j k l m n o p q r s t", &g, nullptr,
+                              nullptr, nullptr) == PARLEY_OK);
+  parley_session* fork = nullptr;
+  REQUIRE(parley_session_fork(a, nullptr, &fork) == PARLEY_E_OUT_OF_MEMORY);
+  const std::string id = session_id(a);
+  CHECK(parley_session_fork(a, id.c_str(), &fork) == PARLEY_E_INVALID_ARGUMENT);
+  CHECK(last_error_mentions("already in use"));
+  CHECK(parley_session_fork(a, "bad\nid", &fork) == PARLEY_E_INVALID_ARGUMENT);
+}
+
+// DROP_OLDEST forgets exchanges to make room before the turn's KV is computed; when the
+// budget then runs out before any reply token, the turn failed: nothing may be forgotten.
+TEST_CASE("DROP_OLDEST: a turn the KV budget refuses forgets no exchange") {
+  // Context 64; six 16-token blocks, most of which another session holds.
+  EngineHandle e(tiny_chat_model(), PARLEY_KV_INT8, 64, 6 * 2560);
+  SessionHandle a(e);
+  REQUIRE(parley_session_set_overflow(a, PARLEY_OVERFLOW_DROP_OLDEST) == PARLEY_OK);
+  auto g = greedy_options(10);
+  REQUIRE(parley_session_send(a, "a b c d e f g h i j", &g, nullptr, nullptr, nullptr) == 0);
+  REQUIRE(parley_session_send(a, " k l m n o p q r s", &g, nullptr, nullptr, nullptr) == 0);
+  const std::vector<int32_t> tokens = session_tokens(a);
+  REQUIRE(tokens.size() > 32);  // three blocks
+  const auto hold_blocks = [&](size_t n_blocks) {
+    parley_session* holder = nullptr;
+    REQUIRE(parley_session_create(e, nullptr, &holder) == PARLEY_OK);
+    std::string text;
+    for (size_t i = 0; i + 2 < 16 * (n_blocks - 1); ++i) text += " a";
+    auto two = greedy_options(2);
+    REQUIRE(parley_session_send(holder, text.c_str(), &two, nullptr, nullptr, nullptr) == 0);
+    return holder;
+  };
+
+  SUBCASE("send") {
+    parley_session* holder = hold_blocks(3);
+    // Fits only without the first exchange, and then needs more blocks than are left.
+    const char* message = " t u v w x y z a b c d e f g h i j k l m n o p";
+    uint32_t needed = 0, left = 0;
+    REQUIRE(parley_session_count_tokens(a, message, &needed, &left) == PARLEY_OK);
+    REQUIRE(tokens.size() + needed + 1 > 64);
+    auto one = greedy_options(1);
+    CHECK(parley_session_send(a, message, &one, nullptr, nullptr, nullptr) ==
+          PARLEY_E_OUT_OF_MEMORY);
+    CHECK(last_error_mentions("budget"));
+    parley_session_close(holder);
+  }
+  SUBCASE("continue") {
+    // The full blocks stay with a fork, so forgetting the first exchange frees one block.
+    parley_session* fork = nullptr;
+    REQUIRE(parley_session_fork(a, nullptr, &fork) == PARLEY_OK);
+    parley_session* holder = hold_blocks(2);
+    auto long_reply = greedy_options(40);
+    CHECK(parley_session_continue(a, &long_reply, nullptr, nullptr, nullptr) ==
+          PARLEY_E_OUT_OF_MEMORY);
+    CHECK(last_error_mentions("budget"));
+    parley_session_close(holder);
+    parley_session_close(fork);
+  }
+  CHECK(session_info(a).n_turns == 4);
+  CHECK(session_tokens(a) == tokens);
+  // And the conversation goes on whole once the blocks are back.
+  auto two = greedy_options(2);
+  REQUIRE(parley_session_send(a, " t", &two, nullptr, nullptr, nullptr) == PARLEY_OK);
+  const std::vector<int32_t> after = session_tokens(a);
+  CHECK(std::equal(tokens.begin(), tokens.end(), after.begin()));
+  CHECK(session_info(a).n_turns == 6);
 }
 
 TEST_CASE("a budget smaller than one KV block is refused at open") {

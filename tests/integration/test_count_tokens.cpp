@@ -79,3 +79,34 @@ TEST_CASE("count_tokens: a message measures what its send reports, and what is l
   parley_session_close(s);
   parley_engine_close(e);
 }
+
+// A message far longer than the context is refused from its beginning, without tokenizing
+// all of it; the refusal agrees with the whole message's count, and a long message that
+// tokenizes short (blanks a normalizer folds) is not refused so.
+TEST_CASE("a message far longer than the context: CONTEXT_FULL from its first words") {
+  PARLEY_SHARED_OR_SKIP(gguf, "models/stories260k/stories260k-f32.gguf");
+  parley_engine* e = open_engine(gguf.string(), PARLEY_KV_DEFAULT);
+  parley_session* s = create_raw_session(e, "long");
+  std::string story;
+  while (story.size() < 1000000) story += "Once upon a time, there was a little girl. ";
+  auto g = greedy_options(2);
+  CHECK(parley_session_send(s, story.c_str(), &g, nullptr, nullptr, nullptr) ==
+        PARLEY_E_CONTEXT_FULL);
+  const std::string why = parley_last_error();
+  CAPTURE(why);
+  CHECK(why.find("its first") != std::string::npos);
+  const size_t at = why.find("needs more than ");
+  REQUIRE(at != std::string::npos);
+  const unsigned long claimed = std::stoul(why.substr(at + 16));
+  CHECK(measure(s, story.c_str()).prompt_tokens > claimed);
+  CHECK(session_tokens(s).empty());
+
+  // Blanks the normalizer may fold: refused exactly when the whole message does not fit.
+  const std::string airy = "Once" + std::string(200000, ' ') + "upon a time";
+  const Measure m = measure(s, airy.c_str());
+  const bool fits = m.context_left > 0;
+  CHECK(parley_session_send(s, airy.c_str(), &g, nullptr, nullptr, nullptr) ==
+        (fits ? PARLEY_OK : PARLEY_E_CONTEXT_FULL));
+  parley_session_close(s);
+  parley_engine_close(e);
+}

@@ -61,9 +61,9 @@ class TurnStats:
 @dataclasses.dataclass(frozen=True)
 class EngineStats:
     """Engine-wide counters (Engine.stats). KV is held in blocks of 16 tokens (all layers).
-    sessions_active: open sessions with KV in memory; sessions_idle: those of them idle for
-    idle_spill_ms or more, about to be spilled; sessions_spilled: open sessions whose KV is in
-    the store only. kv_blocks_total: blocks the budget allows; kv_blocks_used: blocks held by
+    sessions_active: open sessions neither spilled nor idle (their KV, if any, in memory);
+    sessions_idle: open sessions idle for idle_spill_ms or more, about to be spilled;
+    sessions_spilled: open sessions whose KV is in the store only. kv_blocks_total: blocks the budget allows; kv_blocks_used: blocks held by
     sessions; kv_blocks_shared: blocks held by two or more sessions (a shared prefix);
     kv_blocks_cached: prefix blocks no session holds, kept for the next hit.
     kv_bytes_per_token: 2 x layers x KV heads x head_dim x bytes per element, plus scales;
