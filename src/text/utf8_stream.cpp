@@ -2,60 +2,14 @@
 
 #include <algorithm>
 
+#include "common/utf8_sequence.h"
 #include "text/tokenizer.h"
 
 namespace parley::text {
-namespace {
-
-// What starts at the front of some bytes.
-struct Sequence {
-  enum Kind {
-    whole,       // a valid code point of `length` bytes
-    invalid,     // `length` bytes that can never start a valid sequence: one U+FFFD
-    incomplete,  // all the bytes (fewer than 4) are a valid start; more may complete them
-  } kind;
-  size_t length;
-};
-
-// Follows the Unicode table of well-formed byte sequences (and the WHATWG decoder): the second
-// byte's range depends on the first, which rules out overlongs (E0 80..9F, F0 80..8F),
-// surrogates (ED A0..BF) and code points past U+10FFFF (F4 90..BF, F5..FF). An invalid
-// sequence is cut at its maximal subpart: the longest prefix that could have been valid.
-Sequence next_sequence(std::string_view s) {
-  const auto lead = uint8_t(s[0]);
-  if (lead < 0x80) return {Sequence::whole, 1};
-  size_t trailing = 0;
-  uint8_t low = 0x80;
-  uint8_t high = 0xBF;
-  if (lead >= 0xC2 && lead <= 0xDF) {
-    trailing = 1;
-  } else if (lead >= 0xE0 && lead <= 0xEF) {
-    trailing = 2;
-    if (lead == 0xE0) low = 0xA0;
-    if (lead == 0xED) high = 0x9F;
-  } else if (lead >= 0xF0 && lead <= 0xF4) {
-    trailing = 3;
-    if (lead == 0xF0) low = 0x90;
-    if (lead == 0xF4) high = 0x8F;
-  } else {
-    return {Sequence::invalid, 1};  // a continuation byte, C0, C1 or F5..FF
-  }
-  for (size_t i = 1; i <= trailing; ++i) {
-    if (i == s.size()) return {Sequence::incomplete, i};
-    const auto b = uint8_t(s[i]);
-    if (b < low || b > high) return {Sequence::invalid, i};
-    low = 0x80;
-    high = 0xBF;
-  }
-  return {Sequence::whole, trailing + 1};
-}
-
-}  // namespace
-
 bool is_valid_utf8(std::string_view s) {
   while (!s.empty()) {
-    const Sequence seq = next_sequence(s);
-    if (seq.kind != Sequence::whole) return false;
+    const Utf8Sequence seq = next_utf8_sequence(s);
+    if (seq.kind != Utf8Sequence::whole) return false;
     s.remove_prefix(seq.length);
   }
   return true;
@@ -63,8 +17,8 @@ bool is_valid_utf8(std::string_view s) {
 
 size_t unfinished_tail_length(std::string_view s) {
   for (size_t n = 1; n <= std::min<size_t>(3, s.size()); ++n) {
-    const Sequence seq = next_sequence(s.substr(s.size() - n));
-    if (seq.kind == Sequence::incomplete && seq.length == n) return n;
+    const Utf8Sequence seq = next_utf8_sequence(s.substr(s.size() - n));
+    if (seq.kind == Utf8Sequence::incomplete && seq.length == n) return n;
   }
   return 0;
 }
@@ -76,14 +30,14 @@ std::string Utf8Stream::push(std::string_view bytes, size_t* bytes_at) {
   std::string out;
   std::string_view rest = pending_;
   while (!rest.empty()) {
-    const Sequence seq = next_sequence(rest);
-    if (seq.kind == Sequence::incomplete) break;
+    const Utf8Sequence seq = next_utf8_sequence(rest);
+    if (seq.kind == Utf8Sequence::incomplete) break;
     const size_t seq_begin = pending_.size() - rest.size();
     if (bytes_at && !bytes.empty() && seq_begin <= held && held < seq_begin + seq.length) {
       *bytes_at = out.size();
     }
     // A NUL would end the text for every C caller that reads it as a string: U+FFFD too.
-    if (seq.kind == Sequence::whole && rest[0] != '\0') {
+    if (seq.kind == Utf8Sequence::whole && rest[0] != '\0') {
       out.append(rest.substr(0, seq.length));
     } else {
       out.append(kReplacementCharacter);

@@ -1,0 +1,36 @@
+#include "common/utf8_sequence.h"
+
+#include <cstdint>
+
+namespace parley {
+
+Utf8Sequence next_utf8_sequence(std::string_view s) {
+  const auto lead = uint8_t(s[0]);
+  if (lead < 0x80) return {Utf8Sequence::whole, 1};
+  size_t trailing = 0;
+  uint8_t low = 0x80;
+  uint8_t high = 0xBF;
+  if (lead >= 0xC2 && lead <= 0xDF) {
+    trailing = 1;
+  } else if (lead >= 0xE0 && lead <= 0xEF) {
+    trailing = 2;
+    if (lead == 0xE0) low = 0xA0;
+    if (lead == 0xED) high = 0x9F;
+  } else if (lead >= 0xF0 && lead <= 0xF4) {
+    trailing = 3;
+    if (lead == 0xF0) low = 0x90;
+    if (lead == 0xF4) high = 0x8F;
+  } else {
+    return {Utf8Sequence::invalid, 1};  // a continuation byte, C0, C1 or F5..FF
+  }
+  for (size_t i = 1; i <= trailing; ++i) {
+    if (i == s.size()) return {Utf8Sequence::incomplete, i};
+    const auto b = uint8_t(s[i]);
+    if (b < low || b > high) return {Utf8Sequence::invalid, i};
+    low = 0x80;
+    high = 0xBF;
+  }
+  return {Utf8Sequence::whole, trailing + 1};
+}
+
+}  // namespace parley
