@@ -82,7 +82,7 @@ extern "C" {
 
 #define PARLEY_VERSION_MAJOR 0
 #define PARLEY_VERSION_MINOR 8
-#define PARLEY_VERSION_PATCH 1
+#define PARLEY_VERSION_PATCH 2
 #define PARLEY_VERSION_NUMBER \
   (PARLEY_VERSION_MAJOR * 10000 + PARLEY_VERSION_MINOR * 100 + PARLEY_VERSION_PATCH)
 
@@ -122,7 +122,7 @@ PARLEY_API const char *parley_status_name(parley_status s);
 
 /** A human-readable message for the last failed call on this thread; "" when none. It is
  *  valid UTF-8 on one line: an id it names is quoted, with invalid UTF-8 bytes and control
- *  characters as \xNN and cut after 64 characters with "..." (since 0.8.1).
+ *  characters as \xNN and cut after 64 characters with "..." (since 0.8.2).
  *  Ownership: owned by the library; valid until the next failing Parley call on this thread.
  *  Thread-safety: thread-local. Since: 0.1. */
 PARLEY_API const char *parley_last_error(void);
@@ -235,7 +235,7 @@ PARLEY_API void parley_engine_options_init_sized(parley_engine_options *o, size_
  *  fresh file, and a warning names what was lost. While an engine is open, its store file
  *  must stay where it is: once it is moved, replaced or deleted (another process's recovery
  *  renames a damaged file aside), every commit fails with STORAGE saying so, and the turns
- *  stay in memory (since 0.8.1; before, they went on into the moved or deleted file).
+ *  stay in memory (since 0.8.2; before, they went on into the moved or deleted file).
  *  Thread-safety: any thread. Since: 0.1. */
 PARLEY_API parley_status parley_engine_open(const parley_engine_options *o, parley_engine **out);
 
@@ -376,7 +376,7 @@ PARLEY_API parley_status parley_session_rewind(parley_session *s, uint32_t n_tur
  *  parley_session_options.overflow set at creation and the store keeps: a reopened or imported
  *  conversation that is to run on past the context may then drop its oldest exchanges.
  *  Nothing is dropped now; the next message that does not fit decides. With a store, the
- *  policy is committed before this returns (with the stored updated_unix_ms, since 0.8.1),
+ *  policy is committed before this returns (with the stored updated_unix_ms, since 0.8.2),
  *  and a reopened session has it.
  *  Errors: INVALID_ARGUMENT (not a PARLEY_OVERFLOW_* value), STORAGE (nothing changed; also
  *  when another engine on the same store file deleted the conversation), BUSY, MISUSE.
@@ -512,7 +512,7 @@ typedef struct parley_stored_session_info {
                                 this engine's kv_type, so its KV can come back (with no KV
                                 stored: it was started with this engine's model); 0: another
                                 model's or kv_type's (opening it recomputes the KV, or
-                                refuses tokens the model does not have). Since 0.8.1 the
+                                refuses tokens the model does not have). Since 0.8.2 the
                                 stored KV decides; before, the model it was started with */
   int32_t  reserved0;
 } parley_stored_session_info;
@@ -585,7 +585,8 @@ PARLEY_API void parley_generate_options_init_sized(parley_generate_options *o, s
  *  token stands for, arrive as U+FFFD). Runs on the thread that called
  *  parley_session_send(). Return 0 to go on, non-zero to stop (the send then returns
  *  PARLEY_E_CANCELLED and keeps the partial reply: the text this callback was given, also
- *  when it stops at the reply's last text).
+ *  when it stops at the reply's last text; since 0.8.2, where before such text was kept and a
+ *  stop at the last text ignored).
  *  Calling back into the same session from here returns PARLEY_E_BUSY, except
  *  parley_session_interrupt() (the send then returns CANCELLED) and parley_session_close()
  *  (the send finishes, then the session is freed). The engine and other sessions may be
