@@ -225,17 +225,17 @@ PARLEY_API void parley_engine_options_init_sized(parley_engine_options *o, size_
  *  @param[in]  o    options; model_path is required
  *  @param[out] out  the engine, or NULL on failure
  *  Ownership: close with parley_engine_close().
- *  Errors: INVALID_ARGUMENT (NULL, bad struct_size, unknown non-zero fields, bad device or
- *  kv_type, a store_path of "" or ":memory:"), NOT_FOUND / IO (model path), BAD_MODEL (the message names the offending field),
- *  UNSUPPORTED (architecture, tensor type), BACKEND ("cuda" or "cuda:N" when the CUDA module
- *  libparley_cuda.so cannot be loaded or that device is absent; the message says which),
- *  STORAGE (the store file cannot be opened or created), CORRUPT (store_path is not a Parley
- *  store, or one from a newer, incompatible version), OUT_OF_MEMORY. A store that fails its
- *  integrity check is never deleted: it is renamed aside, what can be read is copied into a
- *  fresh file, and a warning names what was lost. While an engine is open, its store file
- *  must stay where it is: once it is moved, replaced or deleted (another process's recovery
- *  renames a damaged file aside), every commit fails with STORAGE saying so, and the turns
- *  stay in memory (since 0.8.2; before, they went on into the moved or deleted file).
+ *  Errors: INVALID_ARGUMENT (NULL, bad struct_size, unknown non-zero fields, bad device or kv_type,
+ *  a store_path of "" or ":memory:"), NOT_FOUND / IO (model path), BAD_MODEL (the message names the
+ *  offending field), UNSUPPORTED (architecture, tensor type), BACKEND ("cuda" or "cuda:N" when the
+ *  CUDA module libparley_cuda.so cannot be loaded or that device is absent; the message says
+ *  which), STORAGE (the store file cannot be opened or created), CORRUPT (store_path is not a
+ *  Parley store, or one from a newer, incompatible version), OUT_OF_MEMORY. A store that fails its
+ *  integrity check is never deleted: it is renamed aside, what can be read is copied into a fresh
+ *  file, and a warning names what was lost. While an engine is open, its store file must stay where
+ *  it is: once it is moved, replaced or deleted (another process's recovery renames a damaged file
+ *  aside), every commit fails with STORAGE saying so, and the turns stay in memory (since 0.8.2;
+ *  before, they went on into the moved or deleted file).
  *  Thread-safety: any thread. Since: 0.1. */
 PARLEY_API parley_status parley_engine_open(const parley_engine_options *o, parley_engine **out);
 
@@ -333,9 +333,10 @@ PARLEY_API parley_status parley_session_create(parley_engine *e, const parley_se
  *  @param[out] out  the session, or NULL on failure
  *  Errors: INVALID_ARGUMENT (NULL or empty id; the session is already open), NOT_FOUND (no
  *  store, or no such session, including ids no session can have: too long, invalid UTF-8),
- *  CORRUPT (its transcript cannot be read), CONTEXT_FULL (since 0.8: the conversation is
- *  longer than this engine's context_length; an engine whose context holds it opens it, and
- *  nothing is changed; before, CORRUPT), STORAGE, MISUSE.
+ *  CORRUPT (its transcript cannot be read), MODEL_MISMATCH (since 0.8.2: it was started with
+ *  another model and holds tokens this model's vocabulary lacks; before, CORRUPT), CONTEXT_FULL
+ *  (since 0.8: the conversation is longer than this engine's context_length; an engine whose
+ *  context holds it opens it, and nothing is changed; before, CORRUPT), STORAGE, MISUSE.
  *  Thread-safety: any thread. Since: 0.1. */
 PARLEY_API parley_status parley_session_open(parley_engine *e, const char *id,
                                              parley_session **out);
@@ -628,12 +629,12 @@ typedef struct parley_turn_stats {
  *  turn), OUT_OF_MEMORY (the KV budget is exhausted even after spilling idle sessions, or an
  *  allocation failed; the session is left as before, except when committing the finished turn
  *  failed: it is then kept as with STORAGE, and when the budget ran out during the reply: the
- *  reply ends there and is kept as the turn, as with CANCELLED), STORAGE (the turn could not be committed to the
- *  store: it is kept in memory and committed with the next one; or another engine on the same
- *  store file changed this conversation, also to as many turns as before, or deleted it and
- *  started another under its id: the message says so, and the turns stay in memory; or the
- *  store file was moved, replaced or deleted while open: see parley_engine_open),
- *  BUSY, MISUSE, BACKEND.
+ *  reply ends there and is kept as the turn, as with CANCELLED), STORAGE (the turn could not be
+ *  committed to the store: it is kept in memory and committed with the next one; or another engine
+ *  on the same store file changed this conversation, also to as many turns as before, or deleted it
+ *  and started another under its id: the message says so, and the turns stay in memory; or the
+ *  store file was moved, replaced or deleted while open: see parley_engine_open), BUSY, MISUSE,
+ *  BACKEND.
  *  With a store, the turn is committed (synchronous=FULL) before this returns.
  *  Thread-safety: one thread per session. Since: 0.1. */
 PARLEY_API parley_status parley_session_send(parley_session *s, const char *user_text,
@@ -752,9 +753,9 @@ PARLEY_API parley_status parley_session_count_tokens(parley_session *s, const ch
  *  "raw" template the reply continues the message as the model's own reply would, and as a
  *  streamed raw reply reads: " there was" starts a word, ", and" joins the last one (since
  *  0.6; before, a space was put before every reply). In a chat template a leading space is
- *  taken as the one the reply's first word has (streaming drops it). The KV of both is computed before this
- *  returns (parley_session_interrupt() stops that part: the next turn computes the rest), so
- *  the next send() computes little more than its own message.
+ *  taken as the one the reply's first word has (streaming drops it). The KV of both is computed
+ *  before this returns (parley_session_interrupt() stops that part: the next turn computes the
+ *  rest), so the next send() computes little more than its own message.
  *  Both are turns (parley_session_get_turn; rewinding 2 removes them).
  *  @param[in] s           the session
  *  @param[in] user_text   UTF-8 text ("" allowed)
@@ -774,7 +775,8 @@ PARLEY_API parley_status parley_session_add_exchange(parley_session *s, const ch
  *  produced from text. Pieces a vocabulary types user-defined but writes as chat markers
  *  ("<|im_start|>": "<|" ... "|>") count as control tokens (a warning is logged at load).
  *  @param[in] add_bos  non-zero: start with BOS
- *  Errors: INVALID_ARGUMENT (NULL, invalid UTF-8), MISUSE. Thread-safety: any thread. Since: 0.1. */
+ *  Errors: INVALID_ARGUMENT (NULL, invalid UTF-8), MISUSE. Thread-safety: any thread.
+ *  Since: 0.1. */
 PARLEY_API parley_status parley_tokenize(parley_engine *e, const char *text, int32_t add_bos,
                                          int32_t *ids, size_t cap, size_t *n_needed);
 

@@ -103,9 +103,8 @@ std::string message_text(std::string line) {
 // The commands that take nothing after their name: more is refused, as /rewind refuses words
 // after N, rather than ignored (a /quit that says more may not mean to leave).
 bool refuses_argument(const Command& c) {
-  static constexpr std::string_view kBare[] = {"/help",  "/quit",  "/exit",    "/stats",
-                                               "/reset", "/retry", "/prepare", "/suspend",
-                                               "/sessions"};
+  static constexpr std::string_view kBare[] = {
+      "/help", "/quit", "/exit", "/stats", "/reset", "/retry", "/prepare", "/suspend", "/sessions"};
   if (c.arg.empty()) return false;
   for (const auto name : kBare) {
     if (c.name == name) return true;

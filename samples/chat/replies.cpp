@@ -78,8 +78,8 @@ std::string next_words(std::string_view text) {
 void send_message(const CliArgs& args, Sessions::Open& open, const std::string& text) {
   generate(args, open, "send failed", true,
            [&](const parley_generate_options* o, parley_turn_stats* stats, bool* wrote) {
-             return parley_session_send(open.session.get(), text.c_str(), o, stream_and_note,
-                                        wrote, stats);
+             return parley_session_send(open.session.get(), text.c_str(), o, stream_and_note, wrote,
+                                        stats);
            });
 }
 
@@ -89,8 +89,8 @@ void continue_reply(const CliArgs& args, Sessions::Open& open, std::string_view 
            [&](const parley_generate_options* o, parley_turn_stats* stats, bool* wrote) {
              parley_generate_options steered = *o;
              if (!prefix.empty()) steered.reply_prefix = prefix.c_str();
-             return parley_session_continue(open.session.get(), &steered, stream_and_note,
-                                            wrote, stats);
+             return parley_session_continue(open.session.get(), &steered, stream_and_note, wrote,
+                                            stats);
            });
 }
 

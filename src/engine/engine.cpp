@@ -190,9 +190,9 @@ void Engine::spill_all() {
 }
 
 void Engine::delete_stored_session(const std::string& id) {
-  require(store_ != nullptr, Status::not_found,
-          "no session store is open (set store_path), so there is no stored session " +
-              shown_id(id));
+  require(
+      store_ != nullptr, Status::not_found,
+      "no session store is open (set store_path), so there is no stored session " + shown_id(id));
   {
     std::lock_guard lock(mutex_);
     require(!sessions_.count(id), Status::invalid_argument,
@@ -202,9 +202,9 @@ void Engine::delete_stored_session(const std::string& id) {
 }
 
 Engine::StoredSessionInfo Engine::stored_session_info(const std::string& id) {
-  require(store_ != nullptr, Status::not_found,
-          "no session store is open (set store_path), so there is no stored session " +
-              shown_id(id));
+  require(
+      store_ != nullptr, Status::not_found,
+      "no session store is open (set store_path), so there is no stored session " + shown_id(id));
   auto summary = store_->session_summary(id);
   require(summary.has_value(), Status::not_found, "no stored session " + shown_id(id));
   StoredSessionInfo info;

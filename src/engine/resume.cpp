@@ -9,9 +9,9 @@
 #include <vector>
 
 #include "common/error.h"
-#include "common/shown_id.h"
 #include "common/log.h"
 #include "common/parallel_tasks.h"
+#include "common/shown_id.h"
 #include "engine/engine.h"
 #include "engine/session.h"
 #include "kv/prefix_index.h"
@@ -103,8 +103,8 @@ bool Session::restore_kv() {
   try {
     kv = store->load_kv(id_);
   } catch (const Error& e) {
-    log::warn_line("session " + shown_id(id_) + ": stored KV unreadable, recomputing it: " +
-                   e.what());
+    log::warn_line("session " + shown_id(id_) +
+                   ": stored KV unreadable, recomputing it: " + e.what());
   }
   const auto& layout = blocks_.pool().layout();
   const uint64_t fingerprint = engine_->model().fingerprint;

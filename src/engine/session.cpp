@@ -120,7 +120,9 @@ Session::Session(std::shared_ptr<Engine> engine, const store::StoredSession& sto
       overflow_(OverflowPolicy(stored.overflow)),
       template_(stored_template(stored.chat_template), engine_->tokenizer()),
       blocks_(engine_->kv_pool(), engine_->prefix_root(stored.cache_scope)) {
-  adopt_turns(std::move(turns), Status::corrupt);
+  adopt_turns(std::move(turns), Status::corrupt,
+              stored.model_fingerprint == engine_->model().fingerprint ? Status::corrupt
+                                                                       : Status::model_mismatch);
   n_committed_ = n_stored_ = messages_.size();
   revision_ = stored.revision;
   created_ms_ = stored.created_ms;
@@ -138,7 +140,7 @@ Session::Session(std::shared_ptr<Engine> engine, const store::StoredSession& hea
       template_(stored_template(header.chat_template), engine_->tokenizer()),
       blocks_(engine_->kv_pool(), engine_->prefix_root(header.cache_scope)) {
   check_session_id(header.id);
-  adopt_turns(std::move(turns), Status::invalid_argument);
+  adopt_turns(std::move(turns), Status::invalid_argument, Status::invalid_argument);
   created_ms_ = header.created_ms;
   last_used_ms_ = now_ms();
   std::lock_guard constructing(state_mutex_);  // as in the first constructor
@@ -156,13 +158,17 @@ Session::Session(std::shared_ptr<Engine> engine, const store::StoredSession& hea
   }
 }
 
-void Session::adopt_turns(std::vector<store::StoredTurn> turns, Status bad_status) {
+void Session::adopt_turns(std::vector<store::StoredTurn> turns, Status bad_status,
+                          Status vocabulary_status) {
   const std::string whose = bad_status == Status::corrupt ? "stored" : "imported";
   for (auto& t : turns) {
     require(t.role >= 0 && t.role <= 2, bad_status, whose + " turn has an unknown role");
     for (int32_t id : t.token_ids) {
-      require(id >= 0 && id < engine_->config().n_vocab, bad_status,
-              whose + " token " + std::to_string(id) + " is outside this model's vocabulary");
+      require(id >= 0 && id < engine_->config().n_vocab, vocabulary_status,
+              whose + " token " + std::to_string(id) + " is outside this model's vocabulary" +
+                  (vocabulary_status == Status::model_mismatch
+                       ? " (the conversation was started with another model)"
+                       : ""));
     }
     // Text comes from ids, and a conversation opens with at least BOS: a message that says
     // something, or opens the conversation, without them would leave text and ids apart.
@@ -203,9 +209,9 @@ void Session::adopt_turns(std::vector<store::StoredTurn> turns, Status bad_statu
 
 std::unique_ptr<Session> Session::open(std::shared_ptr<Engine> engine, const std::string& id) {
   auto* store = engine->store();
-  require(store != nullptr, Status::not_found,
-          "no session store is open (set store_path), so there is no stored session " +
-              shown_id(id));
+  require(
+      store != nullptr, Status::not_found,
+      "no session store is open (set store_path), so there is no stored session " + shown_id(id));
   // One snapshot: the revision this session starts from is that of the turns it reads.
   auto stored = store->load_conversation(id);
   require(stored.has_value(), Status::not_found, "no stored session " + shown_id(id));

@@ -247,9 +247,11 @@ class Session {
   struct ImportTag {};
   Session(std::shared_ptr<Engine> engine, const store::StoredSession& header,
           std::vector<store::StoredTurn> turns, ImportTag);
-  // Takes `turns` as the conversation (a stored or imported one): ids outside the vocabulary,
-  // unknown roles and a conversation longer than the context are Error(bad_status).
-  void adopt_turns(std::vector<store::StoredTurn> turns, Status bad_status);
+  // Takes `turns` as the conversation (a stored or imported one): unknown roles and a
+  // conversation longer than the context are Error(bad_status), ids outside the vocabulary
+  // Error(vocabulary_status) (another model's conversation is not damaged).
+  void adopt_turns(std::vector<store::StoredTurn> turns, Status bad_status,
+                   Status vocabulary_status);
 
   // send() and add_exchange(): a written reply when written_reply is set (ended with the
   // template's end ids when written_reply_ended), else generated.

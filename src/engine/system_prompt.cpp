@@ -92,8 +92,8 @@ void Session::set_system_prompt(std::string_view system_prompt) {
   if (auto* store = engine_->store()) {
     try {
       write_own_rows([&] {
-        revision_ = store->replace_turns(id_, uint32_t(n_stored_), system_prompt_,
-                                         stored_turns(0), revision_);
+        revision_ = store->replace_turns(id_, uint32_t(n_stored_), system_prompt_, stored_turns(0),
+                                         revision_);
       });
     } catch (...) {
       put_back_previous();

@@ -73,7 +73,8 @@ void Session::set_overflow(OverflowPolicy overflow) {
 void Session::fail_changed_elsewhere(const std::string& detail) const {
   fail(Status::storage, "session " + shown_id(id_) +
                             " was changed in the store by another engine; its turns here stay "
-                            "in memory only (export them to keep them): " + detail);
+                            "in memory only (export them to keep them): " +
+                            detail);
 }
 
 }  // namespace parley::engine

@@ -80,9 +80,9 @@ void insert_session_kv(Connection& db, const std::string& id, const StoredKv& kv
 }
 
 std::optional<KvOrigin> select_kv_origin(Connection& db, const std::string& id) {
-  auto statement = db.statement(
-      "SELECT model_fingerprint, kv_type FROM kv_sessions WHERE session_id = ?1",
-      "select KV origin");
+  auto statement =
+      db.statement("SELECT model_fingerprint, kv_type FROM kv_sessions WHERE session_id = ?1",
+                   "select KV origin");
   statement->bind_text(1, id);
   if (!statement->step()) return std::nullopt;
   return KvOrigin{as_hash(statement->int64_at(0)), static_cast<int32_t>(statement->int64_at(1))};
@@ -112,8 +112,7 @@ std::optional<StoredKv> select_session_kv(Connection& db, const std::string& id)
   statement->bind_text(1, id);
   while (statement->step()) {
     require(statement->int64_at(0) == static_cast<int64_t>(kv.full_block_hashes.size()),
-            Status::corrupt,
-            "session " + shown_id(id) + ": stored KV misses a block reference");
+            Status::corrupt, "session " + shown_id(id) + ": stored KV misses a block reference");
     kv.full_block_hashes.push_back(as_hash(statement->int64_at(1)));
   }
   return kv;

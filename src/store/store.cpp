@@ -33,8 +33,8 @@ transcript_rows::SessionRow require_session(Connection& db, const std::string& i
 void require_turn_count(const transcript_rows::SessionRow& row, const std::string& id,
                         uint32_t n_stored) {
   require(row.n_turns == n_stored, Status::invalid_argument,
-          "session " + shown_id(id) + " holds " + std::to_string(row.n_turns) +
-              " turns, not the " + std::to_string(n_stored) + " its writer left");
+          "session " + shown_id(id) + " holds " + std::to_string(row.n_turns) + " turns, not the " +
+              std::to_string(n_stored) + " its writer left");
 }
 
 // The count alone misses a rewrite that left as many turns, and an id deleted and created
@@ -42,8 +42,8 @@ void require_turn_count(const transcript_rows::SessionRow& row, const std::strin
 void require_revision(const transcript_rows::SessionRow& row, const std::string& id,
                       std::optional<int64_t> revision) {
   require(!revision || row.session.revision == *revision, Status::invalid_argument, [&] {
-    return "session " + shown_id(id) + " is at revision " +
-           std::to_string(row.session.revision) + ", not the " + std::to_string(*revision) +
+    return "session " + shown_id(id) + " is at revision " + std::to_string(row.session.revision) +
+           ", not the " + std::to_string(*revision) +
            " its writer last saw: it was rewritten, or deleted and created again";
   });
 }
@@ -138,8 +138,8 @@ int64_t Store::create_session(const StoredSession& session) {
   });
 }
 
-int64_t Store::replace_turns_from(const std::string& id, uint32_t first_index,
-                                  uint32_t n_stored, std::span<const StoredTurn> turns,
+int64_t Store::replace_turns_from(const std::string& id, uint32_t first_index, uint32_t n_stored,
+                                  std::span<const StoredTurn> turns,
                                   std::optional<int64_t> revision) {
   require_known_roles("replace_turns_from", turns);
   require(first_index <= n_stored, Status::invalid_argument,
@@ -203,8 +203,7 @@ void Store::set_overflow(const std::string& id, int32_t overflow) {
   impl_->call("set_overflow", Synchronous::full, [&](Connection& db) {
     WriteTransaction transaction(db);
     const auto row = require_session(db, id);
-    transcript_rows::update_overflow(db, id, overflow,
-                                     std::max(now_ms(), row.session.updated_ms));
+    transcript_rows::update_overflow(db, id, overflow, std::max(now_ms(), row.session.updated_ms));
     transaction.commit();
   });
 }

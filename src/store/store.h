@@ -114,12 +114,11 @@ class Store {
                          std::optional<int64_t> revision = std::nullopt);
   // The session's n_stored turns (as above) become exactly `turns`, in one transaction (a
   // conversation rebuilt after dropping its oldest exchanges); also drops its KV.
-  int64_t replace_turns(const std::string& id, uint32_t n_stored,
-                        std::span<const StoredTurn> turns,
+  int64_t replace_turns(const std::string& id, uint32_t n_stored, std::span<const StoredTurn> turns,
                         std::optional<int64_t> revision = std::nullopt);
   // The same with a new system prompt (the conversation's opening rendered again).
-  int64_t replace_turns(const std::string& id, uint32_t n_stored,
-                        const std::string& system_prompt, std::span<const StoredTurn> turns,
+  int64_t replace_turns(const std::string& id, uint32_t n_stored, const std::string& system_prompt,
+                        std::span<const StoredTurn> turns,
                         std::optional<int64_t> revision = std::nullopt);
   // The session's PARLEY_OVERFLOW_* policy, and its updated_ms; Error(not_found). A header
   // change, not the transcript's: the revision stays, and no revision is checked.
@@ -154,9 +153,8 @@ class Store {
 
  private:
   // Both replace_turns: the system prompt too when not null.
-  int64_t replace_turns(const std::string& id, uint32_t n_stored,
-                        const std::string* system_prompt, std::span<const StoredTurn> turns,
-                        std::optional<int64_t> revision);
+  int64_t replace_turns(const std::string& id, uint32_t n_stored, const std::string* system_prompt,
+                        std::span<const StoredTurn> turns, std::optional<int64_t> revision);
 
   struct Impl;
   std::unique_ptr<Impl> impl_;

@@ -75,8 +75,9 @@ void insert_session(Connection& db, const StoredSession& s) {
 std::optional<SessionRow> select_session(Connection& db, const std::string& id, Lookup lookup,
                                          Revision revision) {
   const std::string sql =
-      std::string("SELECT model_fingerprint, chat_template, system_prompt, cache_scope, overflow,"
-                  " created_ms, updated_ms, n_turns, ") +
+      std::string(
+          "SELECT model_fingerprint, chat_template, system_prompt, cache_scope, overflow,"
+          " created_ms, updated_ms, n_turns, ") +
       (revision == Revision::read ? "revision" : "0") + " FROM sessions" +
       (lookup == Lookup::by_index ? "" : " NOT INDEXED") + " WHERE id = ?1";
   auto statement = db.statement(sql, "select session");

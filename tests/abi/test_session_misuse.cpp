@@ -311,8 +311,8 @@ TEST_CASE("a fork to an id in use is refused as such when the KV budget is spent
   SessionHandle a(e);
   auto g = greedy_options(4);
   // 21 + 4 tokens: both blocks, the second partly filled (a fork copies it).
-  REQUIRE(parley_session_send(a, "a b c d e f g h i j k l m n o p q r s t", &g, nullptr,
-                              nullptr, nullptr) == PARLEY_OK);
+  REQUIRE(parley_session_send(a, "a b c d e f g h i j k l m n o p q r s t", &g, nullptr, nullptr,
+                              nullptr) == PARLEY_OK);
   parley_session* fork = nullptr;
   REQUIRE(parley_session_fork(a, nullptr, &fork) == PARLEY_E_OUT_OF_MEMORY);
   const std::string id = session_id(a);

@@ -232,7 +232,7 @@ TEST_CASE("parley_store_get_session_info: same_model follows the stored KV's mod
 
   e = open_with_store(db, 0, PARLEY_KV_F16);
   REQUIRE(stored_info(e, "int8").kv_bytes_stored > 0);
-  CHECK(stored_info(e, "int8").same_model == 0);  // an F16 engine recomputes it
+  CHECK(stored_info(e, "int8").same_model == 0);   // an F16 engine recomputes it
   CHECK(stored_info(e, "no-kv").same_model == 1);  // no KV: the model it was made with
   // This engine's send and spill store the KV as F16: now it comes back here.
   REQUIRE(parley_session_open(e, "int8", &s) == PARLEY_OK);

@@ -251,8 +251,8 @@ TEST_CASE("--stop ends the reply before the text, and --print-ids shows the ids 
 
 TEST_CASE("--print-ids prints the whole reply's ids: a --reply-prefix's, all after /continue") {
   PARLEY_SHARED_OR_SKIP(gguf, "models/stories260k/stories260k-f32.gguf");
-  const std::string flags = "-m " + quote(gguf.string()) +
-                            " --template raw --temp 0 --ignore-eos -n 4 --print-ids";
+  const std::string flags =
+      "-m " + quote(gguf.string()) + " --template raw --temp 0 --ignore-eos -n 4 --print-ids";
   const auto ids_in = [](const std::string& line) {
     std::istringstream words(line.substr(line.find(':') + 1));
     std::vector<std::string> ids;

@@ -135,9 +135,8 @@ TEST_CASE("console: /export and /import count one message as one") {
   PARLEY_SHARED_OR_SKIP(gguf, "models/stories260k/stories260k-f32.gguf");
   TempDir dir;
   const std::string file = (dir / "one.json").string();
-  const ShellRun r =
-      run_console(gguf, "/exchange Hi | there\n/rewind 1\n/export " + file + "\n/import " +
-                            file + " copy\n");
+  const ShellRun r = run_console(
+      gguf, "/exchange Hi | there\n/rewind 1\n/export " + file + "\n/import " + file + " copy\n");
   CHECK(r.out.find("(exported ") != std::string::npos);
   CHECK(r.out.find(": 1 message to " + file + ")\n") != std::string::npos);
   CHECK(r.out.find("(imported copy: 1 message from " + file + ")\n") != std::string::npos);

@@ -110,9 +110,10 @@ TEST_CASE("console: a full context's hint fits what filled it") {
 
 TEST_CASE("console: a command may follow blanks and end at a tab; // starts a message") {
   PARLEY_SHARED_OR_SKIP(gguf, "models/stories260k/stories260k-f32.gguf");
-  const ShellRun r = run_raw_console(gguf, "  /new a\n\t/new\tb\n/sessions\n"
-                                           "  //new c\n/sessions\n /switch  a \n /quit\n"
-                                           "/new never\n");
+  const ShellRun r = run_raw_console(gguf,
+                                     "  /new a\n\t/new\tb\n/sessions\n"
+                                     "  //new c\n/sessions\n /switch  a \n /quit\n"
+                                     "/new never\n");
   CHECK(r.exit_code == 0);
   CHECK(r.out.find("unknown command") == std::string::npos);
   CHECK(r.out.find("(session a)\n(session b)\n") != std::string::npos);
@@ -127,8 +128,8 @@ TEST_CASE("console: a command may follow blanks and end at a tab; // starts a me
 
 TEST_CASE("console: words after a command that takes none are refused, not ignored") {
   PARLEY_SHARED_OR_SKIP(gguf, "models/stories260k/stories260k-f32.gguf");
-  const char* bare[] = {"/help", "/stats", "/suspend", "/reset", "/sessions", "/retry",
-                        "/prepare", "/quit", "/exit"};
+  const char* bare[] = {"/help",  "/stats",   "/suspend", "/reset", "/sessions",
+                        "/retry", "/prepare", "/quit",    "/exit"};
   std::string input = "Once upon a time\n";
   for (const char* command : bare) input += std::string(command) + " now\n";
   const ShellRun r = run_raw_console(gguf, input + "/sessions\n");
@@ -139,7 +140,7 @@ TEST_CASE("console: words after a command that takes none are refused, not ignor
   }
   CHECK(r.out.find("(new conversation)") == std::string::npos);
   CHECK(r.out.find("/system TEXT") == std::string::npos);  // no /help text
-  CHECK(current_turns(r.out) == 2);  // neither /reset nor /quit ran
+  CHECK(current_turns(r.out) == 2);                        // neither /reset nor /quit ran
 }
 
 TEST_CASE("console: /help names /exit and how a line becomes a command") {
@@ -156,8 +157,8 @@ TEST_CASE("console: a send or /continue refused before any reply adds no line to
   std::string too_long;
   for (int i = 0; i < 20; ++i) too_long += "the cat ran ";  // more than 40 tokens
   const std::string stdout_only = " 2>/dev/null";
-  const ShellRun r = run_shell("printf '%s' " + quote("/continue\n" + too_long + "\n") +
-                               " | " + raw_chat_command(gguf, "--ctx 40") + stdout_only);
+  const ShellRun r = run_shell("printf '%s' " + quote("/continue\n" + too_long + "\n") + " | " +
+                               raw_chat_command(gguf, "--ctx 40") + stdout_only);
   CHECK(r.exit_code == 0);
   CHECK(r.out.empty());
   // Both were refused, on stderr.

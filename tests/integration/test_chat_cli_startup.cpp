@@ -91,9 +91,9 @@ TEST_CASE("--help says what --print-ids, --overflow, --kv and a blank -p do") {
 }
 
 TEST_CASE("number flags take the number alone: no blanks around it, no hex") {
-  for (const char* bad : {"-n ' 5'", "-n '5 '", "-n +5", "-n 0x10", "--temp 0x10",
-                          "--temp ' 1'", "--temp '1 '", "--top-p 0x0.8p0", "--seed ' 7'",
-                          "--logit-bias ' 5=1'", "--logit-bias '5= 1'"}) {
+  for (const char* bad :
+       {"-n ' 5'", "-n '5 '", "-n +5", "-n 0x10", "--temp 0x10", "--temp ' 1'", "--temp '1 '",
+        "--top-p 0x0.8p0", "--seed ' 7'", "--logit-bias ' 5=1'", "--logit-bias '5= 1'"}) {
     CAPTURE(bad);
     const ShellRun r = run_chat(std::string("-m x --help ") + bad);
     CHECK(r.exit_code == 1);
@@ -114,8 +114,7 @@ TEST_CASE("--help and --version that cannot be written fail the run") {
   }
   const ShellRun help = run_shell(std::string(PARLEY_CHAT_EXE) + " --help 2>&1 >/dev/full");
   CHECK(help.exit_code == 1);
-  CHECK(help.out.rfind("parley-chat: error: cannot write the help to standard output: ", 0) ==
-        0);
+  CHECK(help.out.rfind("parley-chat: error: cannot write the help to standard output: ", 0) == 0);
   const ShellRun version = run_shell(std::string(PARLEY_CHAT_EXE) + " --version 2>&1 >/dev/full");
   CHECK(version.exit_code == 1);
   CHECK(version.out.find("cannot write the version") != std::string::npos);

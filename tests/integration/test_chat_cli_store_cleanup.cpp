@@ -50,11 +50,10 @@ ShellRun run_refused_console(const fs::path& model, const fs::path& store,
                            " --template raw --temp 0 -n 4 --session A";
   const std::string out = quote(store.string() + ".out");
   // Its output's second line ends the first reply (the first says A was reopened).
-  const std::string feed = "echo 'console one'; i=0; until [ \"$(wc -l 2>/dev/null < " + out +
-                           ")\" -ge 2 ] 2>/dev/null || [ $i -ge 600 ]; do " +
-                           "i=$((i+1)); sleep 0.05; done; " + chat +
-                           " -p other >/dev/null 2>&1; echo 'console two'; printf '%s' " +
-                           quote(rest);
+  const std::string feed =
+      "echo 'console one'; i=0; until [ \"$(wc -l 2>/dev/null < " + out +
+      ")\" -ge 2 ] 2>/dev/null || [ $i -ge 600 ]; do " + "i=$((i+1)); sleep 0.05; done; " + chat +
+      " -p other >/dev/null 2>&1; echo 'console two'; printf '%s' " + quote(rest);
   REQUIRE(run_shell(chat + " -p first >/dev/null 2>&1").exit_code == 0);
   return run_shell("{ " + feed + "; } | " + chat + " > " + out + " 2>&1; rc=$?; cat " + out +
                    "; exit $rc");
@@ -66,9 +65,10 @@ TEST_CASE("store: turns the store refuses go to a file beside it as the conversa
   PARLEY_SHARED_OR_SKIP(gguf, "models/stories260k/stories260k-f32.gguf");
   TempDir dir;
   const fs::path store = dir / "chat.db";
-  const std::string saved = "the store refused the turns of session A, so they are not stored "
-                            "there; the conversation is saved in " + store.string() +
-                            ".unsaved-A-";
+  const std::string saved =
+      "the store refused the turns of session A, so they are not stored "
+      "there; the conversation is saved in " +
+      store.string() + ".unsaved-A-";
   // At the end of the run: said, saved, and the run fails.
   const ShellRun at_exit = run_refused_console(gguf, store, "");
   CHECK(at_exit.exit_code == 1);

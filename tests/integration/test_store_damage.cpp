@@ -1,6 +1,7 @@
 // Stored KV that is damaged, cut short, in a legacy zstd frame, of the wrong size or made for
 // another model never breaks a conversation: it is recomputed from the stored tokens
-// (kv_source REBUILT) and the reply is the same as if nothing had happened.
+// (kv_source REBUILT) and the reply is the same as if nothing had happened. A stored token
+// the vocabulary lacks is refused as what it says of the conversation.
 #include <doctest/doctest.h>
 
 #include <sqlite3.h>
@@ -138,4 +139,46 @@ TEST_CASE("stored KV made for another model is rebuilt") {
   const auto stats = greedy_turn(*s, "d", 5);
   CHECK(stats.kv_source == engine::KvSource::rebuilt);
   CHECK(std::equal(tokens.begin(), tokens.end(), s->tokens().begin()));
+}
+
+// A stored token this model's vocabulary lacks: the conversation is another model's when it
+// was started with one (MODEL_MISMATCH), else it is damaged (CORRUPT).
+TEST_CASE("a stored token outside the vocabulary: MODEL_MISMATCH for another model's, CORRUPT") {
+  TempDir dir;
+  const std::string db = (dir / "s.db").string();
+  auto o = session_options("", "raw");
+  o.id = "tokens";
+  uint64_t fingerprint = 0;
+  {
+    auto engine = open_engine_with_store(small_synthetic_model(), kv::KvType::int8, {db});
+    fingerprint = engine->model().fingerprint;
+    engine::Session s(engine, o);
+    greedy_turn(s, "a b c", 4);
+  }
+  const auto edit = [&](const std::string& sql) {
+    sqlite3* conn = nullptr;
+    REQUIRE(sqlite3_open(db.c_str(), &conn) == SQLITE_OK);
+    REQUIRE_MESSAGE(sqlite3_exec(conn, sql.c_str(), nullptr, nullptr, nullptr) == SQLITE_OK,
+                    sqlite3_errmsg(conn));
+    sqlite3_close(conn);
+  };
+  // Id 1000 (int32, little-endian) as the reply's first token; the vocabulary has 320.
+  edit(
+      "UPDATE turns SET token_ids = CAST(X'E8030000' || substr(token_ids, 5) AS BLOB) "
+      "WHERE idx = 1");
+  Status status = Status::ok;
+  SUBCASE("started with another model") {
+    edit("UPDATE sessions SET model_fingerprint = " + std::to_string(int64_t(fingerprint + 1)));
+    status = Status::model_mismatch;
+  }
+  SUBCASE("started with this model") { status = Status::corrupt; }
+  auto engine = open_engine_with_store(small_synthetic_model(), kv::KvType::int8, {db});
+  try {
+    engine::Session::open(engine, "tokens");
+    FAIL("the conversation opened");
+  } catch (const Error& e) {
+    CHECK(e.status() == status);
+    CHECK_MESSAGE(std::string(e.what()).find("token 1000") != std::string::npos,
+                  std::string(e.what()));
+  }
 }

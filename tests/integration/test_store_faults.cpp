@@ -2,7 +2,6 @@
 // stays usable in memory, nothing committed before is lost, and once the disk works again the
 // turns that could not be written are committed with the next one.
 #include <doctest/doctest.h>
-
 #include <sqlite3.h>
 
 #include <filesystem>

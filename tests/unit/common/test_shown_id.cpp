@@ -16,8 +16,8 @@ TEST_CASE("shown_id quotes a printable id as it is, UTF-8 included") {
 
 TEST_CASE("shown_id escapes invalid UTF-8, control characters, quotes and backslashes") {
   CHECK(shown_id("bad\xFF\xFE") == "'bad\\xFF\\xFE'");
-  CHECK(shown_id("x\xC3") == "'x\\xC3'");              // cut short
-  CHECK(shown_id("\xC0\xAF") == "'\\xC0\\xAF'");       // overlong
+  CHECK(shown_id("x\xC3") == "'x\\xC3'");                  // cut short
+  CHECK(shown_id("\xC0\xAF") == "'\\xC0\\xAF'");           // overlong
   CHECK(shown_id("\xED\xA0\x80") == "'\\xED\\xA0\\x80'");  // a surrogate
   CHECK(shown_id("a\nb\tc\x7F") == "'a\\x0Ab\\x09c\\x7F'");
   CHECK(shown_id("c1 \xC2\x85") == "'c1 \\xC2\\x85'");  // NEL, a C1 control

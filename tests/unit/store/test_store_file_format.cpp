@@ -168,9 +168,10 @@ TEST_CASE("store migration: a version 1 file gets revisions that version 1 write
   const int64_t bumped = raw.int64("SELECT revision FROM sessions WHERE id = 's'");
   CHECK(bumped > seen);
   raw.exec("DELETE FROM sessions WHERE id = 's'");
-  raw.exec("INSERT INTO sessions (id, model_fingerprint, chat_template, system_prompt,"
-           " cache_scope, overflow, created_ms, updated_ms, n_turns)"
-           " VALUES ('s', 0, 'raw', '', '', 0, 1, 1, 0)");
+  raw.exec(
+      "INSERT INTO sessions (id, model_fingerprint, chat_template, system_prompt,"
+      " cache_scope, overflow, created_ms, updated_ms, n_turns)"
+      " VALUES ('s', 0, 'raw', '', '', 0, 1, 1, 0)");
   CHECK(raw.int64("SELECT revision FROM sessions WHERE id = 's'") > bumped);
 }
 
@@ -270,12 +271,14 @@ TEST_CASE("store: a row that cannot be read back is Error(corrupt), not a wrong 
   }
 }
 
-TEST_CASE("store: a path that cannot be opened is Error(storage) naming the path") {
+TEST_CASE("store: a path in a missing folder is Error(storage) naming the folder") {
   test::TempDir dir;
-  const std::string path = (dir / "missing-dir" / "chat.db").string();
-  const Error e = error_opening(path);
+  const std::string folder = (dir / "missing-dir").string();
+  const Error e = error_opening(folder + "/chat.db");
   CHECK(e.status() == Status::storage);
-  CHECK(std::string(e.what()).find(path) != std::string::npos);
+  CHECK(std::string(e.what()).find("the store file " + folder + "/chat.db cannot be created: its "
+                                   "folder " + folder + " does not exist") != std::string::npos);
+  CHECK(!std::filesystem::exists(folder));
 }
 
 // Where permissions apply (not to root), a store the process may not write is refused at once,

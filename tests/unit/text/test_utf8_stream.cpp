@@ -106,7 +106,11 @@ TEST_CASE("Utf8Stream says where the bytes pushed show in the text it hands out"
   CHECK(stream.push("\xC3", &at) == kFffd);
   CHECK(at == std::string::npos);
   // A code point finished by the bytes pushed: they show where it starts.
-  CHECK(stream.push("\xA9" "c", &at) == "\xC3\xA9" "c");
+  CHECK(stream.push("\xA9"
+                    "c",
+                    &at) ==
+        "\xC3\xA9"
+        "c");
   CHECK(at == 0);
   CHECK(stream.push("\xE2\x82", &at).empty());
   CHECK(stream.push("z", &at) == kFffd + "z");
