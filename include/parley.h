@@ -380,9 +380,8 @@ PARLEY_API parley_status parley_session_rewind(parley_session *s, uint32_t n_tur
  *  policy is committed before this returns (with the stored updated_unix_ms, since 0.8.2),
  *  and a reopened session has it.
  *  Errors: INVALID_ARGUMENT (not a PARLEY_OVERFLOW_* value), STORAGE (nothing changed; also
- *  when another engine on the same store file deleted the conversation; one it deleted and
- *  started again under the same id takes the policy, as one it added turns to does), BUSY,
- *  MISUSE.
+ *  when another engine on the same store file deleted the conversation, or deleted it and
+ *  started another under its id; turns it added do not matter to the policy), BUSY, MISUSE.
  *  Thread-safety: one thread per session. Since: 0.8. */
 PARLEY_API parley_status parley_session_set_overflow(parley_session *s, int32_t overflow);
 
@@ -417,9 +416,8 @@ PARLEY_API parley_status parley_session_set_system_prompt(parley_session *s,
 PARLEY_API void parley_session_close(parley_session *s);
 
 /** Deletes a stored conversation: its transcript and its KV. Another engine on the same store
- *  file that has it open keeps it in memory; its next commit of turns there fails with STORAGE,
- *  also after a conversation is started again under that id (parley_session_set_overflow:
- *  see there).
+ *  file that has it open keeps it in memory; its next commit there fails with STORAGE, also
+ *  after a conversation is started again under that id.
  *  Errors: INVALID_ARGUMENT (NULL or empty id; the session is open in this engine),
  *  NOT_FOUND (no store, or no such session, including ids no session can have), STORAGE,
  *  MISUSE.

@@ -67,7 +67,7 @@ Session::Session(std::shared_ptr<Engine> engine, const SessionOptions& options)
   id_ = engine_->register_session(this, options.id, false);
   if (auto* store = engine_->store()) {
     try {
-      revision_ = store->create_session(stored_header());
+      created_revision_ = revision_ = store->create_session(stored_header());
       commit_messages();
     } catch (...) {
       engine_->unregister_session(id_);
@@ -96,7 +96,7 @@ Session::Session(const Session& source, const std::string& new_id, ForkTag)
   id_ = engine_->register_session(this, new_id, false);
   if (auto* store = engine_->store()) {
     try {
-      revision_ = store->create_session(stored_header());
+      created_revision_ = revision_ = store->create_session(stored_header());
       commit_messages();
       // A spilled source's KV is the fork's too; the store shares its prefix blocks.
       if (spilled_) {
@@ -125,6 +125,7 @@ Session::Session(std::shared_ptr<Engine> engine, const store::StoredSession& sto
                                                                        : Status::model_mismatch);
   n_committed_ = n_stored_ = messages_.size();
   revision_ = stored.revision;
+  created_revision_ = stored.created_revision;
   created_ms_ = stored.created_ms;
   spilled_ = !tokens_.empty();  // its KV, if any, is in the store
   last_used_ms_ = now_ms();
@@ -147,7 +148,7 @@ Session::Session(std::shared_ptr<Engine> engine, const store::StoredSession& hea
   id_ = engine_->register_session(this, header.id, false);
   if (auto* store = engine_->store()) {
     try {
-      revision_ = store->create_session(stored_header());
+      created_revision_ = revision_ = store->create_session(stored_header());
       commit_messages();
     } catch (...) {
       if (store->load_session(id_)) store->delete_session(id_);

@@ -423,6 +423,7 @@ class Session {
   size_t n_committed_ = 0;       // messages_[0, n_committed_) are in the store
   size_t n_stored_ = 0;          // turns the store holds (more when a reply went on since)
   int64_t revision_ = 0;         // the stored transcript's revision as this session left it
+  int64_t created_revision_ = 0;     // the stored conversation's first revision (set_overflow)
   bool rewrite_transcript_ = false;  // the stored turns must be replaced, not appended to
   // Read by the engine's bookkeeping without taking the session.
   std::atomic<bool> spilled_{false};  // the KV is in the store, not in blocks_

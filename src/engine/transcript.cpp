@@ -64,7 +64,7 @@ void Session::commit_messages() {
 void Session::set_overflow(OverflowPolicy overflow) {
   if (overflow == overflow_) return;
   if (auto* store = engine_->store()) {
-    write_own_rows([&] { store->set_overflow(id_, int32_t(overflow)); });
+    write_own_rows([&] { store->set_overflow(id_, int32_t(overflow), created_revision_); });
   }
   overflow_ = overflow;
 }

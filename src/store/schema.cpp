@@ -69,15 +69,19 @@ CREATE TABLE prefix_blocks (
 // a new system prompt rewrites that) gives the row the next value of one store-wide counter:
 // a writer that states the revision it last saw finds out that another engine changed the
 // conversation, also when the turn count came out equal or the id was deleted and reused.
-// Triggers, not code: version 1 code writing the file keeps the revisions honest too.
+// Triggers, not code: version 1 code writing the file keeps the revisions honest too. The
+// revision a row was inserted with stays as created_revision: a header change (the overflow
+// policy) checks that one, so it does not land on a conversation started again under the id.
 std::string_view revision_schema_v2() {
   return R"sql(
 ALTER TABLE sessions ADD COLUMN revision INTEGER NOT NULL DEFAULT 0;  -- see the triggers
+ALTER TABLE sessions ADD COLUMN created_revision INTEGER NOT NULL DEFAULT 0;  -- its first
 INSERT INTO meta (key, value) VALUES ('last_revision', 0);  -- the last revision handed out
 
 CREATE TRIGGER sessions_revision_on_insert AFTER INSERT ON sessions BEGIN
   UPDATE meta SET value = value + 1 WHERE key = 'last_revision';
-  UPDATE sessions SET revision = (SELECT value FROM meta WHERE key = 'last_revision')
+  UPDATE sessions SET revision = (SELECT value FROM meta WHERE key = 'last_revision'),
+                      created_revision = (SELECT value FROM meta WHERE key = 'last_revision')
     WHERE id = NEW.id;
 END;
 

@@ -199,10 +199,16 @@ int64_t Store::replace_turns(const std::string& id, uint32_t n_stored,
   });
 }
 
-void Store::set_overflow(const std::string& id, int32_t overflow) {
+void Store::set_overflow(const std::string& id, int32_t overflow,
+                         std::optional<int64_t> created_revision) {
   impl_->call("set_overflow", Synchronous::full, [&](Connection& db) {
     WriteTransaction transaction(db);
     const auto row = require_session(db, id);
+    require(!created_revision || row.session.created_revision == *created_revision,
+            Status::invalid_argument, [&] {
+              return "session " + shown_id(id) +
+                     " was deleted and created again since its writer read it";
+            });
     transcript_rows::update_overflow(db, id, overflow, std::max(now_ms(), row.session.updated_ms));
     transaction.commit();
   });

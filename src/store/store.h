@@ -28,6 +28,7 @@ struct StoredSession {
   // system prompt) gives it the next value of a store-wide counter, so it never repeats, not
   // even for an id deleted and created again.
   int64_t revision = 0;
+  int64_t created_revision = 0;  // read back only: the revision it was inserted with
 };
 
 // What a listing shows of a stored conversation without reading its turns.
@@ -121,8 +122,11 @@ class Store {
                         std::span<const StoredTurn> turns,
                         std::optional<int64_t> revision = std::nullopt);
   // The session's PARLEY_OVERFLOW_* policy, and its updated_ms; Error(not_found). A header
-  // change, not the transcript's: the revision stays, and no revision is checked.
-  void set_overflow(const std::string& id, int32_t overflow);
+  // change, not the transcript's: the revision stays and is not checked (another writer's
+  // turns change nothing the policy is about), but created_revision is: a conversation
+  // deleted and started again under the id is refused, as above.
+  void set_overflow(const std::string& id, int32_t overflow,
+                    std::optional<int64_t> created_revision = std::nullopt);
   void delete_session(const std::string& id);  // transcript and KV; Error(not_found)
   std::optional<StoredSession> load_session(const std::string& id);
   // Error(corrupt) when a turn cannot be read back (a bad token blob, a gap in the indexes).

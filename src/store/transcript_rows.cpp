@@ -78,7 +78,7 @@ std::optional<SessionRow> select_session(Connection& db, const std::string& id, 
       std::string(
           "SELECT model_fingerprint, chat_template, system_prompt, cache_scope, overflow,"
           " created_ms, updated_ms, n_turns, ") +
-      (revision == Revision::read ? "revision" : "0") + " FROM sessions" +
+      (revision == Revision::read ? "revision, created_revision" : "0, 0") + " FROM sessions" +
       (lookup == Lookup::by_index ? "" : " NOT INDEXED") + " WHERE id = ?1";
   auto statement = db.statement(sql, "select session");
   statement->bind_text(1, id);
@@ -94,6 +94,7 @@ std::optional<SessionRow> select_session(Connection& db, const std::string& id, 
   row.session.updated_ms = statement->int64_at(6);
   row.n_turns = statement->int64_at(7);
   row.session.revision = statement->int64_at(8);
+  row.session.created_revision = statement->int64_at(9);
   require(row.n_turns >= 0, Status::corrupt,
           "session " + shown_id(id) + " has a negative turn count");
   return row;

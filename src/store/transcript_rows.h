@@ -24,7 +24,7 @@ std::vector<int32_t> decode_token_ids(std::span<const std::byte> blob);  // Erro
 enum class Lookup { by_index, by_table_scan };
 
 struct SessionRow {
-  StoredSession session;  // session.revision included
+  StoredSession session;  // session.revision and created_revision included
   int64_t n_turns = 0;
 };
 

@@ -184,8 +184,11 @@ TEST_CASE("another engine's rewrite with the same turn count, or a reused id: ST
     const auto turns = second->store()->load_turns("shared");
     REQUIRE(turns.size() == 2);
     CHECK(turns[0].text == "c");
-    // Nor is this session's KV stored under their conversation.
+    // Nor is this session's KV stored under their conversation, nor its policy.
     CHECK(status_of([&] { mine->spill(); }) == Status::storage);
+    CHECK(status_of([&] { mine->set_overflow(engine::OverflowPolicy::drop_oldest); }) ==
+          Status::storage);
+    CHECK(second->store()->load_session("shared")->overflow == 0);
   }
   CHECK(mine->messages().size() == 4);  // both turns stay in memory here
 }
