@@ -7,13 +7,6 @@
 namespace parley {
 namespace {
 
-// C0, DEL, and C1 (U+0080..U+009F, C2 80..C2 9F in UTF-8).
-bool is_control(std::string_view character) {
-  const auto c = static_cast<unsigned char>(character[0]);
-  if (character.size() == 1) return c < 0x20 || c == 0x7F;
-  return c == 0xC2 && static_cast<unsigned char>(character[1]) < 0xA0;
-}
-
 void append_escaped_bytes(std::string& out, std::string_view bytes) {
   static constexpr char kHex[] = "0123456789ABCDEF";
   for (const char b : bytes) {
@@ -33,7 +26,7 @@ std::string shown_id(std::string_view id) {
   for (; at < id.size() && shown < kShownIdChars; ++shown) {
     const Utf8Sequence seq = next_utf8_sequence(id.substr(at));
     const std::string_view character = id.substr(at, seq.length);
-    if (seq.kind != Utf8Sequence::whole || is_control(character)) {
+    if (seq.kind != Utf8Sequence::whole || is_control_character(character)) {
       append_escaped_bytes(out, character);
     } else {
       if (character == "\\" || character == "'") out += '\\';

@@ -33,4 +33,10 @@ Utf8Sequence next_utf8_sequence(std::string_view s) {
   return {Utf8Sequence::whole, trailing + 1};
 }
 
+bool is_control_character(std::string_view sequence) {
+  const auto lead = uint8_t(sequence[0]);
+  if (sequence.size() == 1) return lead < 0x20 || lead == 0x7F;
+  return lead == 0xC2 && uint8_t(sequence[1]) < 0xA0;  // C1 is C2 80..C2 9F
+}
+
 }  // namespace parley

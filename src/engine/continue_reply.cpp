@@ -47,9 +47,9 @@ void Session::continue_reply(const GenerateParams& params, const TextSink& sink,
   // 1. Nothing new to render but a prefix; the reply needs room for one token more.
   std::vector<int32_t> new_ids;
   const std::vector<int32_t> reply_ids = render_continuation(params.reply_prefix, reply_start);
-  std::optional<ConversationCopy> before_drop = copy_if_may_drop();
-  fit_turn(nullptr, new_ids, reply_ids.size() + 1,
-           reply_ids.size() + std::max<size_t>(1, params.max_tokens), false, stats);
+  std::optional<ConversationCopy> before_drop =
+      fit_turn(nullptr, new_ids, reply_ids.size() + 1,
+               reply_ids.size() + std::max<size_t>(1, params.max_tokens), false, stats);
   // The logits after the last token start the reply: computed again when its KV is there
   // (after a rewind), as they are not kept.
   if (!tokens_.empty() && n_cached_ == tokens_.size()) await_last_token_kv();

@@ -37,7 +37,7 @@ class ReplyText {
   // Adds a token's text: `shown`, what the stream handed out with it, of which the token's own
   // text starts at `own_at` (npos: none of it shows yet). False when the sink asked to stop.
   bool add(std::string_view shown, size_t own_at) {
-    place_unplaced(shown);
+    if (!shown.empty()) place_unplaced();
     if (own_at == std::string::npos) {
       ++unplaced_;
     } else {
@@ -47,9 +47,7 @@ class ReplyText {
   }
   // Adds the stream's last bytes and streams whatever is left; false as add().
   bool finish(std::string_view tail) {
-    // Tokens still unplaced have the tail's text, or none: they start where it does.
-    token_starts_.resize(token_starts_.size() + unplaced_, text_.size());
-    unplaced_ = 0;
+    place_unplaced();  // they have the tail's text, or none
     return append(tail, true);
   }
 
@@ -89,9 +87,8 @@ class ReplyText {
   }
 
  private:
-  // Tokens whose text was held back show from the start of the next text handed out.
-  void place_unplaced(std::string_view shown) {
-    if (shown.empty() || unplaced_ == 0) return;
+  // Tokens whose text was held back start where the next text handed out does.
+  void place_unplaced() {
     token_starts_.resize(token_starts_.size() + unplaced_, text_.size());
     unplaced_ = 0;
   }

@@ -3,14 +3,16 @@
 // ids it already has. Positions move, so its KV is computed again (shared prefix blocks, such
 // as the system prompt's, still come from the cache).
 #include <algorithm>
+#include <optional>
+#include <utility>
 
 #include "engine/engine.h"
 #include "engine/session.h"
 
 namespace parley::engine {
 
-bool Session::drop_oldest_to_fit(const std::string_view* user_text, std::vector<int32_t>& new_ids,
-                                 size_t reply_room) {
+std::optional<Session::ConversationCopy> Session::drop_oldest_to_fit(
+    const std::string_view* user_text, std::vector<int32_t>& new_ids, size_t reply_room) {
   const uint32_t context = engine_->context_length();
   const size_t n_system = !messages_.empty() && messages_.front().role == Role::system ? 1 : 0;
   std::vector<size_t> user_messages;
@@ -58,15 +60,16 @@ bool Session::drop_oldest_to_fit(const std::string_view* user_text, std::vector<
       }
       kept.push_back(std::move(m));
     }
-    messages_ = std::move(kept);
-    tokens_ = std::move(rebuilt);
+    ConversationCopy before{std::exchange(messages_, std::move(kept)),
+                            std::exchange(tokens_, std::move(rebuilt)), reply_closed_,
+                            rewrite_transcript_};
     truncate_kv(0);
     rewrite_transcript_ = true;  // the store's turns no longer concatenate to these ids
     if (tokens_.empty()) reply_closed_ = true;  // every exchange went: no reply to close
     new_ids = std::move(turn);
-    return true;
+    return before;
   }
-  return false;
+  return std::nullopt;
 }
 
 }  // namespace parley::engine

@@ -5,6 +5,7 @@
 #include "common/error.h"
 #include "common/log.h"
 #include "common/shown_id.h"
+#include "common/utf8_sequence.h"
 #include "engine/clock.h"
 #include "engine/engine.h"
 #include "text/utf8_stream.h"
@@ -19,12 +20,11 @@ void check_session_id(const std::string& id) {
   require(id.size() <= kMaxSessionIdBytes, Status::invalid_argument,
           "session id is " + std::to_string(id.size()) + " bytes; the limit is 127");
   require(text::is_valid_utf8(id), Status::invalid_argument, "session id is not valid UTF-8");
-  for (size_t i = 0; i < id.size(); ++i) {
-    const auto c = static_cast<unsigned char>(id[i]);
-    // C0 and DEL; C1 (U+0080..U+009F) is C2 80..C2 9F in UTF-8.
-    const bool c1 = c == 0xC2 && i + 1 < id.size() && static_cast<unsigned char>(id[i + 1]) < 0xA0;
-    require(c >= 0x20 && c != 0x7f && !c1, Status::invalid_argument,
+  for (std::string_view rest = id; !rest.empty();) {
+    const size_t length = next_utf8_sequence(rest).length;
+    require(!is_control_character(rest.substr(0, length)), Status::invalid_argument,
             "session id contains a control character");
+    rest.remove_prefix(length);
   }
 }
 
@@ -88,7 +88,6 @@ Session::Session(const Session& source, const std::string& new_id, ForkTag)
       reply_closed_(source.reply_closed_),
       blocks_(source.blocks_.fork(source.n_cached_)),
       logits_(source.logits_) {
-  check_session_id(new_id);
   spilled_ = source.spilled();
   created_ms_ = unix_ms();
   last_used_ms_ = now_ms();
@@ -245,12 +244,10 @@ Session::Use Session::try_use() {
 }
 
 std::unique_ptr<Session> Session::fork(const std::string& new_id) const {
-  // Before the fork takes a KV block (the copy of its last one): an id in use is the error to
-  // report, not a budget that has no block left.
-  if (!new_id.empty()) {
-    check_session_id(new_id);
-    engine_->require_free_session_id(new_id);
-  }
+  // Before the fork takes a KV block (the copy of its last one): a bad id or one in use is the
+  // error to report, not a budget that has no block left.
+  check_session_id(new_id);
+  if (!new_id.empty()) engine_->require_free_session_id(new_id);
   return std::unique_ptr<Session>(new Session(*this, new_id, ForkTag{}));
 }
 

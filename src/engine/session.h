@@ -261,14 +261,31 @@ class Session {
   // Refuses (context_full), before tokenizing all of it, a message that alone is longer than
   // the context (its UTF-8 already checked).
   void refuse_message_beyond_context(std::string_view user_text) const;
+  // The conversation as it stood before a change that renumbers it (a DROP_OLDEST rebuild, a
+  // new system prompt), to put back when what follows fails. Its KV is not part of it: a
+  // rebuild drops all KV, and the conversation put back computes it again.
+  struct ConversationCopy {
+    std::vector<Message> messages;
+    std::vector<int32_t> tokens;
+    bool reply_closed;
+    bool rewrite_transcript;
+  };
+  ConversationCopy copy_conversation() const {
+    return {messages_, tokens_, reply_closed_, rewrite_transcript_};
+  }
+  // Back to `c` after a failure (the KV the session holds must be that of c's first ids).
+  void put_back(ConversationCopy&& c);
   // Checks that `new_ids` and `reply_room` more tokens fit, brings spilled KV back, and makes
   // room under DROP_OLDEST: there for `wanted_room` tokens of reply (max_tokens) when dropping
   // older exchanges can give that, else for `reply_room`. `user_text` is the new user
   // message, or null when the last reply goes on (its user message then stays). `written`
   // says the reply room is exact. Throws Error(context_full) when it cannot fit; changes
-  // nothing before that.
-  void fit_turn(const std::string_view* user_text, std::vector<int32_t>& new_ids,
-                size_t reply_room, size_t wanted_room, bool written, TurnStats& stats);
+  // nothing before that. Returns the conversation as it was when older exchanges were
+  // dropped: a turn that then fails before it is kept (the KV budget running out in the
+  // prompt) puts them back.
+  std::optional<ConversationCopy> fit_turn(const std::string_view* user_text,
+                                           std::vector<int32_t>& new_ids, size_t reply_room,
+                                           size_t wanted_room, bool written, TurnStats& stats);
   // How many ids at the start of `opening` (a conversation's first turn) are the system
   // prompt's own, as render_system gives them; 0 when the template does not render it so.
   uint32_t system_prefix_tokens(std::span<const int32_t> opening,
@@ -286,11 +303,13 @@ class Session {
   // The ids to prefill for a new user message, starting with what the previous reply left.
   std::vector<int32_t> render_turn(std::string_view user_text) const;
   // Makes room for a new turn of `new_ids` and `reply_room` reply tokens by dropping the
-  // oldest exchanges and rebuilding the conversation from its stored ids (overflow.cpp); false
-  // when even that cannot fit it.
-  // `user_text` null: no new message, and the last user message is never dropped.
-  bool drop_oldest_to_fit(const std::string_view* user_text, std::vector<int32_t>& new_ids,
-                          size_t reply_room);
+  // oldest exchanges and rebuilding the conversation from its stored ids (overflow.cpp).
+  // Returns the conversation as it was before; nullopt, changing nothing, when even that
+  // cannot fit it. `user_text` null: no new message, and the last user message is never
+  // dropped.
+  std::optional<ConversationCopy> drop_oldest_to_fit(const std::string_view* user_text,
+                                                     std::vector<int32_t>& new_ids,
+                                                     size_t reply_room);
   // Brings spilled KV back from the store (resume.cpp); returns whether all of it came back.
   bool restore_kv();
   // The stored blobs of full blocks [first, end) while they belong to this conversation's
@@ -351,26 +370,6 @@ class Session {
     tokens_.resize(c.n_tokens);
     truncate_kv(c.n_cached);
     reply_closed_ = c.reply_closed;
-  }
-  // The conversation as it stood before a change that renumbers it (a DROP_OLDEST rebuild, a
-  // new system prompt), to put back when what follows fails. Its KV is not part of it: a
-  // rebuild drops all KV, and the conversation put back computes it again.
-  struct ConversationCopy {
-    std::vector<Message> messages;
-    std::vector<int32_t> tokens;
-    bool reply_closed;
-    bool rewrite_transcript;
-  };
-  ConversationCopy copy_conversation() const {
-    return {messages_, tokens_, reply_closed_, rewrite_transcript_};
-  }
-  // Back to `c` after a failure (the KV the session holds must be that of c's first ids).
-  void put_back(ConversationCopy&& c);
-  // A turn under DROP_OLDEST may forget exchanges to fit, and still fail before it is kept
-  // (the KV budget running out in the prompt): the forgotten ones come back then.
-  std::optional<ConversationCopy> copy_if_may_drop() const {
-    if (overflow_ != OverflowPolicy::drop_oldest) return std::nullopt;
-    return copy_conversation();
   }
   // Drops the last n reply tokens and their KV; the one then last awaits its KV again.
   void drop_reply_tokens(size_t n);

@@ -50,8 +50,10 @@ void Session::refuse_message_beyond_context(std::string_view user_text) const {
            "), and the context holds " + std::to_string(engine_->context_length()));
 }
 
-void Session::fit_turn(const std::string_view* user_text, std::vector<int32_t>& new_ids,
-                       size_t reply_room, size_t wanted_room, bool written, TurnStats& stats) {
+std::optional<Session::ConversationCopy> Session::fit_turn(const std::string_view* user_text,
+                                                           std::vector<int32_t>& new_ids,
+                                                           size_t reply_room, size_t wanted_room,
+                                                           bool written, TurnStats& stats) {
   const uint32_t context = engine_->context_length();
   const bool fits = tokens_.size() + new_ids.size() + reply_room <= context;
   // Words for a refusal only.
@@ -75,11 +77,13 @@ void Session::fit_turn(const std::string_view* user_text, std::vector<int32_t>& 
   // A reply that has only the room to start would end at the context's end after a few
   // tokens: older exchanges give way for all it may take, when that is in reach.
   const bool roomy = tokens_.size() + new_ids.size() + wanted_room <= context;
-  if (overflow_ == OverflowPolicy::drop_oldest && !roomy &&
-      drop_oldest_to_fit(user_text, new_ids, wanted_room)) {
-    stats.kv_source = KvSource::rebuilt;
-  } else if (!fits) {
-    if (!drop_oldest_to_fit(user_text, new_ids, reply_room)) {
+  std::optional<ConversationCopy> before_drop;
+  if (overflow_ == OverflowPolicy::drop_oldest && !roomy) {
+    before_drop = drop_oldest_to_fit(user_text, new_ids, wanted_room);
+  }
+  if (!before_drop && !fits) {
+    before_drop = drop_oldest_to_fit(user_text, new_ids, reply_room);
+    if (!before_drop) {
       const std::string alone =
           user_text ? std::to_string(
                           template_.render_user_turn(system_prompt_, *user_text, true).size()) +
@@ -94,8 +98,9 @@ void Session::fit_turn(const std::string_view* user_text, std::vector<int32_t>& 
                std::to_string(context) + " tokens even with every earlier exchange dropped (it " +
                "needs " + alone + ")");
     }
-    stats.kv_source = KvSource::rebuilt;
   }
+  if (before_drop) stats.kv_source = KvSource::rebuilt;
+  return before_drop;
 }
 
 void Session::run_turn(std::string_view user_text, const std::string_view* written_reply,
@@ -133,8 +138,8 @@ void Session::run_turn(std::string_view user_text, const std::string_view* writt
   const size_t reply_room = reply_ids.size() + (written_reply ? 0 : 1);
   const size_t wanted_room =
       written_reply ? reply_room : reply_ids.size() + std::max<size_t>(1, params.max_tokens);
-  std::optional<ConversationCopy> before_drop = copy_if_may_drop();
-  fit_turn(&user_text, new_ids, reply_room, wanted_room, written_reply != nullptr, stats);
+  std::optional<ConversationCopy> before_drop =
+      fit_turn(&user_text, new_ids, reply_room, wanted_room, written_reply != nullptr, stats);
 
   // 2. Remember where the conversation stood, so a failure leaves it as it was.
   const Checkpoint before = checkpoint();

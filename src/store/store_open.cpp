@@ -120,14 +120,12 @@ void refuse_unwritable(const std::string& path) {
   }
   const std::filesystem::path folder = std::filesystem::path(path).parent_path();
   const std::string dir = folder.empty() ? "." : folder.string();
-  if (std::filesystem::is_directory(dir, ec) && ::access(dir.c_str(), W_OK | X_OK) != 0) {
-    unwritable("folder", dir);
-  }
   // The store file is created when missing, its folder is not (SQLite: "unable to open").
   require(std::filesystem::is_directory(dir, ec), Status::storage,
           "the store file " + path + " cannot be created: its folder " + dir +
               " does not exist (or is not a folder); a missing store file is created, not its "
               "folder");
+  if (::access(dir.c_str(), W_OK | X_OK) != 0) unwritable("folder", dir);
 }
 
 }  // namespace

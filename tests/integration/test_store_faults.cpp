@@ -28,6 +28,21 @@ Status status_of(const std::function<void()>& f) {
   return Status::ok;
 }
 
+// Two engines on one store file, and the options of a raw conversation "shared" for either.
+struct TwoEngines {
+  TempDir dir;
+  StoreSetup store{(dir / "s.db").string()};
+  std::shared_ptr<engine::Engine> first =
+      open_engine_with_store(small_synthetic_model(), kv::KvType::int8, store);
+  std::shared_ptr<engine::Engine> second =
+      open_engine_with_store(small_synthetic_model(), kv::KvType::int8, store);
+  engine::SessionOptions options = [] {
+    engine::SessionOptions o = session_options("", "raw");
+    o.id = "shared";
+    return o;
+  }();
+};
+
 }  // namespace
 
 TEST_CASE("disk full during a turn's commit: STORAGE, the turn kept, committed later") {
@@ -110,12 +125,8 @@ TEST_CASE("disk full while a new system prompt is stored: STORAGE, nothing chang
 // Two engines on one store file, each with the same stored conversation open: the first to
 // commit wins; the other's turn is a store problem (STORAGE, saying why), kept in its memory.
 TEST_CASE("a conversation changed in the store by another engine: STORAGE, not a bad argument") {
-  TempDir dir;
-  const StoreSetup store{(dir / "s.db").string()};
-  auto first = open_engine_with_store(small_synthetic_model(), kv::KvType::int8, store);
-  auto second = open_engine_with_store(small_synthetic_model(), kv::KvType::int8, store);
-  engine::SessionOptions options = session_options("", "raw");
-  options.id = "shared";
+  TwoEngines both;
+  auto& [dir, store, first, second, options] = both;
   {
     engine::Session s(first, options);
     greedy_turn(s, "a b", 3);
@@ -145,12 +156,8 @@ TEST_CASE("a conversation changed in the store by another engine: STORAGE, not a
 // conversation deleted and started again under the same id: the stale engine's next turn
 // would be grafted onto another conversation. Both are refused as changed elsewhere.
 TEST_CASE("another engine's rewrite with the same turn count, or a reused id: STORAGE") {
-  TempDir dir;
-  const StoreSetup store{(dir / "s.db").string()};
-  auto first = open_engine_with_store(small_synthetic_model(), kv::KvType::int8, store);
-  auto second = open_engine_with_store(small_synthetic_model(), kv::KvType::int8, store);
-  engine::SessionOptions options = session_options("", "raw");
-  options.id = "shared";
+  TwoEngines both;
+  auto& [dir, store, first, second, options] = both;
   auto mine = std::make_unique<engine::Session>(first, options);
   greedy_turn(*mine, "a b", 3);
   const auto expect_refused = [&] {
@@ -256,12 +263,8 @@ TEST_CASE("a turn the store refused is committed before the KV is spilled") {
 // last left it: after another engine changed it, each is refused (STORAGE, saying why) and the
 // other engine's turns (and KV) stay in the store.
 TEST_CASE("rewind, system prompt and spill after another engine's turn: STORAGE") {
-  TempDir dir;
-  const StoreSetup store{(dir / "s.db").string()};
-  auto first = open_engine_with_store(small_synthetic_model(), kv::KvType::int8, store);
-  auto second = open_engine_with_store(small_synthetic_model(), kv::KvType::int8, store);
-  engine::SessionOptions options = session_options("", "raw");
-  options.id = "shared";
+  TwoEngines both;
+  auto& [dir, store, first, second, options] = both;
   auto mine = std::make_unique<engine::Session>(first, options);  // its KV resident
   greedy_turn(*mine, "a b", 3);
   greedy_turn(*mine, "c", 3);
