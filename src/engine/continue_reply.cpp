@@ -23,12 +23,12 @@ bool Session::continuation_starts_reply() const {
   return last.role == Role::user || last.text.empty();
 }
 
-std::vector<int32_t> Session::render_continuation(std::string_view text,
-                                                  bool reply_start) const {
+std::vector<int32_t> Session::render_continuation(std::string_view text, bool reply_start,
+                                                  int32_t after_id) const {
   if (text.empty()) return {};
   // Encoded on its own, text in the middle of a reply would gain the space a text's first
   // word has: there it continues the reply's text.
-  return reply_start ? template_.render_reply(text)
+  return reply_start ? template_.render_reply(text, after_id)
                      : engine_->tokenizer().encode_continuation(text);
 }
 
@@ -46,7 +46,8 @@ void Session::continue_reply(const GenerateParams& params, const TextSink& sink,
 
   // 1. Nothing new to render but a prefix; the reply needs room for one token more.
   std::vector<int32_t> new_ids;
-  const std::vector<int32_t> reply_ids = render_continuation(params.reply_prefix, reply_start);
+  const std::vector<int32_t> reply_ids =
+      render_continuation(params.reply_prefix, reply_start, tokens_.empty() ? -1 : tokens_.back());
   std::optional<ConversationCopy> before_drop =
       fit_turn(nullptr, new_ids, reply_ids.size() + 1,
                reply_ids.size() + std::max<size_t>(1, params.max_tokens), false, stats);

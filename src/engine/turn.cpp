@@ -129,8 +129,12 @@ void Session::run_turn(std::string_view user_text, const std::string_view* writt
   //    refuse, or drop the oldest exchanges. A reply to generate needs room for one token more.
   std::vector<int32_t> new_ids = render_turn(user_text);
   const std::string_view reply_opening = written_reply ? *written_reply : params.reply_prefix;
-  std::vector<int32_t> reply_ids =
-      reply_opening.empty() ? std::vector<int32_t>() : template_.render_reply(reply_opening);
+  const int32_t before_reply = !new_ids.empty() ? new_ids.back()
+                               : !tokens_.empty() ? tokens_.back()
+                                                  : -1;
+  std::vector<int32_t> reply_ids = reply_opening.empty()
+                                       ? std::vector<int32_t>()
+                                       : template_.render_reply(reply_opening, before_reply);
   if (written_reply && written_reply_ended) {
     const std::vector<int32_t> end = template_.end_reply();
     reply_ids.insert(reply_ids.end(), end.begin(), end.end());

@@ -82,9 +82,10 @@ std::vector<int32_t> ChatTemplate::render_system(std::string_view system_prompt)
   return tokenize(start_segments(system_prompt));
 }
 
-std::vector<int32_t> ChatTemplate::render_reply(std::string_view reply) const {
-  if (kind_ == TemplateKind::raw) return tokenizer_.encode_continuation(reply);
-  // The space a chat reply's first word has is the one encoding puts before the text.
+std::vector<int32_t> ChatTemplate::render_reply(std::string_view reply, int32_t after_id) const {
+  const bool starts_text = kind_ != TemplateKind::raw || after_id == tokenizer_.bos_id();
+  if (!starts_text) return tokenizer_.encode_continuation(reply);
+  // The space a reply's first word has is the one encoding puts before the text.
   if (reply.starts_with(' ')) reply.remove_prefix(1);
   return tokenizer_.keep_trailing_spaces(reply, tokenize({text(std::string(reply))}));
 }

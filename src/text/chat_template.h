@@ -47,9 +47,10 @@ class ChatTemplate {
   // written back gives the ids it came from. In a chat template the text is encoded on its
   // own (a reply's first word has the leading space sentencepiece writes, which streaming
   // drops; one written is taken as that space); with raw it continues the text before it
-  // (Tokenizer::encode_continuation: " so" starts a word, "," joins the last one). Empty for
-  // "".
-  std::vector<int32_t> render_reply(std::string_view reply) const;
+  // (Tokenizer::encode_continuation: " so" starts a word, "," joins the last one), except
+  // after BOS (`after_id`, the id the reply follows), where it starts a text, as a chat
+  // reply does. Empty for "".
+  std::vector<int32_t> render_reply(std::string_view reply, int32_t after_id) const;
 
   // Ids that close an assistant reply which stopped before its end token (max_tokens, stop).
   std::vector<int32_t> close_reply() const;

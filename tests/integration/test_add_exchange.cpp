@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "common/error.h"
+#include "golden.h"
 #include "model_runner.h"
 #include "parley.h"
 #include "session_fixture.h"
@@ -249,4 +250,60 @@ TEST_CASE("a reply prefix or a written reply ending with a space: its ids keep t
     s.add_exchange("And then?", "She smiled. ");
     CHECK(tok.decode(reply_ids(s)) == "She smiled. ");
   }
+}
+
+TEST_CASE("raw after BOS alone: the streamed reply written back, scored or as a prefix, is the "
+          "model's ids") {
+  // An empty first message is BOS alone: the reply starts a text, and streamed, its first word
+  // shows without the space its piece has, as sentencepiece decodes a text.
+  PARLEY_SHARED_OR_SKIP(goldens_path, "golden/stories260k_greedy.jsonl");
+  PARLEY_SHARED_OR_SKIP(gguf, "models/stories260k/stories260k-f32.gguf");
+  const auto goldens = read_greedy_goldens(goldens_path);
+  const auto golden = std::find_if(goldens.begin(), goldens.end(),
+                                   [](const GreedyGolden& g) { return g.name == "empty"; });
+  REQUIRE(golden != goldens.end());
+  REQUIRE(golden->prompt_ids.size() == 1);
+  auto engine = open_engine(gguf.string(), kv::KvType::f32);
+  const auto& tok = engine->tokenizer();
+  const size_t n = 12;
+  REQUIRE(golden->generated_ids.size() >= n);
+  const std::vector<int32_t> expected = concat(
+      golden->prompt_ids, std::vector<int32_t>(golden->generated_ids.begin(),
+                                               golden->generated_ids.begin() + std::ptrdiff_t(n)));
+  const std::string reply = tok.decode(std::span(expected).subspan(1));
+
+  engine::GenerateParams params;
+  params.sampler.temperature = 0;
+  params.max_tokens = uint32_t(n);
+  std::string streamed;
+  engine::TurnStats stats;
+  engine::Session generated(engine, session_options());
+  generated.send("", params, [&](std::string_view piece) { return streamed.append(piece), true; },
+                 stats);
+  CHECK(generated.tokens() == expected);
+  CHECK(streamed == reply);
+
+  engine::Session written(engine, session_options());
+  written.add_exchange("", reply);
+  CHECK(written.tokens() == expected);
+
+  engine::Session scored(engine, session_options());
+  const auto use = scored.try_use();
+  REQUIRE(use);
+  const std::string_view replies[] = {reply};
+  const auto scores = scored.score_replies("", replies, false);
+  REQUIRE(scores.size() == 1);
+  CHECK(scores[0].n_tokens == n);
+  const auto logits = ModelRunner(gguf.string()).logits(expected, kv::KvType::f32);
+  const size_t vocab = logits.size() / expected.size();
+  double logprob = 0;
+  for (size_t p = 0; p + 1 < expected.size(); ++p) logprob += log_p(logits, vocab, p, expected[p + 1]);
+  CHECK(scores[0].logprob == doctest::Approx(logprob).epsilon(1e-4));
+
+  engine::Session prefixed(engine, session_options());
+  params.reply_prefix = tok.decode(std::span(expected).subspan(1, 2));  // "Once upon"
+  params.max_tokens = uint32_t(n - 2);
+  prefixed.send("", params, nullptr, stats);
+  CHECK(prefixed.tokens() == expected);
+  CHECK(prefixed.messages().back().text == reply);
 }

@@ -200,13 +200,19 @@ TEST_CASE("a written reply: a chat reply's leading space is its first word's, ra
                             TemplateKind::zephyr}) {
     CAPTURE(template_name(kind));
     const ChatTemplate chat(kind, tokenizer);
-    CHECK(chat.render_reply("Hello world") == hello);
-    CHECK(chat.render_reply(" Hello world") == hello);  // as a streamed reply lost it
-    CHECK(chat.render_reply("  leading space") == leading);  // only one space is the word's
+    const int32_t after = -1;  // a chat reply follows the assistant's prefix, whatever it is
+    CHECK(chat.render_reply("Hello world", after) == hello);
+    CHECK(chat.render_reply(" Hello world", after) == hello);  // as a streamed reply lost it
+    CHECK(chat.render_reply("  leading space", after) == leading);  // one space is the word's
   }
   const ChatTemplate raw(TemplateKind::raw, tokenizer);
-  CHECK(raw.render_reply(" Hello world") == hello);  // a new word after the message
-  CHECK(raw.render_reply("Hello world") != hello);  // joined to the message's last word
+  const int32_t word = hello.front();  // a message's last word
+  CHECK(raw.render_reply(" Hello world", word) == hello);  // a new word after the message
+  CHECK(raw.render_reply("Hello world", word) != hello);   // joined to the message's last word
+  // After BOS alone (an empty first message) the reply starts a text: streamed, its first
+  // word lost the space, as a chat reply's does.
+  CHECK(raw.render_reply("Hello world", tokenizer.bos_id()) == hello);
+  CHECK(raw.render_reply(" Hello world", tokenizer.bos_id()) == hello);
 }
 
 TEST_CASE("raw: an empty first message is BOS alone") {
