@@ -248,7 +248,7 @@ PARLEY_API void parley_session_close(parley_session* s) {
   // handle: no one could stop it any more, so it stops now, and frees the handle when it
   // returns.
   auto handle = unregister(s);
-  if (handle && handle->session) handle->session->interrupt();
+  if (handle && handle->session) handle->session->interrupt_for_good();
   handle.reset();
 }
 

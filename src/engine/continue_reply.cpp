@@ -35,7 +35,6 @@ std::vector<int32_t> Session::render_continuation(std::string_view text, bool re
 void Session::continue_reply(const GenerateParams& params, const TextSink& sink,
                              TurnStats& stats) {
   const double started_ms = now_ms();
-  interrupt_.store(false, std::memory_order_relaxed);
   // 0. Everything that can refuse is checked before any work, as in send().
   const bool reply_start = continuation_starts_reply();
   require(text::is_valid_utf8(params.reply_prefix), Status::invalid_argument,

@@ -151,7 +151,7 @@ std::string Session::decode(sample::Sampler& sampler, const GenerateParams& para
       stats.stop_reason = StopReason::context_end;
       break;
     }
-    if (interrupt_.load(std::memory_order_relaxed)) {
+    if (interrupted()) {
       cut = ReplyCut::cancelled;
       break;
     }

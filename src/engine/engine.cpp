@@ -193,6 +193,7 @@ void Engine::delete_stored_session(const std::string& id) {
   require(
       store_ != nullptr, Status::not_found,
       "no session store is open (set store_path), so there is no stored session " + shown_id(id));
+  const auto no_open_meanwhile = hold_stored_ids();
   {
     std::lock_guard lock(mutex_);
     require(!sessions_.count(id), Status::invalid_argument,

@@ -96,6 +96,10 @@ class Engine {
   // Deletes a stored conversation. Throws Error: not_found (no store, or no such session),
   // invalid_argument (it is open in this engine), storage.
   void delete_stored_session(const std::string& id);
+  // Held by an open from reading the stored conversation to registering the session, and by
+  // a delete from checking that it is not open to deleting it: of an open and a delete of one
+  // conversation on two threads, one wins, and no session is left open on a deleted one.
+  std::unique_lock<std::mutex> hold_stored_ids() { return std::unique_lock(stored_ids_mutex_); }
 
   // A stored conversation as the store has it, and whether it is open here. Throws Error:
   // not_found (no store, or no such session), storage.
@@ -129,6 +133,7 @@ class Engine {
 
   // One make_room at a time: two at once would each find the other's candidates taken.
   std::mutex room_mutex_;
+  std::mutex stored_ids_mutex_;  // hold_stored_ids
 
   mutable std::mutex mutex_;  // guards the members below
   std::unordered_map<std::string, Session*> sessions_;

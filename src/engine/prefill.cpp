@@ -31,7 +31,7 @@ uint32_t Session::compute(kv::BlockTable& table, std::span<const int32_t> tokens
   auto view = table.view(engine_->context_length());
   // interrupt() is seen between chunks: a stop during a long prompt does not wait for all of
   // it. What is computed stays; the next turn computes the rest.
-  while (from < end && !interrupt_.load(std::memory_order_relaxed)) {
+  while (from < end && !interrupted()) {
     const uint32_t n = std::min(chunk, end - from);
     backend::Batch batch;
     batch.tokens = tokens.subspan(from, n);

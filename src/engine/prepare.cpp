@@ -12,7 +12,6 @@
 namespace parley::engine {
 
 void Session::prepare(TurnStats& stats) {
-  interrupt_.store(false, std::memory_order_relaxed);
   stats = TurnStats{};
   stats.kv_source = n_cached_ > 0 || opening_ ? KvSource::resident : KvSource::fresh;
   last_used_ms_ = now_ms();

@@ -35,7 +35,6 @@ double log_probability(std::span<const float> row, std::span<const int32_t> targ
 std::vector<Session::ReplyScore> Session::score(
     const std::string_view* user_text, std::span<const std::string_view> replies,
     bool with_end) {
-  interrupt_.store(false, std::memory_order_relaxed);
   // 0. Everything that can refuse is checked before any work.
   require(!user_text || text::is_valid_utf8(*user_text), Status::invalid_argument,
           "user text is not valid UTF-8");
@@ -105,8 +104,7 @@ std::vector<Session::ReplyScore> Session::score(
     prepare_write(table, last, end);
     auto view = table.view(context);
     for (uint32_t from = last; from < end;) {
-      require(!interrupt_.load(std::memory_order_relaxed), Status::cancelled,
-              "scoring was stopped");
+      require(!interrupted(), Status::cancelled, "scoring was stopped");
       const uint32_t n = std::min(chunk, end - from);
       rows.resize(size_t(n) * n_vocab);
       backend::Batch batch;

@@ -212,6 +212,7 @@ std::unique_ptr<Session> Session::open(std::shared_ptr<Engine> engine, const std
   require(
       store != nullptr, Status::not_found,
       "no session store is open (set store_path), so there is no stored session " + shown_id(id));
+  const auto no_delete_meanwhile = engine->hold_stored_ids();
   // One snapshot: the revision this session starts from is that of the turns it reads.
   auto stored = store->load_conversation(id);
   require(stored.has_value(), Status::not_found, "no stored session " + shown_id(id));
@@ -239,7 +240,11 @@ Session::~Session() {
 Session::Use Session::try_use() {
   Use use;
   use.caller_ = std::unique_lock(caller_mutex_, std::try_to_lock);
-  if (use.caller_) use.state_ = std::unique_lock(state_mutex_);
+  if (!use.caller_) return use;
+  use.state_ = std::unique_lock(state_mutex_);
+  // An interrupt is for the call under way: one asked while none was is forgotten. A close's
+  // is not: it holds for whatever call was still on its way.
+  stop_.fetch_and(uint8_t(~kInterrupted), std::memory_order_relaxed);
   return use;
 }
 

@@ -218,8 +218,14 @@ class Session {
   // Error(storage); the KV then stays resident.
   bool spill();
 
-  // Makes a running send() stop at its next token. Any thread.
-  void interrupt() { interrupt_.store(true, std::memory_order_relaxed); }
+  // Makes a running send() stop at its next token. Any thread. An interrupt no call sees is
+  // forgotten when the next caller takes the session (try_use).
+  void interrupt() { stop_.fetch_or(kInterrupted, std::memory_order_relaxed); }
+  // The same for good, as the session is closed: a call already on its way stops too, however
+  // early, and so does any call after it.
+  void interrupt_for_good() {
+    stop_.fetch_or(kInterrupted | kClosing, std::memory_order_relaxed);
+  }
 
   const std::string& id() const { return id_; }
   const std::vector<Message>& messages() const { return messages_; }
@@ -430,7 +436,9 @@ class Session {
   std::atomic<bool> spilled_{false};  // the KV is in the store, not in blocks_
   std::atomic<double> last_used_ms_{0};
   int64_t created_ms_ = 0;
-  std::atomic<bool> interrupt_{false};
+  static constexpr uint8_t kInterrupted = 1, kClosing = 2;
+  std::atomic<uint8_t> stop_{0};  // kInterrupted, kClosing
+  bool interrupted() const { return stop_.load(std::memory_order_relaxed) != 0; }
   std::mutex caller_mutex_;  // one caller at a time (try_use)
   std::mutex state_mutex_;   // whoever reads or changes the state: a caller, or a spill
 };

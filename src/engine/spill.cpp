@@ -11,6 +11,7 @@
 #include "engine/engine.h"
 #include "engine/session.h"
 #include "store/kv_codec.h"
+#include "store/store.h"
 
 namespace parley::engine {
 
@@ -38,26 +39,44 @@ bool Session::spill() {
   kv.model_fingerprint = fingerprint;
   kv.kv_type = int32_t(layout.type());
   kv.n_tokens = n_stored;
-  std::vector<store::PrefixBlob> new_blobs;
-  std::vector<const std::byte*> sources;  // of new_blobs, read here (a device may sync them)
-  for (uint32_t b = 0; b < n_full; ++b) {
-    kv.full_block_hashes.push_back(hashes[b]);
-    if (!store->has_prefix_block(hashes[b])) {
-      new_blobs.push_back({hashes[b], {}});
+  kv.full_block_hashes.assign(hashes.begin(), hashes.begin() + n_full);
+  // Blocks the store has (another session's, the same prefix) are not encoded again.
+  const auto encode_blocks = [&](bool all) {
+    std::vector<store::PrefixBlob> blobs;
+    std::vector<const std::byte*> sources;  // read here (a device may sync them)
+    for (uint32_t b = 0; b < n_full; ++b) {
+      if (!all && store->has_prefix_block(hashes[b])) continue;
+      blobs.push_back({hashes[b], {}});
       sources.push_back(pool.read(blocks_.ids()[b]));
     }
-  }
-  // Encoding is most of a spill: the blocks are encoded on the engine's threads at once.
-  const auto errors = run_tasks(new_blobs.size(), engine_->worker_threads(), [&](size_t i) {
-    new_blobs[i].blob = store::encode_kv_block(layout, fingerprint, sources[i], kv::kBlockTokens);
-  });
-  for (const std::exception_ptr& e : errors) {
-    if (e) std::rethrow_exception(e);
-  }
+    // Encoding is most of a spill: the blocks are encoded on the engine's threads at once.
+    const auto errors = run_tasks(blobs.size(), engine_->worker_threads(), [&](size_t i) {
+      blobs[i].blob = store::encode_kv_block(layout, fingerprint, sources[i], kv::kBlockTokens);
+    });
+    for (const std::exception_ptr& e : errors) {
+      if (e) std::rethrow_exception(e);
+    }
+    return blobs;
+  };
   if (const uint32_t tail = n_stored % kv::kBlockTokens) {
-    kv.tail_blob = store::encode_kv_block(layout, fingerprint, pool.read(blocks_.ids()[n_full]), tail);
+    kv.tail_blob =
+        store::encode_kv_block(layout, fingerprint, pool.read(blocks_.ids()[n_full]), tail);
   }
-  write_own_rows([&] { store->save_kv(id_, kv, new_blobs, uint32_t(n_stored_), revision_); });
+  // A block found stored may be gone by the write: the last other session that had it was
+  // deleted or rewound meanwhile. Then every block goes with the write.
+  for (bool all : {false, true}) {
+    const auto new_blobs = encode_blocks(all);
+    bool saved = true;
+    write_own_rows([&] {
+      try {
+        store->save_kv(id_, kv, new_blobs, uint32_t(n_stored_), revision_);
+      } catch (const store::PrefixBlockMissing&) {
+        if (all) throw;
+        saved = false;
+      }
+    });
+    if (saved) break;
+  }
 
   truncate_kv(0);  // published blocks stay findable in the prefix cache until evicted
   spilled_ = true;

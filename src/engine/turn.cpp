@@ -107,7 +107,6 @@ void Session::run_turn(std::string_view user_text, const std::string_view* writt
                        bool written_reply_ended, const GenerateParams& params,
                        const TextSink& sink, TurnStats& stats) {
   const double started_ms = now_ms();
-  interrupt_.store(false, std::memory_order_relaxed);
   // 0. Everything that can refuse the turn is checked before any work: a refused turn leaves
   //    the session as it was (a spilled one stays spilled).
   require(text::is_valid_utf8(user_text), Status::invalid_argument,

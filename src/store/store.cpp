@@ -304,10 +304,11 @@ void Store::save_kv(const std::string& id, const StoredKv& kv,
       kv_rows::insert_prefix_block_if_absent(db, blob.hash, blob.blob);
     }
     for (size_t i = 0; i < kv.full_block_hashes.size(); ++i) {
-      require(kv_rows::has_prefix_block(db, kv.full_block_hashes[i]), Status::invalid_argument,
-              "save_kv: block " + std::to_string(i) + " (hash " +
-                  std::to_string(kv.full_block_hashes[i]) +
-                  ") is neither stored nor among the new blobs");
+      if (kv_rows::has_prefix_block(db, kv.full_block_hashes[i])) continue;
+      throw PrefixBlockMissing(Status::invalid_argument,
+                               "save_kv: block " + std::to_string(i) + " (hash " +
+                                   std::to_string(kv.full_block_hashes[i]) +
+                                   ") is neither stored nor among the new blobs");
     }
     kv_rows::insert_session_kv(db, id, kv);
     // Only now: a block the old KV and the new one share must not be dropped in between.

@@ -13,6 +13,8 @@
 #include <string>
 #include <vector>
 
+#include "common/error.h"
+
 namespace parley::store {
 
 struct StoredSession {
@@ -75,6 +77,12 @@ struct RecoveryReport {
   std::vector<std::string> lost;          // session ids that could not be read
   std::string unreadable;  // why the damaged file could not be opened at all ("" = it could)
   bool all_listed = true;  // every session's id was found (else some are lost unnamed)
+};
+
+// Store::save_kv's refusal of a block that is neither stored nor given (invalid_argument).
+class PrefixBlockMissing : public Error {
+ public:
+  using Error::Error;
 };
 
 class Store {
@@ -145,7 +153,9 @@ class Store {
   bool has_prefix_block(uint64_t hash);
   // With n_stored (and revision), the session must hold that many turns (at that revision,
   // as above): KV is never stored under a transcript another writer changed. The revision
-  // stays: the transcript did not change.
+  // stays: the transcript did not change. A block neither stored nor among new_blobs is
+  // PrefixBlockMissing: has_prefix_block said it was there, but the last session that shared
+  // it let go of it since (deleted, rewound); the caller gives its blob and saves again.
   void save_kv(const std::string& id, const StoredKv& kv, std::span<const PrefixBlob> new_blobs,
                std::optional<uint32_t> n_stored = std::nullopt,
                std::optional<int64_t> revision = std::nullopt);

@@ -1,7 +1,8 @@
 // interrupt() during a prompt longer than one prefill chunk stops the send between chunks:
 // it returns CANCELLED before the whole prompt is computed, keeps the message with an empty
 // reply, and the next turn computes the rest and goes on exactly as a conversation whose
-// reply to that message was rewound.
+// reply to that message was rewound. An interrupt no call saw is forgotten by the next caller;
+// a closing session's holds for a call still on its way.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -45,5 +46,42 @@ TEST_CASE("interrupt() stops a long prompt between chunks; the message keeps an 
     CAPTURE(i);
     CHECK(stopped.messages()[i].role == rewound.messages()[i].role);
     CHECK(stopped.messages()[i].text == rewound.messages()[i].text);
+  }
+}
+
+TEST_CASE("an interrupt while no call runs is forgotten; a closing session's is not") {
+  PARLEY_SHARED_OR_SKIP(gguf, "models/stories260k/stories260k-f32.gguf");
+  auto engine = open_engine(gguf.string(), kv::KvType::f32);
+  engine::GenerateParams params;
+  params.sampler.temperature = 0;
+  params.max_tokens = 6;
+  params.ignore_eos = true;
+  engine::TurnStats stats;
+
+  engine::Session idle(engine, session_options());
+  idle.interrupt();  // nothing runs: a no-op
+  {
+    const auto use = idle.try_use();
+    REQUIRE(use);
+    idle.send("Once upon a time", params, nullptr, stats);
+  }
+  CHECK(stats.generated_tokens == 6);
+
+  // Closing interrupts whatever call holds the session or is about to take it; a send that
+  // takes the session after that stops before it computes anything, and so does the next.
+  engine::Session closing(engine, session_options());
+  closing.interrupt_for_good();
+  for (int call = 0; call < 2; ++call) {
+    CAPTURE(call);
+    const auto use = closing.try_use();
+    REQUIRE(use);
+    Status status = Status::ok;
+    try {
+      closing.send("Once upon a time", params, nullptr, stats);
+    } catch (const Error& e) {
+      status = e.status();
+    }
+    CHECK(status == Status::cancelled);
+    CHECK(stats.generated_tokens == 0);
   }
 }
