@@ -9,7 +9,8 @@ namespace parley::model {
 
 class MappedFile {
  public:
-  // Throws Error(not_found) when the file does not exist, Error(io) when it cannot be mapped.
+  // Throws Error(not_found) when the file does not exist, Error(io) when it is not a regular
+  // file (a FIFO, a device: refused at once, never read) or cannot be mapped.
   explicit MappedFile(const std::string& path);
   ~MappedFile();
   MappedFile(const MappedFile&) = delete;

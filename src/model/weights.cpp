@@ -9,10 +9,12 @@
 #include <exception>
 #include <new>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "common/error.h"
 #include "common/parallel_tasks.h"
 #include "common/thread_count.h"
+#include "model/unused_tensors.h"
 
 namespace parley::model {
 
@@ -76,10 +78,15 @@ class Builder {
     return it == by_name_.end() ? nullptr : it->second;
   }
 
+  // Counts a tensor as used without taking it.
+  void pass_over(const std::string& name) { used_.insert(name); }
+  const std::unordered_set<std::string>& used() const { return used_; }
+
   // A matrix [rows, cols], or a vector [cols] when rows == 0.
   TensorView take(const std::string& name, int64_t rows, int64_t cols) {
     const FileTensor* t = find(name);
     if (!t) fail(Status::bad_model, "tensor '" + name + "' is missing");
+    used_.insert(name);
     const std::vector<int64_t> want =
         rows ? std::vector<int64_t>{rows, cols} : std::vector<int64_t>{cols};
     if (t->shape != want) {
@@ -184,6 +191,7 @@ class Builder {
   Weights& w_;
   const std::function<void(const FileTensor&)>& converted_;
   std::unordered_map<std::string, const FileTensor*> by_name_;
+  std::unordered_set<std::string> used_;
 };
 
 }  // namespace
@@ -219,6 +227,10 @@ Weights build_weights(const std::vector<FileTensor>& tensors, TensorNaming namin
   w.output_norm = b.take_norm(n.output_norm, c.dim);
   w.tied_output = tie_output || b.find(n.output) == nullptr;
   w.output = w.tied_output ? w.tok_embd : b.take(n.output, c.n_vocab, c.dim);
+  // Tied by the config, an output matrix the file holds anyway is overridden, as transformers
+  // overrides it.
+  if (w.tied_output && b.find(n.output)) b.pass_over(n.output);
+  check_every_tensor_used(tensors, b.used(), naming, c);
   return w;
 }
 

@@ -97,10 +97,11 @@ enum class TensorNaming {
 
 // Gives every tensor the model needs its role, checking its shape against `config` (which
 // must be validate()d). The output matrix is tied to the token embedding when
-// `tie_output` is set or the file has none. Tensors with other names are ignored.
-// Throws Error(bad_model) naming a missing or misshapen tensor. `converted`, when given, is
-// called for each tensor of ggml blocks once its converted copy is made, so that the caller can
-// let go of the source bytes before the next tensor is converted.
+// `tie_output` is set (an output matrix in the file is then passed over, as transformers does)
+// or the file has none. Throws Error(bad_model) naming a missing or misshapen tensor, or one the
+// model would not use (unused_tensors.h). `converted`, when given, is called for each tensor of
+// ggml blocks once its converted copy is made, so that the caller can let go of the source
+// bytes before the next tensor is converted.
 Weights build_weights(const std::vector<FileTensor>& tensors, TensorNaming naming,
                       const ModelConfig& config, bool tie_output,
                       const std::function<void(const FileTensor&)>& converted = {});

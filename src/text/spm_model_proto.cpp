@@ -169,12 +169,20 @@ std::string describe(const model::GgufVocab& vocab, size_t id) {
   return "token " + std::to_string(id) + " ('" + vocab.tokens[id] + "')";
 }
 
+// The type a piece has once loaded: user-defined chat markers become control
+// (mark_control_looking_pieces), so a ChatML model's EOS may be a user-defined <|im_end|>.
+PieceType loaded_type_of(const model::GgufVocab& vocab, size_t id) {
+  const PieceType type = type_of(vocab, id);
+  const bool marker = type == PieceType::user_defined && looks_like_control(vocab.tokens[id]);
+  return marker ? PieceType::control : type;
+}
+
 void require_special(const model::GgufVocab& vocab, const char* key, int32_t id, PieceType type) {
   const size_t n = vocab.tokens.size();
   require(id >= 0 && size_t(id) < n, Status::bad_model,
           std::string("tokenizer.ggml.") + key + " " + std::to_string(id) +
               " is outside the vocabulary [0, " + std::to_string(n) + ")");
-  const PieceType actual = type_of(vocab, size_t(id));
+  const PieceType actual = loaded_type_of(vocab, size_t(id));
   require(actual == type, Status::bad_model,
           std::string("tokenizer.ggml.") + key + " names " + describe(vocab, size_t(id)) +
               " of type " + type_name(actual) + "; it must be " + type_name(type));

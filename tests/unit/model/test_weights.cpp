@@ -246,11 +246,62 @@ TEST_CASE("weights: missing tensors and wrong shapes name the tensor") {
                      Status::bad_model, "'blk.0.attn_v.weight'", "bytes", "as Q5_0");
 }
 
-TEST_CASE("weights: unknown tensors are ignored") {
-  TensorSet s = hf_tensors(false);
-  s.add_counting("model.layers.0.self_attn.rotary_emb.inv_freq", {2});
-  s.add_counting("something.else", {3, 3});
-  CHECK_NOTHROW(build_weights(s.tensors, TensorNaming::hugging_face, tiny_config(), false));
+// tiny_config's files: 2 layers of 9 tensors, the embedding, the final norm (and the output).
+TEST_CASE("weights: a tensor the model would not use is refused, the first one named") {
+  TensorSet h = hf_tensors(false);
+  for (int l = 0; l < 2; ++l) {
+    for (const char* proj : {"q_proj", "k_proj", "v_proj"}) {
+      const std::string name = "model.layers." + std::to_string(l) + ".self_attn." + proj;
+      h.add_counting(name + ".bias", {proj[0] == 'q' ? 8 : 4});
+    }
+  }
+  CHECK_PARLEY_ERROR(build_weights(h.tensors, TensorNaming::hugging_face, tiny_config(), false),
+                     Status::bad_model, "'model.layers.0.self_attn.q_proj.bias' is not used",
+                     "6 of 26 tensors", "biases are not supported");
+  TensorSet g = gguf_tensors(true);
+  g.add_counting("blk.1.attn_v.bias", {4});
+  CHECK_PARLEY_ERROR(build_weights(g.tensors, TensorNaming::gguf, tiny_config(), false),
+                     Status::bad_model, "'blk.1.attn_v.bias'", "1 of 22 tensors",
+                     "biases are not supported");
+  TensorSet o = hf_tensors(false);
+  o.add_counting("something.else", {3, 3});
+  CHECK_PARLEY_ERROR(build_weights(o.tensors, TensorNaming::hugging_face, tiny_config(), false),
+                     Status::bad_model, "'something.else' is not used");
+}
+
+TEST_CASE("weights: a file with more layers than the config declares is refused") {
+  ModelConfig one_layer = tiny_config();
+  one_layer.n_layers = 1;
+  CHECK_PARLEY_ERROR(
+      build_weights(gguf_tensors(true).tensors, TensorNaming::gguf, one_layer, false),
+      Status::bad_model, "'blk.1.attn_norm.weight' is not used", "9 of 21 tensors",
+      "more layers than the 1 llama.block_count");
+  CHECK_PARLEY_ERROR(
+      build_weights(hf_tensors(true).tensors, TensorNaming::hugging_face, one_layer, false),
+      Status::bad_model, "'model.layers.1.input_layernorm.weight' is not used",
+      "more layers than the 1 num_hidden_layers");
+}
+
+TEST_CASE("weights: tensors that only restate the config are passed over") {
+  TensorSet h = hf_tensors(false);
+  h.add_counting("model.layers.0.self_attn.rotary_emb.inv_freq", {2});
+  h.add_counting("model.layers.1.self_attn.rotary_emb.inv_freq", {2});
+  CHECK_NOTHROW(build_weights(h.tensors, TensorNaming::hugging_face, tiny_config(), false));
+  // Tied by the config: transformers overrides the file's lm_head.weight, and so does Parley.
+  const TensorSet tied = hf_tensors(true);
+  const auto w = build_weights(tied.tensors, TensorNaming::hugging_face, tiny_config(), true);
+  CHECK(w.output.data == w.tok_embd.data);
+  for (DType dtype : {DType::f32, DType::f16, DType::bf16}) {
+    CAPTURE(int(dtype));
+    TensorSet g = gguf_tensors(true);
+    g.add("rope_freqs.weight", {2}, dtype, {1.0f, 1.0f});  // head_dim / 2 factors
+    CHECK_NOTHROW(build_weights(g.tensors, TensorNaming::gguf, tiny_config(), false));
+  }
+  // Factors other than one change every rotation: llama3-style RoPE, which Parley lacks.
+  TensorSet scaled = gguf_tensors(true);
+  scaled.add("rope_freqs.weight", {2}, DType::f32, {1.0f, 8.0f});
+  CHECK_PARLEY_ERROR(build_weights(scaled.tensors, TensorNaming::gguf, tiny_config(), false),
+                     Status::unsupported, "'rope_freqs.weight'", "llama3-style");
 }
 
 TEST_CASE("weights: misaligned data is copied to aligned memory; norms become F32") {

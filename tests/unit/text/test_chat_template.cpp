@@ -183,6 +183,24 @@ TEST_CASE("stop tokens and the ids that close an interrupted reply") {
   }
 }
 
+// ChatML fine-tunes whose converter typed the markers USER_DEFINED and made <|im_end|> the EOS.
+TEST_CASE("a GGUF EOS that is a user-defined <|im_end|> loads as control and ends replies") {
+  auto vocab = test::small_vocab({"\xE2\x96\x81", "a", "b"});
+  test::append_pieces(vocab, {"<|im_start|>", "<|im_end|>"}, 4);
+  const auto im_end = int32_t(vocab.tokens.size()) - 1;
+  vocab.eos_id = im_end;
+  const Tokenizer tokenizer(test::vocab_source(vocab));
+  CHECK(tokenizer.eos_id() == im_end);
+  CHECK(tokenizer.is_control(im_end));
+  CHECK(tokenizer.piece_bytes(im_end).empty());
+  const auto typed = tokenizer.encode("a<|im_end|>");
+  CHECK(std::find(typed.begin(), typed.end(), im_end) == typed.end());
+
+  const ChatTemplate chatml(TemplateKind::chatml, tokenizer);
+  CHECK(chatml.stop_tokens() == std::vector<int32_t>{im_end});
+  CHECK(chatml.close_reply() == std::vector<int32_t>{im_end});
+}
+
 TEST_CASE("a written reply: a chat reply's leading space is its first word's, raw continues") {
   PARLEY_SHARED_OR_SKIP(model, test::kLlama2Model);  // a normalizer that keeps spaces
   PARLEY_SHARED_OR_SKIP(goldens_path, test::kLlama2Goldens);

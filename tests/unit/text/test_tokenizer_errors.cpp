@@ -82,6 +82,12 @@ TEST_CASE("malformed GGUF vocabularies are bad_model with a precise message") {
     v.bos_id = 4;  // "a"
     CHECK(build_status(v) == Status::bad_model);
   }
+  SUBCASE("EOS typed user-defined that is not a chat marker") {
+    auto v = good;
+    v.token_types[2] = 4;  // "</s>"
+    CHECK(build_status(v) == Status::bad_model);
+    CHECK(contains(build_message(v), "eos_token_id names token 2 ('</s>') of type USER_DEFINED"));
+  }
   SUBCASE("no unknown piece") {
     auto v = good;
     v.token_types[0] = 1;
