@@ -1,6 +1,7 @@
 #include "bench_args.h"
 
 #include <charconv>
+#include <cstdint>
 #include <stdexcept>
 #include <string_view>
 #include <utility>
@@ -35,12 +36,15 @@ std::vector<std::string> split_commas(std::string_view s) {
   return parts;
 }
 
-uint64_t parse_count(std::string_view flag, std::string_view value, uint64_t min) {
+// The fields counts go to are 32-bit: a larger value would wrap past `min`.
+uint64_t parse_count(std::string_view flag, std::string_view value, uint64_t min,
+                     uint64_t max = UINT32_MAX) {
   uint64_t n = 0;
   const auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), n);
-  if (ec != std::errc() || end != value.data() + value.size() || n < min) {
-    throw std::invalid_argument(std::string(flag) + " needs an integer >= " + std::to_string(min) +
-                                ", got '" + std::string(value) + "'");
+  if (ec != std::errc() || end != value.data() + value.size() || n < min || n > max) {
+    throw std::invalid_argument(std::string(flag) + " needs an integer from " +
+                                std::to_string(min) + " to " + std::to_string(max) + ", got '" +
+                                std::string(value) + "'");
   }
   return n;
 }
@@ -103,13 +107,13 @@ BenchArgs parse_args(int argc, char** argv) {
     } else if (flag == "--weights" || flag == "--dtype") {
       a.weights = parse_weights(flag, value);
     } else if (flag == "--seed") {
-      a.seed = parse_count(flag, value, 0);
+      a.seed = parse_count(flag, value, 0, UINT64_MAX);
     } else if (flag == "--device") {
       a.device = value;
     } else if (flag == "--scenario") {
       for (auto& s : split_commas(value)) a.scenarios.push_back(canonical_scenario(s));
     } else if (flag == "--threads") {
-      a.threads = int32_t(parse_count(flag, value, 0));
+      a.threads = int32_t(parse_count(flag, value, 0, INT32_MAX));
     } else if (flag == "--kv") {
       for (auto& s : split_commas(value)) a.kv_types.push_back(parse_kv(s));
     } else if (flag == "--repeat") {
