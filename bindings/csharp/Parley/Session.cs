@@ -301,9 +301,10 @@ namespace Parley
         // Setting it drops nothing now: the next message that does not fit decides. With a
         // store the change is committed before the setter returns. ParleyStatus.InvalidArgument
         // for a value that is no OverflowPolicy, as at creation; Storage when the store refused
-        // it (nothing changed; also when another engine on the same store changed or deleted
-        // the conversation). Since 0.8. Reading it asks the session, as Info does: Busy while
-        // a call on it runs (a reply, also from its own handler or stream loop).
+        // it (nothing changed; also when another engine on the same store deleted the
+        // conversation, or deleted it and started another under its id; turns it added do not
+        // matter to the policy). Since 0.8. Reading it asks the session, as Info does: Busy
+        // while a call on it runs (a reply, also from its own handler or stream loop).
         public OverflowPolicy Overflow
         {
             get { return Info.Overflow; }

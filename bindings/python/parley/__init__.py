@@ -9,7 +9,7 @@ libparley.so.0 is found through PARLEY_LIBRARY (a path), else beside this packag
 the build trees of the repository this package sits in, else by the system loader.
 """
 
-from . import _library, _native, _options
+from . import _interrupts, _library, _native, _options
 from ._library import LibraryError
 from .engine import Engine
 from .errors import (BackendError, BadModelError, BusyError, CancelledError,
@@ -55,8 +55,9 @@ def set_log_callback(fn):
     """Sends the library's log lines to fn(level, message) (level: 0 error, 1 warn, 2 info,
     3 debug); None restores the default (warnings and errors to stderr). Call it before the
     first Engine opens. fn runs on whichever thread logs and must not call into Parley; what it
-    raises is dropped. Raises InvalidArgumentError when fn is neither callable nor None (the
-    callback in force is then kept)."""
+    raises is dropped, but for a KeyboardInterrupt (Ctrl-C) on the main thread, which the
+    Parley call that logged raises as it returns. Raises InvalidArgumentError when fn is
+    neither callable nor None (the callback in force is then kept)."""
     global _log_callback
     _options.callable_arg("fn", fn)
     if fn is None:
@@ -67,6 +68,8 @@ def set_log_callback(fn):
     def on_log(level, message, _user):
         try:
             fn(level, message.decode("utf-8", errors="replace"))
+        except KeyboardInterrupt:
+            _interrupts.note()  # raised by the call that logged, as it returns
         except BaseException:  # noqa: B902 - must not propagate into C
             pass
 

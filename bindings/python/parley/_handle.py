@@ -1,8 +1,10 @@
 """What Engine and Session share: a C handle freed exactly once, by close() or at collection."""
 
+import contextlib
 import threading
 import weakref
 
+from . import _interrupts
 from .errors import MisuseError
 
 
@@ -15,9 +17,13 @@ class NativeHandle:
         self._kind = kind
         # Holds the raw handle and the function only, never self, so it can run at collection.
         self._closer = weakref.finalize(self, close_function, handle)
-        # close() and a call from another thread (interrupt()) may race: the lock keeps the
-        # other call from handing C a handle that close() has just freed.
+        # Guards _handle and _uses: close() and calls from other threads may race.
         self._close_lock = threading.Lock()
+        # Calls into C under way with the handle (see _use). The library keys its handles by
+        # address, and a freed address may be given to the next handle created: freeing this
+        # one while a call is between reading it and reaching the library would send that
+        # call to another object. So close() then leaves the freeing to the last such call.
+        self._uses = 0
 
     def __enter__(self):
         return self
@@ -25,11 +31,26 @@ class NativeHandle:
     def __exit__(self, *exc):
         self.close()
 
+    def __reduce_ex__(self, protocol):
+        # A copy would share the handle, and closing either would free it under the other.
+        raise TypeError("a parley.%s cannot be copied or pickled (it owns a library handle)"
+                        % type(self).__name__)
+
     def close(self):
         """Closes the handle. Closing twice is a no-op."""
-        with self._close_lock:
-            self._handle = None
-            self._closer()
+        with _interrupts.deferred():
+            with self._close_lock:
+                handle, self._handle = self._handle, None
+                in_use = self._uses > 0
+            if handle is None:
+                return
+            if in_use:
+                self._stop(handle)  # the last call under way frees it, as it returns
+            else:
+                self._closer()
+
+    def _stop(self, handle):
+        """Asks what runs in the library on the handle to end: close() was called meanwhile."""
 
     @property
     def closed(self):
@@ -41,3 +62,20 @@ class NativeHandle:
         if handle is None:
             raise MisuseError("the %s is closed" % self._kind)
         return handle
+
+    @contextlib.contextmanager
+    def _use(self):
+        """The handle, for calls into C made in the block: close() does not free it before the
+        block ends. Ctrl-C in the block raises KeyboardInterrupt at its end (_interrupts)."""
+        with _interrupts.deferred():
+            with self._close_lock:
+                handle = self._live()
+                self._uses += 1
+            try:
+                yield handle
+            finally:
+                with self._close_lock:
+                    self._uses -= 1
+                    last = self._uses == 0 and self._handle is None
+                if last:
+                    self._closer()

@@ -3,6 +3,7 @@
 
 import collections.abc
 import ctypes
+import math
 import numbers
 import os
 
@@ -58,7 +59,16 @@ def float_arg(name, value):
     the C float cannot hold is for the library to judge."""
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise InvalidArgumentError("%s must be a float, not %s" % (name, type(value).__name__))
-    return float(value)
+    return _float(value)
+
+
+def _float(value):
+    """float(value), infinite past the range of a double (an int such as 10**400), as a C
+    float is past its own: the library then judges it as it judges 1e300."""
+    try:
+        return float(value)
+    except OverflowError:
+        return math.inf if value > 0 else -math.inf
 
 
 def callable_arg(name, value):
@@ -162,7 +172,7 @@ def logit_bias_arg(logit_bias):
         if isinstance(bias, bool) or not isinstance(bias, numbers.Real):
             raise InvalidArgumentError("the logit_bias of token %d must be a float, not %s"
                                        % (token, type(bias).__name__))
-        entries.append(_native.LogitBias(token, float(bias)))
+        entries.append(_native.LogitBias(token, _float(bias)))
     # As with stop: the options struct keeps the array alive (ctypes' _objects).
     return (_native.LogitBias * len(entries))(*entries), len(entries)
 

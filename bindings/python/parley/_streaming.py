@@ -12,6 +12,8 @@ import queue
 import threading
 import weakref
 
+from . import _interrupts
+
 
 class _Finished:
     def __init__(self, error):
@@ -63,9 +65,14 @@ def stream_pieces(run, opened=None, ended=None):
         # Non-daemon where possible: at exit the reply is stopped and the thread joined,
         # rather than killed while it is inside the library.
         worker = threading.Thread(target=work, name="parley-stream", daemon=not _stop_at_exit)
+        started = False
         _running.add(go_on)
-        worker.start()
         try:
+            # Ctrl-C inside start() could leave a running worker that join() refuses: it is
+            # raised after it instead, where the finally below stops the worker.
+            with _interrupts.deferred():
+                worker.start()
+                started = True
             if opened is not None:
                 opened()
             while True:
@@ -79,11 +86,14 @@ def stream_pieces(run, opened=None, ended=None):
                 go_on.put(True)
         finally:
             # Left early (or the reply ended): a waiting callback returns non-zero; an extra
-            # False left in the queue is harmless.
-            go_on.put(False)
-            worker.join()
-            _running.discard(go_on)
-            if ended is not None:
-                ended()
+            # False left in the queue is harmless. Ctrl-C meanwhile waits for the worker,
+            # which stops at the reply's next token.
+            with _interrupts.deferred():
+                go_on.put(False)
+                if started:
+                    worker.join()
+                _running.discard(go_on)
+                if ended is not None:
+                    ended()
 
     return generate()

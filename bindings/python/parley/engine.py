@@ -2,7 +2,7 @@
 
 import ctypes
 
-from . import _library, _native, _options
+from . import _interrupts, _library, _native, _options
 from ._buffers import read_ids, read_text
 from ._handle import NativeHandle
 from .errors import check
@@ -12,7 +12,8 @@ from .session import Session
 
 class Engine(NativeHandle):
     """A loaded model. Use it from any thread; close it with close() or a `with` block (with a
-    store, its open sessions' KV is spilled first; closing twice is a no-op).
+    store, its open sessions' KV is spilled first; closing twice is a no-op; a call under way
+    on another thread ends first, and the engine is freed as it returns).
 
     Sessions stay usable after the engine is closed: the library frees it when the last one
     closes, so handles may be closed (or garbage-collected) in any order.
@@ -24,8 +25,10 @@ class Engine(NativeHandle):
         o = _options.engine_options(lib, model, store, device, kv, threads, kv_budget,
                                     idle_spill_ms, context)
         handle = _native.engine_p()
-        check(lib.parley_engine_open(ctypes.byref(o), ctypes.byref(handle)))
-        super().__init__(lib, handle.value, lib.parley_engine_close, "engine")
+        # Loading may take long and log: Ctrl-C is raised once the handle has an owner.
+        with _interrupts.deferred():
+            check(lib.parley_engine_open(ctypes.byref(o), ctypes.byref(handle)))
+            super().__init__(lib, handle.value, lib.parley_engine_close, "engine")
 
     def __repr__(self):
         return "<parley.Engine %s>" % ("closed" if self._handle is None else hex(self._handle))
@@ -36,8 +39,9 @@ class Engine(NativeHandle):
         and changes it later)."""
         o = _options.session_options(self._lib, id, system, template, scope, overflow)
         out = _native.session_p()
-        check(self._lib.parley_session_create(self._live(), ctypes.byref(o), ctypes.byref(out)))
-        return Session(self._lib, out.value)
+        with self._use() as handle:
+            check(self._lib.parley_session_create(handle, ctypes.byref(o), ctypes.byref(out)))
+            return Session(self._lib, out.value)
 
     def open_session(self, id):
         """Reopens a stored conversation, also one stored by an earlier process; its overflow
@@ -47,10 +51,10 @@ class Engine(NativeHandle):
         CorruptError before) when the conversation is longer than this engine's context: an
         engine whose context holds it opens it, and nothing is changed; CorruptError when its
         transcript cannot be read; StorageError when the store fails."""
-        out = _native.session_p()
-        check(self._lib.parley_session_open(self._live(), _options.text_arg("id", id),
-                                            ctypes.byref(out)))
-        return Session(self._lib, out.value)
+        data, out = _options.text_arg("id", id), _native.session_p()
+        with self._use() as handle:
+            check(self._lib.parley_session_open(handle, data, ctypes.byref(out)))
+            return Session(self._lib, out.value)
 
     def import_session(self, json, id=None):
         """A session of a conversation Session.export() wrote (here, in an earlier run, on
@@ -64,51 +68,59 @@ class Engine(NativeHandle):
         names the first wrong field), an unknown template, messages out of order, a token
         outside this model's vocabulary, or an id that is "" or already used;
         ContextFullError when the conversation does not fit the context."""
+        data, new_id = _options.text_arg("json", json), _options.text_arg("id", id)
         out = _native.session_p()
-        check(self._lib.parley_session_import(self._live(), _options.text_arg("json", json),
-                                              _options.text_arg("id", id), ctypes.byref(out)))
-        return Session(self._lib, out.value)
+        with self._use() as handle:
+            check(self._lib.parley_session_import(handle, data, new_id, ctypes.byref(out)))
+            return Session(self._lib, out.value)
 
     def sessions(self):
         """Ids of the stored conversations, oldest first; [] without a store."""
-        handle = self._live()
-        text = read_text(lambda buf, cap, needed:
-                         self._lib.parley_store_list_sessions(handle, buf, cap, needed))
+        with self._use() as handle:
+            text = read_text(lambda buf, cap, needed:
+                             self._lib.parley_store_list_sessions(handle, buf, cap, needed))
         return text.split("\n") if text else []
 
     def delete_session(self, id):
         """Deletes a stored conversation that is not open."""
-        check(self._lib.parley_session_delete(self._live(), _options.text_arg("id", id)))
+        data = _options.text_arg("id", id)
+        with self._use() as handle:
+            check(self._lib.parley_session_delete(handle, data))
 
     def stored_session_info(self, id):
         """A stored conversation's dates, turns and stored KV, without opening it. Raises
         NotFoundError without a store or when no such conversation is stored."""
         s = _native.sized(_native.StoredSessionInfo)
-        check(self._lib.parley_store_get_session_info(self._live(), _options.text_arg("id", id),
-                                                      ctypes.byref(s)))
+        data = _options.text_arg("id", id)
+        with self._use() as handle:
+            check(self._lib.parley_store_get_session_info(handle, data, ctypes.byref(s)))
         return StoredSessionInfo.from_struct(s)
 
     @property
     def stats(self):
         s = _native.sized(_native.EngineStats)
-        check(self._lib.parley_engine_get_stats(self._live(), ctypes.byref(s)))
+        with self._use() as handle:
+            check(self._lib.parley_engine_get_stats(handle, ctypes.byref(s)))
         return EngineStats.from_struct(s)
 
     @property
     def model_info(self):
         s = _native.sized(_native.ModelInfo)
-        check(self._lib.parley_engine_get_model_info(self._live(), ctypes.byref(s)))
+        with self._use() as handle:
+            check(self._lib.parley_engine_get_model_info(handle, ctypes.byref(s)))
         return ModelInfo.from_struct(s)
 
     def tokenize(self, text, bos=False):
         """Token ids of `text` (control tokens are never produced from text)."""
-        handle, data = self._live(), _options.text_arg("text", text)
-        return read_ids(lambda ids, cap, needed:
-                        self._lib.parley_tokenize(handle, data, 1 if bos else 0, ids, cap, needed))
+        data = _options.text_arg("text", text)
+        with self._use() as handle:
+            return read_ids(lambda ids, cap, needed:
+                            self._lib.parley_tokenize(handle, data, 1 if bos else 0, ids, cap,
+                                                      needed))
 
     def detokenize(self, ids):
         """The text of token ids."""
-        handle = self._live()
         array, n = _options.ids_arg(ids)
-        return read_text(lambda buf, cap, needed:
-                         self._lib.parley_detokenize(handle, array, n, buf, cap, needed))
+        with self._use() as handle:
+            return read_text(lambda buf, cap, needed:
+                             self._lib.parley_detokenize(handle, array, n, buf, cap, needed))

@@ -15,6 +15,11 @@ class ParleyError(Exception):
         self.message = message
         super().__init__("%s: %s" % (_status_name(self.status), message))
 
+    def __reduce__(self):
+        # Made again from the message, not from args (the message with the status in front,
+        # which __init__ would prefix again); __dict__ brings back .reply and the like.
+        return type(self), (self.message, self.__dict__.get("status")), self.__dict__
+
 
 class InvalidArgumentError(ParleyError, ValueError):
     status = 1

@@ -4,7 +4,7 @@ import ctypes
 import functools
 import threading
 
-from . import _native, _options
+from . import _interrupts, _native, _options
 from ._buffers import read_ids, read_text
 from ._handle import NativeHandle
 from ._streaming import stream_pieces
@@ -44,7 +44,8 @@ class Session(NativeHandle):
         """Closes the session (with a store, its KV is spilled first, so that reopening it is
         instant). A reply running on another thread, or paused in an open stream, is stopped
         as by interrupt(): its send() or stream then ends as interrupted, raising
-        CancelledError with the partial reply, which is kept. Closing twice is a no-op."""
+        CancelledError with the partial reply, which is kept, and the session is freed as that
+        call returns. Closing twice is a no-op."""
         super().close()
 
     # ---- Generation -------------------------------------------------------------------------
@@ -75,7 +76,8 @@ class Session(NativeHandle):
         returning True (the bool itself) stops the reply there (send then returns the partial
         reply, stop_reason "cancelled"); any other value (None, or the count
         sys.stdout.write returns) goes on. An exception it raises stops the reply and
-        propagates from send.
+        propagates from send. So does Ctrl-C: the reply stops at its next token, is kept as
+        interrupt() keeps one, and send raises KeyboardInterrupt.
         Arguments of the wrong type raise InvalidArgumentError before anything is sent.
         Errors that keep the turn carry the reply the session kept as .reply, and last_stats
         describes it: CancelledError (interrupt(), or close() from another thread, stopped the
@@ -188,17 +190,21 @@ class Session(NativeHandle):
         """One parley_session_send of data (UTF-8 bytes), or parley_session_continue for
         _CONTINUE. on_piece(str) returns True to stop the reply. stream: the stream making
         the call, if one is."""
-        handle = self._live()
         raised = []
         stopped_here = []
 
         def on_text(utf8, length, _user):
             # Nothing may propagate into C: keep the exception, stop, re-raise after the call.
+            # Ctrl-C is only noted meanwhile (_use), and raised once the call has returned.
             try:
+                # Closed meanwhile: close() may have come before the reply began, when the
+                # library had nothing to interrupt yet.
+                if _interrupts.noted() or self._handle is None:
+                    return 1
                 if on_piece(ctypes.string_at(utf8, length).decode("utf-8", errors="replace")):
                     stopped_here.append(True)
                     return 1
-                return 0
+                return 1 if _interrupts.noted() else 0
             except BaseException as e:  # noqa: B902 - KeyboardInterrupt must stop it too
                 raised.append(e)
                 return 1
@@ -208,16 +214,18 @@ class Session(NativeHandle):
         # The library fills stats only when the turn is kept, OK or not (an OUT_OF_MEMORY
         # may or may not keep it), and always writes a kv_source >= 0: -1 left means unkept.
         stats.kv_source = -1
-        if data is _CONTINUE:
-            status = self._lib.parley_session_continue(handle, ctypes.byref(options), callback,
-                                                       None, ctypes.byref(stats))
-        else:
-            status = self._lib.parley_session_send(handle, data, ctypes.byref(options),
-                                                   callback, None, ctypes.byref(stats))
-        message = last_error() if status else ""
-        kept = stats.kv_source >= 0
-        if kept:
-            self.last_stats = TurnStats.from_struct(stats)
+        with self._use() as handle:
+            if data is _CONTINUE:
+                status = self._lib.parley_session_continue(handle, ctypes.byref(options),
+                                                           callback, None, ctypes.byref(stats))
+            else:
+                status = self._lib.parley_session_send(handle, data, ctypes.byref(options),
+                                                       callback, None, ctypes.byref(stats))
+            message = last_error() if status else ""
+            # In the block, so that a Ctrl-C raised at its end leaves last_stats right.
+            kept = stats.kv_source >= 0
+            if kept:
+                self.last_stats = TurnStats.from_struct(stats)
         if raised:
             raise raised[0]
         if status == CancelledError.status and stopped_here:
@@ -256,7 +264,8 @@ class Session(NativeHandle):
         the other counts are 0, stop_reason and stop_index None. last_stats is unchanged.
         Raises CancelledError when interrupt() stopped it (what was computed is kept)."""
         stats = _native.sized(_native.TurnStats)
-        self._check(self._lib.parley_session_prepare(self._live(), ctypes.byref(stats)))
+        with self._use() as handle:
+            self._check(self._lib.parley_session_prepare(handle, ctypes.byref(stats)))
         return TurnStats.from_struct(stats)
 
     def count_tokens(self, text):
@@ -267,9 +276,10 @@ class Session(NativeHandle):
         unchanged. The text is taken as send() takes it."""
         data = _options.text_arg("text", text)
         prompt_tokens, context_left = ctypes.c_uint32(), ctypes.c_uint32()
-        self._check(self._lib.parley_session_count_tokens(self._live(), data,
-                                                          ctypes.byref(prompt_tokens),
-                                                          ctypes.byref(context_left)))
+        with self._use() as handle:
+            self._check(self._lib.parley_session_count_tokens(handle, data,
+                                                              ctypes.byref(prompt_tokens),
+                                                              ctypes.byref(context_left)))
         return TokenCount(prompt_tokens.value, context_left.value)
 
     def score_replies(self, message, replies, with_end=False):
@@ -302,8 +312,9 @@ class Session(NativeHandle):
         logprobs = (ctypes.c_double * max(n, 1))()
         n_tokens = (ctypes.c_uint32 * max(n, 1))()
         flags = _native.SCORE_WITH_END if with_end else 0
-        self._check(self._lib.parley_session_score_replies(self._live(), data, array, n,
-                                                           flags, logprobs, n_tokens))
+        with self._use() as handle:
+            self._check(self._lib.parley_session_score_replies(handle, data, array, n, flags,
+                                                               logprobs, n_tokens))
         return [ReplyScore(texts[i], logprobs[i], n_tokens[i]) for i in range(n)]
 
     def add_exchange(self, user_text, reply_text):
@@ -317,24 +328,32 @@ class Session(NativeHandle):
         Raises ContextFullError when the two do not fit; the session is then as before."""
         user = _options.text_arg("user_text", user_text)
         reply = _options.text_arg("reply_text", reply_text)
-        self._check(self._lib.parley_session_add_exchange(self._live(), user, reply))
+        with self._use() as handle:
+            self._check(self._lib.parley_session_add_exchange(handle, user, reply))
 
     def interrupt(self):
         """Stops the running reply at its next token (it raises CancelledError and keeps the
         partial reply as the turn), a running prepare() (it raises CancelledError and keeps
         what it computed) or score_replies() (it raises CancelledError). Any thread, any time;
         a no-op when nothing runs."""
-        with self._close_lock:
-            self._check(self._lib.parley_session_interrupt(self._live()))
+        with self._use() as handle:
+            self._check(self._lib.parley_session_interrupt(handle))
+
+    def _stop(self, handle):
+        # close() while a call runs: the reply stops as interrupted, and the call, as it
+        # returns, frees the session.
+        self._lib.parley_session_interrupt(handle)
 
     # ---- Conversation -----------------------------------------------------------------------
 
     def fork(self, id=None):
         """A copy of this conversation that then goes its own way (shares KV copy-on-write)."""
+        new_id = _options.text_arg("id", id)
         out = _native.session_p()
-        self._check(self._lib.parley_session_fork(self._live(), _options.text_arg("id", id),
-                                                  ctypes.byref(out)))
-        return Session(self._lib, out.value)
+        with self._use() as handle:
+            self._check(self._lib.parley_session_fork(handle, new_id, ctypes.byref(out)))
+            # In the block: a Ctrl-C is raised once the new handle has an owner to free it.
+            return Session(self._lib, out.value)
 
     def export(self):
         """The conversation as portable JSON (a str): its id, template, system prompt, cache
@@ -342,15 +361,16 @@ class Session(NativeHandle):
         text and token ids. Engine.import_session() makes a session of it again, in this
         engine or another (a save file, a conversation carried to another store, machine or
         model). The KV is not in it."""
-        handle = self._live()
-        return read_text(lambda buf, cap, needed:
-                         self._lib.parley_session_export(handle, buf, cap, needed),
-                         self._check)
+        with self._use() as handle:
+            return read_text(lambda buf, cap, needed:
+                             self._lib.parley_session_export(handle, buf, cap, needed),
+                             self._check)
 
     def rewind(self, n):
         """Drops the last n messages (a user message and its reply are two)."""
-        self._check(self._lib.parley_session_rewind(self._live(),
-                                                    _options.int_arg("n", n, ctypes.c_uint32)))
+        n = _options.int_arg("n", n, ctypes.c_uint32)
+        with self._use() as handle:
+            self._check(self._lib.parley_session_rewind(handle, n))
 
     def set_system_prompt(self, text):
         """Lets the conversation go on under a new system prompt: a character whose situation
@@ -363,8 +383,9 @@ class Session(NativeHandle):
         prepare()); setting the prompt the session already has costs nothing.
         Raises ContextFullError when the conversation with this prompt would not fit the
         context with room for a reply; the session is then as before."""
-        self._check(self._lib.parley_session_set_system_prompt(self._live(),
-                                                               _options.text_arg("text", text)))
+        data = _options.text_arg("text", text)
+        with self._use() as handle:
+            self._check(self._lib.parley_session_set_system_prompt(handle, data))
 
     @property
     def overflow(self):
@@ -376,23 +397,27 @@ class Session(NativeHandle):
         Setting it (the same names) drops nothing now: the next message that does not fit
         decides. With a store the change is committed before this returns. Raises
         InvalidArgumentError for another name, as Engine.session does; StorageError when the
-        store refused it (nothing changed; also when another engine on the same store changed
-        or deleted the conversation)."""
+        store refused it (nothing changed; also when another engine on the same store deleted
+        the conversation, or deleted it and started another under its id; turns it added do
+        not matter to the policy)."""
         return self.info.overflow
 
     @overflow.setter
     def overflow(self, policy):
         value = _options.choice_arg("overflow", policy, _options.OVERFLOW_POLICIES)
-        self._check(self._lib.parley_session_set_overflow(self._live(), value))
+        with self._use() as handle:
+            self._check(self._lib.parley_session_set_overflow(handle, value))
 
     def suspend(self):
         """Moves the KV to the store and frees its memory; the next send brings it back."""
-        self._check(self._lib.parley_session_suspend(self._live()))
+        with self._use() as handle:
+            self._check(self._lib.parley_session_suspend(handle))
 
     @property
     def info(self):
         s = _native.sized(_native.SessionInfo)
-        self._check(self._lib.parley_session_get_info(self._live(), ctypes.byref(s)))
+        with self._use() as handle:
+            self._check(self._lib.parley_session_get_info(handle, ctypes.byref(s)))
         return SessionInfo.from_struct(s)
 
     @property
@@ -405,18 +430,18 @@ class Session(NativeHandle):
         """The messages as (role, text): role is "system", "user" or "assistant"."""
         result = []
         turn = _native.sized(_native.Turn)
-        for index in range(self.info.n_turns):
-            self._check(self._lib.parley_session_get_turn(self._live(), index,
-                                                          ctypes.byref(turn)))
-            # Copied at once: the library's text lives only until the next call.
-            result.append((ROLES.get(turn.role, str(turn.role)),
-                           (turn.text or b"").decode("utf-8", errors="replace")))
+        with self._use() as handle:
+            for index in range(self.info.n_turns):
+                self._check(self._lib.parley_session_get_turn(handle, index, ctypes.byref(turn)))
+                # Copied at once: the library's text lives only until the next call.
+                result.append((ROLES.get(turn.role, str(turn.role)),
+                               (turn.text or b"").decode("utf-8", errors="replace")))
         return result
 
     @property
     def tokens(self):
         """The token ids of the whole conversation."""
-        handle = self._live()
-        return read_ids(lambda ids, cap, needed:
-                        self._lib.parley_session_get_tokens(handle, ids, cap, needed),
-                        self._check)
+        with self._use() as handle:
+            return read_ids(lambda ids, cap, needed:
+                            self._lib.parley_session_get_tokens(handle, ids, cap, needed),
+                            self._check)

@@ -1,6 +1,8 @@
 """Each failure raises the ParleyError subclass of its status, with the library's message."""
 
 import contextlib
+import copy
+import pickle
 import threading
 
 import pytest
@@ -64,6 +66,21 @@ def test_a_sampling_number_of_another_type_is_refused_before_c(engine, name, val
                 call()
         assert s.turns == []
         assert s.send("Once", **dict(GREEDY, **{name: 0.5}))  # a real number is fine
+
+
+@pytest.mark.parametrize("name", ["temperature", "top_p", "min_p", "repeat_penalty"])
+@pytest.mark.parametrize("value", [1e300, 10 ** 400, -10 ** 400],
+                         ids=["past float", "int past double", "int past -double"])
+def test_a_sampling_number_past_the_c_float_is_the_librarys_invalid_argument(engine, name,
+                                                                            value):
+    with engine.session(template="raw") as s:
+        for call in (lambda: s.send("Once", **{name: value}),
+                     lambda: list(s.stream("Once", **{name: value})),
+                     lambda: s.continue_reply(**{name: value})):
+            with pytest.raises(parley.InvalidArgumentError) as info:
+                call()
+            assert info.value.status == 1
+        assert s.turns == []
 
 
 @pytest.mark.parametrize("ids", [None, 5, "abc", [1, None], [1.5]], ids=repr)
@@ -251,3 +268,20 @@ def test_rewinding_past_the_start_is_an_invalid_argument(engine):
     with engine.session(template="raw") as s:
         with pytest.raises(parley.InvalidArgumentError):
             s.rewind(1)
+
+
+@pytest.mark.parametrize("copy_of", [lambda e: pickle.loads(pickle.dumps(e)), copy.copy,
+                                     copy.deepcopy], ids=["pickle", "copy", "deepcopy"])
+def test_an_error_is_copied_and_pickled_as_it_is(engine, copy_of):
+    s = engine.session(template="raw")
+    with pytest.raises(parley.CancelledError) as info:
+        s.send("Once", on_text=lambda piece: s.interrupt(), **LONG)
+    for error in (info.value, parley.BusyError("busy"), parley.ParleyError("new", 99)):
+        copied = copy_of(error)
+        assert type(copied) is type(error)
+        assert str(copied) == str(error)
+        assert copied.args == error.args
+        assert copied.message == error.message
+        assert copied.status == error.status
+        assert getattr(copied, "reply", None) == getattr(error, "reply", None)
+    assert info.value.reply and copy_of(info.value).reply == info.value.reply

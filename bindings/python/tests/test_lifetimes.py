@@ -1,13 +1,20 @@
 """Handles closed or collected in any order never crash: the library keeps a closed engine
 alive until its last session closes."""
 
+import copy
 import gc
+import pickle
 import subprocess
 import sys
+import threading
+
+import pytest
 
 from conftest import BINDINGS_DIR, GREEDY
 
 import parley
+
+LONG = dict(temperature=0, max_tokens=0, ignore_eos=True)  # to the context's end
 
 
 def test_engine_closed_before_its_session(model_path):
@@ -83,3 +90,103 @@ def test_a_half_read_stream_kept_until_exit_does_not_hang_the_exit(model_path, t
     with parley.Engine(model_path, store=tmp_path / "chats.sqlite") as e:
         with e.open_session("kept") as again:
             assert [role for role, _ in again.turns] == ["user", "assistant"]
+
+
+class HookedLibrary:
+    """The library, but for `name`, before which `hook` runs: after the binding has taken the
+    handle for the call, before the library is given it."""
+
+    def __init__(self, lib, name, hook):
+        self._lib, self._name, self._hook = lib, name, hook
+
+    def __getattr__(self, attr):
+        function = getattr(self._lib, attr)
+        if attr != self._name:
+            return function
+
+        def hooked(*args):
+            self._hook()
+            return function(*args)
+        return hooked
+
+
+def test_a_call_racing_close_never_reaches_another_session(engine):
+    a = engine.session(template="raw")
+    address = a._handle
+    others = []
+
+    def close_and_create():
+        a.close()
+        # The library knows handles by address, and gives a freed one to a later session.
+        while len(others) < 64 and address not in [o._handle for o in others]:
+            others.append(engine.session(template="raw"))
+
+    a._lib = HookedLibrary(a._lib, "parley_session_add_exchange", close_and_create)
+    try:
+        a.add_exchange("from a", " reply")
+    except parley.MisuseError:
+        pass  # the other outcome allowed: never another session's
+    assert [o.turns for o in others] == [[]] * len(others)
+    assert address not in [o._handle for o in others]  # a's until the call was over
+    assert a.closed and engine.stats.sessions_active == len(others)  # and then a was freed
+
+
+def test_closing_an_engine_lets_a_call_under_way_end_on_it(model_path):
+    # The library's rule: closing an engine never overlaps another call on it.
+    e = parley.Engine(model_path)
+    e._lib = HookedLibrary(e._lib, "parley_engine_get_stats", e.close)
+    assert e.stats.sessions_active == 0
+    assert e.closed
+    with pytest.raises(parley.MisuseError):
+        e.stats
+
+
+@pytest.mark.parametrize("copy_of", [copy.copy, copy.deepcopy, pickle.dumps])
+def test_engines_and_sessions_are_not_copied(engine, copy_of):
+    # A copy would share the handle: closing one would free it under the other.
+    s = engine.session(template="raw")
+    for handle in (engine, s):
+        with pytest.raises(TypeError, match="cannot be copied or pickled"):
+            copy_of(handle)
+    assert s.send("Once", **GREEDY)
+
+
+def test_close_from_another_thread_stops_the_reply_and_frees_the_session(engine):
+    s = engine.session(template="raw")
+    started, outcome = threading.Event(), []
+
+    def reply():
+        try:
+            s.send("Once", on_text=lambda piece: started.set(), **LONG)
+        except parley.CancelledError as e:
+            outcome.append(e)
+
+    worker = threading.Thread(target=reply)
+    worker.start()
+    started.wait()
+    s.close()
+    worker.join()
+    assert outcome and outcome[0].reply
+    assert s.closed and engine.stats.sessions_active == 0
+
+
+def test_close_from_the_sessions_own_callback_stops_the_reply_and_frees_it(engine):
+    s = engine.session(template="raw")
+    with pytest.raises(parley.CancelledError) as info:
+        s.send("Once", on_text=lambda piece: s.close(), **LONG)
+    assert info.value.reply
+    assert s.closed and engine.stats.sessions_active == 0
+    with pytest.raises(parley.MisuseError):
+        s.info
+
+
+def test_close_while_a_stream_is_paused_stops_its_reply_and_frees_the_session(engine):
+    s = engine.session(template="raw")
+    it = s.stream("Once", **LONG)
+    first = next(it)
+    s.close()
+    assert s.closed
+    with pytest.raises(parley.CancelledError) as info:
+        list(it)
+    assert info.value.reply.startswith(first)
+    assert engine.stats.sessions_active == 0

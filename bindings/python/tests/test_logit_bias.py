@@ -37,6 +37,8 @@ def test_a_banned_token_is_never_chosen(engine):
     banned_prompt, other = first_reply_token(engine, logit_bias={first: BAN})
     assert banned_prompt == prompt  # only the reply changed
     assert other != first
+    # An int past a double's range is infinite, as a float past a C float's is: -inf bans.
+    assert first_reply_token(engine, logit_bias={first: -10 ** 400}) == (prompt, other)
 
 
 def test_a_large_bias_makes_the_reply_that_token(engine):
@@ -84,6 +86,7 @@ def refused_biases(n_vocab):
         "nan": {5: float("nan")},
         "+inf": {5: float("inf")},
         "past float": {5: 1e39},  # +inf as a C float
+        "past double": {5: 10 ** 400},  # an int float() refuses: +inf too
         "twice": [(5, 1.0), (5, 2.0)],
         "every token banned": {i: BAN for i in range(n_vocab)},
     }
