@@ -15,6 +15,10 @@ namespace {
 
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 
+// Only a -inf bias bans a token: a finite logit that a large finite bias or the penalty
+// pushes below the float range stays the lowest finite value, still a candidate.
+float kept_finite(float x) { return std::max(x, std::numeric_limits<float>::lowest()); }
+
 // The first candidates examined when the sorted prefix has to grow (then it doubles).
 constexpr size_t kFirstSortedChunk = 64;
 
@@ -78,8 +82,8 @@ void apply_repeat_penalty(std::vector<float>& logits, std::span<const int32_t> h
     float& logit = logits[static_cast<size_t>(id)];
     if (logit > 0.0f) {
       logit /= p.repeat_penalty;
-    } else {
-      logit *= p.repeat_penalty;
+    } else if (logit != kNegInf) {
+      logit = kept_finite(logit * p.repeat_penalty);
     }
   }
 }
@@ -142,7 +146,11 @@ int32_t Sampler::sample(std::span<const float> logits, std::span<const int32_t> 
     require(static_cast<size_t>(b.token) < l.size(), Status::internal,
             "sampler: a logit_bias token is outside the logits");
     float& x = l[static_cast<size_t>(b.token)];
-    x = b.bias == kNegInf ? kNegInf : x + b.bias;  // banned even where the logit is +inf
+    if (b.bias == kNegInf) {
+      x = kNegInf;  // banned even where the logit is +inf
+    } else if (x != kNegInf) {  // (a NaN logit, made -inf above, stays out)
+      x = kept_finite(x + b.bias);
+    }
   }
   if (params_.repeat_penalty != 1.0f) apply_repeat_penalty(l, history, params_, scratch_ids_);
 

@@ -267,6 +267,25 @@ TEST_CASE("logit_bias: greedy picks the argmax of the biased logits; -inf bans a
   CHECK(Sampler(p, 0).sample(close, history) == 0);
 }
 
+TEST_CASE("logit_bias: a large finite bias and the penalty never ban a token") {
+  // Every token but id 1 banned; id 1's bias and the penalty would take it past -FLT_MAX.
+  const std::vector<float> logits = {2.0f, -1.0f, 0.5f};
+  for (const float temperature : {0.0f, 1.0f}) {
+    CAPTURE(temperature);
+    SamplerParams p = plain_params(temperature);
+    p.logit_bias = {{0, -kInf}, {1, -3.0e38f}, {2, -kInf}};
+    p.repeat_penalty = 1.5f;
+    CHECK(Sampler(p, 0).sample(logits, std::vector<int32_t>{1}) == 1);
+    p.logit_bias = {{0, -kInf}, {1, -std::numeric_limits<float>::max()}, {2, -kInf}};
+    p.repeat_penalty = 1.0f;
+    CHECK(Sampler(p, 0).sample(logits, {}) == 1);
+  }
+  // A NaN logit is out, whatever its bias.
+  SamplerParams p = greedy_params();
+  p.logit_bias = {{0, -kInf}, {1, 5.0f}};
+  CHECK_THROWS_AS(Sampler(p, 0).sample(std::vector<float>{1.0f, kNaN}, {}), Error);
+}
+
 TEST_CASE("logit_bias: bad entries are rejected with a message") {
   SamplerParams p = greedy_params();
   p.logit_bias = {{-1, 1.0f}};
