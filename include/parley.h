@@ -208,7 +208,8 @@ typedef struct parley_engine_options {
                                   the other sessions not in use, least recently used first */
   uint32_t    idle_spill_ms;   /* with a store: spill sessions idle this long to it, freeing
                                   their KV memory; 0 = only under budget pressure */
-  uint32_t    context_length;  /* 0 = the model's; larger than the model's is refused */
+  uint32_t    context_length;  /* 0 = the model's; larger than the model's is
+                                  INVALID_ARGUMENT */
 } parley_engine_options;
 
 /** Fills `o` with defaults. Use the macro parley_engine_options_init(o), which passes the
@@ -226,7 +227,8 @@ PARLEY_API void parley_engine_options_init_sized(parley_engine_options *o, size_
  *  @param[out] out  the engine, or NULL on failure
  *  Ownership: close with parley_engine_close().
  *  Errors: INVALID_ARGUMENT (NULL, bad struct_size, unknown non-zero fields, bad device or kv_type,
- *  a store_path of "" or ":memory:"), NOT_FOUND / IO (model path), BAD_MODEL (the message names the
+ *  a store_path of "" or ":memory:", a context_length larger than the model's, a kv_budget_bytes
+ *  too small for one KV block), NOT_FOUND / IO (model path), BAD_MODEL (the message names the
  *  offending field), UNSUPPORTED (architecture, tensor type), BACKEND ("cuda" or "cuda:N" when the
  *  CUDA module libparley_cuda.so cannot be loaded or that device is absent; the message says
  *  which), STORAGE (the store file cannot be opened or created), CORRUPT (store_path is not a
@@ -322,7 +324,8 @@ PARLEY_API void parley_session_options_init_sized(parley_session_options *o, siz
  *  Ownership: close with parley_session_close(); it keeps the engine alive.
  *  Errors: INVALID_ARGUMENT (bad options, unknown template, an id in use, longer than 127
  *  bytes or with control characters, invalid UTF-8 in the id, system prompt or cache scope),
- *  CONTEXT_FULL (the system prompt alone does not fit), MISUSE.
+ *  CONTEXT_FULL (the system prompt alone does not fit), STORAGE (with a store: it could not
+ *  store the new conversation; nothing is created), MISUSE.
  *  Thread-safety: any thread. Since: 0.1. */
 PARLEY_API parley_status parley_session_create(parley_engine *e, const parley_session_options *o,
                                                parley_session **out);
@@ -346,7 +349,8 @@ PARLEY_API parley_status parley_session_open(parley_engine *e, const char *id,
  *  @param[in]  new_id  the copy's id, or NULL to generate one
  *  @param[out] out     the copy, or NULL on failure
  *  Ownership: close the copy with parley_session_close().
- *  Errors: INVALID_ARGUMENT (bad or used id), OUT_OF_MEMORY (KV budget), BUSY, MISUSE.
+ *  Errors: INVALID_ARGUMENT (bad or used id), OUT_OF_MEMORY (KV budget), STORAGE (with a
+ *  store: it could not store the copy; nothing is created), BUSY, MISUSE.
  *  Thread-safety: one thread per session. Since: 0.1. */
 PARLEY_API parley_status parley_session_fork(parley_session *s, const char *new_id,
                                              parley_session **out);
@@ -592,8 +596,8 @@ PARLEY_API void parley_generate_options_init_sized(parley_generate_options *o, s
  *  stop at the last text ignored).
  *  Calling back into the same session from here returns PARLEY_E_BUSY, except
  *  parley_session_interrupt() (the send then returns CANCELLED) and parley_session_close()
- *  (the send finishes, then the session is freed). The engine and other sessions may be
- *  used from here. */
+ *  (since 0.8.1 the send then stops as interrupted, returning CANCELLED, and the session is
+ *  freed as it returns). The engine and other sessions may be used from here. */
 typedef int (*parley_text_fn)(const char *utf8, size_t len, void *user);
 
 typedef struct parley_turn_stats {

@@ -141,9 +141,9 @@ void generate(const parley_generate_options* o, parley_text_fn on_text, void* us
   engine::TurnStats turn_stats;
   try {
     run(params, sink, turn_stats);
-  } catch (const Error&) {
-    // A turn kept despite the error (stopped, cut short by the KV budget, not yet stored)
-    // has figures as real as a finished one's.
+  } catch (...) {
+    // A turn kept despite the error (stopped, cut short by the KV budget, not yet stored:
+    // also where committing it ran out of memory) has figures as real as a finished one's.
     if (stats && turn_stats.kept) write_out_struct(stats, turn_stats_to_c(turn_stats));
     throw;
   }

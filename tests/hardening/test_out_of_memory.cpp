@@ -266,3 +266,49 @@ TEST_CASE("out of memory while closing a session (which spills it)") {
     parley_engine_close(e);
   });
 }
+
+// The reply is whole when the failure is armed (from its last piece on): what can fail is the
+// turn's commit, after which the turn is kept as with STORAGE, and its stats are filled.
+TEST_CASE("out of memory while a send commits its finished turn: kept with its stats") {
+  Env& env = ::env();
+  const std::string& reply = env.expected[2].texts[3];  // turn 2's reply, replayed alone
+  for_each_failure([&](const std::function<void()>& arm) {
+    parley_engine* e = env.open_engine();
+    std::string id;
+    parley_session* s = env.session_with(e, 1, id);
+    struct Armer {
+      const std::string* reply;
+      const std::function<void()>* arm;
+      std::string streamed;
+    } armer{&reply, &arm, {}};
+    const auto on_text = [](const char* utf8, size_t n, void* user) {
+      auto* a = static_cast<Armer*>(user);
+      a->streamed.append(utf8, n);
+      if (a->streamed == *a->reply) (*a->arm)();
+      return 0;
+    };
+    parley_turn_stats stats;
+    stats.struct_size = sizeof stats;
+    stats.kv_source = -7;  // written only where the turn was kept
+    const auto g = greedy_options(kReplyTokens);
+    const parley_status st = parley_session_send(s, kTurnTexts[1], &g, on_text, &armer, &stats);
+    disarm_allocation_failure();
+    check_clean(st);
+    parley_session_info info;
+    info.struct_size = sizeof info;
+    REQUIRE(parley_session_get_info(s, &info) == PARLEY_OK);
+    CHECK((info.n_turns == 2 || info.n_turns == 4));
+    if (info.n_turns == 4) {
+      CHECK(stats.kv_source >= 0);
+      CHECK(stats.generated_tokens == kReplyTokens);
+    } else {
+      CHECK(st == PARLEY_E_OUT_OF_MEMORY);
+      CHECK(stats.kv_source == -7);
+      Env::send(s, 1);
+    }
+    env.check_transcript(s, 2);
+    parley_session_close(s);  // a kept turn not yet stored is committed now
+    env.check_stored(e, id, 2);
+    parley_engine_close(e);
+  });
+}

@@ -291,9 +291,10 @@ class Session(NativeHandle):
         likely reply is the model's pick among a character's possible lines or actions, or
         the label it gives a message. A longer reply has more tokens to pay for; logprob /
         n_tokens compares replies per token. with_end=True scores the end of each reply too
-        (the template's end of reply, EOS for "raw"), so that "Yes" is not also counted as
-        the start of "Yes, but". message is taken as send() takes it, each reply as
-        add_exchange() takes it ("" is 0 tokens, logprob 0 unless the end is scored).
+        (the template's end of reply; for "raw", any of its end tokens, EOS or BOS, their
+        probabilities added), so that "Yes" is not also counted as the start of "Yes, but".
+        message is taken as send() takes it, each reply as add_exchange() takes it ("" is 0
+        tokens, logprob 0 unless the end is scored).
         message None (since 0.6) adds no message: each reply is scored as what
         continue_reply() would generate, the missing reply to the last user message (after
         rewind(1)) or more of the open last reply (" and" then starts a word, "," joins the
