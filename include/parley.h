@@ -207,7 +207,9 @@ typedef struct parley_engine_options {
                                   recently used: free to drop), then, with a store, spills
                                   the other sessions not in use, least recently used first */
   uint32_t    idle_spill_ms;   /* with a store: spill sessions idle this long to it, freeing
-                                  their KV memory; 0 = only under budget pressure */
+                                  their KV memory; 0 = only under budget pressure. Spills
+                                  the store refuses (a full disk) are tried again after
+                                  twice as long each time, up to a minute (since 0.8.3) */
   uint32_t    context_length;  /* 0 = the model's; larger than the model's is
                                   INVALID_ARGUMENT */
 } parley_engine_options;
@@ -262,7 +264,9 @@ typedef struct parley_engine_stats {
   uint64_t kv_budget_bytes;     /* the resident KV budget in force */
   uint64_t prefix_hits;         /* blocks found in the prefix cache */
   uint64_t prefix_misses;       /* lookups that found none */
-  uint64_t store_bytes;         /* size of the store file; 0 without a store */
+  uint64_t store_bytes;         /* size of the store file; 0 without a store (since 0.8.3
+                                   its -wal file beside it is checkpointed at 1 MiB and cut
+                                   back to 4 MiB: a large spill grows it only for a while) */
   uint64_t decode_steps;        /* since 0.2: decode steps run; sessions generating at the
                                    same time share them (see Threads above) */
   uint64_t decode_tokens;       /* since 0.2: tokens those steps computed; decode_tokens /

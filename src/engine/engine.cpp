@@ -137,9 +137,9 @@ void Engine::unregister_session(const std::string& id) {
   sessions_.erase(id);
 }
 
-void Engine::spill_where(SessionFilter filter, double arg, const Session* except,
-                         size_t stop_at_blocks) {
-  if (!store_) return;
+size_t Engine::spill_where(SessionFilter filter, double arg, const Session* except,
+                           size_t stop_at_blocks) {
+  if (!store_) return 0;
   struct Candidate {
     Session* session;
     std::unique_lock<std::mutex> use;
@@ -156,14 +156,17 @@ void Engine::spill_where(SessionFilter filter, double arg, const Session* except
   std::sort(candidates.begin(), candidates.end(), [](const Candidate& a, const Candidate& b) {
     return a.session->last_used_ms() < b.session->last_used_ms();
   });
+  size_t failed = 0;
   for (auto& c : candidates) {
     if (stop_at_blocks && pool_->can_allocate(stop_at_blocks)) break;
     try {
       c.session->spill();
     } catch (const std::exception& e) {  // storage, or memory ran out: the KV stays resident
+      ++failed;
       log::warn_line("cannot spill session '" + c.session->id() + "': " + e.what());
     }
   }
+  return failed;
 }
 
 bool Engine::make_room(size_t n_blocks, const Session* except) {
@@ -180,8 +183,8 @@ bool Engine::make_room(size_t n_blocks, const Session* except) {
   }
 }
 
-void Engine::spill_idle(double idle_since_ms) {
-  spill_where([](const Session& s, double since) { return s.last_used_ms() <= since; },
+size_t Engine::spill_idle(double idle_since_ms) {
+  return spill_where([](const Session& s, double since) { return s.last_used_ms() <= since; },
               idle_since_ms, nullptr, 0);
 }
 

@@ -88,8 +88,9 @@ class Engine {
   // Sessions being spilled by the janitor free their blocks a moment later: it retries for
   // up to half a second before giving up.
   bool make_room(size_t n_blocks, const Session* except);
-  // Spills every session idle since before `idle_since_ms` (the janitor's pass).
-  void spill_idle(double idle_since_ms);
+  // Spills every session idle since before `idle_since_ms` (the janitor's pass); returns how
+  // many spills failed (each logged).
+  size_t spill_idle(double idle_since_ms);
   // Spills every live session nobody is using (the engine is being closed).
   void spill_all();
 
@@ -129,7 +130,9 @@ class Engine {
   // Sessions to spill, each taken with try_use_idle() while the registry is locked: a session
   // being destroyed leaves the registry first and then waits for that use to end.
   using SessionFilter = bool (*)(const Session&, double);
-  void spill_where(SessionFilter filter, double arg, const Session* except, size_t stop_at_blocks);
+  // Returns how many spills failed (each logged).
+  size_t spill_where(SessionFilter filter, double arg, const Session* except,
+                     size_t stop_at_blocks);
 
   // One make_room at a time: two at once would each find the other's candidates taken.
   std::mutex room_mutex_;

@@ -19,6 +19,12 @@ namespace {
 
 // Large pages write KV blobs several times faster than 4 KiB ones.
 constexpr int kPageSize = 16384;
+// SQLite moves the WAL into the database once it holds 1000 pages (16 MiB of these), and the
+// file never shrinks: on a small volume the WAL alone would fill it, many times the data.
+// Checkpointed at 1 MiB, the WAL is written again from its start; past a checkpoint it is cut
+// back to 4 MiB (a larger transaction, a spill, still grows it for a while).
+constexpr int64_t kWalCheckpointBytes = 1 << 20;
+constexpr int64_t kWalKeptBytes = 4 << 20;
 
 // The first complaint of PRAGMA quick_check, or nullopt when the file is sound.
 std::optional<std::string> quick_check_complaint(Connection& db) {
@@ -59,6 +65,11 @@ void configure(Connection& db, bool new_file, int busy_timeout_ms) {
   db.exec("PRAGMA trusted_schema = OFF", "set trusted_schema");
   // Catches a malformed page before it is used, at a small cost per page read.
   db.exec("PRAGMA cell_size_check = ON", "set cell_size_check");
+  const int64_t page_size = db.query_int64("PRAGMA page_size", "read page_size");
+  db.exec("PRAGMA wal_autocheckpoint = " +
+              std::to_string(std::max<int64_t>(1, kWalCheckpointBytes / page_size)),
+          "set wal_autocheckpoint");
+  db.exec("PRAGMA journal_size_limit = " + std::to_string(kWalKeptBytes), "set journal_size_limit");
   db.set_synchronous(Synchronous::full);
 }
 

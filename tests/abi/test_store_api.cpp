@@ -2,8 +2,10 @@
 // and deleted; their state and stored bytes are reported.
 #include <doctest/doctest.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstring>
+#include <filesystem>
 #include <string>
 #include <thread>
 
@@ -273,5 +275,35 @@ TEST_CASE("an id in an error message is escaped and cut, never echoed raw") {
   message = parley_last_error();
   CHECK(message.size() < 300);
   CHECK(message.find("zzz...'") != std::string::npos);
+  parley_engine_close(e);
+}
+
+TEST_CASE("idle spills the store refuses are tried again less and less often") {
+  TempDir dir;
+  const std::string db = (dir / "moved.db").string();
+  parley_engine* e = open_with_store(db, 20);  // idle after 20 ms, checked every 5 ms
+  parley_session* s = nullptr;
+  REQUIRE(parley_session_create(e, nullptr, &s) == PARLEY_OK);
+  const auto g = greedy_options(4);
+  REQUIRE(parley_session_send(s, "Hello", &g, nullptr, nullptr, nullptr) == PARLEY_OK);
+  // Once the file is moved away, every commit is refused: no spill can succeed.
+  static std::atomic<int> refused{0};
+  refused = 0;
+  parley_set_log_callback(
+      [](int, const char* msg, void*) {
+        if (std::strstr(msg, "cannot spill session")) ++refused;
+      },
+      nullptr);
+  std::filesystem::rename(db, db + ".elsewhere");
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  const int refused_in_time = refused.load();
+  parley_set_log_callback(nullptr, nullptr);
+  // Every 5 ms that would be some 300 passes, each encoding the KV again; waiting twice as
+  // long after each refusal, about 8.
+  MESSAGE(refused_in_time << " spills refused in 1.5 s");
+  CHECK(refused_in_time >= 1);
+  CHECK(refused_in_time <= 12);
+  CHECK(info_of(s).state != PARLEY_SESSION_SPILLED);  // its KV stays in memory
+  parley_session_close(s);
   parley_engine_close(e);
 }

@@ -2,6 +2,8 @@
 // many sessions share them, deleted with their last reference.
 #include <doctest/doctest.h>
 
+#include <filesystem>
+
 #include "append_turns.h"
 #include "common/error.h"
 #include "store/store.h"
@@ -239,4 +241,24 @@ TEST_CASE("store: session_summary has the header, the turn count and the KV byte
   CHECK(summary->session.updated_ms >= 2000);
   CHECK(summary->kv_bytes == store.kv_bytes("a"));
   CHECK(summary->kv_bytes > 0);
+}
+
+TEST_CASE("store: the WAL stays a few MiB however much KV goes through it") {
+  // A long-running program spills and restores KV all day: before it was checkpointed at 16 MiB
+  // and never cut back, the WAL alone could fill a small volume, many times the data.
+  test::TempDir dir;
+  const auto path = dir / "wal.db";
+  Store store(path.string());
+  store.create_session(session_named("s"));
+  constexpr size_t kBlobBytes = 100 << 10;
+  for (int i = 0; i < 120; ++i) {  // 12 MiB written, 100 KiB kept
+    store.save_kv("s", kv_of({}, bytes_of(kBlobBytes, uint8_t(i)), 5), {});
+  }
+  const auto wal = std::filesystem::path(path.string() + "-wal");
+  REQUIRE(std::filesystem::exists(wal));
+  const auto wal_bytes = std::filesystem::file_size(wal);
+  MESSAGE("WAL " << wal_bytes << " bytes");
+  CHECK(wal_bytes <= (4u << 20) + 2 * kBlobBytes);
+  REQUIRE(store.load_kv("s").has_value());
+  CHECK(store.load_kv("s")->tail_blob == bytes_of(kBlobBytes, 119));
 }
