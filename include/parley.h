@@ -484,13 +484,16 @@ PARLEY_API parley_status parley_session_export(parley_session *s, char *buf, siz
  *  messages[0] and equals "system_prompt"). When every message has its tokens and the
  *  fingerprint is this model's, the conversation is taken as it was, ids and all, and its KV
  *  is computed by the next send (kv_source NEW, or REBUILT with a store) or by
- *  parley_session_prepare(). Otherwise (another model, or texts only) each user message and
- *  the reply after it are added as parley_session_add_exchange() adds them, KV computed (since
- *  0.8, a last user message without a reply stays one, awaiting its reply; since 0.8.1, a
- *  reply with "closed": true ends with the template's end token, as the model ends one); so
- *  too when the ids do not fit this engine's context and "overflow" is "drop_oldest" (the
- *  oldest exchanges give way, as to a send; since 0.8 one longer than the context by itself
- *  is left out, unless it is the last). With a store the session is stored as a new one.
+ *  parley_session_prepare(); the ids are then what the model reads, and the texts are not
+ *  checked against them: to edit a message's text (a save file's editor), leave out its
+ *  "tokens", and the conversation is taken from its texts. Otherwise (another model, or texts
+ *  only) each user message and the reply after it are added as parley_session_add_exchange()
+ *  adds them, KV computed (since 0.8, a last user message without a reply stays one, awaiting
+ *  its reply; since 0.8.1, a reply with "closed": true ends with the template's end token, as
+ *  the model ends one); so too when the ids do not fit this engine's context and "overflow" is
+ *  "drop_oldest" (the oldest exchanges give way, as to a send; since 0.8 one longer than the
+ *  context by itself is left out, unless it is the last). With a store the session is stored
+ *  as a new one.
  *  @param[in]  json    the conversation, NUL-terminated
  *  @param[in]  new_id  the session's id, or NULL to keep the conversation's (one is generated
  *                      when it has none)

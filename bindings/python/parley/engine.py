@@ -61,9 +61,11 @@ class Engine(NativeHandle):
         another machine), or JSON of that shape written elsewhere; json is a str. id: the new
         session's id, or None to keep the conversation's (one is generated when it has none).
         When every message has its tokens and the JSON is of this engine's model, the ids are
-        kept as they were and the next send (or prepare()) computes their KV; otherwise each
-        user message and the reply after it are added as add_exchange() adds them. With a
-        store the session is stored as a new one.
+        kept as they were and the next send (or prepare()) computes their KV (the texts are
+        not checked against them: to edit a message's text, drop its "tokens", and the
+        conversation is taken from its texts); otherwise each user message and the reply
+        after it are added as add_exchange() adds them. With a store the session is stored
+        as a new one.
         Raises InvalidArgumentError for JSON that is not such a conversation (the message
         names the first wrong field), an unknown template, messages out of order, a token
         outside this model's vocabulary, or an id that is "" or already used;
