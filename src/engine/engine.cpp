@@ -185,7 +185,7 @@ bool Engine::make_room(size_t n_blocks, const Session* except) {
 
 size_t Engine::spill_idle(double idle_since_ms) {
   return spill_where([](const Session& s, double since) { return s.last_used_ms() <= since; },
-              idle_since_ms, nullptr, 0);
+                     idle_since_ms, nullptr, 0);
 }
 
 void Engine::spill_all() {

@@ -31,7 +31,8 @@ void spin(int steps) {
 // during and after the first call's start.
 template <class First, class Second>
 void race(std::mt19937& rng, double log_min, double log_max, First&& first, Second&& second) {
-  const int second_spin = int(std::exp(std::uniform_real_distribution<double>(log_min, log_max)(rng)));
+  const int second_spin =
+      int(std::exp(std::uniform_real_distribution<double>(log_min, log_max)(rng)));
   std::atomic<bool> ready{false}, go{false};
   std::thread other([&] {
     ready.store(true);

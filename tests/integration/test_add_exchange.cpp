@@ -297,7 +297,9 @@ TEST_CASE("raw after BOS alone: the streamed reply written back, scored or as a 
   const auto logits = ModelRunner(gguf.string()).logits(expected, kv::KvType::f32);
   const size_t vocab = logits.size() / expected.size();
   double logprob = 0;
-  for (size_t p = 0; p + 1 < expected.size(); ++p) logprob += log_p(logits, vocab, p, expected[p + 1]);
+  for (size_t p = 0; p + 1 < expected.size(); ++p) {
+    logprob += log_p(logits, vocab, p, expected[p + 1]);
+  }
   CHECK(scores[0].logprob == doctest::Approx(logprob).epsilon(1e-4));
 
   engine::Session prefixed(engine, session_options());

@@ -61,10 +61,11 @@ namespace Parley
         // they were and the next send (or Prepare) computes their KV (the texts are not checked
         // against them: to edit a message's text, drop its "tokens", and the conversation is
         // taken from its texts); otherwise each user message and the reply after it are added
-        // as AddExchange adds them. With a store the session is stored as a new one. ParleyStatus.InvalidArgument for JSON that is not
-        // such a conversation (the message names the first wrong field), an unknown template,
-        // messages out of order, a token outside this model's vocabulary, or an id that is ""
-        // or already used; ParleyStatus.ContextFull when it does not fit the context.
+        // as AddExchange adds them. With a store the session is stored as a new one.
+        // ParleyStatus.InvalidArgument for JSON that is not such a conversation (the message
+        // names the first wrong field), an unknown template, messages out of order, a token
+        // outside this model's vocabulary, or an id that is "" or already used;
+        // ParleyStatus.ContextFull when it does not fit the context.
         public Session ImportSession(string json, string id = null)
         {
             byte[] utf8 = Utf8.ToNative(json, "json");
