@@ -1,5 +1,5 @@
-// Calls on one conversation that race from two threads, each raced many times with the second
-// thread a little later or earlier each time: an open against a delete of the same stored
+// Calls on one conversation that race from two threads, each raced many times (a tenth as
+// many under a sanitizer) with the second thread a little later or earlier each time: an open against a delete of the same stored
 // conversation, a close against a send just starting, and a spill against the delete of
 // another session that shares its prefix blocks. Whatever the order, the outcome is one the
 // header names.
@@ -14,11 +14,15 @@
 
 #include "hardening_model.h"
 #include "parley.h"
+#include "support/sanitizer_build.h"
 #include "support/shared_assets.h"
 
 using namespace parley::test;
 
 namespace {
+
+// Rounds of each race; a sanitizer build, many times slower, runs a tenth of them.
+constexpr int rounds(int n) { return kSanitizerBuild ? n / 10 : n; }
 
 void spin(int steps) {
   for (volatile int i = 0; i < steps; i = i + 1) {
@@ -76,7 +80,7 @@ TEST_CASE("an open and a delete of one stored conversation: one of them wins") {
   REQUIRE_MESSAGE(parley_engine_open(&eo, &e) == PARLEY_OK, parley_last_error());
   std::mt19937 rng(7);
   int opened = 0, deleted = 0;
-  for (int i = 0; i < 60; ++i) {
+  for (int i = 0; i < rounds(60); ++i) {
     CAPTURE(i);
     const std::string id = "slot" + std::to_string(i);
     parley_session* s = create_session(e, id.c_str(), "A story.", nullptr);
@@ -121,7 +125,7 @@ TEST_CASE("a close as a send starts on another thread stops the send, however ea
   REQUIRE_MESSAGE(parley_engine_open(&eo, &e) == PARLEY_OK, parley_last_error());
   std::mt19937 rng(11);
   int cancelled = 0;
-  for (int i = 0; i < 300; ++i) {
+  for (int i = 0; i < rounds(300); ++i) {
     CAPTURE(i);
     parley_session* s = create_session(e, nullptr, nullptr, nullptr);
     parley_generate_options g = greedy_options(0);  // to the end of the context
@@ -155,7 +159,7 @@ TEST_CASE("a spill while another session sharing its prefix blocks is deleted su
   std::string system_prompt;  // several KV blocks long
   for (int i = 0; i < 8; ++i) system_prompt += "Once upon a time there was a little girl. ";
   std::mt19937 rng(13);
-  for (int i = 0; i < 200; ++i) {
+  for (int i = 0; i < rounds(200); ++i) {
     CAPTURE(i);
     // A cache scope of its own: the blocks the store has from earlier rounds are not these.
     const std::string scope = "round" + std::to_string(i);
