@@ -7,23 +7,26 @@ namespace parley::log {
 namespace {
 
 struct Target {
-  Sink sink = nullptr;
+  Sink sink = nullptr;  // nullptr: the default, stderr
   void* user = nullptr;
+  const Target* older = nullptr;
 };
 
-// Installed once before engines open (documented), read on every log line.
+// Installed once before engines open (documented), read on every log line. A target is never
+// freed, as a concurrent writer may still be reading it; each links to the one it replaced,
+// so that none is ever unreachable (a leak checker would report those).
 std::atomic<Target*> g_target{nullptr};
 
 }  // namespace
 
 void set_sink(Sink sink, void* user) {
-  // The previous target is leaked on purpose: a concurrent writer may still be reading it.
-  g_target.store(sink ? new Target{sink, user} : nullptr, std::memory_order_release);
+  auto* target = new Target{sink, user, nullptr};
+  target->older = g_target.exchange(target, std::memory_order_acq_rel);
 }
 
 void write(Level level, const std::string& msg) {
   const Target* target = g_target.load(std::memory_order_acquire);
-  if (target) {
+  if (target && target->sink) {
     target->sink(level, msg.c_str(), target->user);
     return;
   }
