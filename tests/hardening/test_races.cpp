@@ -52,6 +52,14 @@ void race(std::mt19937& rng, double log_min, double log_max, First&& first, Seco
   other.join();
 }
 
+// A CPU engine on the hardening model; store "" = none.
+parley_engine* open_engine(const std::string& store) {
+  const parley_engine_options eo = engine_options(hardening_model(), store);
+  parley_engine* e = nullptr;
+  REQUIRE_MESSAGE(parley_engine_open(&eo, &e) == PARLEY_OK, parley_last_error());
+  return e;
+}
+
 parley_session* create_session(parley_engine* e, const char* id, const char* system_prompt,
                                const char* cache_scope) {
   parley_session_options o;
@@ -75,9 +83,7 @@ void send(parley_session* s, const char* text, uint32_t max_tokens) {
 TEST_CASE("an open and a delete of one stored conversation: one of them wins") {
   TempDir dir;
   const std::string store = (dir / "races.db").string();
-  const parley_engine_options eo = engine_options(hardening_model(), store);
-  parley_engine* e = nullptr;
-  REQUIRE_MESSAGE(parley_engine_open(&eo, &e) == PARLEY_OK, parley_last_error());
+  parley_engine* e = open_engine(store);
   std::mt19937 rng(7);
   int opened = 0, deleted = 0;
   for (int i = 0; i < rounds(60); ++i) {
@@ -120,9 +126,7 @@ TEST_CASE("an open and a delete of one stored conversation: one of them wins") {
 }
 
 TEST_CASE("a close as a send starts on another thread stops the send, however early") {
-  const parley_engine_options eo = engine_options(hardening_model(), "");
-  parley_engine* e = nullptr;
-  REQUIRE_MESSAGE(parley_engine_open(&eo, &e) == PARLEY_OK, parley_last_error());
+  parley_engine* e = open_engine("");
   std::mt19937 rng(11);
   int cancelled = 0;
   for (int i = 0; i < rounds(300); ++i) {
@@ -153,9 +157,7 @@ TEST_CASE("a close as a send starts on another thread stops the send, however ea
 TEST_CASE("a spill while another session sharing its prefix blocks is deleted succeeds") {
   TempDir dir;
   const std::string store = (dir / "races.db").string();
-  const parley_engine_options eo = engine_options(hardening_model(), store);
-  parley_engine* e = nullptr;
-  REQUIRE_MESSAGE(parley_engine_open(&eo, &e) == PARLEY_OK, parley_last_error());
+  parley_engine* e = open_engine(store);
   std::string system_prompt;  // several KV blocks long
   for (int i = 0; i < 8; ++i) system_prompt += "Once upon a time there was a little girl. ";
   std::mt19937 rng(13);
