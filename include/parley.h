@@ -786,7 +786,8 @@ PARLEY_API parley_status parley_session_add_exchange(parley_session *s, const ch
 
 /** Text to token ids with the model's tokenizer (buffer rule above); control tokens are never
  *  produced from text. Pieces a vocabulary types user-defined but writes as chat markers
- *  ("<|im_start|>": "<|" ... "|>") count as control tokens (a warning is logged at load).
+ *  ("<|" ... "|>" such as "<|im_start|>", and "[INST]", "[/INST]", "<<SYS>>", "<</SYS>>") count
+ *  as control tokens (a warning is logged at load).
  *  @param[in] add_bos  non-zero: start with BOS
  *  Errors: INVALID_ARGUMENT (NULL, invalid UTF-8), MISUSE. Thread-safety: any thread.
  *  Since: 0.1. */

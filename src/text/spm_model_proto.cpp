@@ -353,6 +353,12 @@ std::string without_dummy_prefix(std::string_view model_proto) {
 }
 
 bool looks_like_control(std::string_view piece) {
+  // The bracketed markers of the Llama 2 and Mistral formats (chat_template.cpp).
+  static constexpr std::string_view kBracketMarkers[] = {"[INST]", "[/INST]", "<<SYS>>",
+                                                          "<</SYS>>"};
+  for (std::string_view marker : kBracketMarkers) {
+    if (piece == marker) return true;
+  }
   return piece.size() > 4 && piece.substr(0, 2) == "<|" && piece.substr(piece.size() - 2) == "|>";
 }
 

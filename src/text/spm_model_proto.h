@@ -52,11 +52,14 @@ SpmModelInfo read_spm_model_info(std::string_view model_proto);
 // text ("," after "time" is one piece, not U+2581 and then ",").
 std::string without_dummy_prefix(std::string_view model_proto);
 
-// Whether a piece is written as chat markers are: "<|" ... "|>" ("<|im_start|>", "<|user|>").
+// Whether a piece is written as chat markers are: "<|" ... "|>" ("<|im_start|>", "<|user|>"),
+// or is one of the chat templates' bracketed markers ("[INST]", "[/INST]", "<<SYS>>",
+// "<</SYS>>").
 bool looks_like_control(std::string_view piece);
 
 // Some GGUF converters and trainers type chat markers USER_DEFINED, and sentencepiece matches
-// user-defined pieces inside plain text: a user typing "<|im_start|>" would get the marker.
+// user-defined pieces inside plain text: a user typing "<|im_start|>" or "[/INST]" would get
+// the marker, and could end their turn and write the assistant's.
 // The pieces of that type that look like control pieces are made CONTROL instead (as
 // llama.cpp's loader does), so that only Parley can insert them (by id, from a template).
 struct ControlLookingPieces {

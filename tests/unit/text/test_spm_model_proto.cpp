@@ -163,17 +163,25 @@ TEST_CASE("looks_like_control: pieces written as chat markers are") {
   CHECK_FALSE(looks_like_control("<tool>"));
   CHECK_FALSE(looks_like_control("<|im_start"));
   CHECK_FALSE(looks_like_control("im_start|>"));
-  CHECK_FALSE(looks_like_control("[INST]"));
   CHECK_FALSE(looks_like_control(""));
+  // The bracketed markers of the Llama 2 and Mistral formats, exactly.
+  CHECK(looks_like_control("[INST]"));
+  CHECK(looks_like_control("[/INST]"));
+  CHECK(looks_like_control("<<SYS>>"));
+  CHECK(looks_like_control("<</SYS>>"));
+  CHECK_FALSE(looks_like_control("[INST"));
+  CHECK_FALSE(looks_like_control("[inst]"));
+  CHECK_FALSE(looks_like_control("[TOOL]"));
 }
 
-TEST_CASE("mark_control_looking_pieces makes only user-defined <|...|> pieces control") {
+TEST_CASE("mark_control_looking_pieces makes only user-defined chat markers control") {
   auto vocab = test::small_vocab({"\xE2\x96\x81", "a", "<|plain|>"});  // ids 3..5
   test::append_pieces(vocab, {"<|im_start|>", "<tool>", "<|im_end|>"}, 4);  // ids 6..8
   test::append_pieces(vocab, {"<|control|>"}, 3);                          // id 9
+  test::append_pieces(vocab, {"[/INST]"}, 4);                              // id 10
   const std::string original = build_spm_model_proto(vocab);
   const ControlLookingPieces marked = mark_control_looking_pieces(original);
-  CHECK(marked.pieces == std::vector<std::string>{"<|im_start|>", "<|im_end|>"});
+  CHECK(marked.pieces == std::vector<std::string>{"<|im_start|>", "<|im_end|>", "[/INST]"});
 
   // sentencepiece reads the same pieces, scores, ids and special ids; two types changed.
   sentencepiece::SentencePieceProcessor before, after;
@@ -184,7 +192,7 @@ TEST_CASE("mark_control_looking_pieces makes only user-defined <|...|> pieces co
     CAPTURE(id);
     CHECK(after.IdToPiece(id) == before.IdToPiece(id));
     CHECK(after.GetScore(id) == before.GetScore(id));
-    CHECK(after.IsControl(id) == (before.IsControl(id) || id == 6 || id == 8));
+    CHECK(after.IsControl(id) == (before.IsControl(id) || id == 6 || id == 8 || id == 10));
     CHECK(after.IsUnknown(id) == before.IsUnknown(id));
   }
   CHECK(after.bos_id() == before.bos_id());
@@ -194,10 +202,14 @@ TEST_CASE("mark_control_looking_pieces makes only user-defined <|...|> pieces co
   CHECK(types[7] == PieceType::user_defined);
   CHECK(types[8] == PieceType::control);
   CHECK(types[5] == PieceType::normal);
+  CHECK(types[10] == PieceType::control);
   // sentencepiece matched the user-defined marker in text before, and no longer does.
   CHECK(before.EncodeAsIds("a<|im_start|>") == std::vector<int>{3, 4, 6});
   const auto ids = after.EncodeAsIds("a<|im_start|>");
   CHECK(std::find(ids.begin(), ids.end(), 6) == ids.end());
+  CHECK(before.EncodeAsIds("a[/INST]") == std::vector<int>{3, 4, 10});
+  const auto bracket = after.EncodeAsIds("a[/INST]");
+  CHECK(std::find(bracket.begin(), bracket.end(), 10) == bracket.end());
 }
 
 TEST_CASE("mark_control_looking_pieces leaves a proto without such pieces byte for byte") {
