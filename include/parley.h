@@ -182,7 +182,10 @@ typedef struct parley_session parley_session; /* one conversation */
 /* ---- Logging ----------------------------------------------------------------------------- */
 
 /** Receives the library's log lines; `level` is a PARLEY_LOG_* value.
- *  Called on whichever thread logs; it must not call back into Parley. */
+ *  Called on the thread that logs: the caller's, or for lines of the library's own threads
+ *  (the idle spiller) a thread made for that one call, which ends as it returns (runtimes
+ *  such as Mono and Unity adopt a thread that calls into them and wait for it at exit, so
+ *  they never hold one of the library's). It must not call back into Parley. */
 typedef void (*parley_log_fn)(int level, const char *msg, void *user);
 
 /** Installs the log callback (NULL restores the default: warnings and errors to stderr).

@@ -2,6 +2,8 @@
 
 #include <atomic>
 #include <cstdio>
+#include <system_error>
+#include <thread>
 
 namespace parley::log {
 namespace {
@@ -17,7 +19,11 @@ struct Target {
 // so that none is ever unreachable (a leak checker would report those).
 std::atomic<Target*> g_target{nullptr};
 
+thread_local bool t_library_thread = false;
+
 }  // namespace
+
+void mark_library_thread() { t_library_thread = true; }
 
 void set_sink(Sink sink, void* user) {
   auto* target = new Target{sink, user, nullptr};
@@ -27,6 +33,13 @@ void set_sink(Sink sink, void* user) {
 void write(Level level, const std::string& msg) {
   const Target* target = g_target.load(std::memory_order_acquire);
   if (target && target->sink) {
+    if (t_library_thread) {
+      try {
+        std::thread([&] { target->sink(level, msg.c_str(), target->user); }).join();
+        return;
+      } catch (const std::system_error&) {  // no thread to be had: the line is not dropped
+      }
+    }
     target->sink(level, msg.c_str(), target->user);
     return;
   }

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 
+#include "common/log.h"
 #include "engine/clock.h"
 #include "engine/engine.h"
 
@@ -21,6 +22,7 @@ Janitor::~Janitor() {
 }
 
 void Janitor::run() {
+  log::mark_library_thread();
   // Checking four times per idle period spills a session at most a quarter period late.
   const auto period = std::chrono::milliseconds(std::max<uint32_t>(1, idle_ms_ / 4));
   // A store that refuses spills (a full disk) would have every idle session's KV encoded

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "common/error.h"
+#include "common/log.h"
 #include "common/thread_count.h"
 
 #if defined(__x86_64__) || defined(__i386__)
@@ -150,6 +151,7 @@ void ThreadPool::wait_for_joined() {
 }
 
 void ThreadPool::worker_loop() {
+  log::mark_library_thread();
   uint32_t seen = 0;
   for (;;) {
     seen = wait_for_job(seen);
