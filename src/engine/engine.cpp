@@ -78,6 +78,12 @@ Engine::Engine(std::unique_ptr<model::LoadedModel> model, const EngineOptions& o
               std::to_string(layout.block_bytes()) + " bytes with this model and KV type");
   pool_ = std::make_unique<kv::BlockPool>(layout, budget);
   default_template_ = text::template_from_model(cfg.chat_template);
+  if (default_template_ == text::TemplateKind::raw && !cfg.chat_template.empty()) {
+    // A chat model fed as plain continuation answers badly; nothing else would show why.
+    log::warn_line(
+        "the model's chat template is not one Parley knows (llama2, chatml, zephyr, mistral): "
+        "sessions that name no template use 'raw', plain continuation");
+  }
   // The engine's model serves this backend only: what the backend copies, the model lets go.
   backend_ = backend::make_backend(
       options.device, *model_, options.n_threads,

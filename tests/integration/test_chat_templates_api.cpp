@@ -111,6 +111,40 @@ TEST_CASE("the model's template is the default; the session option wins") {
   parley_engine_close(e);
 }
 
+TEST_CASE("a template the engine does not know: raw, with a warning at load") {
+  TempDir dir;
+  SynthSpec spec;
+  auto vocab = make_spm_vocab(spec.n_vocab);
+  // Vicuna's format, a published one Parley does not render.
+  vocab.chat_template =
+      "{% for m in messages %}{% if m['role'] == 'user' %}{{ 'USER: ' + m['content'] }}"
+      "{% else %}{{ 'ASSISTANT: ' + m['content'] + eos_token }}{% endif %}{% endfor %}";
+  const std::string path = (dir / "vicuna.gguf").string();
+  write_gguf(spec, make_synth_weights(spec), vocab, path);
+
+  static std::vector<std::string> warnings;
+  warnings.clear();
+  parley_set_log_callback(
+      [](int level, const char* msg, void*) {
+        if (level == PARLEY_LOG_WARN) warnings.emplace_back(msg);
+      },
+      nullptr);
+  parley_engine_options eo;
+  parley_engine_options_init(&eo);
+  eo.model_path = path.c_str();
+  parley_engine* e = nullptr;
+  const parley_status opened = parley_engine_open(&eo, &e);
+  parley_set_log_callback(nullptr, nullptr);
+  REQUIRE_MESSAGE(opened == PARLEY_OK, parley_last_error());
+  parley_model_info info;
+  info.struct_size = sizeof info;
+  REQUIRE(parley_engine_get_model_info(e, &info) == PARLEY_OK);
+  CHECK(std::string(info.chat_template) == "raw");
+  REQUIRE(warnings.size() == 1);
+  CHECK(warnings[0].find("chat template is not one Parley knows") != std::string::npos);
+  parley_engine_close(e);
+}
+
 TEST_CASE("a model without template metadata defaults to raw") {
   PARLEY_SHARED_OR_SKIP(gguf, "models/stories260k/stories260k-f32.gguf");
   parley_engine_options eo;
