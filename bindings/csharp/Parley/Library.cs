@@ -67,10 +67,15 @@ namespace Parley
         private static readonly NativeMethods.LogCallback s_logTrampoline = OnLog;
         private static volatile Action<LogLevel, string> s_logHandler;
 
-        // Receives the library's log lines, on whichever thread logs; null restores the default
-        // (warnings and errors to stderr). Call it before the first engine opens. The handler
-        // must not call into Parley; exceptions it throws are swallowed, as they cannot cross
-        // into native code. LibraryVersionException as Version.
+        // Receives the library's log lines; null restores the default (warnings and errors to
+        // stderr). The handler runs on the thread that logs: the one whose call into Parley
+        // logs the line (for an enumerated Stream, the thread generating its reply), or for
+        // lines of the library's own threads (idle spills) a short-lived thread made for that
+        // one line, which Mono adopts and which ends as the handler returns, so a handler
+        // never keeps the process from exiting. Call it before the first engine opens. The
+        // handler must not call into Parley, nor wait for the program's other threads;
+        // exceptions it throws are swallowed, as they cannot cross into native code.
+        // LibraryVersionException as Version.
         public static void SetLogHandler(Action<LogLevel, string> handler)
         {
             EnsureCompatible();

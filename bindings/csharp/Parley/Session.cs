@@ -81,7 +81,10 @@ namespace Parley
         // next MoveNext throws their ParleyException (Cancelled). A failure comes out of the
         // loop as from Send, with the kept reply as its Reply. Dispose the enumerator (foreach
         // does) or read it to its end: one left unfinished holds the session (Busy) until then,
-        // or until the collector finalizes it once dropped.
+        // or until the collector finalizes it once dropped. Each call sends its message once,
+        // so the result is enumerated once: a second GetEnumerator (a foreach after LINQ's
+        // Any(), a second ToList()) throws InvalidOperationException and sends nothing; call
+        // Stream again for another reply.
         public IEnumerable<string> Stream(string text, GenerateOptions options = null)
         {
             if (text == null) throw new ArgumentNullException("text");
@@ -117,7 +120,8 @@ namespace Parley
         // generates piece by piece, as the enumerated Stream does: nothing is generated before
         // the first MoveNext, which fails as Continue would (ParleyStatus.InvalidArgument when
         // there is nothing to continue), and leaving the loop early stops the reply, keeping
-        // what the loop received. A failure comes out of the loop as from Continue.
+        // what the loop received. A failure comes out of the loop as from Continue. The result
+        // is enumerated once, as Stream's.
         public IEnumerable<string> StreamContinue(GenerateOptions options = null)
         {
             if (_handle.IsClosed) throw new ObjectDisposedException("Session");
@@ -378,7 +382,10 @@ namespace Parley
         // is stopped so: a Send, Continue or stream fails with ParleyStatus.Cancelled, its
         // partial reply kept as the turn and carried as the exception's Reply (Prepare and
         // ScoreReplies fail with Cancelled too), and the session is closed when that call
-        // returns. Disposing twice is a no-op.
+        // returns. An enumerated stream's reply is stopped so too, and Dispose waits until it
+        // has ended: its partial reply is then kept as the turn (committed to the store, with
+        // one), also when the loop is left paused for good or the process exits right after.
+        // Disposing twice is a no-op.
         public void Dispose()
         {
             // A call in flight holds the handle, which closes only once that call returns: stop
@@ -394,8 +401,10 @@ namespace Parley
                 // Disposed already.
             }
             // A stream's reply paused for its loop body would otherwise hold the handle until
-            // the loop goes on, or for good when it never does.
-            StopStreams();
+            // the loop goes on, or for good when it never does. Its worker is a background
+            // thread, which the process would not wait for at exit: the turn it still keeps
+            // (stores) would be lost.
+            WaitForThreads(StopStreams());
             _handle.Dispose();
         }
 
@@ -475,6 +484,11 @@ namespace Parley
         // the piece the caller saw, and no piece is generated that the caller will not see.
         private IEnumerable<string> StreamPieces(Func<Func<string, bool>, string> generate)
         {
+            return new SingleUse(PiecesOf(generate));
+        }
+
+        private IEnumerable<string> PiecesOf(Func<Func<string, bool>, string> generate)
+        {
             var stream = new StreamWorker(this, generate);
             // Only this enumerator holds it: dropped half-read, it stops the paused reply.
             var guard = new StreamGuard(stream);
@@ -493,12 +507,32 @@ namespace Parley
             stream.ThrowFailure();
         }
 
-        // Stops the reply of every enumerated stream of this session (StreamPieces).
-        private void StopStreams()
+        // Stops the reply of every enumerated stream of this session (StreamPieces) and returns
+        // their worker threads. Stopped under the lock, as a worker leaves the list before its
+        // hand-over is disposed.
+        private List<Thread> StopStreams()
         {
+            var threads = new List<Thread>();
             lock (_streams)
             {
-                foreach (StreamWorker stream in _streams) stream.Stop();
+                foreach (StreamWorker stream in _streams)
+                {
+                    stream.Stop();
+                    threads.Add(stream.Thread);
+                }
+            }
+            return threads;
+        }
+
+        // Waits outside the lock, which an ending worker takes. A stopped worker ends without
+        // anyone's help: it runs no user code (but the log handler, which must not wait for
+        // other threads) and its reply no longer waits for a loop, so this cannot deadlock
+        // whichever thread disposes (the loop's own among them).
+        private static void WaitForThreads(List<Thread> threads)
+        {
+            foreach (Thread thread in threads)
+            {
+                if (thread != Thread.CurrentThread) thread.Join();
             }
         }
 
@@ -523,14 +557,21 @@ namespace Parley
                 _generate = generate;
             }
 
+            // Started under the lock, so that Dispose finds every listed worker's thread
+            // started and may join it.
             internal void Start()
             {
-                lock (_session._streams) _session._streams.Add(this);
-                _thread = new Thread(Run);
-                _thread.IsBackground = true;
-                _thread.Name = "Parley.Session.Stream";
-                _thread.Start();
+                lock (_session._streams)
+                {
+                    _thread = new Thread(Run);
+                    _thread.IsBackground = true;
+                    _thread.Name = "Parley.Session.Stream";
+                    _thread.Start();
+                    _session._streams.Add(this);
+                }
             }
+
+            internal Thread Thread { get { return _thread; } }
 
             private void Run()
             {
@@ -588,6 +629,29 @@ namespace Parley
             internal void ThrowFailure()
             {
                 if (_failure != null) ExceptionDispatchInfo.Capture(_failure).Throw();
+            }
+        }
+
+        // The pieces of one Stream or StreamContinue call, enumerated once: enumerating again
+        // would send the message (or continue the reply) again.
+        private sealed class SingleUse : IEnumerable<string>
+        {
+            private readonly IEnumerable<string> _pieces;
+            private int _enumerated;
+
+            internal SingleUse(IEnumerable<string> pieces) { _pieces = pieces; }
+
+            public IEnumerator<string> GetEnumerator()
+            {
+                if (Interlocked.Exchange(ref _enumerated, 1) != 0)
+                    throw new InvalidOperationException("this stream was enumerated already; "
+                        + "each Stream or StreamContinue call generates one reply: call it again");
+                return _pieces.GetEnumerator();
+            }
+
+            System.Collections.IEnumerator System.Collections.IEnumerable.GetEnumerator()
+            {
+                return GetEnumerator();
             }
         }
 

@@ -1,7 +1,9 @@
 // Process-wide calls: the version and the log handler.
 using System;
 using System.Collections.Generic;
+using System.IO;
 using System.Reflection;
+using System.Threading;
 
 namespace Parley.Tests
 {
@@ -13,6 +15,8 @@ namespace Parley.Tests
             r.Add("an older library or one of another major version is refused",
                   OtherVersionsAreRefused);
             r.Add("log lines reach the handler; its exceptions do not escape", LogHandler);
+            r.Add("a process with a log handler exits with an engine left open",
+                  ExitWithLogHandlerAndEngineLeftOpen);
         }
 
         private static void LibraryVersion()
@@ -85,6 +89,53 @@ namespace Parley.Tests
             {
                 Library.SetLogHandler(null);
             }
+        }
+
+        // Mono waits at exit for every thread that ever called into it; the library's idle
+        // spiller logging through the handler on its own thread would keep the process alive
+        // for good.
+        private static void ExitWithLogHandlerAndEngineLeftOpen()
+        {
+            string model = Fixture.ModelPath;
+            string dir = Fixture.NewTempDir();
+            try
+            {
+                ChildProcess.Result child = ChildProcess.Run(ChildPrograms.LogWithEngineLeftOpen,
+                    new[] { model, Path.Combine(dir, "chats.sqlite") }, 60000);
+                Assert.True(!child.TimedOut, "the child exits by itself; it said: " + child.Output);
+                Assert.Equal(0, child.ExitCode, "the child's exit code; it said: " + child.Output);
+            }
+            finally
+            {
+                Directory.Delete(dir, true);
+            }
+        }
+
+        // The child's side: args are the model and a store path. Idle spills to a store
+        // deleted under the engine fail, and the library's spiller logs a warning each time.
+        internal static int LogWithEngineLeftOpenChild(string[] args)
+        {
+            var warned = new ManualResetEvent(false);
+            Library.SetLogHandler((level, msg) =>
+            {
+                if (level == LogLevel.Warn) warned.Set();
+            });
+            var engine = new Engine(args[0], new EngineOptions
+            {
+                Device = "cpu", Threads = 1, StorePath = args[1], IdleSpillMs = 30
+            });
+            engine.CreateSession().Send("Once upon a time", Fixture.Greedy(4));
+            string store = Path.GetFileName(args[1]);
+            foreach (string file in Directory.GetFiles(Path.GetDirectoryName(args[1]), store + "*"))
+                File.Delete(file);
+            if (!warned.WaitOne(30000))
+            {
+                Console.Error.WriteLine("no warning of a failed spill was logged");
+                return 3;
+            }
+            Thread.Sleep(500);  // more spills fail and log meanwhile
+            // Returns without disposing the engine or its session.
+            return 0;
         }
     }
 }

@@ -2,7 +2,9 @@
 //   --shared   the reference folder with models/ and golden/ (the model tests skip without it)
 //   --layout   output of layout_probe.c, the C compiler's view of the structs
 //   --symbols  the parley_* functions the library exports, one a line
+// or, started by a test as a child process:  mono Parley.Tests.exe --child NAME ARGS...
 using System;
+using System.Linq;
 
 namespace Parley.Tests
 {
@@ -10,6 +12,8 @@ namespace Parley.Tests
     {
         private static int Main(string[] args)
         {
+            if (args.Length >= 2 && args[0] == "--child")
+                return ChildPrograms.Run(args[1], args.Skip(2).ToArray());
             for (int i = 0; i + 1 < args.Length; i += 2)
             {
                 if (args[i] == "--shared") Fixture.SharedDir = args[i + 1];
@@ -47,6 +51,7 @@ namespace Parley.Tests
             OverflowTests.Register(runner);
             ExportImportTests.Register(runner);
             LifetimeTests.Register(runner);
+            EnumeratedStreamTests.Register(runner);
             return runner.RunAll();
         }
     }
