@@ -1,8 +1,16 @@
 #include "store/connection.h"
 
+#include "store/file_id.h"
+
 namespace parley::store {
 
-Connection::Connection(const std::string& path, const std::string& vfs, int busy_timeout_ms) {
+struct Connection::Companions {
+  std::optional<FileId> wal;
+  std::optional<FileId> shm;
+};
+
+Connection::Connection(const std::string& path, const std::string& vfs, int busy_timeout_ms)
+    : path_(path) {
   // NOMUTEX: the Store's own mutex serializes calls, and also keeps sqlite3_errmsg tied to
   // the call that failed (SQLite's FULLMUTEX would not).
   const int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX;
@@ -20,8 +28,45 @@ Connection::Connection(const std::string& path, const std::string& vfs, int busy
 }
 
 Connection::~Connection() {
+  if (companions_ && !may_checkpoint_on_close()) leave_file_untouched_on_close();
   cache_.clear();  // finalize every statement, or sqlite3_close refuses
   sqlite3_close(db_);
+}
+
+void Connection::watch_companions() {
+  companions_ = std::make_unique<Companions>(
+      Companions{file_id_of(path_ + "-wal"), file_id_of(path_ + "-shm")});
+}
+
+std::string Connection::displacement() const {
+  int moved = 0;
+  // A VFS that cannot tell (SQLITE_NOTFOUND) leaves `moved` at 0.
+  sqlite3_file_control(db_, "main", SQLITE_FCNTL_HAS_MOVED, &moved);
+  if (moved != 0) {
+    return "the store file " + path_ +
+           " was moved, replaced or deleted while open (another process's recovery may have "
+           "set it aside)";
+  }
+  if (!companions_) return "";
+  for (const auto& [suffix, id] : {std::pair{"-wal", companions_->wal},
+                                   std::pair{"-shm", companions_->shm}}) {
+    if (id && file_id_of(path_ + suffix) != id) {
+      return "the store's " + std::string(suffix + 1) + " file " + path_ + suffix +
+             " was deleted or replaced while open (what was written since the last checkpoint "
+             "is in it)";
+    }
+  }
+  return "";
+}
+
+bool Connection::may_checkpoint_on_close() const {
+  const std::string why = displacement();
+  if (why.empty()) return true;
+  // Both companions gone and none made since: the WAL this connection holds open is nobody
+  // else's, and checkpointing it saves what it holds into the file, still in place.
+  int moved = 0;
+  sqlite3_file_control(db_, "main", SQLITE_FCNTL_HAS_MOVED, &moved);
+  return moved == 0 && !file_id_of(path_ + "-wal") && !file_id_of(path_ + "-shm");
 }
 
 void Connection::exec(std::string_view sql, std::string_view what) {
@@ -60,15 +105,10 @@ void Connection::tolerate_damaged_schema() {
 }
 
 void Connection::require_file_in_place() {
-  int moved = 0;
-  // A VFS that cannot tell (SQLITE_NOTFOUND) leaves `moved` at 0.
-  sqlite3_file_control(db_, "main", SQLITE_FCNTL_HAS_MOVED, &moved);
-  if (moved == 0) return;
-  const char* path = sqlite3_db_filename(db_, "main");
-  fail(Status::storage, std::string("the store file ") + (path ? path : "") +
-                            " was moved, replaced or deleted while open (another process's "
-                            "recovery may have set it aside): nothing more is written to it; "
-                            "close the engine and open the store again");
+  const std::string why = displacement();
+  if (why.empty()) return;
+  fail(Status::storage,
+       why + ": nothing more is written to it; close the engine and open the store again");
 }
 
 WriteTransaction::WriteTransaction(Connection& connection) : connection_(connection) {

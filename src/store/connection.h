@@ -48,11 +48,24 @@ class Connection {
   void tolerate_damaged_schema();
   // Error(storage) when the file at the path opened is no longer the one this connection
   // writes (renamed aside by another process's recovery, replaced, deleted): commits would go
-  // on into a file nobody opens again.
+  // on into a file nobody opens again. After watch_companions(), also when its -wal or -shm
+  // is no longer the one this connection uses: commits would go into a WAL that is lost at
+  // close, or beside an index other connections no longer share.
   void require_file_in_place();
+  // Remembers the -wal and -shm files of a store in WAL mode (call once it has been read).
+  // Closing then checkpoints only into a file still in place and through its own WAL: a
+  // checkpoint deletes "<path>-wal" by name, which may by then be another file's.
+  void watch_companions();
 
  private:
+  struct Companions;
+  // Why the file or its companions are no longer this connection's; "" when they are.
+  std::string displacement() const;
+  bool may_checkpoint_on_close() const;
+
   sqlite3* db_ = nullptr;
+  std::string path_;
+  std::unique_ptr<Companions> companions_;  // set by watch_companions()
   std::unordered_map<std::string, std::unique_ptr<Statement>> cache_;
   std::optional<Synchronous> synchronous_;
 };

@@ -1,11 +1,19 @@
 #include "store/recovery.h"
 
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
 #include <chrono>
+#include <csignal>
 #include <filesystem>
 #include <optional>
 #include <system_error>
 
 #include "common/shown_id.h"
+#include "store/file_id.h"
+#include "store/folder_lock.h"
 #include "store/transcript_rows.h"
 
 namespace parley::store {
@@ -67,14 +75,12 @@ std::optional<StoredTurn> read_turn(Connection& db, const std::string& id, int64
 
 void copy_session(Connection& fresh, const StoredSession& session,
                   const std::vector<StoredTurn>& turns) {
-  WriteTransaction transaction(fresh);
   transcript_rows::insert_session(fresh, session);
   for (size_t i = 0; i < turns.size(); ++i) {
     transcript_rows::insert_turn(fresh, session.id, static_cast<int64_t>(i), turns[i]);
   }
   transcript_rows::update_turn_count(fresh, session.id, static_cast<int64_t>(turns.size()),
                                      session.updated_ms);
-  transaction.commit();
 }
 
 // Reading the damaged file without a checkpoint leaves a -shm beside it, and a -wal (empty
@@ -88,15 +94,136 @@ void remove_reader_leftovers(const std::string& path) {
   fs::remove(path + "-shm", ec);
 }
 
-// The connection to the damaged file; when it is done, what it left beside the file goes.
-struct DamagedFile {
-  std::string path;
-  std::optional<Connection> db;
-  ~DamagedFile() {
-    db.reset();  // closed first: SQLite deletes nothing itself (no checkpoint on close)
-    remove_reader_leftovers(path);
+// The damaged file, read through a connection that writes nothing and checkpoints nothing,
+// under its write lock where the file still allows one.
+class DamagedFile {
+ public:
+  DamagedFile(const std::string& path, const StoreOptions& options, RecoveryReport& report) {
+    try {
+      db_.emplace(path, options.vfs, options.busy_timeout_ms);
+      db_->leave_file_untouched_on_close();
+      db_->tolerate_damaged_schema();  // nothing is written through this connection
+    } catch (const Error& e) {
+      report.unreadable = e.what();  // nothing can be read; the file itself is kept aside
+      db_.reset();
+      return;
+    }
+    try {
+      db_->exec("BEGIN IMMEDIATE", "lock the damaged store against writers");
+    } catch (const SqliteError& e) {
+      if (e.primary_code() == SQLITE_BUSY) {
+        busy_ = true;
+      } else if (!is_damaged_file_code(e.code())) {
+        throw;
+      }  // too damaged to lock: read as it is
+    }
   }
+  ~DamagedFile() { close(); }
+  DamagedFile(const DamagedFile&) = delete;
+  DamagedFile& operator=(const DamagedFile&) = delete;
+
+  Connection* connection() { return db_ ? &*db_ : nullptr; }
+  // Another connection held the write lock past the busy timeout.
+  bool busy() const { return busy_; }
+  // Lets the lock go and closes the connection (SQLite deletes nothing: no checkpoint).
+  void close() {
+    if (db_ && db_->in_transaction()) {
+      sqlite3_exec(db_->handle(), "ROLLBACK", nullptr, nullptr, nullptr);
+    }
+    db_.reset();
+  }
+
+ private:
+  std::optional<Connection> db_;
+  bool busy_ = false;
 };
+
+// The new store while it is made, beside the damaged one; removed (with what SQLite left
+// beside it) unless it was put in place.
+class CopyFile {
+ public:
+  explicit CopyFile(const std::string& store_path) : path_(unused_copy_name(store_path)) {}
+  ~CopyFile() {
+    if (kept_) return;
+    std::error_code ec;
+    fs::remove(path_, ec);
+    for (const char* suffix : kCompanionSuffixes) fs::remove(path_ + suffix, ec);
+  }
+  CopyFile(const CopyFile&) = delete;
+  CopyFile& operator=(const CopyFile&) = delete;
+
+  const std::string& path() const { return path_; }
+  void keep() { kept_ = true; }
+
+  // "<store>.recovering-<pid>-<n>": the pid tells a copy abandoned by a process that died.
+  static std::string prefix(const std::string& store_path) { return store_path + ".recovering-"; }
+
+ private:
+  static std::string unused_copy_name(const std::string& store_path) {
+    static std::atomic<uint64_t> next{0};
+    return prefix(store_path) + std::to_string(::getpid()) + "-" + std::to_string(next++);
+  }
+  std::string path_;
+  bool kept_ = false;
+};
+
+// Copies whose process died mid-recovery (its file stayed damaged, and was recovered again).
+void remove_abandoned_copies(const std::string& store_path) {
+  const fs::path store(store_path);
+  const fs::path folder = store.parent_path().empty() ? fs::path(".") : store.parent_path();
+  const std::string prefix = fs::path(CopyFile::prefix(store_path)).filename().string();
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(folder, ec)) {
+    const std::string name = entry.path().filename().string();
+    if (name.compare(0, prefix.size(), prefix) != 0) continue;
+    const std::string rest = name.substr(prefix.size());
+    const size_t digits = rest.find_first_not_of("0123456789");
+    if (digits == 0 || digits == std::string::npos) continue;
+    const pid_t pid = static_cast<pid_t>(std::stoll(rest.substr(0, digits)));
+    if (::kill(pid, 0) == 0 || errno != ESRCH) continue;  // alive, or not ours to judge
+    std::error_code ignored;
+    fs::remove(entry.path(), ignored);
+  }
+}
+
+// A rename is only durable once its folder is synced.
+void sync_folder_of(const std::string& path) {
+  const fs::path folder = fs::path(path).parent_path();
+  const int fd = ::open(folder.empty() ? "." : folder.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return;
+  ::fsync(fd);
+  ::close(fd);
+}
+
+// Undoes move_aside as far as it can, after the copy could not take the damaged file's place.
+void move_back(const std::string& aside, const std::string& path) {
+  std::error_code ec;
+  fs::rename(aside, path, ec);
+  for (const char* suffix : kCompanionSuffixes) {
+    if (fs::exists(aside + suffix, ec)) fs::rename(aside + suffix, path + suffix, ec);
+  }
+}
+
+void salvage_transcripts(Connection& damaged, Connection& fresh, RecoveryReport& report) {
+  const auto salvaged = transcript_rows::salvage_session_ids(damaged);
+  report.all_listed = salvaged.complete;
+  for (const std::string& id : salvaged.ids) {
+    const auto row = read_session(damaged, id);
+    if (!row) {
+      report.lost.push_back(id);
+      continue;
+    }
+    std::vector<StoredTurn> turns;
+    while (static_cast<int64_t>(turns.size()) < row->n_turns) {
+      auto turn = read_turn(damaged, id, static_cast<int64_t>(turns.size()));
+      if (!turn) break;  // a gap would make the rest meaningless: keep the readable prefix
+      turns.push_back(std::move(*turn));
+    }
+    copy_session(fresh, row->session, turns);
+    const bool complete = static_cast<int64_t>(turns.size()) == row->n_turns;
+    (complete ? report.recovered : report.truncated).push_back(id);
+  }
+}
 
 // "2 (a, b)" or, past kNamed ids, "40 (a, b, ... and 38 more)".
 std::string count_and_ids(const std::vector<std::string>& ids) {
@@ -121,37 +248,45 @@ std::string move_aside(const std::string& path) {
   return aside;
 }
 
-RecoveryReport salvage_transcripts(const std::string& damaged_path, const StoreOptions& options,
-                                   Connection& fresh) {
+std::optional<RecoveryReport> recover_damaged_store(const std::string& path,
+                                                    const StoreOptions& options,
+                                                    const OpenFreshStore& open_fresh) {
+  remove_abandoned_copies(path);
+  // A recovery puts its copy in place only of the file it read.
+  const auto damaged_identity = file_id_of(path);
+  if (!damaged_identity) return std::nullopt;  // gone meanwhile: opening makes a new one
   RecoveryReport report;
-  DamagedFile file{damaged_path, std::nullopt};
-  auto& damaged = file.db;
-  try {
-    damaged.emplace(damaged_path, options.vfs, options.busy_timeout_ms);
-    damaged->leave_file_untouched_on_close();
-    damaged->tolerate_damaged_schema();  // nothing is written through this connection
-  } catch (const Error& e) {
-    report.unreadable = e.what();  // nothing can be read; the file itself is kept aside
-    return report;
-  }
-  const auto salvaged = transcript_rows::salvage_session_ids(*damaged);
-  report.all_listed = salvaged.complete;
-  for (const std::string& id : salvaged.ids) {
-    const auto row = read_session(*damaged, id);
-    if (!row) {
-      report.lost.push_back(id);
-      continue;
+  DamagedFile damaged(path, options, report);
+  // Waiting for the lock may have been waiting for another process's recovery of it.
+  if (file_id_of(path) != damaged_identity) return std::nullopt;
+  require(!damaged.busy(), Status::storage,
+          "cannot recover the damaged store " + path +
+              ": another connection held its write lock past the busy timeout (another "
+              "process recovering it?); open it again later");
+  CopyFile copy(path);
+  {
+    const std::unique_ptr<Connection> fresh = open_fresh(copy.path());
+    // One transaction: the copy is nobody else's, and is synced once.
+    WriteTransaction transaction(*fresh);
+    if (Connection* db = damaged.connection()) salvage_transcripts(*db, *fresh, report);
+    transaction.commit();
+  }  // closed: its WAL is checkpointed into it and removed
+  {
+    FolderLock swapping(path, FolderLock::exclusive);
+    if (file_id_of(path) != damaged_identity) return std::nullopt;
+    report.moved_aside_to = move_aside(path);
+    std::error_code ec;
+    fs::rename(copy.path(), path, ec);
+    if (ec) {
+      move_back(report.moved_aside_to, path);
+      fail(Status::storage, "cannot put the recovered copy " + copy.path() + " in place of the "
+                            "damaged store " + path + ": " + ec.message());
     }
-    std::vector<StoredTurn> turns;
-    while (static_cast<int64_t>(turns.size()) < row->n_turns) {
-      auto turn = read_turn(*damaged, id, static_cast<int64_t>(turns.size()));
-      if (!turn) break;  // a gap would make the rest meaningless: keep the readable prefix
-      turns.push_back(std::move(*turn));
-    }
-    copy_session(fresh, row->session, turns);
-    const bool complete = static_cast<int64_t>(turns.size()) == row->n_turns;
-    (complete ? report.recovered : report.truncated).push_back(id);
+    copy.keep();
+    sync_folder_of(path);
   }
+  damaged.close();
+  remove_reader_leftovers(report.moved_aside_to);
   return report;
 }
 

@@ -2,6 +2,9 @@
 // renamed aside, and every transcript that can still be read is copied into a fresh store.
 #pragma once
 
+#include <functional>
+#include <memory>
+#include <optional>
 #include <string>
 
 #include "store/connection.h"
@@ -13,10 +16,22 @@ namespace parley::store {
 // "<path>.corrupt-<unix time>[-n]"; returns the new name. Error(storage) if it cannot.
 std::string move_aside(const std::string& path);
 
-// Copies each session whose row can be read from the damaged file into `fresh`, with its
-// turns up to the first one that cannot be read. KV is not copied: it is rebuilt from turns.
-RecoveryReport salvage_transcripts(const std::string& damaged_path, const StoreOptions& options,
-                                   Connection& fresh);
+// Opens (creates) a store file ready to be written: the store's settings and schema.
+using OpenFreshStore = std::function<std::unique_ptr<Connection>(const std::string& path)>;
+
+// Recovers the damaged store file at `path`. Each session whose row can be read is copied,
+// with its turns up to the first one that cannot be read (KV is not: it is rebuilt from
+// turns), into a new file beside it; then the damaged file moves aside (move_aside) and the
+// new one is renamed to `path`. Until that rename `path` is the damaged file, whole: a
+// recovery cut short (a crash, a full disk) is done again by the next open, and no process
+// ever opens a half-filled store. The damaged file's writers, and another process recovering
+// it, wait for the copy (its write lock is held meanwhile). Returns nullopt when `path` was
+// no longer the damaged file once the copy was made (another process recovered it first):
+// open it again. Throws Error(storage) when the copy cannot be made or put in place (the
+// damaged file is then left at `path`) or the write lock is not had within the busy timeout.
+std::optional<RecoveryReport> recover_damaged_store(const std::string& path,
+                                                    const StoreOptions& options,
+                                                    const OpenFreshStore& open_fresh);
 
 // The warning line for a recovery: counts, and the ids of the sessions truncated and lost
 // (the first few of each), so that an application's log says which conversations suffered.

@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "common/log.h"
+#include "store/folder_lock.h"
 #include "store/migrations.h"
 #include "store/recovery.h"
 
@@ -100,6 +101,7 @@ std::unique_ptr<Connection> open_sound_file(const std::string& path, const Store
   configure(*db, identity.page_count == 0, options.busy_timeout_ms);
   migrate(*db);
   require_compatible_version(*db, path);
+  db->watch_companions();
   return db;
 }
 
@@ -144,25 +146,31 @@ void refuse_unwritable(const std::string& path) {
 OpenedStore open_store(const std::string& path, const StoreOptions& options) {
   refuse_foreign_file(path);
   refuse_unwritable(path);
-  std::optional<std::string> damage;
+  const OpenFreshStore open_fresh = [&](const std::string& copy) {
+    std::optional<std::string> damage;
+    auto db = open_sound_file(copy, options, damage);
+    require(db != nullptr, Status::storage,
+            "the new store " + copy + " is damaged: " + damage.value_or(""));
+    return db;
+  };
   OpenedStore opened;
-  opened.db = open_sound_file(path, options, damage);
-  if (opened.db) return opened;
-
-  // Closed (above, on return) before the move, so SQLite touches the damaged file no more.
-  const std::string aside = move_aside(path);
-  log::warn_line("session store " + path + " failed its integrity check (" + *damage +
-                 "); kept as " + aside + ", copying what can still be read into a new store");
-  std::optional<std::string> fresh_damage;
-  opened.db = open_sound_file(path, options, fresh_damage);
-  require(opened.db != nullptr, Status::storage,
-          "the new store at " + path + " is damaged too: " + fresh_damage.value_or(""));
-
-  RecoveryReport report = salvage_transcripts(aside, options, *opened.db);
-  report.moved_aside_to = aside;
-  log::warn_line(describe_recovery(path, report));
-  opened.recovery = std::move(report);
-  return opened;
+  // Another process may recover the file between two tries; each try that finds it damaged
+  // waits for that recovery, so a few tries are enough.
+  constexpr int kTries = 4;
+  for (int tries = 1;; ++tries) {
+    std::optional<std::string> damage;
+    {
+      FolderLock opening(path, FolderLock::shared);  // not while a recovery swaps files
+      opened.db = open_sound_file(path, options, damage);
+    }
+    if (opened.db) return opened;
+    require(!opened.recovery && tries < kTries, Status::storage,
+            "the store " + path + " is still damaged after its recovery: " + *damage);
+    log::warn_line("session store " + path + " failed its integrity check (" + *damage +
+                   "); copying what can still be read into a new store");
+    opened.recovery = recover_damaged_store(path, options, open_fresh);
+    if (opened.recovery) log::warn_line(describe_recovery(path, *opened.recovery));
+  }
 }
 
 }  // namespace parley::store

@@ -5,19 +5,26 @@
 #include <doctest/doctest.h>
 #include <sqlite3.h>
 
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <atomic>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <memory>
+#include <mutex>
 #include <random>
 #include <set>
+#include <thread>
 
 #include "append_turns.h"
 #include "common/error.h"
 #include "common/log.h"
 #include "store/recovery.h"
 #include "store/store.h"
+#include "support/faulty_vfs.h"
 #include "support/shared_assets.h"
 #include "support/stored_session.h"
 
@@ -434,4 +441,168 @@ TEST_CASE("store: a file moved aside, replaced or deleted while open refuses wri
     fs::remove(path);
     expect_refused(*mine, path);
   }
+}
+
+namespace {
+
+// The files of a folder, by name.
+std::set<std::string> names_in(const fs::path& folder) {
+  std::set<std::string> names;
+  for (const auto& entry : fs::directory_iterator(folder)) {
+    names.insert(entry.path().filename().string());
+  }
+  return names;
+}
+
+// A store of kSessions sessions whose turns pages are damaged: every session can be recovered.
+std::string damaged_store_in(const test::TempDir& dir) {
+  const std::string path = (dir / "chat.db").string();
+  fill_store(path);
+  const auto turn_pages = leaf_pages_of(path, "turns");
+  overwrite_page(path, turn_pages[turn_pages.size() / 2], 6);
+  REQUIRE(RawDb(path).quick_check() != "ok");
+  return path;
+}
+
+}  // namespace
+
+// The copy is made beside the damaged file, which stays in place until the copy replaces it.
+TEST_CASE("store recovery: a copy cut short leaves the damaged file whole; the next open "
+          "recovers it") {
+  test::TempDir dir;
+  const std::string path = damaged_store_in(dir);
+  const std::string damaged_bytes = contents_of(path);
+  {
+    test::FaultyVfs vfs("parley-faulty-recovery");
+    vfs.fail_writes_after(64 * 1024, SQLITE_FULL);  // the disk fills during the copy
+    try {
+      Store store(path, StoreOptions{vfs.name()});
+      FAIL("the recovery must fail");
+    } catch (const Error& e) {
+      CHECK(e.status() == Status::storage);
+    }
+    CHECK(vfs.failures() > 0);
+  }
+  CHECK(contents_of(path) == damaged_bytes);
+  for (const std::string& name : names_in(dir.path())) {
+    CAPTURE(name);
+    CHECK(name.find(".corrupt-") == std::string::npos);     // not moved aside
+    CHECK(name.find(".recovering-") == std::string::npos);  // no copy left behind
+  }
+
+  Store store(path);
+  REQUIRE(store.recovery().has_value());
+  CHECK(store.recovery()->recovered.size() + store.recovery()->truncated.size() == kSessions);
+  CHECK(store.list_sessions().size() == kSessions);
+}
+
+// Openers of a store that another connection is recovering wait for the copy: none sees a
+// half-filled store, none recovers it a second time, and none fails.
+TEST_CASE("store recovery: a store opened during its recovery is only ever seen whole") {
+  test::TempDir dir;
+  const std::string path = damaged_store_in(dir);
+  std::atomic<bool> recovered{false};
+  std::mutex mutex;
+  std::vector<size_t> sizes_seen;
+  std::vector<std::string> errors;
+  const auto open_until_recovered = [&] {
+    while (!recovered) {
+      try {
+        Store store(path);
+        const size_t size = store.list_sessions().size();
+        std::lock_guard lock(mutex);
+        sizes_seen.push_back(size);
+      } catch (const Error& e) {
+        std::lock_guard lock(mutex);
+        errors.emplace_back(e.what());
+      }
+    }
+  };
+  std::thread first(open_until_recovered), second(open_until_recovered);
+  {
+    Store store(path);
+    CHECK(store.list_sessions().size() == kSessions);
+  }
+  recovered = true;
+  first.join();
+  second.join();
+  CHECK(errors.empty());
+  for (const std::string& error : errors) MESSAGE(error);
+  MESSAGE(sizes_seen.size() << " opens during the recovery");
+  for (size_t size : sizes_seen) CHECK(size == kSessions);
+  size_t set_aside = 0;  // damaged files, not their companions
+  for (const std::string& name : names_in(dir.path())) {
+    const bool companion = name.find("-wal") != std::string::npos ||
+                           name.find("-shm") != std::string::npos ||
+                           name.find("-journal") != std::string::npos;
+    set_aside += name.find(".corrupt-") != std::string::npos && !companion;
+  }
+  CHECK(set_aside == 1);
+}
+
+TEST_CASE("store recovery: copies left by a process that died while recovering are removed") {
+  test::TempDir dir;
+  const std::string path = damaged_store_in(dir);
+  const pid_t child = fork();
+  REQUIRE(child >= 0);
+  if (child == 0) _exit(0);
+  REQUIRE(waitpid(child, nullptr, 0) == child);  // its pid names no process now
+  const std::string abandoned = path + ".recovering-" + std::to_string(child) + "-0";
+  const std::string live = path + ".recovering-" + std::to_string(getpid()) + "-999";
+  for (const std::string& name : {abandoned, abandoned + "-wal", live}) {
+    std::ofstream(name) << "partial copy";
+  }
+  Store store(path);
+  REQUIRE(store.recovery().has_value());
+  CHECK_FALSE(fs::exists(abandoned));
+  CHECK_FALSE(fs::exists(abandoned + "-wal"));
+  CHECK(fs::exists(live));  // its process is alive: perhaps still copying
+}
+
+TEST_CASE("store: a -wal or -shm deleted while open refuses writes; what was committed stays") {
+  for (const char* suffix : {"-wal", "-shm"}) {
+    CAPTURE(suffix);
+    test::TempDir dir;
+    const std::string path = (dir / "chat.db").string();
+    {
+      Store store(path);
+      store.create_session(test::session_named("s"));
+      append_turns(store, "s", 0, std::vector{StoredTurn{1, "committed", {2}, true}});
+      REQUIRE(fs::exists(path + "-wal"));
+      fs::remove(path + "-wal");
+      fs::remove(path + "-shm");
+      fs::remove(path + std::string(suffix == std::string("-wal") ? "-shm" : "-wal"));
+      try {
+        append_turns(store, "s", 1, std::vector{StoredTurn{1, "into a lost WAL", {3}, true}});
+        FAIL("the write must be refused");
+      } catch (const Error& e) {
+        CHECK(e.status() == Status::storage);
+        CHECK(std::string(e.what()).find("was deleted or replaced while open") !=
+              std::string::npos);
+      }
+    }  // closing checkpoints the WAL it still holds into the file: nobody else has the store
+    Store reopened(path);
+    const auto turns = reopened.load_turns("s");
+    REQUIRE(turns.size() == 1);
+    CHECK(turns[0].text == "committed");
+  }
+}
+
+// A process still holding a file that recovery set aside closes it later: SQLite would then
+// checkpoint and delete "<path>-wal" by name, by then the new file's WAL.
+TEST_CASE("store: closing a file moved aside leaves the new file's -wal alone") {
+  test::TempDir dir;
+  const std::string path = (dir / "chat.db").string();
+  auto old_file = std::make_unique<Store>(path);
+  old_file->create_session(test::session_named("old"));
+  move_aside(path);
+  Store fresh(path);
+  fresh.create_session(test::session_named("new"));
+  append_turns(fresh, "new", 0, std::vector{StoredTurn{1, "in the new WAL", {2}, true}});
+  REQUIRE(fs::exists(path + "-wal"));
+  old_file.reset();
+  CHECK(fs::exists(path + "-wal"));
+  Store reader(path);  // another connection, reading through the WAL
+  REQUIRE(reader.load_turns("new").size() == 1);
+  CHECK(reader.load_turns("new")[0].text == "in the new WAL");
 }
