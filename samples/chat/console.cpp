@@ -64,7 +64,7 @@ const char* kConsoleHelp =
     "A line whose first non-blank character is / is a command (words after one that takes\n"
     "none are refused). Any other line is a message (blank lines are skipped); a message\n"
     "that begins with / is typed with // (//x sends /x). Ctrl-C stops a reply that is\n"
-    "being written.\n";
+    "being written; SIGTERM and SIGHUP stop it too, then leave as Ctrl-D does.\n";
 
 struct Command {
   std::string_view name;  // "/new"
@@ -148,15 +148,24 @@ bool read_line(std::string& line, const std::string& prompt, bool* interrupted) 
   return false;
 }
 
+// A text editor may begin a UTF-8 file with a byte-order mark; it is not part of the line.
+void drop_byte_order_mark(std::string& line) {
+  if (line.rfind("\xEF\xBB\xBF", 0) == 0) line.erase(0, 3);
+}
+
 // Reads the next line of stdin into `line`. `prompt` (a terminal's) is shown first; Ctrl-C
 // then ends the wait for the line. Without one a Ctrl-C between replies changes nothing.
-InputLine read_input_line(std::string& line, const std::string& prompt) {
+// `first`: the first line of the input. A SIGTERM or SIGHUP ends the input.
+InputLine read_input_line(std::string& line, const std::string& prompt, bool first) {
   bool interrupted = false;
-  if (!read_line(line, prompt, &interrupted)) {
+  const bool got = read_line(line, prompt, &interrupted);
+  if (terminating_signal() != 0) return InputLine::end;  // also for a line read before it
+  if (!got) {
     if (!interrupted) return InputLine::end;
     std::printf("\n(Ctrl-D or /quit leaves)\n");
     return InputLine::interrupted;
   }
+  if (first) drop_byte_order_mark(line);
   if (!line.empty() && line.back() == '\r') line.pop_back();  // a line of CRLF input
   // Every message, id and path goes on as a C string, which would end at the NUL.
   if (line.find('\0') != std::string::npos) {
@@ -227,25 +236,32 @@ int run_console(parley_engine* engine, const CliArgs& args) {
     print_error("cannot start a session", st);
     return 1;
   }
-  stop_replies_on_ctrl_c();
+  stop_replies_on_signals();
   if (interactive) print_banner(engine, sessions.current().session.get());
   if (reopened) announce_reopened(sessions);
   SessionCommands commands{engine, args, sessions};
   StoreCommands store{engine, args, sessions};
   TransferCommands transfer{engine, sessions};
   std::string line;
+  // What stdout was last given, named when it could not be written.
+  std::string written = "the console's output";
+  bool first_line = true;
   // Once stdout cannot be written, no reply or outcome would be seen: stop there.
   while (flush_stdout()) {
     const std::string prompt = interactive ? "[" + shown_id(sessions.current().id) + "] > " : "";
-    const InputLine input = read_input_line(line, prompt);
+    written = "the console's output";
+    const InputLine input = read_input_line(line, prompt, first_line);
     if (input == InputLine::end) break;
+    if (input != InputLine::interrupted) first_line = false;
     if (input != InputLine::line || trim(line).empty()) continue;  // nothing to say
     const size_t start = command_start(line);
     if (start == std::string::npos) {
+      written = "the reply";
       send_message(args, sessions.current(), message_text(line));
       continue;
     }
     const Command command = parse_command(std::string_view(line).substr(start));
+    written = "the output of " + std::string(command.name);
     if (refuses_argument(command)) {
       std::printf("usage: %.*s (nothing after it)\n", int(command.name.size()),
                   command.name.data());
@@ -257,10 +273,11 @@ int run_console(parley_engine* engine, const CliArgs& args) {
                   command.name.data());
     }
   }
-  const bool written = finish_stdout();
+  const bool output_written = finish_stdout(written.c_str());
   // A conversation whose turns the store refused fails the run, also when a file keeps them.
   sessions.close_all();
-  return written && sessions.all_stored() ? 0 : 1;
+  if (terminating_signal() != 0) return 128 + terminating_signal();  // as the shell tells it
+  return output_written && sessions.all_stored() ? 0 : 1;
 }
 
 }  // namespace chat

@@ -1,4 +1,5 @@
 // parley-chat: a console chat on a local model, and a one-shot mode for scripts.
+#include <csignal>
 #include <cstdio>
 #include <exception>
 #include <string>
@@ -69,6 +70,9 @@ bool texts_are_utf8(parley_engine* engine, const chat::CliArgs& args) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // A reader of stdout that went away (`| head`) makes writes fail with EPIPE instead of killing
+  // the run: the reply stops and is kept, the store gets it, and the failure is said.
+  std::signal(SIGPIPE, SIG_IGN);
   chat::CliArgs args;
   try {
     args = chat::parse_args(argc, argv);

@@ -53,7 +53,7 @@ int run_one_shot(parley_engine* engine, const CliArgs& args) {
     print_error("cannot start a session", st);
     return 1;
   }
-  stop_replies_on_ctrl_c();
+  stop_replies_on_signals();
   parley_turn_stats stats;
   stats.struct_size = sizeof stats;
   bool wrote = false;
@@ -88,7 +88,8 @@ int run_one_shot(parley_engine* engine, const CliArgs& args) {
     std::fputs(unsaved->c_str(), stderr);
     rc = 1;
   }
-  return rc;
+  // The reply a SIGTERM or SIGHUP stopped is kept, as one Ctrl-C stopped; the status says why.
+  return terminating_signal() != 0 ? 128 + terminating_signal() : rc;
 }
 
 }  // namespace chat

@@ -7,7 +7,8 @@
 
 namespace chat {
 
-// Returns the process exit status (0 = success, 1 = an error was printed to stderr).
+// Returns the process exit status (0 = success, 1 = an error was printed to stderr, 128 + the
+// signal's number after a SIGTERM or SIGHUP stopped the reply).
 int run_one_shot(parley_engine* engine, const CliArgs& args);
 
 }  // namespace chat

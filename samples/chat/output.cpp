@@ -1,5 +1,8 @@
 #include "output.h"
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
@@ -14,11 +17,47 @@
 namespace chat {
 namespace {
 
-// A signal handler may only touch a lock-free flag; the text callback and InterruptOnCtrlC's
-// thread see it and ask the engine to stop.
+// A signal handler may only touch lock-free flags; the text callback and InterruptOnCtrlC's
+// thread see them and ask the engine to stop.
 std::atomic<bool> g_stop_requested{false};
 
 void on_sigint(int) { g_stop_requested.store(true); }
+
+// SIGTERM or SIGHUP, once one came: it stops the reply and ends the run.
+std::atomic<int> g_terminating_signal{0};
+
+// The next read of stdin finds its end, also one that blocks now (it is restarted on the new
+// file): a console waiting for a line ends as at the end of its input. open, dup2 and close
+// are async-signal-safe.
+void end_stdin() {
+  const int null_fd = ::open("/dev/null", O_RDONLY);
+  if (null_fd < 0) {
+    ::close(STDIN_FILENO);
+    return;
+  }
+  if (null_fd == STDIN_FILENO) return;
+  ::dup2(null_fd, STDIN_FILENO);
+  ::close(null_fd);
+}
+
+void on_terminating_signal(int signal_number) {
+  const int saved_errno = errno;  // the interrupted code may be about to read it
+  g_terminating_signal.store(signal_number);
+  end_stdin();
+  errno = saved_errno;
+}
+
+// Restarting interrupted calls keeps the library's file and store work going; the read of
+// stdin ends all the same (end_stdin). A signal ignored at start (nohup) stays ignored.
+void install_terminating_handler(int signal_number) {
+  struct sigaction old {};
+  if (sigaction(signal_number, nullptr, &old) != 0 || old.sa_handler == SIG_IGN) return;
+  struct sigaction sa {};
+  sa.sa_handler = on_terminating_signal;
+  sigemptyset(&sa.sa_mask);
+  sa.sa_flags = SA_RESTART;
+  sigaction(signal_number, &sa, nullptr);
+}
 
 // Why stdout could not be written (an errno value); 0 while it could.
 int g_stdout_error = 0;
@@ -38,11 +77,17 @@ void install_sigint_handler(bool restart_reads) {
 
 }  // namespace
 
-void stop_replies_on_ctrl_c() { install_sigint_handler(true); }
+void stop_replies_on_signals() {
+  install_sigint_handler(true);
+  install_terminating_handler(SIGTERM);
+  install_terminating_handler(SIGHUP);
+}
 
 void clear_stop_request() { g_stop_requested.store(false); }
 
-bool stop_requested() { return g_stop_requested.load(); }
+bool stop_requested() { return g_stop_requested.load() || g_terminating_signal.load() != 0; }
+
+int terminating_signal() { return g_terminating_signal.load(); }
 
 void ctrl_c_ends_reads(bool ends) { install_sigint_handler(!ends); }
 
@@ -52,7 +97,7 @@ InterruptOnCtrlC::InterruptOnCtrlC(parley_session* session)
         // The request is repeated until the call ends: one that came before the call started
         // is forgotten by it.
         while (!done_.load()) {
-          if (g_stop_requested.load()) parley_session_interrupt(session);
+          if (stop_requested()) parley_session_interrupt(session);
           std::this_thread::sleep_for(std::chrono::milliseconds(20));
         }
       }) {}
@@ -65,7 +110,7 @@ InterruptOnCtrlC::~InterruptOnCtrlC() {
 int stream_to_stdout(const char* utf8, size_t len, void*) {
   if (std::fwrite(utf8, 1, len, stdout) != len) note_stdout_error();
   if (!flush_stdout()) return 1;
-  return g_stop_requested.load() ? 1 : 0;
+  return stop_requested() ? 1 : 0;
 }
 
 int stream_and_note(const char* utf8, size_t len, void* user) {

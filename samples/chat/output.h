@@ -1,4 +1,5 @@
-// What parley-chat writes: reply text as it streams (stoppable with Ctrl-C), id lines, errors.
+// What parley-chat writes: reply text as it streams (stoppable with Ctrl-C, SIGTERM and SIGHUP),
+// id lines, errors.
 #pragma once
 
 #include <atomic>
@@ -11,14 +12,19 @@
 
 namespace chat {
 
-// From now on Ctrl-C stops the reply being written instead of killing the program.
-void stop_replies_on_ctrl_c();
+// From now on Ctrl-C stops the reply being written instead of killing the program. SIGTERM and
+// SIGHUP (unless ignored, as nohup does) stop it too, and ask the run to end: stdin then reads
+// as at its end, and terminating_signal() names the signal.
+void stop_replies_on_signals();
 
-// Forgets a Ctrl-C pressed before this reply started.
+// Forgets a Ctrl-C pressed before this reply started (a SIGTERM or SIGHUP stays).
 void clear_stop_request();
 
-// Whether Ctrl-C was pressed since the last clear_stop_request().
+// Whether Ctrl-C was pressed since the last clear_stop_request(), or the run is to end.
 bool stop_requested();
+
+// The SIGTERM or SIGHUP that asked the run to end; 0 while none came.
+int terminating_signal();
 
 // true: from now on a Ctrl-C also ends a blocking read (it fails with EINTR) instead of being
 // swallowed by it; false: reads go on after one again (the default).

@@ -54,6 +54,18 @@ std::optional<std::vector<std::string>> stored_ids(parley_engine* engine) {
   return ids;
 }
 
+// Without --store the library's refusal would name its own option, not the console's flag.
+// False after saying so.
+bool has_store(const CliArgs& args, const char* what) {
+  if (args.store_path) return true;
+  std::fflush(stdout);  // the error lands after what preceded it
+  std::fprintf(stderr,
+               "parley-chat: error: %s: there is no session store (start parley-chat with "
+               "--store FILE)\n",
+               what);
+  return false;
+}
+
 }  // namespace
 
 void announce_reopened(Sessions& sessions) {
@@ -77,6 +89,7 @@ void StoreCommands::open(std::string_view id) {
     print_current(sessions);
     return;
   }
+  if (!has_store(args, "cannot open the session")) return;
   const std::string wanted(id);
   parley_session* s = nullptr;
   parley_status st = open_stored_session(engine, args, wanted.c_str(), &s);
@@ -93,6 +106,7 @@ void StoreCommands::open(std::string_view id) {
 }
 
 void StoreCommands::suspend() {
+  if (!has_store(args, "cannot suspend")) return;
   parley_session* s = sessions.current().session.get();
   const auto before = info_of(s);
   const bool had_kv = before && before->kv_bytes_resident > 0;
@@ -110,6 +124,7 @@ void StoreCommands::remove(std::string_view id) {
     std::printf("usage: /delete ID (see /sessions)\n");
     return;
   }
+  if (!has_store(args, "cannot delete the session")) return;
   // The library refuses too; saying it here names the console's way out.
   if (sessions.is_open(id)) {
     std::printf("cannot delete '%.*s': it is open in this console (/close it first)\n",

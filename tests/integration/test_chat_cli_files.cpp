@@ -164,4 +164,17 @@ TEST_CASE("a reply that cannot be written to stdout fails the run") {
   CHECK(run_shell(chat + " -p 'Once upon a time' 2>&1").exit_code == 0);
 }
 
+TEST_CASE("console output other than a reply that cannot be written is named") {
+  PARLEY_SHARED_OR_SKIP(gguf, "models/stories260k/stories260k-f32.gguf");
+  if (!fs::exists("/dev/full")) {
+    MESSAGE("skipped: no /dev/full to write to");
+    return;
+  }
+  const ShellRun r = run_shell("printf '/help\\n' | " + std::string(PARLEY_CHAT_EXE) + " -m " +
+                               quote(gguf.string()) + " 2>&1 >/dev/full");
+  CHECK(r.exit_code == 1);
+  CHECK(r.out.find("parley-chat: error: cannot write the output of /help to standard output: ") !=
+        std::string::npos);
+}
+
 #endif  // PARLEY_CHAT_EXE

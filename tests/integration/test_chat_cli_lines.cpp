@@ -1,7 +1,8 @@
 // parley-chat's console reading lines it cannot act on as typed: empty alternatives to score,
 // a blank /exchange message, a NUL byte, a message too long for any conversation, words after
 // a command that takes none, and Ctrl-C at the prompt of a terminal. Each is answered, and
-// changes nothing. And lines as typed: blanks before a command, a tab after its name.
+// changes nothing. And lines as typed: blanks before a command, a tab after its name, a
+// byte-order mark before the first.
 #include <doctest/doctest.h>
 
 #include <filesystem>
@@ -150,6 +151,14 @@ TEST_CASE("console: /help names /exit and how a line becomes a command") {
   CHECK(help.out.find("A line whose first non-blank character is / is a command") !=
         std::string::npos);
   CHECK(help.out.find("(//x sends /x)") != std::string::npos);
+}
+
+TEST_CASE("console: a UTF-8 byte-order mark before the first line is not part of it") {
+  PARLEY_SHARED_OR_SKIP(gguf, "models/stories260k/stories260k-f32.gguf");
+  const ShellRun r = run_raw_console(gguf, "\xEF\xBB\xBF/help\n/sessions\n");
+  CHECK(r.exit_code == 0);
+  CHECK(r.out.find("/help          this text") != std::string::npos);
+  CHECK(current_turns(r.out) == 0);  // /help was not sent as a message
 }
 
 TEST_CASE("console: a send or /continue refused before any reply adds no line to stdout") {
