@@ -150,7 +150,11 @@ PARLEY_API const char *parley_last_error(void);
 
 /* Why a reply ended (parley_turn_stats.stop_reason, since 0.3) */
 #define PARLEY_STOP_END_TOKEN     1 /* the model ended it: EOS, the template's end of turn,
-                                        or with "raw" BOS (which starts another text) */
+                                        another end id the model's files name, or with "raw"
+                                        BOS (which starts another text). A Hugging Face
+                                        model's EOS is config.json's eos_token_id; every id
+                                        of its list and of generation_config.json's ends a
+                                        reply, as GGUF eot/eom_token_id do */
 #define PARLEY_STOP_MAX_TOKENS    2 /* it reached max_tokens */
 #define PARLEY_STOP_STRING        3 /* it showed a stop string (stop_index says which) */
 #define PARLEY_STOP_CONTEXT_END   4 /* it reached the end of the context */
@@ -721,7 +725,8 @@ PARLEY_API parley_status parley_session_prepare(parley_session *s, parley_turn_s
  *  label it gives a message ("friendly", "hostile"). A longer reply has more tokens to pay
  *  for; logprobs[i] / n_tokens[i] compares replies per token.
  *  With PARLEY_SCORE_WITH_END in `flags` the end of each reply (the template's end of reply;
- *  for "raw", since 0.8, any of its end tokens, EOS or BOS: their probabilities added, where
+ *  for "raw", since 0.8, any of its end tokens, EOS, BOS or another end id the model's files
+ *  name (PARLEY_STOP_END_TOKEN): their probabilities added, where
  *  0.5-0.7 scored EOS alone; since 0.8.1 so too, EOS, for a template whose end marker the
  *  vocabulary lacks as a token, where its text was scored) is scored too, so that "Yes" is not
  *  also counted as the start of "Yes, but".

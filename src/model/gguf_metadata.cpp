@@ -143,12 +143,22 @@ void read_vocab(const GgufFile& f, ModelConfig& c, GgufVocab& v) {
     c.chat_template = std::string(*tmpl);
 }
 
+// llama.cpp ends generation on these as on the EOS (Llama 3's <|eot_id|>, <|eom_id|>).
+std::vector<NamedTokenId> read_more_end_ids(const GgufFile& f) {
+  std::vector<NamedTokenId> ids;
+  for (std::string_view key : {"tokenizer.ggml.eot_token_id", "tokenizer.ggml.eom_token_id"}) {
+    if (const auto id = get_i32(f, key)) ids.push_back({*id, std::string(key)});
+  }
+  return ids;
+}
+
 }  // namespace
 
 GgufModelInfo read_gguf_metadata(const GgufFile& file) {
   GgufModelInfo info;
   read_hyperparameters(file, info.config);
   read_vocab(file, info.config, info.vocab);
+  info.more_end_ids = read_more_end_ids(file);
   return info;
 }
 

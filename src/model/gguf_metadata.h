@@ -2,6 +2,8 @@
 // (general.*, llama.*, tokenizer.ggml.*, tokenizer.chat_template).
 #pragma once
 
+#include <vector>
+
 #include "model/gguf_reader.h"
 #include "model/model_config.h"
 #include "model/tokenizer_source.h"
@@ -11,6 +13,8 @@ namespace parley::model {
 struct GgufModelInfo {
   ModelConfig config;  // not yet validate()d
   GgufVocab vocab;  // tokens/scores/types have config.n_vocab entries (scores/types may be empty)
+  // tokenizer.ggml.eot_token_id and eom_token_id where present: they end a reply too.
+  std::vector<NamedTokenId> more_end_ids;
 };
 
 // Throws Error(bad_model) naming the key for missing, mistyped or inconsistent metadata,

@@ -4,6 +4,7 @@
 #include <limits>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <vector>
 
 #include "common/error.h"
 
@@ -13,7 +14,13 @@ namespace {
 
 using json = nlohmann::json;
 
-[[noreturn]] void bad(const std::string& what) { fail(Status::bad_model, "config.json: " + what); }
+constexpr std::string_view kConfigFile = "config.json";
+constexpr std::string_view kGenerationConfigFile = "generation_config.json";
+
+[[noreturn]] void bad_in(std::string_view file, const std::string& what) {
+  fail(Status::bad_model, std::string(file) + ": " + what);
+}
+[[noreturn]] void bad(const std::string& what) { bad_in(kConfigFile, what); }
 [[noreturn]] void unsupported(const std::string& what) {
   fail(Status::unsupported, "config.json: " + what);
 }
@@ -24,13 +31,14 @@ const json* field(const json& j, const char* key) {
   return it == j.end() || it->is_null() ? nullptr : &*it;
 }
 
-int32_t to_i32(const json& v, const std::string& key, int64_t min) {
-  if (!v.is_number_integer()) bad(key + " = " + v.dump() + " is not an integer");
+int32_t to_i32(const json& v, const std::string& key, int64_t min,
+               std::string_view file = kConfigFile) {
+  if (!v.is_number_integer()) bad_in(file, key + " = " + v.dump() + " is not an integer");
   const bool negative = v.is_number_integer() && !v.is_number_unsigned() && v.get<int64_t>() < 0;
   if (!negative && v.get<uint64_t>() > uint64_t(std::numeric_limits<int32_t>::max()))
-    bad(key + " = " + v.dump() + " is out of range");
+    bad_in(file, key + " = " + v.dump() + " is out of range");
   const int64_t i = negative ? v.get<int64_t>() : int64_t(v.get<uint64_t>());
-  if (i < min) bad(key + " = " + v.dump() + " is out of range");
+  if (i < min) bad_in(file, key + " = " + v.dump() + " is out of range");
   return int32_t(i);
 }
 
@@ -60,15 +68,26 @@ std::optional<bool> get_bool(const json& j, const char* key) {
   return v->get<bool>();
 }
 
-// A token id, or the first of a list of them (generation may stop on several EOS ids).
-std::optional<int32_t> get_token_id(const json& j, const char* key) {
+// A token id or a list of them (generation may stop on several EOS ids); empty when absent.
+std::vector<int32_t> get_token_ids(const json& j, const char* key,
+                                   std::string_view file = kConfigFile) {
   const json* v = field(j, key);
-  if (!v) return std::nullopt;
-  if (v->is_array()) {
-    if (v->empty()) bad(std::string(key) + " is an empty list");
-    return to_i32(v->front(), key, 0);
+  if (!v) return {};
+  if (!v->is_array()) return {to_i32(*v, key, 0, file)};
+  if (v->empty()) bad_in(file, std::string(key) + " is an empty list");
+  std::vector<int32_t> ids;
+  for (const json& id : *v) ids.push_back(to_i32(id, key, 0, file));
+  return ids;
+}
+
+// Checked here, before the model config's own check, so that the message names the key.
+void check_in_vocabulary(const std::vector<int32_t>& ids, const char* key, int32_t n_vocab) {
+  for (int32_t id : ids) {
+    if (id >= n_vocab) {
+      bad(std::string(key) + " " + std::to_string(id) + " is outside the vocabulary [0, " +
+          std::to_string(n_vocab) + ")");
+    }
   }
-  return to_i32(*v, key, 0);
 }
 
 void check_architecture(const json& j) {
@@ -170,12 +189,24 @@ HfConfig parse_hf_config(std::string_view config_json, std::string_view tokenize
   c.rms_eps = float(*eps);
   c.rope_theta = float(get_number(j, "rope_theta").value_or(10000.0));
   c.sliding_window = get_i32(j, "sliding_window").value_or(0);
-  c.bos_id = get_token_id(j, "bos_token_id").value_or(c.bos_id);
-  c.eos_id = get_token_id(j, "eos_token_id").value_or(c.eos_id);
+  const std::vector<int32_t> bos = get_token_ids(j, "bos_token_id");
+  check_in_vocabulary(bos, "bos_token_id", c.n_vocab);
+  if (!bos.empty()) out.bos_id = bos.front();
+  out.eos_ids = get_token_ids(j, "eos_token_id");
+  check_in_vocabulary(out.eos_ids, "eos_token_id", c.n_vocab);
+  c.bos_id = out.bos_id.value_or(c.bos_id);
+  if (!out.eos_ids.empty()) c.eos_id = out.eos_ids.front();
   c.pad_id = get_i32(j, "pad_token_id", -1).value_or(c.pad_id);
   out.tie_word_embeddings = get_bool(j, "tie_word_embeddings").value_or(false);
   read_tokenizer_config(tokenizer_config_json, c);
   return out;
+}
+
+std::vector<int32_t> parse_generation_eos_ids(std::string_view generation_config_json) {
+  const json j = json::parse(generation_config_json.begin(), generation_config_json.end(), nullptr,
+                             /*allow_exceptions=*/false);
+  if (j.is_discarded() || !j.is_object()) bad_in(kGenerationConfigFile, "not a JSON object");
+  return get_token_ids(j, "eos_token_id", kGenerationConfigFile);
 }
 
 }  // namespace parley::model

@@ -59,6 +59,28 @@ void load_gguf(const GgufFile& file, LoadedModel& m) {
   drop_rewritten_sources(tensors, m);
   m.tokenizer.kind = TokenizerSource::Kind::gguf_vocab;
   m.tokenizer.vocab = std::move(info.vocab);
+  m.tokenizer.more_end_ids = std::move(info.more_end_ids);
+}
+
+std::string optional_text_file(const fs::path& path) {
+  std::error_code ec;
+  return fs::exists(path, ec) ? read_text_file(path, kMaxJsonBytes) : std::string();
+}
+
+// config.json's BOS and EOS replace the tokenizer.model's; the EOS list's other ids and
+// generation_config.json's also end a reply, as transformers' generate() stops on them.
+void set_special_ids(const HfConfig& hf, const fs::path& dir, TokenizerSource& tokenizer) {
+  const std::string config_eos = "config.json: eos_token_id";
+  if (hf.bos_id) tokenizer.bos = NamedTokenId{*hf.bos_id, "config.json: bos_token_id"};
+  if (!hf.eos_ids.empty()) tokenizer.eos = NamedTokenId{hf.eos_ids.front(), config_eos};
+  for (size_t i = 1; i < hf.eos_ids.size(); ++i) {
+    tokenizer.more_end_ids.push_back({hf.eos_ids[i], config_eos});
+  }
+  const std::string generation = optional_text_file(dir / "generation_config.json");
+  if (generation.empty()) return;
+  for (int32_t id : parse_generation_eos_ids(generation)) {
+    tokenizer.more_end_ids.push_back({id, "generation_config.json: eos_token_id"});
+  }
 }
 
 std::string directory_name(const fs::path& dir) {
@@ -74,10 +96,7 @@ void load_hf(const fs::path& dir, LoadedModel& m) {
     fail(Status::bad_model,
          "'" + dir.string() + "' is not a Hugging Face model directory: config.json missing");
   }
-  const fs::path tok_config_path = dir / "tokenizer_config.json";
-  const std::string tok_config = fs::exists(tok_config_path, ec)
-                                     ? read_text_file(tok_config_path, kMaxJsonBytes)
-                                     : std::string();
+  const std::string tok_config = optional_text_file(dir / "tokenizer_config.json");
   HfConfig hf =
       parse_hf_config(read_text_file(config_path, kMaxJsonBytes), tok_config, directory_name(dir));
   m.config = std::move(hf.config);
@@ -89,6 +108,7 @@ void load_hf(const fs::path& dir, LoadedModel& m) {
   }
   m.tokenizer.kind = TokenizerSource::Kind::sentencepiece_proto;
   m.tokenizer.proto_bytes = read_text_file(tokenizer_path, kMaxTokenizerModelBytes);
+  set_special_ids(hf, dir, m.tokenizer);
 
   std::vector<FileTensor> tensors;
   for (SafetensorsTensor& t : read_safetensors_dir(dir, m.files)) {

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -21,10 +22,24 @@ struct GgufVocab {
   bool remove_extra_whitespaces = false;  // tokenizer.ggml.remove_extra_whitespaces
 };
 
+// A special token id named by a model file, with the file and key it came from (e.g.
+// "config.json: eos_token_id"), which an error names when the id is unfit.
+struct NamedTokenId {
+  int32_t id = 0;
+  std::string source;
+};
+
 struct TokenizerSource {
   enum class Kind { sentencepiece_proto, gguf_vocab } kind = Kind::sentencepiece_proto;
   std::string proto_bytes;  // Kind::sentencepiece_proto: the serialized ModelProto
   GgufVocab vocab;          // Kind::gguf_vocab
+  // BOS and EOS as a file beside the tokenizer names them (Hugging Face config.json), in
+  // place of the tokenizer's own; absent when none does.
+  std::optional<NamedTokenId> bos;
+  std::optional<NamedTokenId> eos;
+  // Further ids that end a reply besides the EOS (an eos_token_id list's others,
+  // generation_config.json's, GGUF's end-of-turn and end-of-message tokens).
+  std::vector<NamedTokenId> more_end_ids;
 };
 
 }  // namespace parley::model

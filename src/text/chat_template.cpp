@@ -61,7 +61,7 @@ ChatTemplate::ChatTemplate(TemplateKind kind, const Tokenizer& tokenizer)
   if (kind_ == TemplateKind::chatml) {
     if (auto im_end = tokenizer_.find_special(kImEnd)) add_unique(stop_tokens_, *im_end);
   }
-  add_unique(stop_tokens_, tokenizer_.eos_id());
+  for (int32_t id : tokenizer_.end_ids()) add_unique(stop_tokens_, id);
   // Raw models (TinyStories-style) delimit documents with BOS.
   if (kind_ == TemplateKind::raw) add_unique(stop_tokens_, tokenizer_.bos_id());
 }

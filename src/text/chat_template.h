@@ -59,7 +59,8 @@ class ChatTemplate {
   // (raw, and a marker the vocabulary lacks, which the model cannot write as one token).
   std::vector<int32_t> end_reply() const;
 
-  // Ids that end a reply when generated (EOS always; <|im_end|> for chatml; BOS for raw).
+  // Ids that end a reply when generated (EOS and the model's other end ids always,
+  // Tokenizer::end_ids; <|im_end|> for chatml; BOS for raw).
   const std::vector<int32_t>& stop_tokens() const { return stop_tokens_; }
 
   // Whether a reply's first space is dropped when streamed (true for chat templates).

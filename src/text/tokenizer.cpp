@@ -2,6 +2,8 @@
 
 #include <sentencepiece_processor.h>
 
+#include <algorithm>
+
 #include "common/error.h"
 #include "common/log.h"
 #include "text/spm_model_proto.h"
@@ -36,6 +38,22 @@ std::string describe_marked(const std::vector<std::string>& pieces) {
   return line;
 }
 
+const char* type_name(PieceType type) {
+  switch (type) {
+    case PieceType::normal: return "NORMAL";
+    case PieceType::unknown: return "UNKNOWN";
+    case PieceType::control: return "CONTROL";
+    case PieceType::user_defined: return "USER_DEFINED";
+    case PieceType::unused: return "UNUSED";
+    case PieceType::byte: return "BYTE";
+  }
+  return "?";
+}
+
+void add_unique(std::vector<int32_t>& ids, int32_t id) {
+  if (std::find(ids.begin(), ids.end(), id) == ids.end()) ids.push_back(id);
+}
+
 }  // namespace
 
 struct Tokenizer::Impl {
@@ -46,6 +64,7 @@ struct Tokenizer::Impl {
   std::vector<std::string> piece_bytes;  // [n_vocab], see Tokenizer::piece_bytes
   int32_t bos = -1;
   int32_t eos = -1;
+  std::vector<int32_t> end_ids;  // the EOS first
   int32_t space = -1;  // the piece that is one space (U+2581, else the byte 0x20); -1: none
   bool add_dummy_prefix = true;
 
@@ -90,6 +109,27 @@ struct Tokenizer::Impl {
     }
   }
 
+  // A special id that a model file names must be a control piece (user-defined chat markers
+  // were made control at load): any other piece is matched in text, or streamed as text.
+  int32_t require_control(const model::NamedTokenId& named) const {
+    const int32_t n = sp.GetPieceSize();
+    require(named.id >= 0 && named.id < n, Status::bad_model, [&] {
+      return named.source + " " + std::to_string(named.id) + " is outside the vocabulary [0, " +
+             std::to_string(n) + ")";
+    });
+    const PieceType type = types[size_t(named.id)];
+    require(type == PieceType::control, Status::bad_model, [&] {
+      return named.source + " names token " + std::to_string(named.id) + " ('" +
+             sp.IdToPiece(named.id) + "') of type " + type_name(type) + "; it must be CONTROL";
+    });
+    return named.id;
+  }
+
+  void set_end_ids(const std::vector<model::NamedTokenId>& more) {
+    end_ids = {eos};
+    for (const model::NamedTokenId& named : more) add_unique(end_ids, require_control(named));
+  }
+
   void check_id(int32_t id) const {
     require(id >= 0 && id < sp.GetPieceSize(), Status::invalid_argument, [&] {
       return "token id " + std::to_string(id) + " is outside the vocabulary [0, " +
@@ -110,12 +150,14 @@ Tokenizer::Tokenizer(const model::TokenizerSource& source) : impl_(std::make_uni
     impl_->eos = vocab.eos_id;
   } else {
     impl_->load(source.proto_bytes);
-    // sentencepiece finds these by piece name (<s>, </s> unless the trainer spec says otherwise).
-    impl_->bos = impl_->sp.bos_id();
-    impl_->eos = impl_->sp.eos_id();
+    // config.json's, else sentencepiece's, which it finds by piece name (<s>, </s> unless the
+    // trainer spec says otherwise).
+    impl_->bos = source.bos ? impl_->require_control(*source.bos) : impl_->sp.bos_id();
+    impl_->eos = source.eos ? impl_->require_control(*source.eos) : impl_->sp.eos_id();
     require(impl_->bos >= 0, Status::bad_model, "the tokenizer model has no BOS control piece");
     require(impl_->eos >= 0, Status::bad_model, "the tokenizer model has no EOS control piece");
   }
+  impl_->set_end_ids(source.more_end_ids);
   const int32_t n = impl_->sp.GetPieceSize();
   impl_->piece_bytes.reserve(size_t(n));
   for (int32_t id = 0; id < n; ++id) impl_->piece_bytes.push_back(impl_->bytes_of(id));
@@ -188,6 +230,7 @@ std::optional<int32_t> Tokenizer::find_special(std::string_view piece) const {
 int32_t Tokenizer::n_vocab() const { return impl_->sp.GetPieceSize(); }
 int32_t Tokenizer::bos_id() const { return impl_->bos; }
 int32_t Tokenizer::eos_id() const { return impl_->eos; }
+const std::vector<int32_t>& Tokenizer::end_ids() const { return impl_->end_ids; }
 
 bool Tokenizer::is_control(int32_t id) const {
   return id >= 0 && id < n_vocab() && impl_->types[size_t(id)] == PieceType::control;

@@ -16,7 +16,8 @@ namespace parley::text {
 
 class Tokenizer {
  public:
-  // Throws Error(bad_model) when the source cannot be turned into a tokenizer.
+  // Throws Error(bad_model) when the source cannot be turned into a tokenizer, or names a
+  // BOS, EOS or end id outside the vocabulary or of a piece that is not a control piece.
   explicit Tokenizer(const model::TokenizerSource& source);
   ~Tokenizer();
   Tokenizer(const Tokenizer&) = delete;
@@ -57,6 +58,9 @@ class Tokenizer {
   int32_t n_vocab() const;
   int32_t bos_id() const;
   int32_t eos_id() const;
+  // Every id that ends a reply when generated: the EOS first, then the others the model's
+  // files name (an eos_token_id list, generation_config.json, GGUF end-of-turn/message).
+  const std::vector<int32_t>& end_ids() const;
   bool is_control(int32_t id) const;
   // Whether encode() puts U+2581 before the text (the normalizer's add_dummy_prefix).
   bool adds_dummy_prefix() const;

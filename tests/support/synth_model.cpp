@@ -243,6 +243,8 @@ void write_gguf(const SynthSpec& s, const SynthWeights& w, const SynthVocab& v,
     count(kv.kv_bool("tokenizer.ggml.remove_extra_whitespaces", *v.remove_extra_whitespaces));
   }
   if (!v.chat_template.empty()) count(kv.kv_str("tokenizer.chat_template", v.chat_template));
+  if (v.eot_id) count(kv.kv_u32("tokenizer.ggml.eot_token_id", uint32_t(*v.eot_id)));
+  if (v.eom_id) count(kv.kv_u32("tokenizer.ggml.eom_token_id", uint32_t(*v.eom_id)));
 
   const std::vector<OutTensor> tensors = gguf_tensors(s, w);
   std::vector<std::string> data;
@@ -299,7 +301,13 @@ void write_hf_dir(const SynthSpec& s, const SynthWeights& w, const std::filesyst
                                    {"eos_token_id", 2},
                                    {"torch_dtype", "float32"}};
   if (s.head_dim) config["head_dim"] = s.head_dim;
+  if (!options.config_patch.empty()) {
+    config.merge_patch(nlohmann::ordered_json::parse(options.config_patch));
+  }
   write_bytes(dir / "config.json", config.dump(2));
+  if (!options.generation_config.empty()) {
+    write_bytes(dir / "generation_config.json", options.generation_config);
+  }
   nlohmann::ordered_json tok_config = {{"add_bos_token", true},
                                        {"tokenizer_class", "LlamaTokenizer"}};
   if (!options.chat_template.empty()) tok_config["chat_template"] = options.chat_template;

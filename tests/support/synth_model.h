@@ -87,6 +87,8 @@ struct SynthVocab {
   std::optional<bool> add_space_prefix;          // nullopt: key not written
   std::optional<bool> remove_extra_whitespaces;  // nullopt: key not written
   std::string chat_template;                     // "": key not written
+  std::optional<int32_t> eot_id;                 // tokenizer.ggml.eot_token_id; nullopt: none
+  std::optional<int32_t> eom_id;                 // tokenizer.ggml.eom_token_id; nullopt: none
 };
 
 // A minimal valid sentencepiece-style vocabulary of n_vocab (>= 260) pieces: <unk> (type 2),
@@ -104,6 +106,10 @@ const std::string& synthetic_gguf_once(const std::string& name, const SynthSpec&
 struct HfDirOptions {
   int n_shards = 1;           // > 1: model-0000i-of-0000n.safetensors + index
   std::string chat_template;  // written to tokenizer_config.json when not empty
+  // A JSON merge patch (RFC 7396) applied to config.json: {"eos_token_id": [2, 7]} replaces
+  // a key, null removes one. "": none.
+  std::string config_patch{};
+  std::string generation_config{};  // generation_config.json's text, written when not empty
 };
 
 // config.json, tokenizer_config.json, model.safetensors (or shards + index) with q/k rows

@@ -150,6 +150,33 @@ TEST_CASE("GGUF metadata: optional keys and their defaults") {
   CHECK(j.vocab.remove_extra_whitespaces);
 }
 
+TEST_CASE("GGUF metadata: end-of-turn and end-of-message ids also end a reply") {
+  CHECK(read(Metadata()).more_end_ids.empty());
+
+  Metadata m;
+  m.u32("tokenizer.ggml.eot_token_id", 7).u32("tokenizer.ggml.eom_token_id", 9);
+  const auto info = read(m);
+  REQUIRE(info.more_end_ids.size() == 2);
+  CHECK(info.more_end_ids[0].id == 7);
+  CHECK(info.more_end_ids[0].source == "tokenizer.ggml.eot_token_id");
+  CHECK(info.more_end_ids[1].id == 9);
+  CHECK(info.more_end_ids[1].source == "tokenizer.ggml.eom_token_id");
+  CHECK(info.config.eos_id == 2);  // the EOS stays the EOS
+
+  Metadata eom_only;
+  eom_only.u32("tokenizer.ggml.eom_token_id", 4);
+  const auto eom = read(eom_only);
+  REQUIRE(eom.more_end_ids.size() == 1);
+  CHECK(eom.more_end_ids[0].id == 4);
+
+  Metadata huge;
+  huge.u32("tokenizer.ggml.eot_token_id", 0xFFFFFFFFu);
+  CHECK_PARLEY_ERROR(read(huge), Status::bad_model, "tokenizer.ggml.eot_token_id", "out of range");
+  Metadata text;
+  text.str("tokenizer.ggml.eom_token_id", "4");
+  CHECK_PARLEY_ERROR(read(text), Status::bad_model, "tokenizer.ggml.eom_token_id");
+}
+
 TEST_CASE("GGUF metadata: integers of any integer type, floats as float32 or float64") {
   Metadata m;
   m.set("llama.block_count", [](GgufBuilder& b) { b.kv_u8("llama.block_count", 3); });

@@ -88,6 +88,67 @@ TEST_CASE("HF config: optional fields and their defaults") {
   CHECK(hk.tie_word_embeddings);
 }
 
+TEST_CASE("HF config: the special ids config.json names, for the tokenizer") {
+  const auto single = parse(mistral());
+  CHECK(single.bos_id == std::optional<int32_t>(1));
+  CHECK(single.eos_ids == std::vector<int32_t>{2});
+
+  // Every id of a list ends a reply; the model config keeps the first, as the fingerprint did.
+  json listed = mistral();
+  listed["vocab_size"] = 32064;  // ChatML markers added after the base vocabulary
+  listed["eos_token_id"] = {32001, 2, 32005};
+  listed["bos_token_id"] = {5};
+  const auto several = parse(listed);
+  CHECK(several.eos_ids == std::vector<int32_t>{32001, 2, 32005});
+  CHECK(several.config.eos_id == 32001);
+  CHECK(several.bos_id == std::optional<int32_t>(5));
+  CHECK(several.config.bos_id == 5);
+
+  // Absent or null: the tokenizer.model's own ids, and the config's defaults.
+  json absent = mistral();
+  absent.erase("bos_token_id");
+  absent["eos_token_id"] = nullptr;
+  const auto none = parse(absent);
+  CHECK_FALSE(none.bos_id.has_value());
+  CHECK(none.eos_ids.empty());
+  CHECK(none.config.bos_id == 1);
+  CHECK(none.config.eos_id == 2);
+
+  json mixed = mistral();
+  mixed["eos_token_id"] = {2, "7"};
+  CHECK_PARLEY_ERROR(parse(mixed), Status::bad_model, "config.json", "eos_token_id",
+                     "not an integer");
+  json past = mistral();
+  past["eos_token_id"] = {2, 32000};
+  CHECK_PARLEY_ERROR(parse(past), Status::bad_model,
+                     "config.json: eos_token_id 32000 is outside the vocabulary [0, 32000)");
+  json past_bos = mistral();
+  past_bos["bos_token_id"] = 32000;
+  CHECK_PARLEY_ERROR(parse(past_bos), Status::bad_model,
+                     "config.json: bos_token_id 32000 is outside the vocabulary [0, 32000)");
+  json negative = mistral();
+  negative["eos_token_id"] = {2, -1};
+  CHECK_PARLEY_ERROR(parse(negative), Status::bad_model, "config.json", "eos_token_id",
+                     "out of range");
+}
+
+TEST_CASE("HF config: generation_config.json's eos_token_id, one id or a list") {
+  using parley::model::parse_generation_eos_ids;
+  CHECK(parse_generation_eos_ids(R"({"eos_token_id": 32001})") == std::vector<int32_t>{32001});
+  CHECK(parse_generation_eos_ids(R"({"bos_token_id": 1, "eos_token_id": [2, 32001]})") ==
+        std::vector<int32_t>{2, 32001});
+  CHECK(parse_generation_eos_ids(R"({"bos_token_id": 1})").empty());
+  CHECK(parse_generation_eos_ids(R"({"eos_token_id": null})").empty());
+  CHECK_PARLEY_ERROR(parse_generation_eos_ids("{"), Status::bad_model, "generation_config.json");
+  CHECK_PARLEY_ERROR(parse_generation_eos_ids("[2]"), Status::bad_model, "generation_config.json");
+  CHECK_PARLEY_ERROR(parse_generation_eos_ids(R"({"eos_token_id": "2"})"), Status::bad_model,
+                     "generation_config.json", "eos_token_id");
+  CHECK_PARLEY_ERROR(parse_generation_eos_ids(R"({"eos_token_id": []})"), Status::bad_model,
+                     "generation_config.json", "eos_token_id", "empty");
+  CHECK_PARLEY_ERROR(parse_generation_eos_ids(R"({"eos_token_id": [2, 1e3]})"), Status::bad_model,
+                     "generation_config.json", "eos_token_id");
+}
+
 TEST_CASE("HF config: tokenizer_config.json gives the chat template and add_bos") {
   const auto hf =
       parse(mistral(), R"({"add_bos_token": false, "chat_template": "{{ bos_token }}"})");

@@ -34,6 +34,14 @@ std::optional<std::string> stories(const std::string& relative) {
   return p->string();
 }
 
+parley::test::HfDirOptions hf_options(std::string config_patch,
+                                      std::string generation_config = "") {
+  parley::test::HfDirOptions options;
+  options.config_patch = std::move(config_patch);
+  options.generation_config = std::move(generation_config);
+  return options;
+}
+
 // shared/models/README.md section 2.
 void check_stories_hyperparameters(const LoadedModel& m) {
   const auto& c = m.config;
@@ -319,6 +327,78 @@ TEST_CASE("loader: the same weights as GGUF and as a Hugging Face directory load
     }
     CHECK(a->n_params == b->n_params);
   }
+}
+
+TEST_CASE("loader: a Hugging Face directory's BOS, EOS and other end ids go to the tokenizer") {
+  parley::test::TempDir tmp;
+  parley::test::write_bytes(tmp / "tok.model", "x");
+  SynthSpec spec;
+  const auto w = parley::test::make_synth_weights(spec);
+  parley::test::write_hf_dir(spec, w, tmp / "plain", tmp / "tok.model");
+  parley::test::write_hf_dir(spec, w, tmp / "listed", tmp / "tok.model",
+                             hf_options(R"({"bos_token_id": 3, "eos_token_id": [300, 2, 301]})",
+                                        R"({"bos_token_id": 3, "eos_token_id": [302, 300]})"));
+  const auto plain = load_model((tmp / "plain").string());
+  const auto listed = load_model((tmp / "listed").string());
+
+  REQUIRE(plain->tokenizer.bos.has_value());
+  CHECK(plain->tokenizer.bos->id == 1);
+  REQUIRE(plain->tokenizer.eos.has_value());
+  CHECK(plain->tokenizer.eos->id == 2);
+  CHECK(plain->tokenizer.more_end_ids.empty());
+
+  const TokenizerSource& t = listed->tokenizer;
+  REQUIRE(t.bos.has_value());
+  CHECK(t.bos->id == 3);
+  CHECK(t.bos->source == "config.json: bos_token_id");
+  REQUIRE(t.eos.has_value());
+  CHECK(t.eos->id == 300);
+  CHECK(t.eos->source == "config.json: eos_token_id");
+  std::vector<std::pair<int32_t, std::string>> more;
+  for (const auto& named : t.more_end_ids) more.emplace_back(named.id, named.source);
+  CHECK(more == std::vector<std::pair<int32_t, std::string>>{
+                    {2, "config.json: eos_token_id"},
+                    {301, "config.json: eos_token_id"},
+                    {302, "generation_config.json: eos_token_id"},
+                    {300, "generation_config.json: eos_token_id"}});
+  CHECK(listed->config.bos_id == 3);
+  CHECK(listed->config.eos_id == 300);
+
+  // Without the keys the tokenizer.model's own ids apply.
+  parley::test::write_hf_dir(spec, w, tmp / "bare", tmp / "tok.model",
+                             hf_options(R"({"bos_token_id": null, "eos_token_id": null})"));
+  const auto bare = load_model((tmp / "bare").string());
+  CHECK_FALSE(bare->tokenizer.bos.has_value());
+  CHECK_FALSE(bare->tokenizer.eos.has_value());
+  CHECK(bare->tokenizer.more_end_ids.empty());
+
+  parley::test::write_hf_dir(spec, w, tmp / "badgen", tmp / "tok.model",
+                             hf_options("", R"({"eos_token_id": "2"})"));
+  CHECK_PARLEY_ERROR(load_model((tmp / "badgen").string()), Status::bad_model,
+                     "generation_config.json", "eos_token_id");
+}
+
+TEST_CASE("loader: the end ids a model adds leave its fingerprint as it was") {
+  parley::test::TempDir tmp;
+  parley::test::write_bytes(tmp / "tok.model", "x");
+  SynthSpec spec;
+  const auto w = parley::test::make_synth_weights(spec);
+  parley::test::write_hf_dir(spec, w, tmp / "a", tmp / "tok.model");
+  parley::test::write_hf_dir(spec, w, tmp / "b", tmp / "tok.model",
+                             hf_options("", R"({"eos_token_id": [2, 7]})"));
+  CHECK(load_model((tmp / "a").string())->fingerprint ==
+        load_model((tmp / "b").string())->fingerprint);
+
+  auto vocab = parley::test::make_spm_vocab(spec.n_vocab);
+  parley::test::write_gguf(spec, w, vocab, tmp / "a.gguf");
+  vocab.eot_id = 2;
+  vocab.eom_id = 1;
+  parley::test::write_gguf(spec, w, vocab, tmp / "b.gguf");
+  const auto a = load_model((tmp / "a.gguf").string());
+  const auto b = load_model((tmp / "b.gguf").string());
+  CHECK(a->tokenizer.more_end_ids.empty());
+  CHECK(b->tokenizer.more_end_ids.size() == 2);
+  CHECK(a->fingerprint == b->fingerprint);
 }
 
 TEST_CASE("loader: paths that are not models") {
