@@ -82,7 +82,7 @@ extern "C" {
 
 #define PARLEY_VERSION_MAJOR 0
 #define PARLEY_VERSION_MINOR 8
-#define PARLEY_VERSION_PATCH 3
+#define PARLEY_VERSION_PATCH 4
 #define PARLEY_VERSION_NUMBER \
   (PARLEY_VERSION_MAJOR * 10000 + PARLEY_VERSION_MINOR * 100 + PARLEY_VERSION_PATCH)
 
@@ -242,11 +242,15 @@ PARLEY_API void parley_engine_options_init_sized(parley_engine_options *o, size_
  *  CUDA module libparley_cuda.so cannot be loaded or that device is absent; the message says
  *  which), STORAGE (the store file cannot be opened or created), CORRUPT (store_path is not a
  *  Parley store, or one from a newer, incompatible version), OUT_OF_MEMORY. A store that fails its
- *  integrity check is never deleted: it is renamed aside, what can be read is copied into a fresh
- *  file, and a warning names what was lost. While an engine is open, its store file must stay where
- *  it is: once it is moved, replaced or deleted (another process's recovery renames a damaged file
- *  aside), every commit fails with STORAGE saying so, and the turns stay in memory (since 0.8.2;
- *  before, they went on into the moved or deleted file).
+ *  integrity check is never deleted: what can be read is copied into a new file beside it, which
+ *  then takes its place as it is renamed aside, and a warning names what was lost. Until then the
+ *  damaged file stays as it is (since 0.8.4): a recovery cut short (a crash, a full disk) is done
+ *  again at the next open, and an engine opening the store meanwhile, in any process, waits for
+ *  the copy and never sees part of it. While an engine is open, its store file, and the -wal and
+ *  -shm files SQLite keeps beside it (since 0.8.4), must stay where they are: once one is moved,
+ *  replaced or deleted (another process's recovery renames a damaged file aside), every commit
+ *  fails with STORAGE saying so, and the turns stay in memory (since 0.8.2; before, they went on
+ *  into the moved or deleted file).
  *  Thread-safety: any thread. Since: 0.1. */
 PARLEY_API parley_status parley_engine_open(const parley_engine_options *o, parley_engine **out);
 
