@@ -9,6 +9,7 @@
 #include "api/buffers.h"
 #include "api/handles.h"
 #include "api/options.h"
+#include "common/shown_number.h"
 #include "parley.h"
 #include "text/chat_template.h"
 #include "text/stop_strings.h"
@@ -81,12 +82,13 @@ engine::GenerateParams generate_params_from(const parley_generate_options* user)
   p.sampler.top_k = o.top_k;
   // A zeroed struct means "off"; the sampler's range messages would not say that 0 is taken.
   require(o.top_p >= 0.0f && o.top_p <= 1.0f, Status::invalid_argument, [&] {
-    return "top_p must be in [0, 1] (0 or 1 = off; got " + std::to_string(o.top_p) + ")";
+    return "top_p must be in [0, 1] (0 or 1 = off; got " + shown_float(o.top_p) + ")";
   });
-  require(o.repeat_penalty >= 0.0f, Status::invalid_argument, [&] {
-    return "repeat_penalty must be >= 0 (0 or 1 = off; got " + std::to_string(o.repeat_penalty) +
-           ")";
-  });
+  require(std::isfinite(o.repeat_penalty) && o.repeat_penalty >= 0.0f,
+          Status::invalid_argument, [&] {
+            return "repeat_penalty must be finite and >= 0 (0 or 1 = off; got " +
+                   shown_float(o.repeat_penalty) + ")";
+          });
   p.sampler.top_p = o.top_p == 0.0f ? 1.0f : o.top_p;
   p.sampler.min_p = o.min_p;
   p.sampler.repeat_penalty = o.repeat_penalty == 0.0f ? 1.0f : o.repeat_penalty;

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <new>
 #include <random>
 #include <thread>
 #include <vector>
@@ -76,7 +77,16 @@ Engine::Engine(std::unique_ptr<model::LoadedModel> model, const EngineOptions& o
           "kv_budget_bytes " + std::to_string(budget) + " holds no KV block: a block of " +
               std::to_string(kv::kBlockTokens) + " tokens takes " +
               std::to_string(layout.block_bytes()) + " bytes with this model and KV type");
-  pool_ = std::make_unique<kv::BlockPool>(layout, budget);
+  try {
+    pool_ = std::make_unique<kv::BlockPool>(layout, budget);
+  } catch (const std::bad_alloc&) {
+    // The pool keeps a few words per block it may hold, from the start.
+    fail(Status::out_of_memory,
+         "kv_budget_bytes " + std::to_string(budget) + " holds " +
+             std::to_string(budget / layout.block_bytes()) +
+             " KV blocks, more than the memory for their bookkeeping allows: give a budget "
+             "the machine's memory can hold (0 = automatic)");
+  }
   default_template_ = text::template_from_model(cfg.chat_template);
   if (default_template_ == text::TemplateKind::raw && !cfg.chat_template.empty()) {
     // A chat model fed as plain continuation answers badly; nothing else would show why.

@@ -7,8 +7,10 @@
 #include <limits>
 #include <sstream>
 #include <string>
+#include <type_traits>
 
 #include "common/error.h"
+#include "common/shown_number.h"
 
 namespace parley::sample {
 namespace {
@@ -26,7 +28,13 @@ template <typename T>
 void require_param(bool ok, const char* name, const char* rule, T value) {
   if (ok) return;
   std::ostringstream message;
-  message << "sampler: " << name << " must be " << rule << " (got " << value << ")";
+  message << "sampler: " << name << " must be " << rule << " (got ";
+  if constexpr (std::is_floating_point_v<T>) {
+    message << shown_float(value);
+  } else {
+    message << value;
+  }
+  message << ")";
   fail(Status::invalid_argument, message.str());
 }
 

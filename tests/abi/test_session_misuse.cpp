@@ -4,11 +4,13 @@
 
 #include <algorithm>
 #include <cstring>
+#include <limits>
 #include <string>
 #include <vector>
 
 #include "abi_fixture.h"
 #include "parley.h"
+#include "support/sanitizer_build.h"
 
 using namespace parley::test;
 
@@ -394,6 +396,39 @@ TEST_CASE("a budget smaller than one KV block is refused at open") {
   parley_engine* e = nullptr;
   CHECK(parley_engine_open(&o, &e) == PARLEY_OK);
   parley_engine_close(e);
+}
+
+TEST_CASE("a budget of more KV blocks than memory can track is OUT_OF_MEMORY, saying so") {
+  if (parley::test::kSanitizerBuild) {
+    MESSAGE("skipped: a sanitizer aborts on an allocation this large instead of failing it");
+    return;
+  }
+  parley_engine_options o;
+  parley_engine_options_init(&o);
+  o.model_path = tiny_chat_model().c_str();
+  o.kv_type = PARLEY_KV_INT8;
+  o.kv_budget_bytes = uint64_t(1) << 60;  // 2^60 / 2560 blocks: petabytes of bookkeeping
+  parley_engine* e = nullptr;
+  CHECK(parley_engine_open(&o, &e) == PARLEY_E_OUT_OF_MEMORY);
+  CHECK(last_error_mentions("kv_budget_bytes 1152921504606846976 holds"));
+  CHECK(e == nullptr);
+}
+
+TEST_CASE("NaN and infinite sampling options are refused with the rule and the value") {
+  EngineHandle e(tiny_chat_model(), PARLEY_KV_INT8);
+  SessionHandle s(e, "raw");
+  auto g = greedy_options(2);
+  g.temperature = -std::numeric_limits<float>::quiet_NaN();  // printf shows it as "-nan"
+  CHECK(parley_session_send(s, "a", &g, nullptr, nullptr, nullptr) == PARLEY_E_INVALID_ARGUMENT);
+  CHECK(last_error_mentions("temperature must be finite and >= 0 (got NaN)"));
+  g = greedy_options(2);
+  for (float penalty : {-2.0f, std::numeric_limits<float>::infinity()}) {
+    g.repeat_penalty = penalty;
+    CHECK(parley_session_send(s, "a", &g, nullptr, nullptr, nullptr) ==
+          PARLEY_E_INVALID_ARGUMENT);
+    // One rule, whichever way the value is out of it.
+    CHECK(last_error_mentions("repeat_penalty must be finite and >= 0 (0 or 1 = off; got "));
+  }
 }
 
 // The budget running out mid-reply ends the reply there: what was streamed is the turn.
