@@ -128,6 +128,14 @@ void refuse_unwritable(const std::string& path) {
                               std::strerror(why) + "): a store is written at every turn");
   };
   std::error_code ec;
+  require(!std::filesystem::is_directory(path, ec), Status::storage,
+          "the store path " + path + " is a folder: give the path of a file in it (created "
+                                     "when missing)");
+  if (std::filesystem::is_symlink(path, ec) && !std::filesystem::exists(path, ec)) {
+    fail(Status::storage, "the store path " + path + " is a symbolic link to " +
+                              std::filesystem::read_symlink(path, ec).string() +
+                              ", which does not exist");
+  }
   if (std::filesystem::exists(path, ec) && ::access(path.c_str(), R_OK | W_OK) != 0) {
     unwritable("file", path);
   }

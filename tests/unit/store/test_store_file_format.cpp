@@ -281,6 +281,22 @@ TEST_CASE("store: a path in a missing folder is Error(storage) naming the folder
   CHECK(!std::filesystem::exists(folder));
 }
 
+TEST_CASE("store: a folder, or a link to nothing, as the store path is Error(storage) saying so") {
+  test::TempDir dir;
+  const Error folder = error_opening(dir.path().string());
+  CHECK(folder.status() == Status::storage);
+  CHECK(std::string(folder.what()).find("is a folder: give the path of a file in it") !=
+        std::string::npos);
+
+  const std::string link = (dir / "chat.db").string();
+  std::filesystem::create_symlink(dir / "nowhere" / "chat.db", link);
+  const Error dangling = error_opening(link);
+  CHECK(dangling.status() == Status::storage);
+  CHECK(std::string(dangling.what()).find("is a symbolic link to " +
+                                          (dir / "nowhere" / "chat.db").string() +
+                                          ", which does not exist") != std::string::npos);
+}
+
 // Where permissions apply (not to root), a store the process may not write is refused at once,
 // naming the file or folder, and left as it is.
 TEST_CASE("store: a file or folder that cannot be written is Error(storage) naming it") {
