@@ -173,16 +173,16 @@ void remove_abandoned_copies(const std::string& store_path) {
   const fs::path folder = store.parent_path().empty() ? fs::path(".") : store.parent_path();
   const std::string prefix = fs::path(CopyFile::prefix(store_path)).filename().string();
   std::error_code ec;
-  for (const auto& entry : fs::directory_iterator(folder, ec)) {
-    const std::string name = entry.path().filename().string();
+  for (fs::directory_iterator it(folder, ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string name = it->path().filename().string();
     if (name.compare(0, prefix.size(), prefix) != 0) continue;
     const std::string rest = name.substr(prefix.size());
     const size_t digits = rest.find_first_not_of("0123456789");
-    if (digits == 0 || digits == std::string::npos) continue;
-    const pid_t pid = static_cast<pid_t>(std::stoll(rest.substr(0, digits)));
+    if (digits == 0 || digits == std::string::npos || digits > 9) continue;  // not a pid
+    const pid_t pid = static_cast<pid_t>(std::stol(rest.substr(0, digits)));
     if (::kill(pid, 0) == 0 || errno != ESRCH) continue;  // alive, or not ours to judge
     std::error_code ignored;
-    fs::remove(entry.path(), ignored);
+    fs::remove(it->path(), ignored);
   }
 }
 

@@ -88,10 +88,11 @@ class PrefixBlockMissing : public Error {
 class Store {
  public:
   // Opens or creates the file: schema migrations, pragmas, quick_check. A file that fails the
-  // check is never deleted: it is renamed aside, every transcript still readable is copied
-  // into a fresh store at `path`, and recovery() says what happened. Throws Error(storage) when
-  // the file cannot be opened or created, Error(corrupt) for a file that is not a Parley store
-  // (another application_id) or from a newer incompatible version.
+  // check is never deleted: every transcript still readable is copied into a new file, which
+  // takes its place as it is renamed aside (recover_damaged_store), and recovery() says what
+  // happened. Throws Error(storage) when the file cannot be opened or created, Error(corrupt)
+  // for a file that is not a Parley store (another application_id) or from a newer
+  // incompatible version.
   explicit Store(const std::string& path, const StoreOptions& options = {});
   ~Store();
   Store(const Store&) = delete;
