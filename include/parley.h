@@ -263,7 +263,9 @@ PARLEY_API void parley_engine_close(parley_engine *e);
 typedef struct parley_engine_stats {
   size_t   struct_size;
   uint32_t sessions_active;     /* open sessions not spilled nor idle (KV, if any, in memory) */
-  uint32_t sessions_idle;       /* ... idle for idle_spill_ms or more: about to be spilled */
+  uint32_t sessions_idle;       /* ... idle for idle_spill_ms or more: about to be spilled
+                                   (one holding no KV, never sent to, stays idle: it has
+                                   nothing to spill) */
   uint32_t sessions_spilled;    /* open sessions whose KV is in the store only */
   uint32_t reserved0;
   uint64_t kv_blocks_total;     /* KV blocks (16 tokens x all layers) the budget allows */
@@ -364,8 +366,10 @@ PARLEY_API parley_status parley_session_open(parley_engine *e, const char *id,
  *  @param[in]  new_id  the copy's id, or NULL to generate one
  *  @param[out] out     the copy, or NULL on failure
  *  Ownership: close the copy with parley_session_close().
- *  Errors: INVALID_ARGUMENT (bad or used id), OUT_OF_MEMORY (KV budget), STORAGE (with a
- *  store: it could not store the copy; nothing is created), BUSY, MISUSE.
+ *  Errors: INVALID_ARGUMENT (bad or used id), OUT_OF_MEMORY (the KV budget has no block for
+ *  the copy of a partly filled last block even after spilling idle sessions, as a send does,
+ *  since 0.8.4), STORAGE (with a store: it could not store the copy; nothing is created), BUSY,
+ *  MISUSE.
  *  Thread-safety: one thread per session. Since: 0.1. */
 PARLEY_API parley_status parley_session_fork(parley_session *s, const char *new_id,
                                              parley_session **out);

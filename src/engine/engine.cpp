@@ -199,6 +199,24 @@ bool Engine::make_room(size_t n_blocks, const Session* except) {
   }
 }
 
+bool Engine::write_with_room(const Session* writer, const KvWrite& kv_write) {
+  constexpr double kRoomWaitMs = 500;
+  const auto beyond_budget = [&] {
+    return kv_write.needed() + kv_write.held > pool_->capacity_blocks();
+  };
+  if (beyond_budget()) return false;
+  std::lock_guard room(room_mutex_);
+  const double give_up = now_ms() + kRoomWaitMs;
+  for (;;) {
+    if (pool_->can_allocate(kv_write.needed()) && kv_write.write()) return true;
+    if (beyond_budget()) return false;
+    spill_where([](const Session&, double) { return true; }, 0, writer, kv_write.needed());
+    if (pool_->can_allocate(kv_write.needed()) && kv_write.write()) return true;
+    if (!store_ || now_ms() > give_up) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+}
+
 size_t Engine::spill_idle(double idle_since_ms) {
   return spill_where([](const Session& s, double since) { return s.last_used_ms() <= since; },
                      idle_since_ms, nullptr, 0);

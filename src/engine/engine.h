@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -88,6 +89,20 @@ class Engine {
   // Sessions being spilled by the janitor free their blocks a moment later: it retries for
   // up to half a second before giving up.
   bool make_room(size_t n_blocks, const Session* except);
+  // A session's write of KV that the pool could not hold: `write` makes positions writable
+  // (false when the pool ran out), `needed` says how many blocks it takes now, and `held` how
+  // many the writer holds, which no spill frees.
+  struct KvWrite {
+    std::function<bool()> write;
+    std::function<size_t()> needed;
+    size_t held = 0;
+  };
+  // Makes room as make_room does and writes, again while there is room to make, so that
+  // blocks freed for this write and taken by another session's are made up for. One writer
+  // makes room at a time. False when the write cannot fit: more blocks than the budget holds
+  // besides the writer's own (at once), or no room made (no store, or none within half a
+  // second, while sessions the janitor spills free their blocks).
+  bool write_with_room(const Session* writer, const KvWrite& kv_write);
   // Spills every session idle since before `idle_since_ms` (the janitor's pass); returns how
   // many spills failed (each logged).
   size_t spill_idle(double idle_since_ms);

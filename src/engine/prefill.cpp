@@ -57,23 +57,21 @@ void Session::feed_last_token(StepBatcher::Decoder& decoder) {
 }
 
 void Session::prepare_write(kv::BlockTable& table, uint32_t from, uint32_t to) {
-  try {
-    table.prepare_write(from, to);
-  } catch (const Error& e) {
-    // Short of KV memory: idle sessions go to the store, then this one tries again.
-    if (e.status() != Status::out_of_memory) throw;
-    const size_t needed = (to - from) / kv::kBlockTokens + 2;
-    // Blocks freed for this session can go to another one before it allocates: a few tries.
-    for (int attempt = 1;; ++attempt) {
-      if (!engine_->make_room(needed, this)) throw;
-      try {
-        table.prepare_write(from, to);
-        return;
-      } catch (const Error& again) {
-        if (again.status() != Status::out_of_memory || attempt == 3) throw;
-      }
+  const auto write = [&] {
+    try {
+      table.prepare_write(from, to);
+      return true;
+    } catch (const Error& e) {
+      if (e.status() != Status::out_of_memory) throw;
+      return false;
     }
-  }
+  };
+  if (write()) return;
+  // Short of KV memory: idle sessions go to the store, then this one tries again.
+  const Engine::KvWrite kv_write{write, [&] { return table.blocks_to_write(from, to); },
+                                 table.n_blocks()};
+  if (engine_->write_with_room(this, kv_write)) return;
+  table.prepare_write(from, to);  // throws the pool's out_of_memory error, unless room came
 }
 
 }  // namespace parley::engine

@@ -253,6 +253,9 @@ std::unique_ptr<Session> Session::fork(const std::string& new_id) const {
   // error to report, not a budget that has no block left.
   check_session_id(new_id);
   if (!new_id.empty()) engine_->require_free_session_id(new_id);
+  // The copy of a partly filled last block is the fork's one allocation: idle sessions make
+  // room for it as they do for a send.
+  if (n_cached_ % kv::kBlockTokens != 0) engine_->make_room(1, this);
   return std::unique_ptr<Session>(new Session(*this, new_id, ForkTag{}));
 }
 

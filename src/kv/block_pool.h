@@ -45,6 +45,7 @@ class BlockPool {
 
   const BlockLayout& layout() const { return layout_; }
   uint64_t budget_bytes() const { return budget_bytes_; }
+  uint64_t capacity_blocks() const { return capacity_; }  // blocks the budget allows
 
   // The block's memory, as it is: writers, and backends that keep it current themselves.
   std::byte* data(BlockId id) { return blocks_[size_t(id)].get(); }

@@ -79,6 +79,15 @@ void BlockTable::prepare_write(uint32_t from, uint32_t to) {
   while (ids_.size() < blocks_for(to)) ids_.push_back(pool_->allocate());
 }
 
+size_t BlockTable::blocks_to_write(uint32_t from, uint32_t to) const {
+  if (from >= to) return 0;
+  const size_t first = from / kBlockTokens;
+  const bool copies = first < ids_.size() &&
+                      (pool_->ref_count(ids_[first]) > 1 || pool_->is_published(ids_[first]));
+  const size_t wanted = blocks_for(to);
+  return (wanted > ids_.size() ? wanted - ids_.size() : 0) + (copies ? 1 : 0);
+}
+
 void BlockTable::publish_full(std::span<const int32_t> tokens, uint32_t n_filled) {
   const size_t full = std::min<size_t>(n_filled / kBlockTokens, ids_.size());
   for (size_t b = hashes_.size(); b < full; ++b) {

@@ -34,6 +34,9 @@ class BlockTable {
   // `from` falls in when it is shared or published (published blocks never change). Throws
   // Error(out_of_memory); blocks taken before the throw stay in the table.
   void prepare_write(uint32_t from, uint32_t to);
+  // How many blocks prepare_write(from, to) would take from the pool now.
+  size_t blocks_to_write(uint32_t from, uint32_t to) const;
+  size_t n_blocks() const { return ids_.size(); }
 
   // Publishes the blocks that tokens[0, n_filled) fill completely and that are not yet.
   void publish_full(std::span<const int32_t> tokens, uint32_t n_filled);

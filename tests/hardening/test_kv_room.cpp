@@ -1,0 +1,187 @@
+// Room in the KV budget: a send, a reply or a fork that finds the budget full spills idle
+// sessions to the store and goes ahead; only a write that cannot fit even then is
+// OUT_OF_MEMORY, and it spills nobody for nothing. With several threads at once, the blocks
+// one send's spills free are not lost to another send.
+#include <doctest/doctest.h>
+
+#include <atomic>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "hardening_model.h"
+#include "parley.h"
+#include "support/sanitizer_build.h"
+#include "support/shared_assets.h"
+
+using namespace parley::test;
+
+namespace {
+
+parley_engine* open_engine(const std::string& store, uint64_t budget_blocks) {
+  const parley_engine_options eo =
+      engine_options(hardening_model(), store, budget_blocks * kHardeningBlockBytes);
+  parley_engine* e = nullptr;
+  REQUIRE_MESSAGE(parley_engine_open(&eo, &e) == PARLEY_OK, parley_last_error());
+  return e;
+}
+
+parley_session* create_session(parley_engine* e, const std::string& id) {
+  parley_session_options o;
+  parley_session_options_init(&o);
+  o.id = id.c_str();
+  parley_session* s = nullptr;
+  REQUIRE_MESSAGE(parley_session_create(e, &o, &s) == PARLEY_OK, parley_last_error());
+  return s;
+}
+
+parley_status send(parley_session* s, const std::string& text, uint32_t max_tokens) {
+  parley_generate_options g = greedy_options(max_tokens);
+  g.ignore_eos = 1;
+  return parley_session_send(s, text.c_str(), &g, nullptr, nullptr, nullptr);
+}
+
+int32_t state_of(parley_session* s) {
+  parley_session_info info;
+  info.struct_size = sizeof info;
+  REQUIRE(parley_session_get_info(s, &info) == PARLEY_OK);
+  return info.state;
+}
+
+parley_engine_stats stats_of(parley_engine* e) {
+  parley_engine_stats st;
+  st.struct_size = sizeof st;
+  REQUIRE(parley_engine_get_stats(e, &st) == PARLEY_OK);
+  return st;
+}
+
+// A message whose first turn takes more than `above` tokens and at most `at_most`.
+std::string message_of(parley_session* s, uint32_t above, uint32_t at_most) {
+  std::string text = "Once";
+  for (int words = 0; words < 400; ++words) {
+    uint32_t prompt = 0, left = 0;
+    REQUIRE(parley_session_count_tokens(s, text.c_str(), &prompt, &left) == PARLEY_OK);
+    if (prompt > above) {
+      REQUIRE(prompt <= at_most);
+      return text;
+    }
+    text += words % 2 ? " dog" : " ran";
+  }
+  FAIL("no message of that size");
+  return text;
+}
+
+}  // namespace
+
+TEST_CASE("a send that fits once an idle session is spilled goes ahead at the first try") {
+  TempDir dir;
+  parley_engine* e = open_engine((dir / "room.db").string(), 4);  // 64 tokens
+  parley_session* idle = create_session(e, "idle");
+  REQUIRE(send(idle, "Hello there", 4) == PARLEY_OK);
+  parley_session* big = create_session(e, "big");
+  // Its prompt and reply need all four blocks: the idle session's must go.
+  const std::string message = message_of(big, 48, 56);
+  const parley_status sent = send(big, message, 6);
+  CHECK_MESSAGE(sent == PARLEY_OK, parley_last_error());
+  CHECK(state_of(idle) == PARLEY_SESSION_SPILLED);
+  parley_session_close(big);
+  parley_session_close(idle);
+  parley_engine_close(e);
+}
+
+TEST_CASE("a write the budget cannot hold even alone is OUT_OF_MEMORY and spills nobody") {
+  TempDir dir;
+  parley_engine* e = open_engine((dir / "room.db").string(), 4);
+  parley_session* idle = create_session(e, "idle");
+  REQUIRE(send(idle, "Hello there", 4) == PARLEY_OK);
+  parley_session* big = create_session(e, "big");
+  const std::string message = message_of(big, 64, 80);  // more than four blocks
+  CHECK(send(big, message, 4) == PARLEY_E_OUT_OF_MEMORY);
+  CHECK(state_of(idle) != PARLEY_SESSION_SPILLED);  // spilling it could not have helped
+  parley_session_close(big);
+  parley_session_close(idle);
+  parley_engine_close(e);
+}
+
+TEST_CASE("a fork makes room as a send does") {
+  // The same two conversations twice: once to count their blocks, then in a budget of exactly
+  // that many, where the fork's copy of the partly filled last block needs an idle one spilled.
+  const auto hold_two = [](parley_engine* e, parley_session*& a, parley_session*& b) {
+    a = create_session(e, "a");
+    REQUIRE(send(a, "The dog ran to the park", 20) == PARLEY_OK);
+    b = create_session(e, "b");
+    REQUIRE(send(b, "A cat sat on the mat", 30) == PARLEY_OK);
+  };
+  TempDir dir;
+  uint64_t blocks = 0;
+  {
+    parley_engine* e = open_engine((dir / "count.db").string(), 64);
+    parley_session *a = nullptr, *b = nullptr;
+    hold_two(e, a, b);
+    blocks = stats_of(e).kv_blocks_used;
+    parley_session* fork = nullptr;
+    REQUIRE(parley_session_fork(a, nullptr, &fork) == PARLEY_OK);
+    REQUIRE(stats_of(e).kv_blocks_used == blocks + 1);  // it copies a block
+    parley_session_close(fork);
+    parley_session_close(b);
+    parley_session_close(a);
+    parley_engine_close(e);
+  }
+  parley_engine* e = open_engine((dir / "room.db").string(), blocks);
+  parley_session *a = nullptr, *b = nullptr;
+  hold_two(e, a, b);
+  const parley_engine_stats full = stats_of(e);
+  REQUIRE(full.kv_blocks_used == full.kv_blocks_total);
+  REQUIRE(full.kv_blocks_cached == 0);
+  parley_session* fork = nullptr;
+  CHECK_MESSAGE(parley_session_fork(a, nullptr, &fork) == PARLEY_OK, parley_last_error());
+  CHECK(state_of(b) == PARLEY_SESSION_SPILLED);
+  parley_session_close(fork);
+  parley_session_close(b);
+  parley_session_close(a);
+  parley_engine_close(e);
+}
+
+TEST_CASE("threads: no send fails for want of room while idle sessions can be spilled") {
+  constexpr int kThreads = 4;
+  const int sessions_per_thread = kSanitizerBuild ? 6 : 30;
+  TempDir dir;
+  // Each thread's send holds up to two blocks at once; the rest of the budget turns over.
+  parley_engine* e = open_engine((dir / "room.db").string(), 10);
+  std::atomic<int> failures{0};
+  std::vector<std::string> errors(kThreads);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      std::vector<parley_session*> mine;
+      for (int i = 0; i < sessions_per_thread; ++i) {
+        parley_session_options o;
+        parley_session_options_init(&o);
+        const std::string id = "npc-" + std::to_string(t) + "-" + std::to_string(i);
+        o.id = id.c_str();
+        parley_session* s = nullptr;
+        if (parley_session_create(e, &o, &s) != PARLEY_OK) {
+          ++failures;
+          errors[size_t(t)] = parley_last_error();
+          continue;
+        }
+        mine.push_back(s);
+      }
+      for (int round = 0; round < 3; ++round) {
+        for (parley_session* s : mine) {
+          if (send(s, "The dog ran", 4) != PARLEY_OK) {
+            ++failures;
+            errors[size_t(t)] = parley_last_error();
+          }
+        }
+      }
+      for (parley_session* s : mine) parley_session_close(s);
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  for (const std::string& error : errors) {
+    if (!error.empty()) MESSAGE(error);
+  }
+  CHECK(failures.load() == 0);
+  parley_engine_close(e);
+}
