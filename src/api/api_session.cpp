@@ -84,8 +84,8 @@ engine::GenerateParams generate_params_from(const parley_generate_options* user)
   require(o.top_p >= 0.0f && o.top_p <= 1.0f, Status::invalid_argument, [&] {
     return "top_p must be in [0, 1] (0 or 1 = off; got " + shown_float(o.top_p) + ")";
   });
-  require(std::isfinite(o.repeat_penalty) && o.repeat_penalty >= 0.0f,
-          Status::invalid_argument, [&] {
+  require(std::isfinite(o.repeat_penalty) && o.repeat_penalty >= 0.0f, Status::invalid_argument,
+          [&] {
             return "repeat_penalty must be finite and >= 0 (0 or 1 = off; got " +
                    shown_float(o.repeat_penalty) + ")";
           });

@@ -2,8 +2,8 @@
 
 #include <algorithm>
 #include <bit>
-#include <functional>
 #include <cmath>
+#include <functional>
 #include <limits>
 #include <sstream>
 #include <string>

@@ -48,8 +48,8 @@ std::string Connection::displacement() const {
            "set it aside)";
   }
   if (!companions_) return "";
-  for (const auto& [suffix, id] : {std::pair{"-wal", companions_->wal},
-                                   std::pair{"-shm", companions_->shm}}) {
+  for (const auto& [suffix, id] :
+       {std::pair{"-wal", companions_->wal}, std::pair{"-shm", companions_->shm}}) {
     if (id && file_id_of(path_ + suffix) != id) {
       return "the store's " + std::string(suffix + 1) + " file " + path_ + suffix +
              " was deleted or replaced while open (what was written since the last checkpoint "

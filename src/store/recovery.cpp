@@ -279,8 +279,8 @@ std::optional<RecoveryReport> recover_damaged_store(const std::string& path,
     fs::rename(copy.path(), path, ec);
     if (ec) {
       move_back(report.moved_aside_to, path);
-      fail(Status::storage, "cannot put the recovered copy " + copy.path() + " in place of the "
-                            "damaged store " + path + ": " + ec.message());
+      fail(Status::storage, "cannot put the recovered copy " + copy.path() +
+                                " in place of the damaged store " + path + ": " + ec.message());
     }
     copy.keep();
     sync_folder_of(path);

@@ -129,8 +129,7 @@ void refuse_unwritable(const std::string& path) {
   };
   std::error_code ec;
   require(!std::filesystem::is_directory(path, ec), Status::storage,
-          "the store path " + path + " is a folder: give the path of a file in it (created "
-                                     "when missing)");
+          "the store path " + path + " is a folder: give the path of a file in it");
   if (std::filesystem::is_symlink(path, ec) && !std::filesystem::exists(path, ec)) {
     fail(Status::storage, "the store path " + path + " is a symbolic link to " +
                               std::filesystem::read_symlink(path, ec).string() +

@@ -148,18 +148,6 @@ class WireReader {
   size_t pos_ = 0;
 };
 
-const char* type_name(PieceType type) {
-  switch (type) {
-    case PieceType::normal: return "NORMAL";
-    case PieceType::unknown: return "UNKNOWN";
-    case PieceType::control: return "CONTROL";
-    case PieceType::user_defined: return "USER_DEFINED";
-    case PieceType::unused: return "UNUSED";
-    case PieceType::byte: return "BYTE";
-  }
-  return "?";
-}
-
 // GGUF leaves token_type out when every token is normal.
 PieceType type_of(const model::GgufVocab& vocab, size_t id) {
   return vocab.token_types.empty() ? PieceType::normal : PieceType(vocab.token_types[id]);
@@ -196,6 +184,18 @@ bool has_byte_pieces(const model::GgufVocab& vocab) {
 }
 
 }  // namespace
+
+const char* type_name(PieceType type) {
+  switch (type) {
+    case PieceType::normal: return "NORMAL";
+    case PieceType::unknown: return "UNKNOWN";
+    case PieceType::control: return "CONTROL";
+    case PieceType::user_defined: return "USER_DEFINED";
+    case PieceType::unused: return "UNUSED";
+    case PieceType::byte: return "BYTE";
+  }
+  return "?";
+}
 
 std::optional<uint8_t> parse_byte_piece(std::string_view piece) {
   // Exactly "<0xNN>" with upper-case hex digits: sentencepiece knows no other spelling.
@@ -355,7 +355,7 @@ std::string without_dummy_prefix(std::string_view model_proto) {
 bool looks_like_control(std::string_view piece) {
   // The bracketed markers of the Llama 2 and Mistral formats (chat_template.cpp).
   static constexpr std::string_view kBracketMarkers[] = {"[INST]", "[/INST]", "<<SYS>>",
-                                                          "<</SYS>>"};
+                                                         "<</SYS>>"};
   for (std::string_view marker : kBracketMarkers) {
     if (piece == marker) return true;
   }

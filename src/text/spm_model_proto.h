@@ -23,6 +23,9 @@ enum class PieceType : int32_t {
   byte = 6,
 };
 
+// "NORMAL", "CONTROL", ... as sentencepiece_model.proto names them, for messages.
+const char* type_name(PieceType type);
+
 // The byte of a byte piece written as sentencepiece writes them ("<0x0A>": upper-case hex);
 // nullopt for anything else.
 std::optional<uint8_t> parse_byte_piece(std::string_view piece);

@@ -38,18 +38,6 @@ std::string describe_marked(const std::vector<std::string>& pieces) {
   return line;
 }
 
-const char* type_name(PieceType type) {
-  switch (type) {
-    case PieceType::normal: return "NORMAL";
-    case PieceType::unknown: return "UNKNOWN";
-    case PieceType::control: return "CONTROL";
-    case PieceType::user_defined: return "USER_DEFINED";
-    case PieceType::unused: return "UNUSED";
-    case PieceType::byte: return "BYTE";
-  }
-  return "?";
-}
-
 void add_unique(std::vector<int32_t>& ids, int32_t id) {
   if (std::find(ids.begin(), ids.end(), id) == ids.end()) ids.push_back(id);
 }
