@@ -47,16 +47,20 @@ void on_terminating_signal(int signal_number) {
   errno = saved_errno;
 }
 
+void install_handler(int signal_number, void (*handler)(int), bool restart_calls) {
+  struct sigaction sa {};
+  sa.sa_handler = handler;
+  sigemptyset(&sa.sa_mask);
+  sa.sa_flags = restart_calls ? SA_RESTART : 0;
+  sigaction(signal_number, &sa, nullptr);
+}
+
 // Restarting interrupted calls keeps the library's file and store work going; the read of
 // stdin ends all the same (end_stdin). A signal ignored at start (nohup) stays ignored.
 void install_terminating_handler(int signal_number) {
   struct sigaction old {};
   if (sigaction(signal_number, nullptr, &old) != 0 || old.sa_handler == SIG_IGN) return;
-  struct sigaction sa {};
-  sa.sa_handler = on_terminating_signal;
-  sigemptyset(&sa.sa_mask);
-  sa.sa_flags = SA_RESTART;
-  sigaction(signal_number, &sa, nullptr);
+  install_handler(signal_number, on_terminating_signal, true);
 }
 
 // Why stdout could not be written (an errno value); 0 while it could.
@@ -67,13 +71,7 @@ void note_stdout_error() {
   if (g_stdout_error == 0) g_stdout_error = errno != 0 ? errno : EIO;
 }
 
-void install_sigint_handler(bool restart_reads) {
-  struct sigaction sa {};
-  sa.sa_handler = on_sigint;
-  sigemptyset(&sa.sa_mask);
-  sa.sa_flags = restart_reads ? SA_RESTART : 0;
-  sigaction(SIGINT, &sa, nullptr);
-}
+void install_sigint_handler(bool restart_reads) { install_handler(SIGINT, on_sigint, restart_reads); }
 
 }  // namespace
 

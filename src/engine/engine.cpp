@@ -186,17 +186,8 @@ size_t Engine::spill_where(SessionFilter filter, double arg, const Session* exce
 }
 
 bool Engine::make_room(size_t n_blocks, const Session* except) {
-  constexpr double kRoomWaitMs = 500;
   if (pool_->can_allocate(n_blocks)) return true;
-  std::lock_guard room(room_mutex_);
-  const double give_up = now_ms() + kRoomWaitMs;
-  for (;;) {
-    if (pool_->can_allocate(n_blocks)) return true;
-    spill_where([](const Session&, double) { return true; }, 0, except, n_blocks);
-    if (pool_->can_allocate(n_blocks)) return true;
-    if (!store_ || now_ms() > give_up) return false;
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  }
+  return write_with_room(except, {[] { return true; }, [n_blocks] { return n_blocks; }, 0});
 }
 
 bool Engine::write_with_room(const Session* writer, const KvWrite& kv_write) {

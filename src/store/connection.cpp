@@ -38,35 +38,42 @@ void Connection::watch_companions() {
       Companions{file_id_of(path_ + "-wal"), file_id_of(path_ + "-shm")});
 }
 
-std::string Connection::displacement() const {
+bool Connection::file_moved() const {
   int moved = 0;
   // A VFS that cannot tell (SQLITE_NOTFOUND) leaves `moved` at 0.
   sqlite3_file_control(db_, "main", SQLITE_FCNTL_HAS_MOVED, &moved);
-  if (moved != 0) {
+  return moved != 0;
+}
+
+const char* Connection::changed_companion() const {
+  if (!companions_) return nullptr;
+  for (const auto& [suffix, id] :
+       {std::pair{"-wal", companions_->wal}, std::pair{"-shm", companions_->shm}}) {
+    if (id && file_id_of(path_ + suffix) != id) return suffix;
+  }
+  return nullptr;
+}
+
+std::string Connection::displacement() const {
+  if (file_moved()) {
     return "the store file " + path_ +
            " was moved, replaced or deleted while open (another process's recovery may have "
            "set it aside)";
   }
-  if (!companions_) return "";
-  for (const auto& [suffix, id] :
-       {std::pair{"-wal", companions_->wal}, std::pair{"-shm", companions_->shm}}) {
-    if (id && file_id_of(path_ + suffix) != id) {
-      return "the store's " + std::string(suffix + 1) + " file " + path_ + suffix +
-             " was deleted or replaced while open (what was written since the last checkpoint "
-             "is in it)";
-    }
+  if (const char* suffix = changed_companion()) {
+    return "the store's " + std::string(suffix + 1) + " file " + path_ + suffix +
+           " was deleted or replaced while open (what was written since the last checkpoint "
+           "is in it)";
   }
   return "";
 }
 
 bool Connection::may_checkpoint_on_close() const {
-  const std::string why = displacement();
-  if (why.empty()) return true;
+  if (file_moved()) return false;
+  if (!changed_companion()) return true;
   // Both companions gone and none made since: the WAL this connection holds open is nobody
   // else's, and checkpointing it saves what it holds into the file, still in place.
-  int moved = 0;
-  sqlite3_file_control(db_, "main", SQLITE_FCNTL_HAS_MOVED, &moved);
-  return moved == 0 && !file_id_of(path_ + "-wal") && !file_id_of(path_ + "-shm");
+  return !file_id_of(path_ + "-wal") && !file_id_of(path_ + "-shm");
 }
 
 void Connection::exec(std::string_view sql, std::string_view what) {

@@ -59,6 +59,9 @@ class Connection {
 
  private:
   struct Companions;
+  bool file_moved() const;
+  // The companion ("-wal", "-shm") that is no longer the one watched; nullptr when none.
+  const char* changed_companion() const;
   // Why the file or its companions are no longer this connection's; "" when they are.
   std::string displacement() const;
   bool may_checkpoint_on_close() const;

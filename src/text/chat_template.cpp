@@ -4,6 +4,7 @@
 #include <array>
 #include <string>
 
+#include "common/add_unique.h"
 #include "text/tokenizer.h"
 
 namespace parley::text {
@@ -22,10 +23,6 @@ constexpr std::string_view kImEnd = "<|im_end|>";
 constexpr std::string_view kZephyrSystem = "<|system|>";
 constexpr std::string_view kZephyrUser = "<|user|>";
 constexpr std::string_view kZephyrAssistant = "<|assistant|>";
-
-void add_unique(std::vector<int32_t>& ids, int32_t id) {
-  if (std::find(ids.begin(), ids.end(), id) == ids.end()) ids.push_back(id);
-}
 
 }  // namespace
 

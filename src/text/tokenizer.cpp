@@ -2,8 +2,7 @@
 
 #include <sentencepiece_processor.h>
 
-#include <algorithm>
-
+#include "common/add_unique.h"
 #include "common/error.h"
 #include "common/log.h"
 #include "text/spm_model_proto.h"
@@ -36,10 +35,6 @@ std::string describe_marked(const std::vector<std::string>& pieces) {
   for (size_t i = 0; i < pieces.size() && i < kNamed; ++i) line += " " + pieces[i];
   if (pieces.size() > kNamed) line += " ...";
   return line;
-}
-
-void add_unique(std::vector<int32_t>& ids, int32_t id) {
-  if (std::find(ids.begin(), ids.end(), id) == ids.end()) ids.push_back(id);
 }
 
 }  // namespace

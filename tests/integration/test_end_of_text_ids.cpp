@@ -6,6 +6,7 @@
 
 #include <fstream>
 #include <string>
+#include <vector>
 
 #include "parley.h"
 #include "support/c_api_options.h"
@@ -47,16 +48,9 @@ SynthVocab vocab() {
 // A Hugging Face directory of the synthetic model whose tokenizer.model says </s> is the EOS.
 std::string write_hf(const TempDir& tmp, const std::string& name, const std::string& config_patch,
                      const std::string& generation_config = "") {
-  const SynthVocab v = vocab();
-  model::GgufVocab gv;
-  gv.tokens = v.tokens;
-  gv.scores = v.scores;
-  gv.token_types = v.types;
-  gv.bos_id = v.bos_id;
-  gv.eos_id = v.eos_id;
-  gv.unk_id = v.unk_id;
   const auto tokenizer = tmp / "tokenizer.model";
-  std::ofstream(tokenizer, std::ios::binary) << text::build_spm_model_proto(gv);
+  std::ofstream(tokenizer, std::ios::binary)
+      << text::build_spm_model_proto(gguf_vocab_of(vocab()));
   HfDirOptions options;
   options.config_patch = config_patch;
   options.generation_config = generation_config;
@@ -108,7 +102,24 @@ std::string open_error(const std::string& model_path) {
   return parley_last_error();
 }
 
-const char* const kTemplates[] = {"raw", "llama2", "mistral", "zephyr", "chatml"};
+const std::vector<const char*> kTemplates = {"raw", "llama2", "mistral", "zephyr", "chatml"};
+
+// With each template, a reply favouring an id of `ends` ends at it, one favouring an id of
+// `runs_on` runs to max_tokens.
+void check_end_ids(parley_engine* e, const std::vector<const char*>& templates,
+                   const std::vector<int32_t>& ends, const std::vector<int32_t>& runs_on) {
+  for (const char* chat_template : templates) {
+    CAPTURE(chat_template);
+    for (int32_t id : ends) {
+      CAPTURE(id);
+      CHECK(stop_reason_favouring(e, chat_template, id) == PARLEY_STOP_END_TOKEN);
+    }
+    for (int32_t id : runs_on) {
+      CAPTURE(id);
+      CHECK(stop_reason_favouring(e, chat_template, id) == PARLEY_STOP_MAX_TOKENS);
+    }
+  }
+}
 
 }  // namespace
 
@@ -116,12 +127,7 @@ TEST_CASE("a Hugging Face model stops on config.json's EOS, not the tokenizer.mo
   TempDir tmp;
   parley_engine* e = open_engine(
       write_hf(tmp, "hf", R"({"eos_token_id": )" + std::to_string(kImEnd) + "}"), PARLEY_KV_F32);
-  for (const char* chat_template : kTemplates) {
-    CAPTURE(chat_template);
-    CHECK(stop_reason_favouring(e, chat_template, kImEnd) == PARLEY_STOP_END_TOKEN);
-    CHECK(stop_reason_favouring(e, chat_template, kOwnEos) == PARLEY_STOP_MAX_TOKENS);
-    CHECK(stop_reason_favouring(e, chat_template, kEotId) == PARLEY_STOP_MAX_TOKENS);
-  }
+  check_end_ids(e, kTemplates, {kImEnd}, {kOwnEos, kEotId});
   parley_engine_close(e);
 }
 
@@ -130,12 +136,7 @@ TEST_CASE("a Hugging Face model stops on every id of an eos_token_id list") {
   const std::string list = "[" + std::to_string(kImEnd) + ", " + std::to_string(kEotId) + "]";
   parley_engine* e =
       open_engine(write_hf(tmp, "hf", R"({"eos_token_id": )" + list + "}"), PARLEY_KV_F32);
-  for (const char* chat_template : kTemplates) {
-    CAPTURE(chat_template);
-    CHECK(stop_reason_favouring(e, chat_template, kImEnd) == PARLEY_STOP_END_TOKEN);
-    CHECK(stop_reason_favouring(e, chat_template, kEotId) == PARLEY_STOP_END_TOKEN);
-    CHECK(stop_reason_favouring(e, chat_template, kImStart) == PARLEY_STOP_MAX_TOKENS);
-  }
+  check_end_ids(e, kTemplates, {kImEnd, kEotId}, {kImStart});
   parley_engine_close(e);
 }
 
@@ -144,12 +145,7 @@ TEST_CASE("a Hugging Face model stops on generation_config.json's eos_token_id t
   parley_engine* e = open_engine(
       write_hf(tmp, "hf", "", R"({"eos_token_id": [2, )" + std::to_string(kEotId) + "]}"),
       PARLEY_KV_F32);
-  for (const char* chat_template : {"raw", "llama2"}) {
-    CAPTURE(chat_template);
-    CHECK(stop_reason_favouring(e, chat_template, kEotId) == PARLEY_STOP_END_TOKEN);
-    CHECK(stop_reason_favouring(e, chat_template, kOwnEos) == PARLEY_STOP_END_TOKEN);
-    CHECK(stop_reason_favouring(e, chat_template, kImEnd) == PARLEY_STOP_MAX_TOKENS);
-  }
+  check_end_ids(e, {"raw", "llama2"}, {kEotId, kOwnEos}, {kImEnd});
   parley_engine_close(e);
 }
 
@@ -157,8 +153,7 @@ TEST_CASE("without eos_token_id a Hugging Face model stops on the tokenizer.mode
   TempDir tmp;
   parley_engine* e = open_engine(
       write_hf(tmp, "hf", R"({"eos_token_id": null, "bos_token_id": null})"), PARLEY_KV_F32);
-  CHECK(stop_reason_favouring(e, "llama2", kOwnEos) == PARLEY_STOP_END_TOKEN);
-  CHECK(stop_reason_favouring(e, "llama2", kImEnd) == PARLEY_STOP_MAX_TOKENS);
+  check_end_ids(e, {"llama2"}, {kOwnEos}, {kImEnd});
   parley_engine_close(e);
 }
 
@@ -168,13 +163,7 @@ TEST_CASE("a GGUF model stops on its end-of-turn and end-of-message ids too") {
   v.eot_id = kEotId;
   v.eom_id = kImEnd;
   parley_engine* e = open_engine(write_gguf_file(tmp, v), PARLEY_KV_F32);
-  for (const char* chat_template : {"raw", "llama2", "chatml"}) {
-    CAPTURE(chat_template);
-    CHECK(stop_reason_favouring(e, chat_template, kEotId) == PARLEY_STOP_END_TOKEN);
-    CHECK(stop_reason_favouring(e, chat_template, kImEnd) == PARLEY_STOP_END_TOKEN);
-    CHECK(stop_reason_favouring(e, chat_template, kOwnEos) == PARLEY_STOP_END_TOKEN);
-    CHECK(stop_reason_favouring(e, chat_template, kImStart) == PARLEY_STOP_MAX_TOKENS);
-  }
+  check_end_ids(e, {"raw", "llama2", "chatml"}, {kEotId, kImEnd, kOwnEos}, {kImStart});
   parley_engine_close(e);
 }
 

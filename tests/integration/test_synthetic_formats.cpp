@@ -55,15 +55,9 @@ std::pair<std::string, std::string> write_both(const SynthSpec& spec, const Temp
   const auto gguf = dir / "model.gguf";
   write_gguf(spec, weights, vocab, gguf);
 
-  model::GgufVocab gv;
-  gv.tokens = vocab.tokens;
-  gv.scores = vocab.scores;
-  gv.token_types = vocab.types;
-  gv.bos_id = vocab.bos_id;
-  gv.eos_id = vocab.eos_id;
-  gv.unk_id = vocab.unk_id;
   const auto tokenizer = dir / "tokenizer.model";
-  std::ofstream(tokenizer, std::ios::binary) << text::build_spm_model_proto(gv);
+  std::ofstream(tokenizer, std::ios::binary)
+      << text::build_spm_model_proto(gguf_vocab_of(vocab));
   const auto hf = dir / "hf";
   HfDirOptions options;
   options.n_shards = spec.seed % 3 == 0 ? 2 : 1;

@@ -154,6 +154,18 @@ SynthWeights synth_block_values(const SynthSpec& s, const SynthWeights& w) {
   return out;
 }
 
+model::GgufVocab gguf_vocab_of(const SynthVocab& vocab) {
+  model::GgufVocab v;
+  v.model = vocab.model;
+  v.tokens = vocab.tokens;
+  v.scores = vocab.scores;
+  v.token_types = vocab.types;
+  v.bos_id = vocab.bos_id;
+  v.eos_id = vocab.eos_id;
+  v.unk_id = vocab.unk_id;
+  return v;
+}
+
 SynthVocab make_spm_vocab(int32_t n_vocab) {
   if (n_vocab < 260) throw std::invalid_argument("an SPM vocabulary needs at least 260 pieces");
   SynthVocab v;

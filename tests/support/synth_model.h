@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "model/dtype.h"
+#include "model/tokenizer_source.h"
 
 namespace parley::test {
 
@@ -94,6 +95,9 @@ struct SynthVocab {
 // A minimal valid sentencepiece-style vocabulary of n_vocab (>= 260) pieces: <unk> (type 2),
 // <s>, </s> (type 3), <0x00>..<0xFF> (type 6), then normal pieces "▁a", "a", "▁b", ...
 SynthVocab make_spm_vocab(int32_t n_vocab);
+
+// The same vocabulary as the tokenizer takes it (for build_spm_model_proto: a tokenizer.model).
+model::GgufVocab gguf_vocab_of(const SynthVocab& vocab);
 
 // A GGUF v3 file as llama.cpp's converter lays it out (alignment 32, UINT32 integers).
 void write_gguf(const SynthSpec& spec, const SynthWeights& weights, const SynthVocab& vocab,

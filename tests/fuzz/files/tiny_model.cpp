@@ -46,18 +46,7 @@ void write_header_and_meta(const TinyGguf& g, GgufBuilder& b) {
   for (const auto& m : g.meta) m.write(b);
 }
 
-model::GgufVocab tiny_vocab() {
-  const SynthVocab sv = make_spm_vocab(kVocab);
-  model::GgufVocab v;
-  v.model = sv.model;
-  v.tokens = sv.tokens;
-  v.scores = sv.scores;
-  v.token_types = sv.types;
-  v.bos_id = sv.bos_id;
-  v.eos_id = sv.eos_id;
-  v.unk_id = sv.unk_id;
-  return v;
-}
+model::GgufVocab tiny_vocab() { return gguf_vocab_of(make_spm_vocab(kVocab)); }
 
 }  // namespace
 
