@@ -3,6 +3,7 @@
 #include <ctime>
 #include <filesystem>
 #include <string_view>
+#include <vector>
 
 #include "file_replace.h"
 #include "id_quoting.h"
@@ -10,6 +11,9 @@
 
 namespace chat {
 namespace {
+
+constexpr const char* kExportBegins = "----- parley conversation (JSON) -----";
+constexpr const char* kExportEnds = "----- end of the conversation -----";
 
 // The id as part of a file name: a character other than a letter, digit, '-', '_' or '.'
 // becomes '_', so that the file lands beside the store whatever the id holds ("a/b").
@@ -32,10 +36,12 @@ std::string utc_stamp() {
   return buf;
 }
 
-// "<store>.unsaved-<id>-<time>.json"; "-2.json" and so on when such a file is there (two
-// conversations with ids alike as file names, closed in the same second): none is replaced.
-std::string unsaved_path(const std::string& store_path, const std::string& id) {
-  const std::string base = store_path + ".unsaved-" + file_part(id) + "-" + utc_stamp();
+// "<folder>/<name>.unsaved-<id>-<time>.json"; "-2.json" and so on when such a file is there
+// (two conversations with ids alike as file names, closed in the same second): none is replaced.
+std::string unsaved_path(const std::filesystem::path& folder, const std::string& name,
+                         const std::string& id) {
+  const std::string base =
+      (folder / (name + ".unsaved-" + file_part(id) + "-" + utc_stamp())).string();
   std::string path = base + ".json";
   std::error_code ec;
   for (int n = 2; std::filesystem::exists(path, ec) && n < 1000; ++n) {
@@ -44,11 +50,17 @@ std::string unsaved_path(const std::string& store_path, const std::string& id) {
   return path;
 }
 
-// Writes the conversation to `path`; nullopt, or why not.
-std::optional<std::string> write_export(parley_session* s, const std::string& path) {
-  std::string json;
-  if (export_json(s, &json) != PARLEY_OK) return std::string(parley_last_error());
-  return replace_file(path, json);
+// The folders to try, in order: the store's own, then the temporary one ($TMPDIR), which is
+// often elsewhere when the store's disk is full or its folder went away.
+std::vector<std::filesystem::path> unsaved_folders(const std::string& store_path) {
+  const std::filesystem::path own = std::filesystem::path(store_path).parent_path();
+  std::vector<std::filesystem::path> folders{own};  // "" for the current folder, as named
+  std::error_code ec;
+  const std::filesystem::path temp = std::filesystem::temp_directory_path(ec);
+  if (!ec && !std::filesystem::equivalent(temp, own.empty() ? "." : own, ec)) {
+    folders.push_back(temp);
+  }
+  return folders;
 }
 
 }  // namespace
@@ -59,15 +71,26 @@ std::optional<std::string> save_unstored_turns(parley_session* s, const std::str
   const parley_status st = parley_session_suspend(s);
   if (st == PARLEY_OK || st == PARLEY_E_UNSUPPORTED) return std::nullopt;
   const std::string id = session_id(s, nullptr).value_or("?");
-  const std::string path = unsaved_path(store_path, id);
-  const std::string said = "parley-chat: error: the store refused the turns of session " +
-                           shown_id(id) + ", so they are not stored there";
-  if (const auto why = write_export(s, path)) {
-    return said + "; writing them to " + path + " failed too (" + *why + "): they are lost\n";
+  std::string said = "parley-chat: error: the store refused the turns of session " +
+                     shown_id(id) + ", so they are not stored there";
+  std::string json;
+  if (export_json(s, &json) != PARLEY_OK) {
+    return said + "; exporting them failed too (" + parley_last_error() + "): they are lost\n";
   }
-  // Under a new id: the store's conversation keeps its own.
-  return said + "; the conversation is saved in " + path + " instead (in the console, " +
-         "/import " + path + " NEWID goes on with it)\n";
+  const std::string name = std::filesystem::path(store_path).filename().string();
+  for (const auto& folder : unsaved_folders(store_path)) {
+    const std::string path = unsaved_path(folder, name, id);
+    if (const auto why = replace_file(path, json)) {
+      said += "; writing them to " + path + " failed too (" + *why + ")";
+      continue;
+    }
+    // Under a new id: the store's conversation keeps its own.
+    return said + "; the conversation is saved in " + path + " instead (in the console, " +
+           "/import " + path + " NEWID goes on with it)\n";
+  }
+  // No file could hold it: the terminal (or the log stderr goes to) does.
+  return said + "; here it is, to be saved as a file and brought back with /import FILE " +
+         "NEWID:\n" + kExportBegins + "\n" + json + "\n" + kExportEnds + "\n";
 }
 
 }  // namespace chat

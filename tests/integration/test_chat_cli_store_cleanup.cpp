@@ -4,6 +4,7 @@
 #include <doctest/doctest.h>
 
 #include <filesystem>
+#include <fstream>
 #include <optional>
 #include <string>
 #include <vector>
@@ -57,6 +58,25 @@ ShellRun run_refused_console(const fs::path& model, const fs::path& store,
   REQUIRE(run_shell(chat + " -p first >/dev/null 2>&1").exit_code == 0);
   return run_shell("{ " + feed + "; } | " + chat + " > " + out + " 2>&1; rc=$?; cat " + out +
                    "; exit $rc");
+}
+
+// A console on the stored conversation A in `folder`/chat.db whose folder is renamed after the
+// first reply, so the store refuses the next turn and nothing can be written beside it; the
+// console runs with TMPDIR=`tmpdir`. Its stdout and stderr together, and its exit status.
+ShellRun run_console_losing_folder(const fs::path& model, const fs::path& folder,
+                                   const fs::path& tmpdir) {
+  const fs::path store = folder / "chat.db";
+  const std::string chat = std::string(PARLEY_CHAT_EXE) + " -m " + quote(model.string()) +
+                           " --store " + quote(store.string()) +
+                           " --template raw --temp 0 -n 4 --session A";
+  const std::string out = quote(folder.string() + ".out");
+  const std::string feed = "echo 'console one'; i=0; until [ \"$(wc -l 2>/dev/null < " + out +
+                           ")\" -ge 2 ] 2>/dev/null || [ $i -ge 600 ]; do i=$((i+1)); sleep 0.05; "
+                           "done; mv " + quote(folder.string()) + " " +
+                           quote(folder.string() + "-gone") + "; echo 'console two'";
+  REQUIRE(run_shell(chat + " -p first >/dev/null 2>&1").exit_code == 0);
+  return run_shell("{ " + feed + "; } | TMPDIR=" + quote(tmpdir.string()) + " " + chat + " > " +
+                   out + " 2>&1; rc=$?; cat " + out + "; exit $rc");
 }
 
 }  // namespace
@@ -143,6 +163,43 @@ TEST_CASE("store: a one-shot run names its new conversation only once the turn i
   REQUIRE(announced != std::string::npos);
   CHECK(reply < announced);
   CHECK(kept.out.find("was not kept") == std::string::npos);
+}
+
+TEST_CASE("store: refused turns that cannot go beside the store go to $TMPDIR, else to stderr") {
+  PARLEY_SHARED_OR_SKIP(gguf, "models/stories260k/stories260k-f32.gguf");
+  TempDir dir;
+  const std::string refused = "the store refused the turns of session A";
+  // The temporary folder takes the file.
+  fs::create_directories(dir / "one");
+  fs::create_directories(dir / "tmp");
+  const ShellRun to_tmp = run_console_losing_folder(gguf, dir / "one", dir / "tmp");
+  CHECK(to_tmp.exit_code == 1);
+  CHECK(to_tmp.out.find(refused) != std::string::npos);
+  CHECK(to_tmp.out.find("writing them to " + (dir / "one").string() + "/chat.db.unsaved-A-") !=
+        std::string::npos);
+  const auto files = names_starting(dir / "tmp", "chat.db.unsaved-A-");
+  REQUIRE(files.size() == 1);
+  const std::string file = (dir / "tmp" / files[0]).string();
+  CHECK(to_tmp.out.find("the conversation is saved in " + file) != std::string::npos);
+  // Every turn is in it, the refused one too.
+  const ShellRun back = run_store_console(gguf, dir / "back.db", "/import " + file + " B\n");
+  CHECK(back.out.find("(imported B: 6 messages from " + file + ")") != std::string::npos);
+
+  // No temporary folder either: the conversation is printed between the marker lines.
+  fs::create_directories(dir / "two");
+  const ShellRun to_stderr = run_console_losing_folder(gguf, dir / "two", dir / "no-such");
+  CHECK(to_stderr.exit_code == 1);
+  const std::string begins = "----- parley conversation (JSON) -----\n";
+  const size_t from = to_stderr.out.find(begins);
+  const size_t to = to_stderr.out.find("\n----- end of the conversation -----");
+  REQUIRE(from != std::string::npos);
+  REQUIRE(to != std::string::npos);
+  const fs::path printed = dir / "printed.json";
+  std::ofstream(printed) << to_stderr.out.substr(from + begins.size(), to - from - begins.size());
+  const ShellRun again =
+      run_store_console(gguf, dir / "again.db", "/import " + printed.string() + " C\n");
+  CHECK(again.out.find("(imported C: 6 messages from " + printed.string() + ")") !=
+        std::string::npos);
 }
 
 #endif  // PARLEY_CHAT_EXE
