@@ -73,6 +73,9 @@ int main(int argc, char** argv) {
   // A reader of stdout that went away (`| head`) makes writes fail with EPIPE instead of killing
   // the run: the reply stops and is kept, the store gets it, and the failure is said.
   std::signal(SIGPIPE, SIG_IGN);
+  // So does a file-size limit (ulimit -f) reached by the store or an output file: the write
+  // fails with EFBIG and is said, instead of SIGXFSZ ending the run mid-reply.
+  std::signal(SIGXFSZ, SIG_IGN);
   chat::CliArgs args;
   try {
     args = chat::parse_args(argc, argv);

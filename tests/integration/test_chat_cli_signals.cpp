@@ -1,8 +1,8 @@
 // parley-chat when it is told to end, or its reader goes: a SIGTERM or SIGHUP stops the reply
 // being written as Ctrl-C does (it is kept) and ends the run as the end of input does, with
 // status 128 + the signal's number; a stdout whose reader went away (`| head`) fails the run
-// with an error instead of killing it, the reply so far kept. With --store the turns are there
-// for the next run.
+// with an error instead of killing it, the reply so far kept, and so does a file-size limit. With
+// --store the turns are there for the next run.
 #include <doctest/doctest.h>
 
 #include <filesystem>
@@ -161,6 +161,18 @@ TEST_CASE("a stdout whose reader went away fails the run; the reply so far is ke
           std::string::npos);
     CHECK(stored_line(gguf.string(), store).rfind("  - s  2 turns, ", 0) == 0);
   }
+}
+
+TEST_CASE("a file-size limit the store reaches fails the run with an error instead of killing it") {
+  PARLEY_SHARED_OR_SKIP(gguf, "models/stories260k/stories260k-f32.gguf");
+  TempDir dir;
+  // 64 blocks (of 512 bytes in sh): too little for a new store's first commit.
+  const std::string script = "ulimit -f 64; " + default_signals() +
+                             chat_command(gguf.string(), dir / "s.db", "-n 8 -p 'Once'");
+  const ShellRun r = run_shell("timeout 120 sh -c " + quote(script) + " 2>&1");
+  INFO("output: " << r.out);
+  CHECK(r.exit_code == 1);
+  CHECK(r.out.find("parley-chat: error: cannot open the store ") != std::string::npos);
 }
 
 #endif  // PARLEY_CHAT_EXE
