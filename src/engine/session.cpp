@@ -183,7 +183,9 @@ void Session::adopt_turns(std::vector<store::StoredTurn> turns, Status bad_statu
     Message m{Role(t.role), std::move(t.text), uint32_t(t.token_ids.size()),
               uint32_t(tokens_.size()), t.closed};
     tokens_.insert(tokens_.end(), t.token_ids.begin(), t.token_ids.end());
-    if (m.role == Role::assistant) reply_closed_ = m.closed;
+    // After a user message (the conversation was rewound to one) the reply is missing: the
+    // next turn closes it as an empty one, as rewind() leaves the live session.
+    if (m.role != Role::system) reply_closed_ = m.role == Role::assistant && m.closed;
     messages_.push_back(std::move(m));
   }
   // The system prompt's own ids are stored with the first user message, which opens the

@@ -143,6 +143,11 @@ void Session::run_turn(std::string_view user_text, const std::string_view* writt
       written_reply ? reply_room : reply_ids.size() + std::max<size_t>(1, params.max_tokens);
   std::optional<ConversationCopy> before_drop =
       fit_turn(&user_text, new_ids, reply_room, wanted_room, written_reply != nullptr, stats);
+  // A turn that adds no ids (an empty message under "raw", after a rewind) starts the reply
+  // from the logits after the last kept token: computed again, as they are not kept.
+  if (new_ids.empty() && reply_ids.empty() && !tokens_.empty() && n_cached_ == tokens_.size()) {
+    await_last_token_kv();
+  }
 
   // 2. Remember where the conversation stood, so a failure leaves it as it was.
   const Checkpoint before = checkpoint();

@@ -234,3 +234,50 @@ TEST_CASE("DROP_OLDEST still refuses a message that cannot fit even alone") {
   }
   CHECK(s.messages().size() == 3);  // nothing was dropped for nothing
 }
+
+// Under "raw" an empty message adds no ids: the reply starts from the logits after the last
+// kept token, which a rewind must not leave as those of the undone turn.
+TEST_CASE("an empty message after a rewind replies as it would have without the undone turn") {
+  PARLEY_SHARED_OR_SKIP(gguf, "models/stories260k/stories260k-f32.gguf");
+  auto engine = open_engine(gguf.string(), kv::KvType::int8);
+  for (const size_t undone : {size_t(1), size_t(2)}) {
+    CAPTURE(undone);
+    engine::Session rewound(engine, session_options("", "raw"));
+    greedy_turn(rewound, "Once upon a time", 10);
+    greedy_turn(rewound, " Tom ran to the big red", 10);
+    rewound.rewind(undone);
+    engine::Session reference(engine, session_options("", "raw"));
+    greedy_turn(reference, "Once upon a time", 10);
+    if (undone == 1) reference.add_exchange(" Tom ran to the big red", "");  // reply left open
+    REQUIRE(rewound.tokens() == reference.tokens());
+    greedy_turn(rewound, "", 10);
+    greedy_turn(reference, "", 10);
+    CHECK(rewound.tokens() == reference.tokens());
+  }
+}
+
+// The stored conversation ends with the user message: reopened, its reply is missing as it is
+// in the live session, so the next turn closes it alike.
+TEST_CASE("a conversation rewound to a user message goes on alike after it is reopened") {
+  TempDir dir;
+  const std::string db = (dir / "s.db").string();
+  auto engine = open_engine_with_store(small_synthetic_model(), kv::KvType::int8, {db});
+  for (const std::string id : {"first", "later"}) {
+    CAPTURE(id);
+    engine::SessionOptions options = session_options("", "llama2");
+    options.id = id;
+    std::vector<int32_t> live_tokens;
+    {
+      engine::Session s(engine, options);
+      if (id == "later") greedy_turn(s, "a b", 5);
+      greedy_turn(s, "c d", 5);
+      s.rewind(1);
+      const auto live = s.fork(id + "-live");
+      greedy_turn(*live, "e", 4);
+      live_tokens = live->tokens();
+    }
+    auto reopened = engine::Session::open(engine, id);
+    greedy_turn(*reopened, "e", 4);
+    CHECK(reopened->tokens() == live_tokens);
+  }
+}
