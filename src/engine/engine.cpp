@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <iterator>
 #include <new>
 #include <random>
 #include <thread>
@@ -153,9 +154,15 @@ void Engine::unregister_session(const std::string& id) {
   sessions_.erase(id);
 }
 
-size_t Engine::spill_where(SessionFilter filter, double arg, const Session* except,
-                           size_t stop_at_blocks) {
-  if (!store_) return 0;
+Engine::SpillPass Engine::spill_where(SessionFilter filter, double arg, const Session* except,
+                                      size_t stop_at_blocks,
+                                      const std::vector<SpillFailure>& skip) {
+  SpillPass pass;
+  if (!store_) return pass;
+  const auto failed_before = [&](const std::string& id) {
+    return std::any_of(skip.begin(), skip.end(),
+                       [&](const SpillFailure& f) { return f.session_id == id; });
+  };
   struct Candidate {
     Session* session;
     std::unique_lock<std::mutex> use;
@@ -164,25 +171,28 @@ size_t Engine::spill_where(SessionFilter filter, double arg, const Session* exce
   {
     std::lock_guard lock(mutex_);
     for (auto& [id, s] : sessions_) {
-      if (s == except || s->spilled() || !filter(*s, arg)) continue;
+      if (s == except || s->spilled() || !filter(*s, arg) || failed_before(id)) continue;
       auto use = s->try_use_idle();
-      if (use) candidates.push_back({s, std::move(use)});
+      if (use) {
+        candidates.push_back({s, std::move(use)});
+      } else {
+        ++pass.busy;
+      }
     }
   }
   std::sort(candidates.begin(), candidates.end(), [](const Candidate& a, const Candidate& b) {
     return a.session->last_used_ms() < b.session->last_used_ms();
   });
-  size_t failed = 0;
   for (auto& c : candidates) {
     if (stop_at_blocks && pool_->can_allocate(stop_at_blocks)) break;
     try {
       c.session->spill();
     } catch (const std::exception& e) {  // storage, or memory ran out: the KV stays resident
-      ++failed;
-      log::warn_line("cannot spill session '" + c.session->id() + "': " + e.what());
+      log::warn_line("cannot spill session " + shown_id(c.session->id()) + ": " + e.what());
+      pass.failures.push_back({c.session->id(), e.what()});
     }
   }
-  return failed;
+  return pass;
 }
 
 bool Engine::make_room(size_t n_blocks, const Session* except) {
@@ -195,22 +205,48 @@ bool Engine::write_with_room(const Session* writer, const KvWrite& kv_write) {
   const auto beyond_budget = [&] {
     return kv_write.needed() + kv_write.held > pool_->capacity_blocks();
   };
+  const auto written = [&] { return pool_->can_allocate(kv_write.needed()) && kv_write.write(); };
   if (beyond_budget()) return false;
   std::lock_guard room(room_mutex_);
   const double give_up = now_ms() + kRoomWaitMs;
+  // A session whose spill failed is not tried again for this write: the store would most
+  // likely refuse it again (a full disk stays full), after all of its KV was encoded anew.
+  std::vector<SpillFailure> failed;
   for (;;) {
-    if (pool_->can_allocate(kv_write.needed()) && kv_write.write()) return true;
+    if (written()) return true;
     if (beyond_budget()) return false;
-    spill_where([](const Session&, double) { return true; }, 0, writer, kv_write.needed());
-    if (pool_->can_allocate(kv_write.needed()) && kv_write.write()) return true;
-    if (!store_ || now_ms() > give_up) return false;
+    SpillPass pass = spill_where([](const Session&, double) { return true; }, 0, writer,
+                                 kv_write.needed(), failed);
+    std::move(pass.failures.begin(), pass.failures.end(), std::back_inserter(failed));
+    if (written()) return true;
+    // Sessions in use elsewhere may be idle, or spilled by the janitor, a moment later. Once
+    // spills fail, nothing else is worth the wait.
+    const bool worth_waiting = pass.busy > 0 || failed.empty();
+    if (!store_ || !worth_waiting || now_ms() > give_up) break;
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
+  if (!failed.empty()) fail_for_failed_spills(failed);
+  return false;
+}
+
+void Engine::fail_for_failed_spills(const std::vector<SpillFailure>& failures) const {
+  // OUT_OF_MEMORY, as when nothing could be spilled: the write did not happen, and callers
+  // that end a reply where the budget runs out keep it. The message says why.
+  const SpillFailure& first = failures.front();
+  const std::string others =
+      failures.size() > 1
+          ? " (the spills of " + std::to_string(failures.size() - 1) + " more sessions failed too)"
+          : "";
+  fail(Status::out_of_memory,
+       pool_->budget_words() + " is exhausted, and spilling session " + shown_id(first.session_id) +
+           " to the store to make room failed: " + first.reason + others +
+           "; free space for the store, close sessions, or raise kv_budget_bytes");
 }
 
 size_t Engine::spill_idle(double idle_since_ms) {
   return spill_where([](const Session& s, double since) { return s.last_used_ms() <= since; },
-                     idle_since_ms, nullptr, 0);
+                     idle_since_ms, nullptr, 0)
+      .failures.size();
 }
 
 void Engine::spill_all() {

@@ -11,6 +11,7 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <vector>
 
 #include "backend/backend.h"
 #include "kv/block_pool.h"
@@ -86,8 +87,11 @@ class Engine {
 
   // Spills the least recently used sessions nobody is using (never `except`) until `n_blocks`
   // more can be allocated; false when that is not possible (no store, or too little to spill).
-  // Sessions being spilled by the janitor free their blocks a moment later: it retries for
-  // up to half a second before giving up.
+  // Sessions in use elsewhere (being spilled by the janitor, or in a call) may free their
+  // blocks a moment later: it retries for up to half a second before giving up, but only
+  // while such sessions are left, once a spill has failed. A session whose spill failed is
+  // not tried again in the same call. Throws Error(out_of_memory) naming the sessions whose
+  // spills failed and the store's reason, when no room was made and a spill failed.
   bool make_room(size_t n_blocks, const Session* except);
   // A session's write of KV that the pool could not hold: `write` makes positions writable
   // (false when the pool ran out), `needed` says how many blocks it takes now, and `held` how
@@ -101,7 +105,8 @@ class Engine {
   // blocks freed for this write and taken by another session's are made up for. One writer
   // makes room at a time. False when the write cannot fit: more blocks than the budget holds
   // besides the writer's own (at once), or no room made (no store, or none within half a
-  // second, while sessions the janitor spills free their blocks).
+  // second, while sessions the janitor spills free their blocks). Throws as make_room does
+  // when a spill failed.
   bool write_with_room(const Session* writer, const KvWrite& kv_write);
   // Spills every session idle since before `idle_since_ms` (the janitor's pass); returns how
   // many spills failed (each logged).
@@ -145,9 +150,19 @@ class Engine {
   // Sessions to spill, each taken with try_use_idle() while the registry is locked: a session
   // being destroyed leaves the registry first and then waits for that use to end.
   using SessionFilter = bool (*)(const Session&, double);
-  // Returns how many spills failed (each logged).
-  size_t spill_where(SessionFilter filter, double arg, const Session* except,
-                     size_t stop_at_blocks);
+  struct SpillFailure {
+    std::string session_id;
+    std::string reason;  // the store's words, or the allocation's
+  };
+  struct SpillPass {
+    size_t busy = 0;                     // sessions in use elsewhere: not tried
+    std::vector<SpillFailure> failures;  // each logged
+  };
+  // Sessions named in `skip` (whose spill failed earlier in the same call) are not tried.
+  SpillPass spill_where(SessionFilter filter, double arg, const Session* except,
+                        size_t stop_at_blocks, const std::vector<SpillFailure>& skip = {});
+  // The budget is exhausted and the spills that would have made room failed.
+  [[noreturn]] void fail_for_failed_spills(const std::vector<SpillFailure>& failures) const;
 
   // One make_room at a time: two at once would each find the other's candidates taken.
   std::mutex room_mutex_;

@@ -67,7 +67,8 @@ void Session::prepare_write(kv::BlockTable& table, uint32_t from, uint32_t to) {
     }
   };
   if (write()) return;
-  // Short of KV memory: idle sessions go to the store, then this one tries again.
+  // Short of KV memory: idle sessions go to the store, then this one tries again (a spill the
+  // store refused ends it with an out_of_memory error that says so).
   const Engine::KvWrite kv_write{write, [&] { return table.blocks_to_write(from, to); },
                                  table.n_blocks()};
   if (engine_->write_with_room(this, kv_write)) return;

@@ -62,11 +62,16 @@ BlockId BlockPool::take_block_locked() {
     return id;
   }
   fail(Status::out_of_memory,
-       "the KV budget of " + std::to_string(budget_bytes_) + " bytes (" +
-           std::to_string(capacity_) + " blocks of " + std::to_string(layout_.block_bytes()) +
-           " bytes) is exhausted: every block holds KV of an open session (the one asking "
+       budget_words() +
+           " is exhausted: every block holds KV of an open session (the one asking "
            "included, which alone may need more than the budget); close or suspend sessions, "
            "or raise kv_budget_bytes");
+}
+
+std::string BlockPool::budget_words() const {
+  return "the KV budget of " + std::to_string(budget_bytes_) + " bytes (" +
+         std::to_string(capacity_) + " blocks of " + std::to_string(layout_.block_bytes()) +
+         " bytes)";
 }
 
 BlockId BlockPool::allocate() {

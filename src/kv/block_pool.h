@@ -10,6 +10,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "kv/block_layout.h"
@@ -46,6 +47,8 @@ class BlockPool {
   const BlockLayout& layout() const { return layout_; }
   uint64_t budget_bytes() const { return budget_bytes_; }
   uint64_t capacity_blocks() const { return capacity_; }  // blocks the budget allows
+  // "the KV budget of N bytes (B blocks of S bytes)", for the messages that say it ran out.
+  std::string budget_words() const;
 
   // The block's memory, as it is: writers, and backends that keep it current themselves.
   std::byte* data(BlockId id) { return blocks_[size_t(id)].get(); }

@@ -1,16 +1,27 @@
 // Room in the KV budget: a send, a reply or a fork that finds the budget full spills idle
 // sessions to the store and goes ahead; only a write that cannot fit even then is
 // OUT_OF_MEMORY, and it spills nobody for nothing. With several threads at once, the blocks
-// one send's spills free are not lost to another send.
+// one send's spills free are not lost to another send. A spill the store refuses (a full
+// disk) is tried once per write, and the error says so.
 #include <doctest/doctest.h>
+#include <sqlite3.h>
 
 #include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <memory>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "common/error.h"
+#include "common/log.h"
+#include "engine/engine.h"
+#include "engine/session.h"
 #include "hardening_model.h"
 #include "parley.h"
+#include "support/faulty_vfs.h"
 #include "support/sanitizer_build.h"
 #include "support/shared_assets.h"
 
@@ -184,4 +195,170 @@ TEST_CASE("threads: no send fails for want of room while idle sessions can be sp
   }
   CHECK(failures.load() == 0);
   parley_engine_close(e);
+}
+
+namespace {
+
+// Counts the log lines that say a spill failed; a thread may wait for the first.
+class SpillWarnings {
+ public:
+  SpillWarnings() { parley::log::set_sink(&SpillWarnings::sink, this); }
+  ~SpillWarnings() { parley::log::set_sink(nullptr, nullptr); }
+  SpillWarnings(const SpillWarnings&) = delete;
+  SpillWarnings& operator=(const SpillWarnings&) = delete;
+
+  int count() {
+    std::lock_guard lock(mutex_);
+    return count_;
+  }
+  // False when none came (a generous bound, so that a failing test ends instead of hanging).
+  bool wait_for_first() {
+    std::unique_lock lock(mutex_);
+    return seen_.wait_for(lock, std::chrono::seconds(30), [&] { return count_ > 0; });
+  }
+
+ private:
+  static void sink(int, const char* msg, void* user) {
+    auto* self = static_cast<SpillWarnings*>(user);
+    if (std::string(msg).find("cannot spill session") == std::string::npos) return;
+    std::lock_guard lock(self->mutex_);
+    ++self->count_;
+    self->seen_.notify_all();
+  }
+  std::mutex mutex_;
+  std::condition_variable seen_;
+  int count_ = 0;
+};
+
+std::shared_ptr<parley::engine::Engine> engine_on(const std::string& store, const FaultyVfs& vfs,
+                                                  uint64_t budget_blocks) {
+  parley::engine::EngineOptions o;
+  o.model_path = hardening_model();
+  o.device = "cpu";
+  o.n_threads = 1;
+  o.kv_budget_bytes = budget_blocks * kHardeningBlockBytes;
+  o.store_path = store;
+  o.store_options.vfs = vfs.name();
+  return std::make_shared<parley::engine::Engine>(o);
+}
+
+std::unique_ptr<parley::engine::Session> session_on(
+    const std::shared_ptr<parley::engine::Engine>& e, const std::string& id) {
+  parley::engine::SessionOptions o;
+  o.id = id;
+  return std::make_unique<parley::engine::Session>(e, o);
+}
+
+// A greedy turn of `max_tokens`; the status of the Error it threw (ok when none) and its words.
+struct Sent {
+  parley::Status status = parley::Status::ok;
+  std::string message;
+};
+Sent send_to(parley::engine::Session& s, const std::string& text, uint32_t max_tokens) {
+  parley::engine::GenerateParams p;
+  p.sampler.temperature = 0;
+  p.max_tokens = max_tokens;
+  p.ignore_eos = true;
+  parley::engine::TurnStats stats;
+  try {
+    const auto use = s.try_use();
+    REQUIRE(use);
+    s.send(text, p, nullptr, stats);
+  } catch (const parley::Error& e) {
+    return {e.status(), e.what()};
+  }
+  return {};
+}
+
+// A message whose turn takes more than `above` tokens and at most `at_most`.
+std::string message_for(const parley::engine::Session& s, size_t above, size_t at_most) {
+  std::string text = "Once";
+  for (int words = 0; words < 400; ++words) {
+    const size_t n = s.count_turn_tokens(text);
+    if (n > above) {
+      REQUIRE(n <= at_most);
+      return text;
+    }
+    text += words % 2 ? " dog" : " ran";
+  }
+  FAIL("no message of that size");
+  return text;
+}
+
+bool holds(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+}  // namespace
+
+TEST_CASE("a spill the full disk refuses is tried once, and the error names it") {
+  FaultyVfs vfs("parley-faulty-kv-room");
+  TempDir dir;
+  auto e = engine_on((dir / "room.db").string(), vfs, 4);  // 64 tokens
+  auto idle = session_on(e, "A");
+  REQUIRE(send_to(*idle, "Hello there", 4).status == parley::Status::ok);
+  auto big = session_on(e, "big");
+  // Its prompt and reply need all four blocks: A's must go, and the store refuses it.
+  const std::string message = message_for(*big, 48, 56);
+  vfs.fail_writes_after(0, SQLITE_FULL);
+  SpillWarnings warnings;
+  const Sent refused = send_to(*big, message, 6);
+  // OUT_OF_MEMORY, as for a budget that no spill can help, with the store's reason.
+  CHECK(refused.status == parley::Status::out_of_memory);
+  CHECK_MESSAGE(holds(refused.message, "spilling session 'A' to the store"), refused.message);
+  CHECK_MESSAGE(holds(refused.message, "database or disk is full"), refused.message);
+  CHECK(warnings.count() == 1);
+  // The message was not taken: the session is as it was, and A keeps its KV.
+  CHECK(big->messages().empty());
+  CHECK(big->tokens().empty());
+  CHECK_FALSE(idle->spilled());
+
+  vfs.clear();  // room on the disk again: the same send goes through
+  const Sent sent = send_to(*big, message, 6);
+  CHECK_MESSAGE(sent.status == parley::Status::ok, sent.message);
+  CHECK(big->messages().size() == 2);
+  CHECK(idle->spilled());
+  CHECK(e->store()->load_turns("big").size() == 2);
+}
+
+TEST_CASE("a session in use is waited for after another's spill failed, which is not retried") {
+  FaultyVfs vfs("parley-faulty-kv-busy");
+  TempDir dir;
+  auto e = engine_on((dir / "room.db").string(), vfs, 4);
+  auto failing = session_on(e, "A");  // least recently used: the first to be spilled
+  REQUIRE(send_to(*failing, "Hi", 2).status == parley::Status::ok);
+  auto busy = session_on(e, "B");
+  REQUIRE(send_to(*busy, "Hi", 2).status == parley::Status::ok);
+  auto big = session_on(e, "big");
+  REQUIRE(e->stats().blocks.used == 2);  // a block each
+  // Three blocks: two are free, the third is A's or B's.
+  const std::string message = message_for(*big, 32, 40);
+  SpillWarnings warnings;
+  vfs.fail_writes_after(0, SQLITE_FULL);
+  // B is in use until A's spill has failed; then the disk has room again and B is let go.
+  std::mutex holding;
+  std::condition_variable held;
+  bool tried = false, taken = false;
+  std::thread user([&] {
+    auto use = busy->try_use();
+    {
+      std::lock_guard lock(holding);
+      tried = true;
+      taken = bool(use);
+    }
+    held.notify_all();
+    if (use) warnings.wait_for_first();
+    vfs.clear();
+  });
+  {
+    std::unique_lock lock(holding);
+    held.wait(lock, [&] { return tried; });
+  }
+  REQUIRE(taken);
+  const Sent sent = send_to(*big, message, 6);
+  user.join();
+  CHECK_MESSAGE(sent.status == parley::Status::ok, sent.message);
+  CHECK(busy->spilled());
+  CHECK_FALSE(failing->spilled());  // once refused, it was not tried again for this send
+  CHECK(warnings.count() == 1);
 }
