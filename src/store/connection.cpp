@@ -17,7 +17,7 @@ Connection::Connection(const std::string& path, const std::string& vfs, int busy
   const int rc = sqlite3_open_v2(path.c_str(), &db_, flags, vfs.empty() ? nullptr : vfs.c_str());
   if (rc != SQLITE_OK) {
     const std::string message =
-        "cannot open " + path + ": " + (db_ ? sqlite3_errmsg(db_) : sqlite3_errstr(rc));
+        "cannot open " + path + ": " + (db_ ? sqlite_message(db_) : sqlite3_errstr(rc));
     sqlite3_close(db_);
     throw SqliteError(rc, message);
   }

@@ -225,6 +225,33 @@ void salvage_transcripts(Connection& damaged, Connection& fresh, RecoveryReport&
   }
 }
 
+// The copy is written through its WAL. Closing would fold the WAL into the file, but a close
+// cannot report failing to: on a full disk the file renamed into place would be half written,
+// its data left behind in "<copy>-wal". The WAL is folded in here, where a failure is seen.
+void fold_wal_into_copy(Connection& fresh, const std::string& copy_path) {
+  int frames = 0;
+  int folded = 0;
+  if (sqlite3_wal_checkpoint_v2(fresh.handle(), "main", SQLITE_CHECKPOINT_TRUNCATE, &frames,
+                                &folded) != SQLITE_OK) {
+    throw_sqlite_error(fresh.handle(), "the damaged store is left as it is: its recovered copy " +
+                                           copy_path + " cannot be written whole (checkpoint)");
+  }
+  require(frames == folded, Status::storage,
+          "the damaged store is left as it is: its recovered copy " + copy_path +
+              " cannot be written whole (" + std::to_string(frames - folded) +
+              " WAL frames not checkpointed)");
+}
+
+// Once folded in, the copy's WAL is empty (and closing removes it): one still holding data
+// would stay behind under the copy's name, away from the file renamed into place.
+void require_copy_whole(const std::string& copy_path) {
+  remove_reader_leftovers(copy_path);
+  std::error_code ec;
+  require(!fs::exists(copy_path + "-wal", ec) && !ec, Status::storage,
+          "the damaged store is left as it is: its recovered copy " + copy_path +
+              " still has data in its WAL once closed");
+}
+
 // "2 (a, b)" or, past kNamed ids, "40 (a, b, ... and 38 more)".
 std::string count_and_ids(const std::vector<std::string>& ids) {
   constexpr size_t kNamed = 10;
@@ -270,7 +297,9 @@ std::optional<RecoveryReport> recover_damaged_store(const std::string& path,
     WriteTransaction transaction(*fresh);
     if (Connection* db = damaged.connection()) salvage_transcripts(*db, *fresh, report);
     transaction.commit();
-  }  // closed: its WAL is checkpointed into it and removed
+    fold_wal_into_copy(*fresh, copy.path());
+  }
+  require_copy_whole(copy.path());
   {
     FolderLock swapping(path, FolderLock::exclusive);
     if (file_id_of(path) != damaged_identity) return std::nullopt;

@@ -19,16 +19,16 @@ std::string move_aside(const std::string& path);
 // Opens (creates) a store file ready to be written: the store's settings and schema.
 using OpenFreshStore = std::function<std::unique_ptr<Connection>(const std::string& path)>;
 
-// Recovers the damaged store file at `path`. Each session whose row can be read is copied,
-// with its turns up to the first one that cannot be read (KV is not: it is rebuilt from
-// turns), into a new file beside it; then the damaged file moves aside (move_aside) and the
-// new one is renamed to `path`. Until that rename `path` is the damaged file, whole: a
-// recovery cut short (a crash, a full disk) is done again by the next open, and no process
-// ever opens a half-filled store. The damaged file's writers, and another process recovering
-// it, wait for the copy (its write lock is held meanwhile). Returns nullopt when `path` was
-// no longer the damaged file once the copy was made (another process recovered it first):
-// open it again. Throws Error(storage) when the copy cannot be made or put in place (the
-// damaged file is then left at `path`) or the write lock is not had within the busy timeout.
+// Recovers the damaged store file at `path`. Each session whose row can be read is copied, with its
+// turns up to the first one that cannot be read (KV is not: it is rebuilt from turns), into a new
+// file beside it, whole in that file (its WAL checkpointed into it); then the damaged file moves
+// aside (move_aside) and the new one is renamed to `path`. Until that rename `path` is the damaged
+// file, whole: a recovery cut short (a crash, a full disk) is done again by the next open, and no
+// process ever opens a half-filled store. The damaged file's writers, and another process
+// recovering it, wait for the copy (its write lock is held meanwhile). Returns nullopt when `path`
+// was no longer the damaged file once the copy was made (another process recovered it first): open
+// it again. Throws Error(storage) when the copy cannot be made or put in place (the damaged file is
+// then left at `path`) or the write lock is not had within the busy timeout.
 std::optional<RecoveryReport> recover_damaged_store(const std::string& path,
                                                     const StoreOptions& options,
                                                     const OpenFreshStore& open_fresh);

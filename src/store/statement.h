@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <span>
 #include <string>
 #include <string_view>
@@ -30,9 +31,36 @@ class SqliteError : public Error {
   int code_;
 };
 
+// The OS error (errno) behind an I/O failure that just happened, read from the connection's
+// VFS as SQLite itself reads it: SQLite keeps it (sqlite3_system_errno) after some failures
+// only, a failed COMMIT not among them. 0 when the VFS has none to give.
+inline int current_os_error(sqlite3* db) {
+  sqlite3_vfs* vfs = nullptr;
+  // Fails on a handle whose open failed; SQLite kept the error of that open.
+  if (sqlite3_file_control(db, "main", SQLITE_FCNTL_VFS_POINTER, &vfs) != SQLITE_OK || !vfs ||
+      !vfs->xGetLastError) {
+    return sqlite3_system_errno(db);
+  }
+  return vfs->xGetLastError(vfs, 0, nullptr);
+}
+
+// SQLite's message for the failure that just happened, with the OS error behind an I/O
+// failure: "disk I/O error" alone does not tell a full disk (ENOSPC), a file-size limit
+// (EFBIG) and a failing disk (EIO) apart. Call it first, before anything can change errno.
+inline std::string sqlite_message(sqlite3* db) {
+  const int os_error = current_os_error(db);
+  std::string message = sqlite3_errmsg(db);
+  const int primary = sqlite3_extended_errcode(db) & 0xff;
+  if ((primary == SQLITE_IOERR || primary == SQLITE_CANTOPEN) && os_error != 0) {
+    message += " (" + std::string(std::strerror(os_error)) + ")";
+  }
+  return message;
+}
+
 // "<what>: <SQLite's message>", read at once: a later call (even ROLLBACK) replaces it.
 [[noreturn]] inline void throw_sqlite_error(sqlite3* db, std::string_view what) {
-  throw SqliteError(sqlite3_extended_errcode(db), std::string(what) + ": " + sqlite3_errmsg(db));
+  const std::string message = sqlite_message(db);
+  throw SqliteError(sqlite3_extended_errcode(db), std::string(what) + ": " + message);
 }
 
 inline bool is_damaged_file_code(int code) {

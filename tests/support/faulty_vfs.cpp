@@ -16,15 +16,17 @@ struct FaultyVfs::State {
   mutable std::mutex mutex;
   std::optional<int> write_code;  // armed write fault
   uint64_t write_budget = 0;      // bytes that still succeed
+  bool databases_only = false;    // the write fault spares WAL and journal files
   std::optional<int> sync_code;
   std::optional<int> truncate_code;
+  std::optional<int> os_error;
   uint64_t failures = 0;
   uint64_t syncs = 0;
   uint64_t wal_syncs = 0;
 
-  int before_write(int amount) {
+  int before_write(int amount, bool database) {
     std::lock_guard lock(mutex);
-    if (!write_code) return SQLITE_OK;
+    if (!write_code || (databases_only && !database)) return SQLITE_OK;
     if (write_budget >= static_cast<uint64_t>(amount)) {
       write_budget -= static_cast<uint64_t>(amount);
       return SQLITE_OK;
@@ -59,6 +61,7 @@ struct FaultyFile {
   sqlite3_file base;  // first, so sqlite3_file* and FaultyFile* convert
   State* state;
   bool wal;
+  bool database;  // a main database file
 
   sqlite3_file* real();
 };
@@ -80,7 +83,8 @@ int file_read(sqlite3_file* file, void* buffer, int amount, sqlite3_int64 offset
   return real_methods(file)->xRead(real(file), buffer, amount, offset);
 }
 int file_write(sqlite3_file* file, const void* buffer, int amount, sqlite3_int64 offset) {
-  if (const int rc = faulty(file)->state->before_write(amount); rc != SQLITE_OK) return rc;
+  const FaultyFile* f = faulty(file);
+  if (const int rc = f->state->before_write(amount, f->database); rc != SQLITE_OK) return rc;
   return real_methods(file)->xWrite(real(file), buffer, amount, offset);
 }
 int file_truncate(sqlite3_file* file, sqlite3_int64 size) {
@@ -166,6 +170,7 @@ int vfs_open(sqlite3_vfs* vfs, sqlite3_filename name, sqlite3_file* file, int fl
   FaultyFile* f = faulty(file);
   f->state = static_cast<State*>(vfs->pAppData);
   f->wal = (flags & SQLITE_OPEN_WAL) != 0;
+  f->database = (flags & SQLITE_OPEN_MAIN_DB) != 0;
   f->real()->pMethods = nullptr;
   const int rc = f->state->real->xOpen(f->state->real, name, f->real(), flags, out_flags);
   // SQLite calls xClose whenever pMethods is set, even after a failed open: mirror the real one.
@@ -203,6 +208,11 @@ int vfs_current_time(sqlite3_vfs* vfs, double* out) {
   return real_vfs(vfs)->xCurrentTime(real_vfs(vfs), out);
 }
 int vfs_get_last_error(sqlite3_vfs* vfs, int n, char* out) {
+  State* state = static_cast<State*>(vfs->pAppData);
+  {
+    std::lock_guard lock(state->mutex);
+    if (state->os_error) return *state->os_error;
+  }
   return real_vfs(vfs)->xGetLastError(real_vfs(vfs), n, out);
 }
 int vfs_current_time_int64(sqlite3_vfs* vfs, sqlite3_int64* out) {
@@ -257,10 +267,16 @@ FaultyVfs::~FaultyVfs() { sqlite3_vfs_unregister(&state_->vfs); }
 
 const std::string& FaultyVfs::name() const { return state_->name; }
 
-void FaultyVfs::fail_writes_after(uint64_t bytes, int code) {
+void FaultyVfs::fail_writes_after(uint64_t bytes, int code, Files files) {
   std::lock_guard lock(state_->mutex);
   state_->write_code = code;
   state_->write_budget = bytes;
+  state_->databases_only = files == Files::databases;
+}
+
+void FaultyVfs::report_os_error(int error) {
+  std::lock_guard lock(state_->mutex);
+  state_->os_error = error;
 }
 
 void FaultyVfs::fail_syncs(int code) {
@@ -278,6 +294,7 @@ void FaultyVfs::clear() {
   state_->write_code.reset();
   state_->sync_code.reset();
   state_->truncate_code.reset();
+  state_->os_error.reset();
 }
 
 uint64_t FaultyVfs::failures() const {

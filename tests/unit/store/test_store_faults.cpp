@@ -4,7 +4,9 @@
 #include <doctest/doctest.h>
 #include <sqlite3.h>
 
+#include <cerrno>
 #include <chrono>
+#include <cstring>
 
 #include "append_turns.h"
 #include "common/error.h"
@@ -122,6 +124,24 @@ TEST_CASE("store: a write failure while turns are added is Error(storage) and lo
     CHECK(turns[1].text == "second");
     append_turns(reopened, "s", 2, std::vector{turn_with("third")});
     CHECK(reopened.load_turns("s").size() == 3);
+  }
+}
+
+// "disk I/O error" is all SQLite says for a write that fails with ENOSPC, EFBIG or EIO alike.
+TEST_CASE("store: an I/O error names the OS error behind it") {
+  for (const int os_error : {ENOSPC, EFBIG, EIO}) {
+    CAPTURE(os_error);
+    test::TempDir dir;
+    test::FaultyVfs vfs("parley-faulty-errno");
+    Store store((dir / "chat.db").string(), StoreOptions{vfs.name()});
+    store.create_session(session_named("s"));
+    vfs.fail_writes_after(0, SQLITE_IOERR_WRITE);
+    vfs.report_os_error(os_error);
+    const std::string message = storage_error_of(
+        [&] { append_turns(store, "s", 0, std::vector{turn_with("into a failing disk")}); });
+    CAPTURE(message);
+    CHECK(contains(message, std::string(sqlite3_errstr(SQLITE_IOERR_WRITE)) + " (" +
+                                std::strerror(os_error) + ")"));
   }
 }
 

@@ -496,6 +496,49 @@ TEST_CASE("store recovery: a copy cut short leaves the damaged file whole; the n
   CHECK(store.list_sessions().size() == kSessions);
 }
 
+// The copy is written through its WAL; closing it would fold that WAL into the file, but a
+// close cannot fail: on a full disk the file renamed into place would be half written, its
+// data left in the copy's -wal under a name the next open deletes.
+TEST_CASE("store recovery: a copy its disk cannot hold whole is never put in place") {
+  test::TempDir dir;
+  const std::string path = damaged_store_in(dir);
+  const std::string damaged_bytes = contents_of(path);
+  constexpr uint64_t kDatabaseBytesBeforeTheCheckpoint = 128 * 1024;  // the copy's first pages
+  REQUIRE(damaged_bytes.size() > 2 * kDatabaseBytesBeforeTheCheckpoint);
+  {
+    test::FaultyVfs vfs("parley-faulty-checkpoint");
+    vfs.fail_writes_after(kDatabaseBytesBeforeTheCheckpoint, SQLITE_FULL,
+                          test::FaultyVfs::Files::databases);
+    WarningCapture warnings;
+    try {
+      Store store(path, StoreOptions{vfs.name()});
+      FAIL("the recovery must fail");
+    } catch (const Error& e) {
+      CHECK(e.status() == Status::storage);
+      const std::string message = e.what();
+      CAPTURE(message);
+      CHECK(message.find(path) != std::string::npos);
+      CHECK(message.find("database or disk is full") != std::string::npos);
+    }
+    CHECK(vfs.failures() > 0);
+    for (const std::string& line : warnings.lines()) {
+      CAPTURE(line);
+      CHECK(line.find("recovered") == std::string::npos);  // no success is announced
+    }
+  }
+  CHECK(contents_of(path) == damaged_bytes);
+  for (const std::string& name : names_in(dir.path())) {
+    CAPTURE(name);
+    CHECK(name.find(".corrupt-") == std::string::npos);     // not moved aside
+    CHECK(name.find(".recovering-") == std::string::npos);  // no copy, nor its -wal
+  }
+
+  Store store(path);  // with room again
+  REQUIRE(store.recovery().has_value());
+  CHECK(store.recovery()->recovered.size() + store.recovery()->truncated.size() == kSessions);
+  CHECK(store.list_sessions().size() == kSessions);
+}
+
 // Openers of a store that another connection is recovering wait for the copy: none sees a
 // half-filled store, none recovers it a second time, and none fails.
 TEST_CASE("store recovery: a store opened during its recovery is only ever seen whole") {
