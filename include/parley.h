@@ -212,7 +212,11 @@ typedef struct parley_engine_options {
   uint64_t    kv_budget_bytes; /* resident KV budget; 0 = automatic. A send that needs more
                                   takes cached prefix blocks no session uses first (least
                                   recently used: free to drop), then, with a store, spills
-                                  the other sessions not in use, least recently used first */
+                                  the other sessions not in use, least recently used first.
+                                  A spill the store refuses (a full disk) is not tried again
+                                  by that call; when no room comes, the call is OUT_OF_MEMORY
+                                  and its message names the session and the store's error
+                                  (since 0.8.4) */
   uint32_t    idle_spill_ms;   /* with a store: spill sessions idle this long to it, freeing
                                   their KV memory; 0 = only under budget pressure. Spills
                                   the store refuses (a full disk) are tried again after
@@ -234,7 +238,8 @@ PARLEY_API void parley_engine_options_init_sized(parley_engine_options *o, size_
  *  Q8_0 step); Hugging Face weights F32, F16 or BF16.
  *  @param[in]  o    options; model_path is required
  *  @param[out] out  the engine, or NULL on failure
- *  Ownership: close with parley_engine_close().
+ *  Ownership: close with parley_engine_close(). The engine and its sessions belong to this
+ *  process: see parley_engine_close() for fork().
  *  Errors: INVALID_ARGUMENT (NULL, bad struct_size, unknown non-zero fields, bad device or kv_type,
  *  a store_path of "" or ":memory:", a context_length larger than the model's, a kv_budget_bytes
  *  too small for one KV block), NOT_FOUND / IO (model path), BAD_MODEL (the message names the
@@ -257,6 +262,13 @@ PARLEY_API parley_status parley_engine_open(const parley_engine_options *o, parl
 /** Closes an engine. With a store, the KV of every open session is spilled to it first.
  *  Sessions still open stay usable; the engine is freed when the last of them closes. NULL is
  *  a no-op.
+ *  fork(): an engine and its sessions belong to the process that opened them (since 0.8.4;
+ *  before, a child that closed them could hang or write the parent's sessions to the store).
+ *  In a child, every call on an inherited engine or session returns MISUSE ("this engine was
+ *  opened by process N; after fork() a child opens its own engine"), and closing one returns
+ *  at once, changing nothing: its threads, store connection and memory are the parent's, and
+ *  the child's copy is left as it is. The child may open an engine of its own, also on the
+ *  same store file. The parent goes on unaffected.
  *  Thread-safety: any thread, but not concurrently with other calls on this engine. Since: 0.1. */
 PARLEY_API void parley_engine_close(parley_engine *e);
 
@@ -368,8 +380,8 @@ PARLEY_API parley_status parley_session_open(parley_engine *e, const char *id,
  *  Ownership: close the copy with parley_session_close().
  *  Errors: INVALID_ARGUMENT (bad or used id), OUT_OF_MEMORY (the KV budget has no block for
  *  the copy of a partly filled last block even after spilling idle sessions, as a send does,
- *  since 0.8.4), STORAGE (with a store: it could not store the copy; nothing is created), BUSY,
- *  MISUSE.
+ *  since 0.8.4; also when a spill the store refused was the way to make room), STORAGE (with
+ *  a store: it could not store the copy; nothing is created), BUSY, MISUSE.
  *  Thread-safety: one thread per session. Since: 0.1. */
 PARLEY_API parley_status parley_session_fork(parley_session *s, const char *new_id,
                                              parley_session **out);
@@ -434,7 +446,8 @@ PARLEY_API parley_status parley_session_set_system_prompt(parley_session *s,
  *  first and, while it returns STORAGE, save parley_session_export()'s JSON. NULL is
  *  a no-op. If a send (or another call that parley_session_interrupt() stops) is running on
  *  another thread or calls this from its callback, it stops as interrupted (since 0.8.1;
- *  before, it ran to its end) and the session is freed when it returns.
+ *  before, it ran to its end) and the session is freed when it returns. In a child made by
+ *  fork(), closing a session of the parent's returns at once (see parley_engine_close()).
  *  Thread-safety: any thread. Since: 0.1. */
 PARLEY_API void parley_session_close(parley_session *s);
 
@@ -654,10 +667,12 @@ typedef struct parley_turn_stats {
  *  Errors: INVALID_ARGUMENT (invalid UTF-8, bad options), CONTEXT_FULL (the message does not
  *  fit and the overflow policy is ERROR, or it would not fit even alone; the session is left as
  *  before), CANCELLED (interrupted or stopped by the callback; the partial reply is kept as the
- *  turn), OUT_OF_MEMORY (the KV budget is exhausted even after spilling idle sessions, or an
- *  allocation failed; the session is left as before, except when committing the finished turn
- *  failed: it is then kept as with STORAGE, and when the budget ran out during the reply: the
- *  reply ends there and is kept as the turn, as with CANCELLED), STORAGE (the turn could not be
+ *  turn), OUT_OF_MEMORY (the KV budget is exhausted even after spilling idle sessions, or
+ *  spilling them failed: the message then names the session and the store's error, see
+ *  kv_budget_bytes; or an allocation failed; the session is left as before, except when
+ *  committing the finished turn failed: it is then kept as with STORAGE, and when the budget
+ *  ran out during the reply: the reply ends there and is kept as the turn, as with
+ *  CANCELLED), STORAGE (the turn could not be
  *  committed to the store: it is kept in memory and committed with the next one; or another engine
  *  on the same store file changed this conversation, also to as many turns as before, or deleted it
  *  and started another under its id: the message says so, and the turns stay in memory; or the
@@ -720,8 +735,9 @@ PARLEY_API parley_status parley_session_continue(parley_session *s,
  *                     was already there or came from the prefix cache), computed_tokens,
  *                     restore_ms, kv_source; the other fields 0 (stop_index -1)
  *  Errors: CANCELLED (parley_session_interrupt(): what was computed is kept, and stats are
- *  filled), OUT_OF_MEMORY (the KV budget is exhausted even after spilling idle sessions; the
- *  session stays usable), INVALID_ARGUMENT (bad stats struct_size), BUSY, MISUSE, BACKEND.
+ *  filled), OUT_OF_MEMORY (the KV budget is exhausted even after spilling idle sessions, or
+ *  spilling them failed, as with parley_session_send(); the session stays usable),
+ *  INVALID_ARGUMENT (bad stats struct_size), BUSY, MISUSE, BACKEND.
  *  Thread-safety: one thread per session. Since: 0.5. */
 PARLEY_API parley_status parley_session_prepare(parley_session *s, parley_turn_stats *stats);
 
