@@ -1,5 +1,5 @@
-# `cmake --install`: libparley.so with its SONAME links, parley.h, and what lets other builds
-# find them: a CMake package (find_package(Parley) -> Parley::parley) and parley.pc.
+# `cmake --install`: libparley.so with its SONAME links, parley.h, the CUDA module when it was
+# built (libparley_cuda.so), and what lets other builds find them: a CMake package (find_package(Parley) -> Parley::parley) and parley.pc.
 #
 # Only the shared library is installed. parley_static is an archive of nothing that links the
 # layers' own archives and their third-party libraries, so installing it would mean exporting
@@ -15,6 +15,13 @@ install(TARGETS parley EXPORT ParleyTargets
   RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR}
   INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})  # the installed target's include dir
 install(FILES ${PROJECT_SOURCE_DIR}/include/parley.h DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+
+# The CUDA module goes beside libparley, which looks for it there. It finds cuBLAS where this
+# build found it (the CUDA Toolkit's library folder), as the build tree's copy does.
+if(TARGET parley_cuda)
+  set_target_properties(parley_cuda PROPERTIES INSTALL_RPATH "${CUDAToolkit_LIBRARY_DIR}")
+  install(TARGETS parley_cuda LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
+endif()
 
 install(EXPORT ParleyTargets NAMESPACE Parley:: FILE ParleyTargets.cmake
   DESTINATION ${PARLEY_INSTALL_CMAKEDIR})

@@ -30,6 +30,13 @@ for f in libparley.so libparley.so.0; do
 done
 library=$(realpath "$libdir/libparley.so.0")
 [ -f "$library" ] || fail "libparley.so.0 points nowhere"
+if [ -f "$build_dir/lib/libparley_cuda.so" ]; then
+  # libparley looks for the CUDA module beside itself; it must load there without the tree.
+  [ -f "$libdir/libparley_cuda.so" ] || fail "libparley_cuda.so was built but not installed"
+  if ldd "$libdir/libparley_cuda.so" | grep -q "not found"; then
+    fail "the installed libparley_cuda.so lacks libraries: $(ldd "$libdir/libparley_cuda.so" | grep "not found")"
+  fi
+fi
 [ -f "$libdir/cmake/Parley/ParleyConfig.cmake" ] || fail "ParleyConfig.cmake not installed"
 [ -f "$libdir/cmake/Parley/ParleyConfigVersion.cmake" ] || fail "ParleyConfigVersion.cmake not installed"
 
