@@ -1,7 +1,9 @@
 #include "bench_args.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cstdint>
+#include <iterator>
 #include <stdexcept>
 #include <string_view>
 #include <utility>
@@ -88,6 +90,18 @@ kv::KvType parse_kv(std::string_view value) {
   throw std::invalid_argument("--kv must be int8, f16 or f32, got '" + std::string(value) + "'");
 }
 
+// The flags that take a value, each handled in parse_args: one not here is unknown, said as
+// such rather than as a flag short of its value.
+bool takes_value(std::string_view flag) {
+  static constexpr std::string_view kFlags[] = {
+      "--model",        "--synthetic",     "--weights",       "--dtype",        "--seed",
+      "--device",       "--scenario",      "--threads",       "--kv",           "--repeat",
+      "--out",          "--sessions",      "--system-tokens", "--turns",        "--turn-tokens",
+      "--prompt-tokens", "--context",      "--tokens",        "--gen-tokens",   "--spill-tokens",
+      "--concurrent",   "--codec-min-s",   "--copy-mib"};
+  return std::find(std::begin(kFlags), std::end(kFlags), flag) != std::end(kFlags);
+}
+
 }  // namespace
 
 BenchArgs parse_args(int argc, char** argv) {
@@ -97,6 +111,13 @@ BenchArgs parse_args(int argc, char** argv) {
     if (flag == "--help" || flag == "-h") {
       a.help = true;
       continue;
+    }
+    if (flag == "--version") {
+      a.version = true;
+      continue;
+    }
+    if (!takes_value(flag)) {
+      throw std::invalid_argument("unknown flag '" + std::string(flag) + "' (see --help)");
     }
     if (i + 1 >= argc) throw std::invalid_argument(std::string(flag) + " needs a value");
     const std::string_view value = argv[++i];
@@ -142,11 +163,9 @@ BenchArgs parse_args(int argc, char** argv) {
       a.codec_min_seconds = parse_seconds(flag, value);
     } else if (flag == "--copy-mib") {
       a.copy_mib = uint32_t(parse_count(flag, value, 1));
-    } else {
-      throw std::invalid_argument("unknown flag '" + std::string(flag) + "' (see --help)");
     }
   }
-  if (a.help) return a;
+  if (a.help || a.version) return a;
   if (a.model_path.empty() == a.synthetic.empty()) {
     throw std::invalid_argument("give exactly one of --model PATH and --synthetic NAME");
   }
@@ -188,6 +207,8 @@ const char* usage_text() {
   --codec-min-s S       codec: least seconds per timing (default 0.3)
   --copy-mib N          bandwidth copy loop: MiB per array (default 512; arrays that fit in
                         the caches overstate bandwidth_gbs, so smaller is for quick checks)
+  --version             the library's version
+  -h, --help            this text
 )";
 }
 

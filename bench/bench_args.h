@@ -34,6 +34,7 @@ struct BenchArgs {
   double codec_min_seconds = 0.3;        // --codec-min-s: codec, least time per timing
   uint32_t copy_mib = 512;               // --copy-mib: each array of the bandwidth copy loop
   bool help = false;
+  bool version = false;  // --version: the library's version, and nothing run
 };
 
 // Throws std::invalid_argument naming the bad flag or value.

@@ -1,6 +1,7 @@
 # Runs parley-bench with flag values it must refuse (out of range for the 32-bit fields they
 # go to, below a flag's minimum, not numbers) and checks that each run fails at once, naming the
-# flag, before any scenario runs.
+# flag, before any scenario runs; and that a flag it does not know is named as unknown, also
+# without a value after it.
 # Usage: cmake -DBENCH=path/to/parley-bench -P check_bad_flags.cmake
 cmake_minimum_required(VERSION 3.25)
 if(NOT BENCH)
@@ -29,3 +30,16 @@ foreach(c IN LISTS cases)
     message(FATAL_ERROR "${flag} ${value}: exit ${rc}, message '${err}'")
   endif()
 endforeach()
+
+foreach(args IN ITEMS "--bogus" "--bogus;1" "--versions")
+  execute_process(COMMAND ${BENCH} --synthetic stories15m ${args}
+    OUTPUT_VARIABLE out ERROR_VARIABLE err RESULT_VARIABLE rc TIMEOUT 60)
+  list(GET args 0 flag)
+  if(rc EQUAL 0 OR NOT err MATCHES "^parley-bench: unknown flag '${flag}' \\(see --help\\)")
+    message(FATAL_ERROR "${args}: exit ${rc}, message '${err}'")
+  endif()
+endforeach()
+execute_process(COMMAND ${BENCH} --version OUTPUT_VARIABLE out RESULT_VARIABLE rc TIMEOUT 60)
+if(NOT rc EQUAL 0 OR NOT out MATCHES "^parley [0-9]+\\.[0-9]+\\.[0-9]+\n$")
+  message(FATAL_ERROR "--version: exit ${rc}, output '${out}'")
+endif()

@@ -11,6 +11,7 @@
 #include "device_probe.h"
 #include "json_lines.h"
 #include "memory_bandwidth.h"
+#include "parley.h"
 #include "model_source.h"
 #include "scenarios.h"
 
@@ -62,6 +63,10 @@ int main(int argc, char** argv) {
     const auto args = parley::bench::parse_args(argc, argv);
     if (args.help) {
       std::fputs(parley::bench::usage_text(), stdout);
+      return 0;
+    }
+    if (args.version) {
+      std::printf("parley %s\n", parley_version());
       return 0;
     }
     return parley::bench::run(args);
