@@ -88,7 +88,7 @@ PARLEY_API parley_status parley_engine_open(const parley_engine_options* o, parl
 PARLEY_API void parley_engine_close(parley_engine* e) {
   if (!e) return;
   auto handle = unregister(e);
-  if (!handle) return;
+  if (!handle) return;  // also an engine inherited through fork(): the parent's, left alone
   // Live sessions go to the store now; they stay usable, and the engine itself is freed when
   // the last of them closes.
   try {

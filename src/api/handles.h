@@ -2,10 +2,14 @@
 // caught (PARLEY_E_MISUSE) instead of touching freed memory. Calls hold a shared_ptr to the
 // handle while they run, so closing from another thread or from a callback is safe: the
 // object dies when the last running call lets go of it.
+// A handle belongs to the process that made it: in a child made by fork(), the parent's handles
+// are refused (PARLEY_E_MISUSE), and closing them leaves them alone (see unregister).
 #pragma once
 
-#include <mutex>
+#include <sys/types.h>
+
 #include <memory>
+#include <mutex>
 #include <string>
 
 #include "engine/engine.h"
@@ -13,11 +17,13 @@
 
 struct parley_engine {
   std::shared_ptr<parley::engine::Engine> engine;
+  pid_t owner = 0;  // the process that opened it; set by register_engine
 };
 
 struct parley_session {
   std::unique_ptr<parley::engine::Session> session;
   std::string turn_text;  // backs parley_turn.text until the next call on this session
+  pid_t owner = 0;        // the process that made it; set by register_session
 };
 
 namespace parley::api {
@@ -25,12 +31,14 @@ namespace parley::api {
 parley_engine* register_engine(std::shared_ptr<parley_engine> handle);
 parley_session* register_session(std::shared_ptr<parley_session> handle);
 
-// Throws Error(invalid_argument) for NULL, Error(misuse) for a closed or foreign handle.
+// Throws Error(invalid_argument) for NULL, Error(misuse) for a closed or foreign handle, or one
+// a parent process made before fork().
 std::shared_ptr<parley_engine> acquire(parley_engine* e);
 std::shared_ptr<parley_session> acquire(parley_session* s);
 
 // Removes a handle from the registry; returns it (empty when it was not live), so the caller
-// drops the last reference outside the registry's lock.
+// drops the last reference outside the registry's lock. A handle inherited through fork() is
+// returned empty and left registered: it is never freed in this process.
 std::shared_ptr<parley_engine> unregister(parley_engine* e);
 std::shared_ptr<parley_session> unregister(parley_session* s);
 
