@@ -41,7 +41,8 @@ std::optional<std::string> quick_check_complaint(Connection& db) {
 // moment, and SQLite does not call the busy handler for it: when another process is opening
 // the same new store right now, this waits for it as the busy timeout would.
 void set_wal_mode(Connection& db, int busy_timeout_ms) {
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(busy_timeout_ms);
+  const auto deadline =
+      std::chrono::steady_clock::now() + std::chrono::milliseconds(busy_timeout_ms);
   for (;;) {
     try {
       Statement mode(db.handle(), "PRAGMA journal_mode = WAL", "set journal_mode");
