@@ -269,6 +269,9 @@ PARLEY_API parley_status parley_engine_open(const parley_engine_options *o, parl
  *  at once, changing nothing: its threads, store connection and memory are the parent's, and
  *  the child's copy is left as it is. The child may open an engine of its own, also on the
  *  same store file. The parent goes on unaffected.
+ *  dlclose(): the library is never unloaded once loaded (since 0.8.4): its threads run for as
+ *  long as an engine or session is open, so a plugin host's dlclose leaves it in place, and a
+ *  later dlopen finds the same library, its engines and log handler as they were.
  *  Thread-safety: any thread, but not concurrently with other calls on this engine. Since: 0.1. */
 PARLEY_API void parley_engine_close(parley_engine *e);
 
