@@ -372,7 +372,9 @@ PARLEY_API parley_status parley_session_create(parley_engine *e, const parley_se
  *  another model and holds tokens this model's vocabulary lacks; before, CORRUPT), CONTEXT_FULL
  *  (since 0.8: the conversation is longer than this engine's context_length; an engine whose
  *  context holds it opens it, and nothing is changed; before, CORRUPT), STORAGE, MISUSE.
- *  Thread-safety: any thread. Since: 0.1. */
+ *  Thread-safety: any thread. While another thread is closing a session of this id on the same
+ *  engine, this waits until the close has stored it, and then reopens what it stored (since
+ *  0.8.4; before, it could read the store before the close's spill). Since: 0.1. */
 PARLEY_API parley_status parley_session_open(parley_engine *e, const char *id,
                                              parley_session **out);
 
@@ -451,6 +453,8 @@ PARLEY_API parley_status parley_session_set_system_prompt(parley_session *s,
  *  another thread or calls this from its callback, it stops as interrupted (since 0.8.1;
  *  before, it ran to its end) and the session is freed when it returns. In a child made by
  *  fork(), closing a session of the parent's returns at once (see parley_engine_close()).
+ *  Until the close has stored the session, parley_session_open(), parley_session_delete() and
+ *  parley_store_get_session_info() of its id on other threads wait for it (since 0.8.4).
  *  Thread-safety: any thread. Since: 0.1. */
 PARLEY_API void parley_session_close(parley_session *s);
 
@@ -460,7 +464,8 @@ PARLEY_API void parley_session_close(parley_session *s);
  *  Errors: INVALID_ARGUMENT (NULL or empty id; the session is open in this engine),
  *  NOT_FOUND (no store, or no such session, including ids no session can have), STORAGE,
  *  MISUSE.
- *  Thread-safety: any thread. Since: 0.1. */
+ *  Thread-safety: any thread. While another thread is closing it on the same engine, this
+ *  waits until the close has stored it, then deletes it (since 0.8.4). Since: 0.1. */
 PARLEY_API parley_status parley_session_delete(parley_engine *e, const char *id);
 
 typedef struct parley_session_info {
@@ -566,7 +571,9 @@ typedef struct parley_stored_session_info {
  *  @param[in]  id   a stored session's id (parley_store_list_sessions)
  *  @param[out] out  caller sets out->struct_size; the library fills that many bytes
  *  Errors: INVALID_ARGUMENT (NULL or empty id, NULL out or a bad struct_size), NOT_FOUND (no
- *  store, or no such session), STORAGE, MISUSE. Thread-safety: any thread. Since: 0.4. */
+ *  store, or no such session), STORAGE, MISUSE. Thread-safety: any thread; while another
+ *  thread is closing the session on the same engine, this waits until the close has stored it
+ *  (since 0.8.4). Since: 0.4. */
 PARLEY_API parley_status parley_store_get_session_info(parley_engine *e, const char *id,
                                                        parley_stored_session_info *out);
 

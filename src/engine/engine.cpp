@@ -122,17 +122,28 @@ std::string Engine::register_session(Session* session, const std::string& reques
   auto stored = [&](const std::string& id) {
     return store_ && !reopening && store_->load_session(id).has_value();
   };
+  // Room for this session's close to come (begin_closing) is kept before it is registered.
+  const auto keep_room_to_close = [&] {
+    const size_t needed = sessions_.size() + closing_.size() + 1;
+    if (closing_.capacity() < needed) closing_.reserve(std::max(needed, 2 * closing_.capacity()));
+  };
   if (requested.empty()) {
     for (;;) {
       std::string id = random_session_id();
       if (stored(id)) continue;
       std::lock_guard lock(mutex_);
+      keep_room_to_close();
       if (sessions_.emplace(id, session).second) return id;
     }
   }
   if (!reopening) require_free_session_id(requested);
   std::lock_guard lock(mutex_);
-  require(sessions_.emplace(requested, session).second, Status::invalid_argument,
+  keep_room_to_close();
+  // A reopen read the store while the session was still open (its close had not begun when
+  // the reopen waited for closes): in use, as when the close had not begun at all.
+  const bool closing_since_read = reopening && closing_elsewhere(requested);
+  require(!closing_since_read && sessions_.emplace(requested, session).second,
+          Status::invalid_argument,
           "session id " + shown_id(requested) + " is already in use by an open session");
   return requested;
 }
@@ -152,6 +163,53 @@ void Engine::require_free_session_id(const std::string& id) {
 void Engine::unregister_session(const std::string& id) {
   std::lock_guard lock(mutex_);
   sessions_.erase(id);
+}
+
+void Engine::begin_closing(const Session* session) {
+  std::lock_guard lock(mutex_);
+  const auto live = sessions_.find(session->id());
+  if (live != sessions_.end() && live->second == session) sessions_.erase(live);
+  closing_.push_back({session, std::this_thread::get_id()});
+}
+
+void Engine::end_closing(const Session* session) {
+  {
+    std::lock_guard lock(mutex_);
+    const auto it = std::find_if(closing_.begin(), closing_.end(),
+                                 [&](const Closing& c) { return c.session == session; });
+    if (it != closing_.end()) closing_.erase(it);
+  }
+  closed_.notify_all();
+}
+
+bool Engine::closing_elsewhere(const std::string& id) const {
+  const auto self = std::this_thread::get_id();
+  return std::any_of(closing_.begin(), closing_.end(), [&](const Closing& c) {
+    return c.thread != self && c.session->id() == id;
+  });
+}
+
+void Engine::wait_until_closed(const std::string& id) {
+  std::unique_lock lock(mutex_);
+  if (!closing_elsewhere(id)) return;
+  ++waiting_for_close_;
+  closed_.wait(lock, [&] { return !closing_elsewhere(id); });
+  --waiting_for_close_;
+}
+
+size_t Engine::calls_waiting_for_close() const {
+  std::lock_guard lock(mutex_);
+  return waiting_for_close_;
+}
+
+std::unique_lock<std::mutex> Engine::hold_stored_id(const std::string& id) {
+  for (;;) {
+    wait_until_closed(id);
+    auto held = hold_stored_ids();
+    std::lock_guard lock(mutex_);
+    // A session opened and closed again between the wait and the lock: wait for that too.
+    if (!closing_elsewhere(id)) return held;
+  }
 }
 
 Engine::SpillPass Engine::spill_where(SessionFilter filter, double arg, const Session* except,
@@ -257,7 +315,7 @@ void Engine::delete_stored_session(const std::string& id) {
   require(
       store_ != nullptr, Status::not_found,
       "no session store is open (set store_path), so there is no stored session " + shown_id(id));
-  const auto no_open_meanwhile = hold_stored_ids();
+  const auto no_open_meanwhile = hold_stored_id(id);
   {
     std::lock_guard lock(mutex_);
     require(!sessions_.count(id), Status::invalid_argument,
@@ -270,13 +328,14 @@ Engine::StoredSessionInfo Engine::stored_session_info(const std::string& id) {
   require(
       store_ != nullptr, Status::not_found,
       "no session store is open (set store_path), so there is no stored session " + shown_id(id));
+  wait_until_closed(id);  // a closing session's last turns and KV are part of the answer
   auto summary = store_->session_summary(id);
   require(summary.has_value(), Status::not_found, "no stored session " + shown_id(id));
   StoredSessionInfo info;
   info.same_model = stored_with(*summary, model_->fingerprint, kv_type());
   info.summary = std::move(*summary);
   std::lock_guard lock(mutex_);
-  info.open = sessions_.count(id) > 0;
+  info.open = sessions_.count(id) > 0 || closing_elsewhere(id);  // as of the summary read
   return info;
 }
 

@@ -4,12 +4,14 @@
 // so it lives until the last of them closes.
 #pragma once
 
+#include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <unordered_map>
 #include <vector>
 
@@ -82,6 +84,17 @@ class Engine {
   // (a new session may not take a stored conversation's id). "" = generate one.
   std::string register_session(Session* session, const std::string& requested, bool reopening);
   void unregister_session(const std::string& id);
+  // A session being destroyed leaves the live ones first, so that no spill of the engine picks
+  // it any more, but its id stays taken ("closing") until its last spill is stored: an open, a
+  // delete or a look at the stored conversation waits for that (wait_until_closed), and so
+  // reads what the close stored, never a conversation about to change under it.
+  void begin_closing(const Session* session);  // never throws: room was kept at registration
+  void end_closing(const Session* session);
+  // Waits while a session with this id is closing on another thread. The closing thread itself
+  // does not wait for its own close (a log handler called from its spill), so it never hangs.
+  void wait_until_closed(const std::string& id);
+  // How many calls wait in wait_until_closed now (tests wait for a call to get there).
+  size_t calls_waiting_for_close() const;
   // Refuses (invalid_argument) an id an open or a stored session has.
   void require_free_session_id(const std::string& id);
 
@@ -121,6 +134,9 @@ class Engine {
   // a delete from checking that it is not open to deleting it: of an open and a delete of one
   // conversation on two threads, one wins, and no session is left open on a deleted one.
   std::unique_lock<std::mutex> hold_stored_ids() { return std::unique_lock(stored_ids_mutex_); }
+  // hold_stored_ids, once no session with this id is closing: what an open or a delete of
+  // the id holds. The wait comes before the lock, so a close never waits for the lock's holder.
+  std::unique_lock<std::mutex> hold_stored_id(const std::string& id);
 
   // A stored conversation as the store has it, and whether it is open here. Throws Error:
   // not_found (no store, or no such session), storage.
@@ -168,8 +184,20 @@ class Engine {
   std::mutex room_mutex_;
   std::mutex stored_ids_mutex_;  // hold_stored_ids
 
+  // A session with this id is closing on a thread other than the caller's (mutex_ held).
+  bool closing_elsewhere(const std::string& id) const;
+
   mutable std::mutex mutex_;  // guards the members below
   std::unordered_map<std::string, Session*> sessions_;
+  struct Closing {
+    const Session* session;
+    std::thread::id thread;  // the one running its destructor
+  };
+  // Its capacity covers every live and closing session, reserved at registration: a
+  // destructor adds to it without allocating.
+  std::vector<Closing> closing_;
+  std::condition_variable closed_;  // a close ended
+  size_t waiting_for_close_ = 0;
 
   std::unique_ptr<Janitor> janitor_;  // last: stopped first
 };

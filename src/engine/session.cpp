@@ -214,7 +214,8 @@ std::unique_ptr<Session> Session::open(std::shared_ptr<Engine> engine, const std
   require(
       store != nullptr, Status::not_found,
       "no session store is open (set store_path), so there is no stored session " + shown_id(id));
-  const auto no_delete_meanwhile = engine->hold_stored_ids();
+  // After a close of this id on another thread has stored what it spills.
+  const auto no_delete_meanwhile = engine->hold_stored_id(id);
   // One snapshot: the revision this session starts from is that of the turns it reads.
   auto stored = store->load_conversation(id);
   require(stored.has_value(), Status::not_found, "no stored session " + shown_id(id));
@@ -223,18 +224,25 @@ std::unique_ptr<Session> Session::open(std::shared_ptr<Engine> engine, const std
 }
 
 Session::~Session() {
-  engine_->unregister_session(id_);
-  std::lock_guard wait_for_spill(state_mutex_);
-  if (engine_->store()) {
-    // The transcript is committed (also when the KV is already stored); keeping the KV too
-    // makes reopening instant.
+  // No spill of the engine's picks the session from here on, yet its id stays taken until the
+  // spill below is stored: an open or a delete of it waits, rather than read the store first.
+  engine_->begin_closing(this);
+  {
+    std::lock_guard wait_for_spill(state_mutex_);
+    if (engine_->store()) spill_on_close();
+  }
+  engine_->end_closing(this);
+}
+
+void Session::spill_on_close() noexcept {
+  // The transcript is committed (also when the KV is already stored); keeping the KV too
+  // makes reopening instant.
+  try {
+    spill();
+  } catch (const std::exception& e) {  // storage, or memory ran out: closing never fails
     try {
-      spill();
-    } catch (const std::exception& e) {  // storage, or memory ran out: closing never fails
-      try {
-        log::warn_line("closing session " + shown_id(id_) + ": " + e.what());
-      } catch (...) {  // not even the message fits in memory
-      }
+      log::warn_line("closing session " + shown_id(id_) + ": " + e.what());
+    } catch (...) {  // not even the message fits in memory
     }
   }
 }

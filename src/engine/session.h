@@ -97,7 +97,8 @@ class Session {
   // A stored conversation, reopened: its KV comes back from the store on the next send.
   // Throws Error: not_found, corrupt (an unreadable transcript), storage.
   static std::unique_ptr<Session> open(std::shared_ptr<Engine> engine, const std::string& id);
-  // Waits for a spill running on another thread, then frees the KV.
+  // Waits for a spill running on another thread, then spills to the store and frees the KV.
+  // Until that spill is stored, an open or a delete of the id on another thread waits.
   ~Session();
   Session(const Session&) = delete;
   Session& operator=(const Session&) = delete;
@@ -405,6 +406,8 @@ class Session {
     }
   }
   [[noreturn]] void fail_changed_elsewhere(const std::string& detail) const;
+  // The destructor's spill: what the store refuses is logged, as closing never fails.
+  void spill_on_close() noexcept;
   store::StoredSession stored_header() const;
   std::vector<store::StoredTurn> stored_turns(size_t first) const;
 
