@@ -54,7 +54,8 @@ _log_callback = None  # the C function object must outlive every call the librar
 def set_log_callback(fn):
     """Sends the library's log lines to fn(level, message) (level: 0 error, 1 warn, 2 info,
     3 debug); None restores the default (warnings and errors to stderr). Call it before the
-    first Engine opens. fn runs on whichever thread logs and must not call into Parley; what it
+    first Engine opens. fn runs on whichever thread logs (for the calls a Ctrl-C stops, made
+    on the main thread, a worker of the binding's) and must not call into Parley; what it
     raises is dropped, but for a KeyboardInterrupt (Ctrl-C) on the main thread, which the
     Parley call that logged raises as it returns. Raises InvalidArgumentError when fn is
     neither callable nor None (the callback in force is then kept)."""

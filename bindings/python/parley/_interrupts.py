@@ -1,11 +1,13 @@
-"""Ctrl-C during a call into the library.
+"""Ctrl-C during a call into the library that nothing can stop.
 
 Python raises KeyboardInterrupt for a SIGINT at the next bytecode the main thread runs.
-During a call into the library that is the first bytecode of a ctypes callback (on_text, the
-log callback), before any try in it can catch the exception: ctypes then prints and drops it,
-and the library reads a return value that was never set. So around such calls the default
-SIGINT handler is swapped for one that only notes the signal; the callbacks read the note
-(on_text stops the reply), and KeyboardInterrupt is raised once the call has returned.
+During a call into the library that is the first bytecode of a ctypes callback (the log
+callback), before any try in it can catch the exception: ctypes then prints and drops it,
+and the library reads a return value that was never set. So around such calls (opening an
+engine, closing, the short calls) the default SIGINT handler is swapped for one that only
+notes the signal, and KeyboardInterrupt is raised once the call has returned. The calls that
+interrupt() stops run on a worker instead when made from the main thread (_calls), and are
+stopped by Ctrl-C at once.
 """
 
 import signal
@@ -27,12 +29,6 @@ _installed = False  # the outermost block put _note in place of signal.default_i
 def _note(signum, frame):
     global _noted
     _noted = True
-
-
-def noted():
-    """Whether a SIGINT is waiting to be raised as KeyboardInterrupt when the main thread's
-    call returns; False on other threads, whose calls it is not for."""
-    return _noted and threading.current_thread() is threading.main_thread()
 
 
 def note():

@@ -12,7 +12,7 @@ import queue
 import threading
 import weakref
 
-from . import _interrupts
+from . import _calls, _interrupts
 
 
 class _Finished:
@@ -42,10 +42,16 @@ if _stop_at_exit:
     threading._register_atexit(_stop_running_streams)
 
 
-def stream_pieces(run, opened=None, ended=None):
+# How often stop() is repeated while a stopped reply has not ended: the library forgets an
+# interrupt that came before the reply took the session.
+_RESTOP_S = 0.05
+
+
+def stream_pieces(run, opened=None, ended=None, stop=None):
     """run(on_piece, reply_so_far) performs the reply, calling on_piece(str) for each piece;
     on_piece returns True to stop it. Returns a generator of the pieces. opened() is called
-    when the reply starts (the first next()), ended() once it is over and its worker done."""
+    when the reply starts (the first next()), ended() once it is over and its worker done.
+    stop() stops a reply left early between pieces (while the message is still read)."""
     pieces = queue.SimpleQueue()  # worker -> consumer: str, then one _Finished
     go_on = _StopQueue()
     received = []
@@ -65,7 +71,7 @@ def stream_pieces(run, opened=None, ended=None):
         # Non-daemon where possible: at exit the reply is stopped and the thread joined,
         # rather than killed while it is inside the library.
         worker = threading.Thread(target=work, name="parley-stream", daemon=not _stop_at_exit)
-        started = False
+        started = finished = False
         _running.add(go_on)
         try:
             # Ctrl-C inside start() could leave a running worker that join() refuses: it is
@@ -76,8 +82,9 @@ def stream_pieces(run, opened=None, ended=None):
             if opened is not None:
                 opened()
             while True:
-                item = pieces.get()
+                item = _calls.next_item(pieces)
                 if isinstance(item, _Finished):
+                    finished = True
                     if item.error is not None:
                         raise item.error
                     return
@@ -86,12 +93,14 @@ def stream_pieces(run, opened=None, ended=None):
                 go_on.put(True)
         finally:
             # Left early (or the reply ended): a waiting callback returns non-zero; an extra
-            # False left in the queue is harmless. Ctrl-C meanwhile waits for the worker,
-            # which stops at the reply's next token.
+            # False left in the queue is harmless; a reply between pieces is stopped. Ctrl-C
+            # meanwhile waits for the worker, which stops at the next token or chunk read.
             with _interrupts.deferred():
                 go_on.put(False)
-                if started:
-                    worker.join()
+                while started and worker.is_alive():
+                    if not finished and stop is not None:
+                        stop()
+                    worker.join(_RESTOP_S)
                 _running.discard(go_on)
                 if ended is not None:
                     ended()

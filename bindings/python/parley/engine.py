@@ -17,6 +17,9 @@ class Engine(NativeHandle):
 
     Sessions stay usable after the engine is closed: the library frees it when the last one
     closes, so handles may be closed (or garbage-collected) in any order.
+
+    Nothing stops a model's load: Ctrl-C during Engine(...) raises KeyboardInterrupt once the
+    load has ended (the engine is then closed as it is collected).
     """
 
     def __init__(self, model, store=None, device="auto", kv="int8", threads=0, kv_budget=0,

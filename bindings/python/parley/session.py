@@ -4,11 +4,11 @@ import ctypes
 import functools
 import threading
 
-from . import _interrupts, _native, _options
+from . import _calls, _native, _options
 from ._buffers import read_ids, read_text
 from ._handle import NativeHandle
 from ._streaming import stream_pieces
-from .errors import BusyError, CancelledError, error_for, last_error
+from .errors import BusyError, CancelledError, ParleyError, error_for, last_error
 from .info import ROLES, ReplyScore, SessionInfo, TokenCount, TurnStats
 
 # Stands for "no user message" where text is expected: None is a NULL text, which send refuses.
@@ -24,7 +24,16 @@ class Session(NativeHandle):
     """One conversation. Use it from one thread at a time (a second concurrent call raises
     BusyError); interrupt() may be called from any thread. Close it with close() or a `with`
     block (with a store its KV is spilled first; closing twice is a no-op; a reply running on
-    another thread is stopped, as by interrupt()); it keeps its engine alive until then."""
+    another thread is stopped, as by interrupt()); it keeps its engine alive until then.
+
+    Ctrl-C: the calls that interrupt() stops (send, continue_reply, stream, stream_continue,
+    prepare, score_replies), made on the main thread, have the library work on a worker
+    thread while the caller waits, where Python runs signal handlers at once. What a handler
+    raises there (KeyboardInterrupt, a program's own SystemExit or exception, asyncio's)
+    stops the call as interrupt() does, also while a long message is still being read, and
+    is raised from it once the library has stopped (within a chunk of the message or a
+    token); the session keeps what an interrupt keeps and stays usable. on_text still runs
+    on the caller's thread. Calls from other threads run on them: signals are not theirs."""
 
     def __init__(self, lib, handle):
         super().__init__(lib, handle, lib.parley_session_close, "session")
@@ -76,8 +85,10 @@ class Session(NativeHandle):
         returning True (the bool itself) stops the reply there (send then returns the partial
         reply, stop_reason "cancelled"); any other value (None, or the count
         sys.stdout.write returns) goes on. An exception it raises stops the reply and
-        propagates from send. So does Ctrl-C: the reply stops at its next token, is kept as
-        interrupt() keeps one, and send raises KeyboardInterrupt.
+        propagates from send. So does Ctrl-C (on the main thread; see the class): the reply
+        stops at its next token, or while a long message is still being read, is kept as
+        interrupt() keeps one, and send raises KeyboardInterrupt (or what the program's own
+        SIGINT handler raises).
         Arguments of the wrong type raise InvalidArgumentError before anything is sent.
         Errors that keep the turn carry the reply the session kept as .reply, and last_stats
         describes it: CancelledError (interrupt(), or close() from another thread, stopped the
@@ -171,7 +182,7 @@ class Session(NativeHandle):
                 self._open_streams.discard(token)
 
         run = functools.partial(self._generate, data, options, stream=token)
-        return stream_pieces(run, opened, ended)
+        return stream_pieces(run, opened, ended, self._interrupt_quietly)
 
     def _reply(self, data, options, on_text):
         """send() and continue_reply(): the text generated, gathered from its pieces."""
@@ -183,58 +194,87 @@ class Session(NativeHandle):
             # Only True itself stops: write() and the like return counts, not verdicts.
             return on_text is not None and on_text(piece) is True
 
-        self._generate(data, options, on_piece, lambda: "".join(pieces))
+        # Without on_text the pieces are gathered on whichever thread runs the call.
+        self._generate(data, options, on_piece, lambda: "".join(pieces),
+                       on_caller=on_text is not None)
         return "".join(pieces)
 
-    def _generate(self, data, options, on_piece, reply_so_far, stream=None):
+    def _generate(self, data, options, on_piece, reply_so_far, stream=None, on_caller=True):
         """One parley_session_send of data (UTF-8 bytes), or parley_session_continue for
-        _CONTINUE. on_piece(str) returns True to stop the reply. stream: the stream making
+        _CONTINUE. on_piece(str) returns True to stop the reply; it runs on the calling
+        thread, or with on_caller=False wherever the call runs. stream: the stream making
         the call, if one is."""
-        raised = []
         stopped_here = []
 
-        def on_text(utf8, length, _user):
-            # Nothing may propagate into C: keep the exception, stop, re-raise after the call.
-            # Ctrl-C is only noted meanwhile (_use), and raised once the call has returned.
-            try:
-                # Closed meanwhile: close() may have come before the reply began, when the
-                # library had nothing to interrupt yet.
-                if _interrupts.noted() or self._handle is None:
-                    return 1
-                if on_piece(ctypes.string_at(utf8, length).decode("utf-8", errors="replace")):
-                    stopped_here.append(True)
-                    return 1
-                return 1 if _interrupts.noted() else 0
-            except BaseException as e:  # noqa: B902 - KeyboardInterrupt must stop it too
-                raised.append(e)
-                return 1
+        def call(handle, ask):
+            deliver = on_piece if ask is None else ask
+            raised = []
 
-        callback = _native.parley_text_fn(on_text)  # alive until the call below returns
+            def on_text(utf8, length, _user):
+                # Nothing may propagate into C: stop. An exception of on_piece run here (no
+                # worker) is kept for the call to raise as it returns.
+                try:
+                    # Closed meanwhile: close() may have come before the reply began, when
+                    # the library had nothing to interrupt yet.
+                    if self._handle is None:
+                        return 1
+                    verdict = deliver(ctypes.string_at(utf8, length).decode(
+                        "utf-8", errors="replace"))
+                    if verdict is True:
+                        stopped_here.append(True)
+                    return 0 if verdict is False else 1
+                except BaseException as e:  # noqa: B902 - raised once the call returns
+                    raised.append(e)
+                    return 1
+
+            callback = _native.parley_text_fn(on_text)  # alive until the call returns
+            outcome = self._call_generate(handle, data, options, callback, stream)
+            if raised:
+                raise raised[0]
+            return outcome
+
+        status, error, kept = self._stoppable(call, on_piece if on_caller else None)
+        if status == CancelledError.status and stopped_here:
+            return
+        if error is not None:
+            if kept:
+                error.reply = reply_so_far()
+            raise error
+
+    def _call_generate(self, handle, data, options, callback, stream):
+        """The C call of _generate, on the thread that runs it: (status, its ParleyError or
+        None, whether the turn was kept). Sets last_stats for a kept turn here, so that an
+        exception the waiting thread raises meanwhile leaves it right."""
         stats = _native.sized(_native.TurnStats)
         # The library fills stats only when the turn is kept, OK or not (an OUT_OF_MEMORY
         # may or may not keep it), and always writes a kv_source >= 0: -1 left means unkept.
         stats.kv_source = -1
-        with self._use() as handle:
-            if data is _CONTINUE:
-                status = self._lib.parley_session_continue(handle, ctypes.byref(options),
-                                                           callback, None, ctypes.byref(stats))
-            else:
-                status = self._lib.parley_session_send(handle, data, ctypes.byref(options),
+        if data is _CONTINUE:
+            status = self._lib.parley_session_continue(handle, ctypes.byref(options),
                                                        callback, None, ctypes.byref(stats))
-            message = last_error() if status else ""
-            # In the block, so that a Ctrl-C raised at its end leaves last_stats right.
-            kept = stats.kv_source >= 0
-            if kept:
-                self.last_stats = TurnStats.from_struct(stats)
-        if raised:
-            raise raised[0]
-        if status == CancelledError.status and stopped_here:
-            return
-        if status != 0:
-            error = self._error(status, message, stream)
-            if kept:
-                error.reply = reply_so_far()
-            raise error
+        else:
+            status = self._lib.parley_session_send(handle, data, ctypes.byref(options),
+                                                   callback, None, ctypes.byref(stats))
+        error = self._error(status, last_error(), stream) if status else None
+        kept = stats.kv_source >= 0
+        if kept:
+            self.last_stats = TurnStats.from_struct(stats)
+        return status, error, kept
+
+    def _stoppable(self, call, on_item=None):
+        """call(handle, ask) for a call into C that interrupt() stops, with the handle held
+        as _use holds it. From the main thread it runs on a worker (_calls), so that Ctrl-C
+        stops it at once; ask(item) then has on_item(item) run on the calling thread and
+        returns its result (_calls.STOP once that thread stopped waiting). Elsewhere it runs
+        here and ask is on_item. ask is None when on_item is. The library's last error is
+        read by call, on its thread."""
+        def work(ask):
+            with self._use() as handle:
+                return call(handle, ask)
+
+        if not _calls.on_worker():
+            return work(on_item)
+        return _calls.run(work, on_item, self._interrupt_quietly)
 
     def _error(self, status, message, stream=None):
         """The ParleyError for a failed call on this session. A BusyError says so when a
@@ -251,6 +291,16 @@ class Session(NativeHandle):
         if status != 0:
             raise self._error(status, last_error())
 
+    def _outcome(self, status):
+        """The error of a failed call, or None; on the thread that made the call, whose last
+        error it reads."""
+        return self._error(status, last_error()) if status else None
+
+    @staticmethod
+    def _raise_error(error):
+        if error is not None:
+            raise error
+
     def prepare(self):
         """Does now the work the next send() or continue_reply() would begin with, so that its
         first token comes sooner: call it while a level or a window loads, or on a thread of
@@ -262,10 +312,11 @@ class Session(NativeHandle):
         without it. Returns a TurnStats of this work: reused_tokens, computed_tokens,
         restore_ms and kv_source ("restored" or "rebuilt" when the KV came from the store);
         the other counts are 0, stop_reason and stop_index None. last_stats is unchanged.
-        Raises CancelledError when interrupt() stopped it (what was computed is kept)."""
+        Raises CancelledError when interrupt() stopped it (what was computed is kept); Ctrl-C
+        stops it the same way and raises KeyboardInterrupt."""
         stats = _native.sized(_native.TurnStats)
-        with self._use() as handle:
-            self._check(self._lib.parley_session_prepare(handle, ctypes.byref(stats)))
+        self._raise_error(self._stoppable(lambda handle, _ask: self._outcome(
+            self._lib.parley_session_prepare(handle, ctypes.byref(stats)))))
         return TurnStats.from_struct(stats)
 
     def count_tokens(self, text):
@@ -302,7 +353,7 @@ class Session(NativeHandle):
         Raises InvalidArgumentError for no replies or more than 256, or for message None with
         nothing to go on from (as continue_reply()); ContextFullError when the message and
         one of the replies do not fit in what is left of the context; CancelledError when
-        interrupt() stopped it."""
+        interrupt() stopped it (Ctrl-C stops it too, and raises KeyboardInterrupt)."""
         # None stays None: NULL asks the library to score continuations.
         data = _options.text_arg("message", message)
         texts, encoded = _options.replies_arg(replies)
@@ -313,9 +364,9 @@ class Session(NativeHandle):
         logprobs = (ctypes.c_double * max(n, 1))()
         n_tokens = (ctypes.c_uint32 * max(n, 1))()
         flags = _native.SCORE_WITH_END if with_end else 0
-        with self._use() as handle:
-            self._check(self._lib.parley_session_score_replies(handle, data, array, n, flags,
-                                                               logprobs, n_tokens))
+        self._raise_error(self._stoppable(lambda handle, _ask: self._outcome(
+            self._lib.parley_session_score_replies(handle, data, array, n, flags, logprobs,
+                                                   n_tokens))))
         return [ReplyScore(texts[i], logprobs[i], n_tokens[i]) for i in range(n)]
 
     def add_exchange(self, user_text, reply_text):
@@ -336,9 +387,22 @@ class Session(NativeHandle):
         """Stops the running reply at its next token (it raises CancelledError and keeps the
         partial reply as the turn), a running prepare() (it raises CancelledError and keeps
         what it computed) or score_replies() (it raises CancelledError). Any thread, any time;
-        a no-op when nothing runs."""
-        with self._use() as handle:
-            self._check(self._lib.parley_session_interrupt(handle))
+        a no-op when nothing runs, also once the session is closed (close() stops what ran)."""
+        # Under the lock: close() does not free the handle between the check and the call.
+        with self._close_lock:
+            handle = self._handle
+            status = self._lib.parley_session_interrupt(handle) if handle is not None else 0
+            message = last_error() if status else ""
+        if status:
+            raise self._error(status, message)
+
+    def _interrupt_quietly(self):
+        # Stopping a call whose caller has an exception to raise: the call's end tells the
+        # rest, and a failure here must not take that exception's place.
+        try:
+            self.interrupt()
+        except ParleyError:
+            pass
 
     def _stop(self, handle):
         # close() while a call runs: the reply stops as interrupted, and the call, as it

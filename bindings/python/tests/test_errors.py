@@ -123,11 +123,12 @@ def test_a_closed_session_is_misuse(engine):
     s = engine.session(template="raw")
     s.close()
     s.close()  # twice is a no-op
-    for call in (lambda: s.send("hi"), lambda: s.tokens, lambda: s.info, s.interrupt,
-                 lambda: s.stream("hi")):
+    for call in (lambda: s.send("hi"), lambda: s.tokens, lambda: s.info,
+                 lambda: s.stream("hi"), s.prepare, lambda: s.score_replies("hi", ["a"])):
         with pytest.raises(parley.MisuseError) as info:
             call()
         assert info.value.status == 15
+    s.interrupt()  # but this: nothing runs on a closed session, so there is nothing to stop
 
 
 def test_a_closed_engine_is_misuse(model_path):
