@@ -82,7 +82,7 @@ extern "C" {
 
 #define PARLEY_VERSION_MAJOR 0
 #define PARLEY_VERSION_MINOR 8
-#define PARLEY_VERSION_PATCH 4
+#define PARLEY_VERSION_PATCH 5
 #define PARLEY_VERSION_NUMBER \
   (PARLEY_VERSION_MAJOR * 10000 + PARLEY_VERSION_MINOR * 100 + PARLEY_VERSION_PATCH)
 
@@ -216,7 +216,7 @@ typedef struct parley_engine_options {
                                   A spill the store refuses (a full disk) is not tried again
                                   by that call; when no room comes, the call is OUT_OF_MEMORY
                                   and its message names the session and the store's error
-                                  (since 0.8.4) */
+                                  (since 0.8.5) */
   uint32_t    idle_spill_ms;   /* with a store: spill sessions idle this long to it, freeing
                                   their KV memory; 0 = only under budget pressure. Spills
                                   the store refuses (a full disk) are tried again after
@@ -262,14 +262,14 @@ PARLEY_API parley_status parley_engine_open(const parley_engine_options *o, parl
 /** Closes an engine. With a store, the KV of every open session is spilled to it first.
  *  Sessions still open stay usable; the engine is freed when the last of them closes. NULL is
  *  a no-op.
- *  fork(): an engine and its sessions belong to the process that opened them (since 0.8.4;
+ *  fork(): an engine and its sessions belong to the process that opened them (since 0.8.5;
  *  before, a child that closed them could hang or write the parent's sessions to the store).
  *  In a child, every call on an inherited engine or session returns MISUSE ("this engine was
  *  opened by process N; after fork() a child opens its own engine"), and closing one returns
  *  at once, changing nothing: its threads, store connection and memory are the parent's, and
  *  the child's copy is left as it is. The child may open an engine of its own, also on the
  *  same store file. The parent goes on unaffected.
- *  dlclose(): the library is never unloaded once loaded (since 0.8.4): its threads run for as
+ *  dlclose(): the library is never unloaded once loaded (since 0.8.5): its threads run for as
  *  long as an engine or session is open, so a plugin host's dlclose leaves it in place, and a
  *  later dlopen finds the same library, its engines and log handler as they were.
  *  Thread-safety: any thread, but not concurrently with other calls on this engine. Since: 0.1. */
@@ -374,7 +374,7 @@ PARLEY_API parley_status parley_session_create(parley_engine *e, const parley_se
  *  context holds it opens it, and nothing is changed; before, CORRUPT), STORAGE, MISUSE.
  *  Thread-safety: any thread. While another thread is closing a session of this id on the same
  *  engine, this waits until the close has stored it, and then reopens what it stored (since
- *  0.8.4; before, it could read the store before the close's spill). Since: 0.1. */
+ *  0.8.5; before, it could read the store before the close's spill). Since: 0.1. */
 PARLEY_API parley_status parley_session_open(parley_engine *e, const char *id,
                                              parley_session **out);
 
@@ -385,8 +385,8 @@ PARLEY_API parley_status parley_session_open(parley_engine *e, const char *id,
  *  Ownership: close the copy with parley_session_close().
  *  Errors: INVALID_ARGUMENT (bad or used id), OUT_OF_MEMORY (the KV budget has no block for
  *  the copy of a partly filled last block even after spilling idle sessions, as a send does,
- *  since 0.8.4; also when a spill the store refused was the way to make room), STORAGE (with
- *  a store: it could not store the copy; nothing is created), BUSY, MISUSE.
+ *  since 0.8.4; since 0.8.5 also when a spill the store refused was the way to make room),
+ *  STORAGE (with a store: it could not store the copy; nothing is created), BUSY, MISUSE.
  *  Thread-safety: one thread per session. Since: 0.1. */
 PARLEY_API parley_status parley_session_fork(parley_session *s, const char *new_id,
                                              parley_session **out);
@@ -454,7 +454,7 @@ PARLEY_API parley_status parley_session_set_system_prompt(parley_session *s,
  *  before, it ran to its end) and the session is freed when it returns. In a child made by
  *  fork(), closing a session of the parent's returns at once (see parley_engine_close()).
  *  Until the close has stored the session, parley_session_open(), parley_session_delete() and
- *  parley_store_get_session_info() of its id on other threads wait for it (since 0.8.4).
+ *  parley_store_get_session_info() of its id on other threads wait for it (since 0.8.5).
  *  Thread-safety: any thread. Since: 0.1. */
 PARLEY_API void parley_session_close(parley_session *s);
 
@@ -465,7 +465,7 @@ PARLEY_API void parley_session_close(parley_session *s);
  *  NOT_FOUND (no store, or no such session, including ids no session can have), STORAGE,
  *  MISUSE.
  *  Thread-safety: any thread. While another thread is closing it on the same engine, this
- *  waits until the close has stored it, then deletes it (since 0.8.4). Since: 0.1. */
+ *  waits until the close has stored it, then deletes it (since 0.8.5). Since: 0.1. */
 PARLEY_API parley_status parley_session_delete(parley_engine *e, const char *id);
 
 typedef struct parley_session_info {
@@ -573,7 +573,7 @@ typedef struct parley_stored_session_info {
  *  Errors: INVALID_ARGUMENT (NULL or empty id, NULL out or a bad struct_size), NOT_FOUND (no
  *  store, or no such session), STORAGE, MISUSE. Thread-safety: any thread; while another
  *  thread is closing the session on the same engine, this waits until the close has stored it
- *  (since 0.8.4). Since: 0.4. */
+ *  (since 0.8.5). Since: 0.4. */
 PARLEY_API parley_status parley_store_get_session_info(parley_engine *e, const char *id,
                                                        parley_stored_session_info *out);
 
