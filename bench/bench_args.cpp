@@ -94,11 +94,11 @@ kv::KvType parse_kv(std::string_view value) {
 // such rather than as a flag short of its value.
 bool takes_value(std::string_view flag) {
   static constexpr std::string_view kFlags[] = {
-      "--model",        "--synthetic",     "--weights",       "--dtype",        "--seed",
-      "--device",       "--scenario",      "--threads",       "--kv",           "--repeat",
-      "--out",          "--sessions",      "--system-tokens", "--turns",        "--turn-tokens",
-      "--prompt-tokens", "--context",      "--tokens",        "--gen-tokens",   "--spill-tokens",
-      "--concurrent",   "--codec-min-s",   "--copy-mib"};
+      "--model",         "--synthetic",   "--weights",       "--dtype",      "--seed",
+      "--device",        "--scenario",    "--threads",       "--kv",         "--repeat",
+      "--out",           "--sessions",    "--system-tokens", "--turns",      "--turn-tokens",
+      "--prompt-tokens", "--context",     "--tokens",        "--gen-tokens", "--spill-tokens",
+      "--concurrent",    "--codec-min-s", "--copy-mib"};
   return std::find(std::begin(kFlags), std::end(kFlags), flag) != std::end(kFlags);
 }
 

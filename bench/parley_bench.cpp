@@ -11,8 +11,8 @@
 #include "device_probe.h"
 #include "json_lines.h"
 #include "memory_bandwidth.h"
-#include "parley.h"
 #include "model_source.h"
+#include "parley.h"
 #include "scenarios.h"
 
 namespace parley::bench {

@@ -71,8 +71,8 @@ std::optional<std::string> save_unstored_turns(parley_session* s, const std::str
   const parley_status st = parley_session_suspend(s);
   if (st == PARLEY_OK || st == PARLEY_E_UNSUPPORTED) return std::nullopt;
   const std::string id = session_id(s, nullptr).value_or("?");
-  std::string said = "parley-chat: error: the store refused the turns of session " +
-                     shown_id(id) + ", so they are not stored there";
+  std::string said = "parley-chat: error: the store refused the turns of session " + shown_id(id) +
+                     ", so they are not stored there";
   std::string json;
   if (export_json(s, &json) != PARLEY_OK) {
     return said + "; exporting them failed too (" + parley_last_error() + "): they are lost\n";

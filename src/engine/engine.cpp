@@ -184,9 +184,8 @@ void Engine::end_closing(const Session* session) {
 
 bool Engine::closing_elsewhere(const std::string& id) const {
   const auto self = std::this_thread::get_id();
-  return std::any_of(closing_.begin(), closing_.end(), [&](const Closing& c) {
-    return c.thread != self && c.session->id() == id;
-  });
+  return std::any_of(closing_.begin(), closing_.end(),
+                     [&](const Closing& c) { return c.thread != self && c.session->id() == id; });
 }
 
 void Engine::wait_until_closed(const std::string& id) {

@@ -16,10 +16,10 @@
 #include <vector>
 
 #include "backend/backend.h"
-#include "kv/block_pool.h"
 #include "engine/step_batcher.h"
-#include "store/store.h"
+#include "kv/block_pool.h"
 #include "model/model_loader.h"
+#include "store/store.h"
 #include "text/chat_template.h"
 #include "text/tokenizer.h"
 

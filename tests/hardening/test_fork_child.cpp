@@ -3,7 +3,6 @@
 // nothing, and an engine the child opens itself works; the parent goes on as before.
 // Each child runs under alarm(), so a hang fails its test; it reports by its exit code.
 #include <doctest/doctest.h>
-
 #include <sys/wait.h>
 #include <unistd.h>
 

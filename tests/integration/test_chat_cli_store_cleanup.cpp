@@ -72,8 +72,9 @@ ShellRun run_console_losing_folder(const fs::path& model, const fs::path& folder
   const std::string out = quote(folder.string() + ".out");
   const std::string feed = "echo 'console one'; i=0; until [ \"$(wc -l 2>/dev/null < " + out +
                            ")\" -ge 2 ] 2>/dev/null || [ $i -ge 600 ]; do i=$((i+1)); sleep 0.05; "
-                           "done; mv " + quote(folder.string()) + " " +
-                           quote(folder.string() + "-gone") + "; echo 'console two'";
+                           "done; mv " +
+                           quote(folder.string()) + " " + quote(folder.string() + "-gone") +
+                           "; echo 'console two'";
   REQUIRE(run_shell(chat + " -p first >/dev/null 2>&1").exit_code == 0);
   return run_shell("{ " + feed + "; } | TMPDIR=" + quote(tmpdir.string()) + " " + chat + " > " +
                    out + " 2>&1; rc=$?; cat " + out + "; exit $rc");
