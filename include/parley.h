@@ -758,12 +758,13 @@ PARLEY_API parley_status parley_session_prepare(parley_session *s, parley_turn_s
  *  likely reply is the model's choice among a character's possible lines or actions, or the
  *  label it gives a message ("friendly", "hostile"). A longer reply has more tokens to pay
  *  for; logprobs[i] / n_tokens[i] compares replies per token.
- *  With PARLEY_SCORE_WITH_END in `flags` the end of each reply (the template's end of reply;
- *  for "raw", since 0.8, any of its end tokens, EOS, BOS or another end id the model's files
- *  name (PARLEY_STOP_END_TOKEN): their probabilities added, where
- *  0.5-0.7 scored EOS alone; since 0.8.1 so too, EOS, for a template whose end marker the
- *  vocabulary lacks as a token, where its text was scored) is scored too, so that "Yes" is not
- *  also counted as the start of "Yes, but".
+ *  With PARLEY_SCORE_WITH_END in `flags` the end of each reply is scored too, so that "Yes" is
+ *  not also counted as the start of "Yes, but": the chance that the reply ends there as a
+ *  generated one would (PARLEY_STOP_END_TOKEN), at any of the tokens that end it, their
+ *  probabilities added: the template's end of reply, EOS, another end id the model's files
+ *  name, and with "raw" BOS. (Since 0.8.5; before, a template with an end token of its own
+ *  scored that token alone, the first id of an eos_token_id list for llama2, mistral and
+ *  zephyr; "raw" scored EOS alone in 0.5-0.7.)
  *  The message is computed once for all replies, over the conversation's KV, which is shared,
  *  not copied (a spilled session's KV comes back from the store first).
  *  With `user_text` NULL (since 0.6) no message is added: each text is scored as what

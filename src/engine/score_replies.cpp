@@ -44,11 +44,10 @@ std::vector<Session::ReplyScore> Session::score(
             [&] { return "reply " + std::to_string(i) + " is not valid UTF-8"; });
   }
   const std::vector<int32_t> ending = template_.end_reply();
-  // Without an end token of its own (raw; a marker the vocabulary lacks) a reply ends where
-  // the model ends it, with any of its stop tokens (EOS, or for raw BOS, which starts the next
-  // document), so the end scores them together.
-  std::vector<int32_t> any_end_tokens;
-  if (ending != template_.close_reply()) any_end_tokens = template_.stop_tokens();
+  // A generated reply ends at any of the stop tokens (the template's end marker, EOS, the other
+  // end ids the model's files name, for raw BOS, which starts the next document), so the end
+  // scores them together: the chance that the reply ends there as generation would end it.
+  const std::vector<int32_t>& any_end_tokens = template_.stop_tokens();
   std::vector<int32_t> prompt = tokens_;
   const std::vector<int32_t> new_ids = user_text ? render_turn(*user_text)
                                                  : std::vector<int32_t>();
@@ -115,7 +114,7 @@ std::vector<Session::ReplyScore> Session::score(
       for (uint32_t i = 0; i < n; ++i) {
         const auto row = std::span<const float>(rows).subspan(size_t(i) * n_vocab, n_vocab);
         const uint32_t target = from + i + 1;
-        const bool any_end = with_end && !any_end_tokens.empty() && target == end;
+        const bool any_end = with_end && target == end;
         scores[r].logprob += any_end ? log_probability(row, any_end_tokens)
                                      : log_probability(row, std::span(&sequence[target], 1));
       }

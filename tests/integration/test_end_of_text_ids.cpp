@@ -4,6 +4,7 @@
 // synthetic model write the id at once; a named id that is not a control piece is refused.
 #include <doctest/doctest.h>
 
+#include <cmath>
 #include <fstream>
 #include <string>
 #include <vector>
@@ -121,6 +122,27 @@ void check_end_ids(parley_engine* e, const std::vector<const char*>& templates,
   }
 }
 
+// The log-probability, scored with its end, of an empty reply to "a b" under `chat_template`:
+// that of the reply ending at once.
+double end_logprob(const std::string& model_path, const char* chat_template) {
+  parley_engine* e = open_engine(model_path, PARLEY_KV_F32);
+  parley_session_options so;
+  parley_session_options_init(&so);
+  so.chat_template = chat_template;
+  parley_session* s = nullptr;
+  REQUIRE_MESSAGE(parley_session_create(e, &so, &s) == PARLEY_OK, parley_last_error());
+  const char* empty = "";
+  double logprob = 0;
+  uint32_t n_tokens = 0;
+  REQUIRE_MESSAGE(parley_session_score_replies(s, "a b", &empty, 1, PARLEY_SCORE_WITH_END,
+                                               &logprob, &n_tokens) == PARLEY_OK,
+                  parley_last_error());
+  CHECK(n_tokens == 1);
+  parley_session_close(s);
+  parley_engine_close(e);
+  return logprob;
+}
+
 }  // namespace
 
 TEST_CASE("a Hugging Face model stops on config.json's EOS, not the tokenizer.model's") {
@@ -191,4 +213,27 @@ TEST_CASE("a named end id outside the vocabulary or not a control piece is bad_m
   v.eot_id = kNormal;
   message = open_error(write_gguf_file(tmp, v));
   CHECK(message.find("tokenizer.ggml.eot_token_id names token " + normal) != std::string::npos);
+}
+
+// A generated reply ends at any of them, so the end a score counts is any of them: the
+// probabilities of the ids added, whichever the list names first. (Templates whose prompt
+// holds no EOS, so that the four models see the same ids, and with no end marker of their own
+// in this vocabulary, so that each model's end is its EOS alone.)
+TEST_CASE("a scored end counts every id that ends a reply, in whatever order they are named") {
+  TempDir tmp;
+  const auto eos_is = [&](const std::string& name, const std::string& ids) {
+    return write_hf(tmp, name, R"({"eos_token_id": )" + ids + "}");
+  };
+  const std::string own = eos_is("own", std::to_string(kOwnEos));
+  const std::string eot = eos_is("eot", std::to_string(kEotId));
+  const std::string both = eos_is("both", "[2, " + std::to_string(kEotId) + "]");
+  const std::string reversed = eos_is("reversed", "[" + std::to_string(kEotId) + ", 2]");
+  for (const std::string chat_template : {"llama2", "mistral"}) {
+    CAPTURE(chat_template);
+    const char* name = chat_template.c_str();
+    const double p_own = std::exp(end_logprob(own, name));
+    const double p_eot = std::exp(end_logprob(eot, name));
+    CHECK(std::exp(end_logprob(both, name)) == doctest::Approx(p_own + p_eot));
+    CHECK(std::exp(end_logprob(reversed, name)) == doctest::Approx(p_own + p_eot));
+  }
 }

@@ -168,11 +168,11 @@ namespace Parley
         // no sampling options apply) and the number of tokens scored. The most likely reply is
         // the model's pick among a character's possible lines or actions, or the label it
         // gives a message. A longer reply has more tokens to pay for; LogProb / TokenCount
-        // compares replies per token. `withEnd` scores the end of each reply too (the
-        // template's end of reply; for "raw", since 0.8, any of its end tokens, EOS or BOS,
-        // their probabilities added, where 0.5-0.7 scored EOS alone; since 0.8.1 EOS too for
-        // a template whose end marker the vocabulary lacks as a token, where its text was
-        // scored), so that "Yes" is not also counted as the start of "Yes, but". The message
+        // compares replies per token. `withEnd` scores the end of each reply too, so that
+        // "Yes" is not also counted as the start of "Yes, but": the chance that the reply ends
+        // there as a generated one would, at any token that ends it (the template's end of
+        // reply, EOS, the model's other end ids, with "raw" BOS), their probabilities added
+        // (since 0.8.5; see parley_session_score_replies in parley.h for before). The message
         // is taken as Send takes it, each reply as AddExchange takes it ("" is 0 tokens,
         // LogProb 0 unless the end is scored). A null `message` (since 0.6) adds no message:
         // each reply is scored as what Continue would generate, the missing reply to the last

@@ -341,9 +341,10 @@ class Session(NativeHandle):
         temperature 1: no sampling options apply) and the number of tokens scored. The most
         likely reply is the model's pick among a character's possible lines or actions, or
         the label it gives a message. A longer reply has more tokens to pay for; logprob /
-        n_tokens compares replies per token. with_end=True scores the end of each reply too
-        (the template's end of reply; for "raw", any of its end tokens, EOS or BOS, their
-        probabilities added), so that "Yes" is not also counted as the start of "Yes, but".
+        n_tokens compares replies per token. with_end=True scores the end of each reply too, so
+        that "Yes" is not also counted as the start of "Yes, but": the chance that the reply
+        ends there as a generated one would, at any token that ends it (the template's end of
+        reply, EOS, the model's other end ids, with "raw" BOS), their probabilities added.
         message is taken as send() takes it, each reply as add_exchange() takes it ("" is 0
         tokens, logprob 0 unless the end is scored).
         message None (since 0.6) adds no message: each reply is scored as what
