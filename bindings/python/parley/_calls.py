@@ -13,6 +13,7 @@ raised. Other threads get no signals: their calls run where they are made.
 
 import os
 import queue
+import sys
 import threading
 
 from . import _interrupts
@@ -66,8 +67,9 @@ def next_item(inbox):
 
 
 def on_worker():
-    """Whether calls from this thread go to a worker: on the main thread only."""
-    return threading.current_thread() is threading.main_thread()
+    """Whether calls from this thread go to a worker: on the main thread only, and not while
+    the interpreter exits, when a worker may be frozen and starting one may never return."""
+    return threading.current_thread() is threading.main_thread() and not sys.is_finalizing()
 
 
 class _Call:

@@ -205,3 +205,29 @@ def test_interrupt_racing_close_never_raises(slow_engine):
         s.interrupt()
         closer.join()
         s.interrupt()
+
+
+def test_a_call_made_as_the_interpreter_exits_runs_where_it_is_made():
+    # A __del__ collected at exit may still call in: no worker can serve it then (a daemon
+    # thread is frozen, and starting one may never return), so it runs on its own thread.
+    script = (
+        "import sys\n"
+        "sys.path.insert(0, %r)\n"
+        "import parley\n"
+        "e = parley.Engine(%r, threads=1)\n"
+        "s = e.session(template='raw')\n"
+        "s.send('Once', max_tokens=2, temperature=0.0)\n"
+        "class Late:\n"
+        "    def __del__(self):\n"
+        "        try:\n"
+        "            s.prepare()\n"
+        "        except parley.ParleyError:\n"
+        "            pass\n"
+        "        print('late call done', flush=True)\n"
+        "late = Late()\n"
+        "late.cycle = late\n" % (str(BINDINGS_DIR),
+                                str(shared_file("models/stories260k/stories260k-f32.gguf"))))
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert "late call done" in done.stdout
