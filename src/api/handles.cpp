@@ -13,15 +13,19 @@
 namespace parley::api {
 namespace {
 
-// This process's id: set when the first handle is made, and renewed in a child by the fork
-// handler below, so the ownership check on every call is a load rather than a system call.
+// This process's id (for messages) and how many fork()s made it from the first process to
+// load the library, which tells processes apart even where a pid is used again (a grandchild
+// given its grandparent's pid): set when the first handle is made, and renewed in a child by
+// the fork handler below, so the ownership check on every call is a load, not a system call.
 std::atomic<pid_t> g_this_process{0};
+std::atomic<uint64_t> g_fork_generation{0};
 
 pid_t this_process() { return g_this_process.load(std::memory_order_relaxed); }
+uint64_t fork_generation() { return g_fork_generation.load(std::memory_order_relaxed); }
 
 template <typename Handle>
 bool made_here(const Handle& h) {
-  return h.owner == this_process();
+  return h.owner_generation == fork_generation();
 }
 
 template <typename Handle>
@@ -36,6 +40,7 @@ class Registry {
   Handle* add(std::shared_ptr<Handle> h) {
     Handle* key = h.get();
     h->owner = this_process();
+    h->owner_generation = fork_generation();
     std::lock_guard lock(mutex_);
     live_.emplace(key, std::move(h));
     return key;
@@ -105,6 +110,7 @@ void after_fork_in_parent() {
 
 void after_fork_in_child() {
   g_this_process.store(::getpid(), std::memory_order_relaxed);
+  g_fork_generation.fetch_add(1, std::memory_order_relaxed);
   after_fork_in_parent();
 }
 

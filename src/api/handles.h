@@ -8,6 +8,7 @@
 
 #include <sys/types.h>
 
+#include <cstdint>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -17,13 +18,15 @@
 
 struct parley_engine {
   std::shared_ptr<parley::engine::Engine> engine;
-  pid_t owner = 0;  // the process that opened it; set by register_engine
+  pid_t owner = 0;                // the process that opened it; set by register_engine
+  uint64_t owner_generation = 0;  // its fork() generation (handles.cpp)
 };
 
 struct parley_session {
   std::unique_ptr<parley::engine::Session> session;
   std::string turn_text;  // backs parley_turn.text until the next call on this session
   pid_t owner = 0;        // the process that made it; set by register_session
+  uint64_t owner_generation = 0;  // its fork() generation (handles.cpp)
 };
 
 namespace parley::api {

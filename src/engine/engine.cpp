@@ -160,6 +160,12 @@ void Engine::require_free_session_id(const std::string& id) {
           "session id " + shown_id(id) + " belongs to a stored conversation; open it instead");
 }
 
+void Engine::require_not_open(const std::string& id) {
+  std::lock_guard lock(mutex_);
+  require(!sessions_.count(id), Status::invalid_argument,
+          "session id " + shown_id(id) + " is already in use by an open session");
+}
+
 void Engine::unregister_session(const std::string& id) {
   std::lock_guard lock(mutex_);
   sessions_.erase(id);

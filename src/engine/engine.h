@@ -95,6 +95,8 @@ class Engine {
   void wait_until_closed(const std::string& id);
   // How many calls wait in wait_until_closed now (tests wait for a call to get there).
   size_t calls_waiting_for_close() const;
+  // Refuses (invalid_argument) an id an open session has.
+  void require_not_open(const std::string& id);
   // Refuses (invalid_argument) an id an open or a stored session has.
   void require_free_session_id(const std::string& id);
 

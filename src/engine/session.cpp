@@ -216,6 +216,9 @@ std::unique_ptr<Session> Session::open(std::shared_ptr<Engine> engine, const std
       "no session store is open (set store_path), so there is no stored session " + shown_id(id));
   // After a close of this id on another thread has stored what it spills.
   const auto no_delete_meanwhile = engine->hold_stored_id(id);
+  // Open now, it is refused before its stored state is read: a close of it that began and
+  // ended before the registration below would otherwise leave this a stale copy of it.
+  engine->require_not_open(id);
   // One snapshot: the revision this session starts from is that of the turns it reads.
   auto stored = store->load_conversation(id);
   require(stored.has_value(), Status::not_found, "no stored session " + shown_id(id));

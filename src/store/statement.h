@@ -50,8 +50,12 @@ inline int current_os_error(sqlite3* db) {
 inline std::string sqlite_message(sqlite3* db) {
   const int os_error = current_os_error(db);
   std::string message = sqlite3_errmsg(db);
-  const int primary = sqlite3_extended_errcode(db) & 0xff;
-  if ((primary == SQLITE_IOERR || primary == SQLITE_CANTOPEN) && os_error != 0) {
+  const int code = sqlite3_extended_errcode(db);
+  const int primary = code & 0xff;
+  // SQLite's own out-of-memory during I/O comes from no system call: errno is not its cause.
+  const bool from_system_call = code != SQLITE_IOERR_NOMEM;
+  if ((primary == SQLITE_IOERR || primary == SQLITE_CANTOPEN) && from_system_call &&
+      os_error != 0) {
     message += " (" + std::string(std::strerror(os_error)) + ")";
   }
   return message;
