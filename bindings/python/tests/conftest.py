@@ -7,6 +7,7 @@ missing the models cannot pass quietly.
 
 import os
 import pathlib
+import signal
 import sys
 
 import pytest
@@ -46,3 +47,15 @@ def engine(model_path):
 # Greedy decoding that does not stop early: the settings of the reference runs.
 GREEDY = dict(temperature=0, max_tokens=32, ignore_eos=True)
 HUGE = "and the dog ran " * 20000  # far more tokens than the model's context
+
+
+@pytest.fixture
+def default_ctrl_c_handling():
+    """Python's own SIGINT handler, as an interactive program has it: a shell starts a job in
+    the background with SIGINT ignored, and Python then leaves it so."""
+    before = signal.getsignal(signal.SIGINT)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, before)

@@ -18,16 +18,8 @@ from parley import _streaming
 LONG = dict(temperature=0, max_tokens=0, ignore_eos=True)
 
 
-@pytest.fixture(autouse=True)
-def default_ctrl_c_handling():
-    """Python's own SIGINT handler, as an interactive program has it: a shell starts a job in
-    the background with SIGINT ignored, and Python then leaves it so."""
-    before = signal.getsignal(signal.SIGINT)
-    signal.signal(signal.SIGINT, signal.default_int_handler)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGINT, before)
+# Python's own SIGINT handler in every test (conftest.py).
+pytestmark = pytest.mark.usefixtures("default_ctrl_c_handling")
 
 
 @contextlib.contextmanager

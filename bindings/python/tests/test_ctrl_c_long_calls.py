@@ -73,15 +73,8 @@ def slow_engine(slow_model):
         yield e
 
 
-@pytest.fixture(autouse=True)
-def default_ctrl_c_handling():
-    """Python's own SIGINT handler (a shell's background job would have SIGINT ignored)."""
-    before = signal.getsignal(signal.SIGINT)
-    signal.signal(signal.SIGINT, signal.default_int_handler)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGINT, before)
+# Python's own SIGINT handler in every test (conftest.py).
+pytestmark = pytest.mark.usefixtures("default_ctrl_c_handling")
 
 
 @contextlib.contextmanager
