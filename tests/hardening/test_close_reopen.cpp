@@ -18,6 +18,7 @@
 #include "engine/engine.h"
 #include "engine/session.h"
 #include "hardening_model.h"
+#include "support/log_capture.h"
 #include "support/shared_assets.h"
 
 using namespace parley::test;
@@ -26,32 +27,6 @@ using parley::engine::KvSource;
 using parley::engine::Session;
 
 namespace {
-
-// The warnings logged while it lives.
-class Warnings {
- public:
-  Warnings() { parley::log::set_sink(&Warnings::sink, this); }
-  ~Warnings() { parley::log::set_sink(nullptr, nullptr); }
-  Warnings(const Warnings&) = delete;
-  Warnings& operator=(const Warnings&) = delete;
-
-  std::string text() {
-    std::lock_guard lock(mutex_);
-    std::string all;
-    for (const auto& line : lines_) all += line + "\n";
-    return all;
-  }
-
- private:
-  static void sink(int level, const char* msg, void* user) {
-    if (level > parley::log::warn) return;
-    auto* self = static_cast<Warnings*>(user);
-    std::lock_guard lock(self->mutex_);
-    self->lines_.emplace_back(msg);
-  }
-  std::mutex mutex_;
-  std::vector<std::string> lines_;
-};
 
 std::shared_ptr<Engine> engine_on(const std::string& store) {
   parley::engine::EngineOptions o;
@@ -125,7 +100,7 @@ void close_while(std::unique_ptr<Session> session, Engine& engine,
 TEST_CASE("reopening a session another thread is closing gets the KV its close stores") {
   TempDir dir;
   auto e = engine_on((dir / "close.db").string());
-  Warnings warnings;
+  LogCapture warnings;
   std::unique_ptr<Session> reopened;
   KvSource source = KvSource::fresh;
   std::string error;
@@ -147,7 +122,7 @@ TEST_CASE("reopening a session another thread is closing gets the KV its close s
 TEST_CASE("deleting a session another thread is closing deletes it after the close") {
   TempDir dir;
   auto e = engine_on((dir / "close.db").string());
-  Warnings warnings;
+  LogCapture warnings;
   std::string error;
   close_while(session_with_a_turn(e, "d1"), *e, [&] {
     try {
@@ -164,7 +139,7 @@ TEST_CASE("deleting a session another thread is closing deletes it after the clo
 TEST_CASE("a stored session's info, asked while it closes, counts what the close stores") {
   TempDir dir;
   auto e = engine_on((dir / "close.db").string());
-  Warnings warnings;
+  LogCapture warnings;
   Engine::StoredSessionInfo info;
   std::string error;
   close_while(session_with_a_turn(e, "i1"), *e, [&] {

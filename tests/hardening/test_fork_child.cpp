@@ -15,25 +15,12 @@
 
 #include "hardening_model.h"
 #include "parley.h"
+#include "support/sanitizer_build.h"
 #include "support/shared_assets.h"
 
 using namespace parley::test;
 
 namespace {
-
-// ThreadSanitizer ends a child of a threaded process as soon as it starts a thread (its
-// die_after_fork): under it, the child skips opening an engine of its own.
-#if defined(__SANITIZE_THREAD__)
-constexpr bool kThreadSanitizer = true;
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-constexpr bool kThreadSanitizer = true;
-#else
-constexpr bool kThreadSanitizer = false;
-#endif
-#else
-constexpr bool kThreadSanitizer = false;
-#endif
 
 // Far longer than any child needs; only a hang reaches it.
 constexpr unsigned kChildAlarmSeconds = 60;
@@ -124,7 +111,9 @@ TEST_CASE("a forked child refuses the parent's engine, closes it at once, and op
     parley_engine_close(e);
     parley_session_close(s);  // closing again stays harmless
     parley_engine_close(e);
-    if (kThreadSanitizer) return 0;
+    // ThreadSanitizer ends a child of a threaded process as soon as it starts a thread (its
+    // die_after_fork): under it, the child skips opening an engine of its own.
+    if (kThreadSanitizerBuild) return 0;
     return reads_stored_conversation(model, db, turns_at_fork) ? 0 : 1;
   });
   CHECK(closing_child == 0);  // -1: it hung (or crashed); 1: its own engine failed

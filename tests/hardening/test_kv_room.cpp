@@ -9,6 +9,7 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -22,6 +23,7 @@
 #include "hardening_model.h"
 #include "parley.h"
 #include "support/faulty_vfs.h"
+#include "support/log_capture.h"
 #include "support/sanitizer_build.h"
 #include "support/shared_assets.h"
 
@@ -66,20 +68,33 @@ parley_engine_stats stats_of(parley_engine* e) {
   return st;
 }
 
-// A message whose first turn takes more than `above` tokens and at most `at_most`.
-std::string message_of(parley_session* s, uint32_t above, uint32_t at_most) {
+// A message whose turn, as `turn_tokens` counts it, takes more than `above` tokens and at most
+// `at_most`.
+std::string message_sized(const std::function<size_t(const std::string&)>& turn_tokens,
+                          size_t above, size_t at_most) {
   std::string text = "Once";
   for (int words = 0; words < 400; ++words) {
-    uint32_t prompt = 0, left = 0;
-    REQUIRE(parley_session_count_tokens(s, text.c_str(), &prompt, &left) == PARLEY_OK);
-    if (prompt > above) {
-      REQUIRE(prompt <= at_most);
+    const size_t n = turn_tokens(text);
+    if (n > above) {
+      REQUIRE(n <= at_most);
       return text;
     }
     text += words % 2 ? " dog" : " ran";
   }
   FAIL("no message of that size");
   return text;
+}
+
+// A message whose first turn in the session takes more than `above` tokens and at most
+// `at_most`.
+std::string message_of(parley_session* s, uint32_t above, uint32_t at_most) {
+  return message_sized(
+      [&](const std::string& text) {
+        uint32_t prompt = 0, left = 0;
+        REQUIRE(parley_session_count_tokens(s, text.c_str(), &prompt, &left) == PARLEY_OK);
+        return size_t(prompt);
+      },
+      above, at_most);
 }
 
 }  // namespace
@@ -199,36 +214,8 @@ TEST_CASE("threads: no send fails for want of room while idle sessions can be sp
 
 namespace {
 
-// Counts the log lines that say a spill failed; a thread may wait for the first.
-class SpillWarnings {
- public:
-  SpillWarnings() { parley::log::set_sink(&SpillWarnings::sink, this); }
-  ~SpillWarnings() { parley::log::set_sink(nullptr, nullptr); }
-  SpillWarnings(const SpillWarnings&) = delete;
-  SpillWarnings& operator=(const SpillWarnings&) = delete;
-
-  int count() {
-    std::lock_guard lock(mutex_);
-    return count_;
-  }
-  // False when none came (a generous bound, so that a failing test ends instead of hanging).
-  bool wait_for_first() {
-    std::unique_lock lock(mutex_);
-    return seen_.wait_for(lock, std::chrono::seconds(30), [&] { return count_ > 0; });
-  }
-
- private:
-  static void sink(int, const char* msg, void* user) {
-    auto* self = static_cast<SpillWarnings*>(user);
-    if (std::string(msg).find("cannot spill session") == std::string::npos) return;
-    std::lock_guard lock(self->mutex_);
-    ++self->count_;
-    self->seen_.notify_all();
-  }
-  std::mutex mutex_;
-  std::condition_variable seen_;
-  int count_ = 0;
-};
+// What the warning of a failed spill says.
+constexpr const char* kSpillFailed = "cannot spill session";
 
 std::shared_ptr<parley::engine::Engine> engine_on(const std::string& store, const FaultyVfs& vfs,
                                                   uint64_t budget_blocks) {
@@ -272,17 +259,8 @@ Sent send_to(parley::engine::Session& s, const std::string& text, uint32_t max_t
 
 // A message whose turn takes more than `above` tokens and at most `at_most`.
 std::string message_for(const parley::engine::Session& s, size_t above, size_t at_most) {
-  std::string text = "Once";
-  for (int words = 0; words < 400; ++words) {
-    const size_t n = s.count_turn_tokens(text);
-    if (n > above) {
-      REQUIRE(n <= at_most);
-      return text;
-    }
-    text += words % 2 ? " dog" : " ran";
-  }
-  FAIL("no message of that size");
-  return text;
+  return message_sized([&](const std::string& text) { return s.count_turn_tokens(text); }, above,
+                       at_most);
 }
 
 bool holds(const std::string& text, const std::string& part) {
@@ -301,13 +279,13 @@ TEST_CASE("a spill the full disk refuses is tried once, and the error names it")
   // Its prompt and reply need all four blocks: A's must go, and the store refuses it.
   const std::string message = message_for(*big, 48, 56);
   vfs.fail_writes_after(0, SQLITE_FULL);
-  SpillWarnings warnings;
+  LogCapture warnings;
   const Sent refused = send_to(*big, message, 6);
   // OUT_OF_MEMORY, as for a budget that no spill can help, with the store's reason.
   CHECK(refused.status == parley::Status::out_of_memory);
   CHECK_MESSAGE(holds(refused.message, "spilling session 'A' to the store"), refused.message);
   CHECK_MESSAGE(holds(refused.message, "database or disk is full"), refused.message);
-  CHECK(warnings.count() == 1);
+  CHECK(warnings.count(kSpillFailed) == 1);
   // The message was not taken: the session is as it was, and A keeps its KV.
   CHECK(big->messages().empty());
   CHECK(big->tokens().empty());
@@ -333,7 +311,7 @@ TEST_CASE("a session in use is waited for after another's spill failed, which is
   REQUIRE(e->stats().blocks.used == 2);  // a block each
   // Three blocks: two are free, the third is A's or B's.
   const std::string message = message_for(*big, 32, 40);
-  SpillWarnings warnings;
+  LogCapture warnings;
   vfs.fail_writes_after(0, SQLITE_FULL);
   // B is in use until A's spill has failed; then the disk has room again and B is let go.
   std::mutex holding;
@@ -347,7 +325,7 @@ TEST_CASE("a session in use is waited for after another's spill failed, which is
       taken = bool(use);
     }
     held.notify_all();
-    if (use) warnings.wait_for_first();
+    if (use) warnings.wait_for(kSpillFailed);
     vfs.clear();
   });
   {
@@ -360,5 +338,5 @@ TEST_CASE("a session in use is waited for after another's spill failed, which is
   CHECK_MESSAGE(sent.status == parley::Status::ok, sent.message);
   CHECK(busy->spilled());
   CHECK_FALSE(failing->spilled());  // once refused, it was not tried again for this send
-  CHECK(warnings.count() == 1);
+  CHECK(warnings.count(kSpillFailed) == 1);
 }

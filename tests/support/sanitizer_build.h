@@ -16,4 +16,17 @@ constexpr bool kSanitizerBuild = false;
 constexpr bool kSanitizerBuild = false;
 #endif
 
+// ThreadSanitizer alone: a forked child of a threaded process may not start threads under it.
+#if defined(__SANITIZE_THREAD__)
+constexpr bool kThreadSanitizerBuild = true;
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+constexpr bool kThreadSanitizerBuild = true;
+#else
+constexpr bool kThreadSanitizerBuild = false;
+#endif
+#else
+constexpr bool kThreadSanitizerBuild = false;
+#endif
+
 }  // namespace parley::test
