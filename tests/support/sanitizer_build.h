@@ -2,31 +2,27 @@
 // so the longest tests scale their work down (and say so).
 #pragma once
 
+// GCC names a sanitizer with a macro, clang answers __has_feature.
+#if defined(__has_feature)
+#define PARLEY_TEST_HAS_FEATURE(name) __has_feature(name)
+#else
+#define PARLEY_TEST_HAS_FEATURE(name) 0
+#endif
+
 namespace parley::test {
 
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-constexpr bool kSanitizerBuild = true;
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
-constexpr bool kSanitizerBuild = true;
+#if defined(__SANITIZE_THREAD__) || PARLEY_TEST_HAS_FEATURE(thread_sanitizer)
+constexpr bool kThreadSanitizerBuild = true;
 #else
-constexpr bool kSanitizerBuild = false;
-#endif
-#else
-constexpr bool kSanitizerBuild = false;
+constexpr bool kThreadSanitizerBuild = false;
 #endif
 
-// ThreadSanitizer alone: a forked child of a threaded process may not start threads under it.
-#if defined(__SANITIZE_THREAD__)
-constexpr bool kThreadSanitizerBuild = true;
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-constexpr bool kThreadSanitizerBuild = true;
+#if defined(__SANITIZE_ADDRESS__) || PARLEY_TEST_HAS_FEATURE(address_sanitizer)
+constexpr bool kAddressSanitizerBuild = true;
 #else
-constexpr bool kThreadSanitizerBuild = false;
+constexpr bool kAddressSanitizerBuild = false;
 #endif
-#else
-constexpr bool kThreadSanitizerBuild = false;
-#endif
+
+constexpr bool kSanitizerBuild = kAddressSanitizerBuild || kThreadSanitizerBuild;
 
 }  // namespace parley::test
