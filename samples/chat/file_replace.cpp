@@ -52,13 +52,9 @@ int create_beside(const std::string& path, std::string* name) {
   return -1;
 }
 
-// Writes `text` to a new file beside target.path, named in *temp (empty when none was made);
-// 0 or the errno of what failed.
-int write_beside(const Target& target, const std::string& text, std::string* temp) {
-  std::string name;
-  const int fd = create_beside(target.path, &name);
-  if (fd < 0) return last_error();
-  *temp = name;
+// Writes `text` to `fd`, a new file beside target.path; 0 or the errno of what failed. Closes
+// `fd`.
+int write_new_file(int fd, const Target& target, const std::string& text) {
   std::FILE* f = ::fdopen(fd, "wb");
   if (!f) {
     const int err = last_error();
@@ -76,6 +72,21 @@ int write_beside(const Target& target, const std::string& text, std::string* tem
   return err;
 }
 
+// Whether `err`, from making a new file, is its folder's (missing, not writable), and so as
+// true of the target's name as of the temporary one's.
+bool is_the_folders(int err) {
+  return err == ENOENT || err == ENOTDIR || err == EACCES || err == EPERM || err == EROFS;
+}
+
+// Why the temporary file `temp` beside the target could not be made (`err`). The temporary
+// file is named unless the error is as true of the target: an existing target is readable
+// where no new file can go (a read-only folder, /proc).
+std::string creation_failure(const Target& target, const std::string& temp, int err) {
+  const std::string reason = std::strerror(err);
+  if (!target.mode && is_the_folders(err)) return reason;
+  return "cannot create the temporary file " + temp + ": " + reason;
+}
+
 }  // namespace
 
 std::optional<std::string> replace_file(const std::string& path, const std::string& text) {
@@ -83,10 +94,12 @@ std::optional<std::string> replace_file(const std::string& path, const std::stri
   const auto target = target_of(path, &why);
   if (!target) return why;
   std::string temp;
-  int err = write_beside(*target, text, &temp);
+  const int fd = create_beside(target->path, &temp);
+  if (fd < 0) return creation_failure(*target, temp, last_error());
+  int err = write_new_file(fd, *target, text);
   if (err == 0 && std::rename(temp.c_str(), target->path.c_str()) != 0) err = last_error();
   if (err == 0) return std::nullopt;
-  if (!temp.empty()) std::remove(temp.c_str());  // ours alone: the target was never touched
+  std::remove(temp.c_str());  // ours alone: the target was never touched
   return std::string(std::strerror(err));
 }
 

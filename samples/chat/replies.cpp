@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "bar_parts.h"
@@ -67,6 +68,17 @@ void generate(const CliArgs& args, Sessions::Open& open, const char* what, bool 
   }
 }
 
+bool uses_raw_template(parley_session* s) {
+  const auto info = info_of(s);
+  return info && std::string_view(info->chat_template) == "raw";
+}
+
+// A reply typed after /exchange, as the conversation is to hold it. A raw reply continues the
+// message, so it is its next words; a chat reply is a message of its own, kept as typed.
+std::string written_reply(parley_session* s, const std::string& typed) {
+  return uses_raw_template(s) ? next_words(typed) : typed;
+}
+
 }  // namespace
 
 std::string next_words(std::string_view text) {
@@ -128,7 +140,7 @@ void write_exchange(Sessions::Open& open, std::string_view arg) {
   {
     const InterruptOnCtrlC stop(open.session.get());
     st = parley_session_add_exchange(open.session.get(), parts[0].c_str(),
-                                     next_words(parts[1]).c_str());
+                                     written_reply(open.session.get(), parts[1]).c_str());
   }
   if (st != PARLEY_OK) {
     print_error("exchange failed", st);

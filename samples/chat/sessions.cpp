@@ -1,6 +1,7 @@
 #include "sessions.h"
 
 #include <cstddef>
+#include <cstdint>
 #include <cstdio>
 
 #include "unstored_turns.h"
@@ -16,6 +17,15 @@ std::optional<Sessions::Open> adopt(parley_session* s, bool started_here,
   if (!id) return std::nullopt;
   entry.id = std::move(*id);
   return entry;
+}
+
+// The messages the store holds of conversation `id`, its system prompt included; nullopt when
+// that cannot be read.
+std::optional<uint32_t> stored_turn_count(parley_engine* engine, const std::string& id) {
+  parley_stored_session_info info;
+  info.struct_size = sizeof info;
+  if (parley_store_get_session_info(engine, id.c_str(), &info) != PARLEY_OK) return std::nullopt;
+  return info.n_turns;
 }
 
 }  // namespace
@@ -55,9 +65,14 @@ bool nothing_said(parley_session* s) {
 }
 
 bool close_dropping_unspoken(parley_engine* engine, parley_session* s, const std::string& id) {
-  const bool drop = nothing_said(s);
+  const auto unspoken = nothing_said(s) ? info_of(s) : std::nullopt;
   parley_session_close(s);  // the library deletes only closed conversations
-  return drop && parley_session_delete(engine, id.c_str()) == PARLEY_OK;
+  if (!unspoken) return false;
+  // Another run on the store may have spoken in it meanwhile (the same id in a second console
+  // or a one-shot run): only the store can tell, so it is read last, just before the delete.
+  const auto stored = stored_turn_count(engine, id);
+  const bool stored_unspoken = stored && *stored <= unspoken->n_turns;  // at most this run's
+  return stored_unspoken && parley_session_delete(engine, id.c_str()) == PARLEY_OK;
 }
 
 void Sessions::close_all() {

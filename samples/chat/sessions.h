@@ -1,7 +1,8 @@
 // The console's open conversations, by id, in the order they were opened, and which one is
 // current. Every session handed to it is closed by it; with a store, one started in this run
-// that nothing was said in is deleted from the store as it closes, and one whose turns the
-// store refuses is saved to a file beside it instead (unstored_turns.h).
+// that nothing was said in, here or by another run on the store, is deleted from the store as
+// it closes, and one whose turns the store refuses is saved to a file beside it instead
+// (unstored_turns.h).
 #pragma once
 
 #include <memory>
@@ -83,14 +84,16 @@ std::optional<std::string> session_id(parley_session* s, parley_status* status);
 parley_status export_json(parley_session* s, std::string* json);
 
 // A run that starts a conversation and leaves it without a word said in it (a console quit at
-// once, a /new never used, a one-shot message refused) leaves nothing in the store.
+// once, a /new never used, a one-shot message refused) leaves nothing in the store, unless
+// another run on the store spoke in it meanwhile.
 
 // True when the conversation holds no message but, perhaps, its system prompt. False also
 // when that cannot be read: a conversation is never dropped by mistake.
 bool nothing_said(parley_session* s);
 
 // Closes `s` (id `id`, started in this run, in a store). When nothing was said in it, it is
-// deleted from the store as well; returns whether it was.
+// deleted from the store as well, unless the store holds more of it than this run does
+// (another run on the store spoke in it) or cannot say; returns whether it was deleted.
 bool close_dropping_unspoken(parley_engine* engine, parley_session* s, const std::string& id);
 
 }  // namespace chat

@@ -821,6 +821,31 @@ TEST_CASE("console: a raw /exchange reply follows the message as its next words"
   CHECK(listed.begin()->second.tokens == g.prompt_ids.size() + 11);
 }
 
+// A chat reply is a message of its own, kept as typed; a raw one goes on from the message, so
+// its words follow after a space (as /help says), which the conversation keeps.
+TEST_CASE("console: a chat /exchange reply is kept as typed, a raw one as the message's next "
+          "words") {
+  PARLEY_SHARED_OR_SKIP(gguf, "models/stories260k/stories260k-f32.gguf");
+  TempDir dir;
+  const std::string chat_file = (dir / "chat.json").string();
+  const std::string raw_file = (dir / "raw.json").string();
+  const std::string exchange = "/exchange hello | world\n/export ";
+  const Run chat = run_program(PARLEY_CHAT_EXE,
+                               "-m " + quote(gguf.string()) + " --template chatml --temp 0 -n 8",
+                               exchange + chat_file + "\n", Stderr::merged);
+  const Run raw = run_console(gguf, exchange + raw_file + "\n");
+  CHECK(chat.exit_code == 0);
+  CHECK(raw.exit_code == 0);
+  const nlohmann::json chat_json = read_json(chat_file);
+  const nlohmann::json raw_json = read_json(raw_file);
+  REQUIRE_FALSE(chat_json.is_discarded());
+  REQUIRE_FALSE(raw_json.is_discarded());
+  REQUIRE(chat_json["messages"].size() == 2);
+  REQUIRE(raw_json["messages"].size() == 2);
+  CHECK(chat_json["messages"][1].value("text", "") == "world");
+  CHECK(raw_json["messages"][1].value("text", "") == " world");
+}
+
 TEST_CASE("console: /system gives the conversation a new system prompt, keeping its messages; "
           "/system alone removes it") {
   PARLEY_SHARED_OR_SKIP(gguf, "models/stories260k/stories260k-f32.gguf");

@@ -144,6 +144,41 @@ TEST_CASE("store: a conversation a console run started and said nothing in is no
   CHECK(*after == std::vector<std::string>{"b"});
 }
 
+// What this run said is not all the store holds: another run may speak in the same
+// conversation meanwhile, and what it stored stays.
+TEST_CASE("store: a console that said nothing keeps a conversation another run spoke in") {
+  PARLEY_SHARED_OR_SKIP(gguf, "models/stories260k/stories260k-f32.gguf");
+  PARLEY_SCRIPT_OR_SKIP();
+  TempDir dir;
+  const fs::path store = dir / "chat.db";
+  const std::string chat = std::string(PARLEY_CHAT_EXE) + " -m " + quote(gguf.string()) +
+                           " --store " + quote(store.string()) +
+                           " --template raw --temp 0 -n 8 --session story";
+  const std::string out = quote((dir / "out.txt").string());
+  // The console starts `story` and waits at its prompt while a one-shot run stores an exchange
+  // in it; then Ctrl-D.
+  const std::string typist = until_prompts(out, 1) + chat +
+                             " -p 'Once upon a time' >/dev/null 2>&1; printf '\\004'; sleep 0.5";
+  run_on_terminal(chat, typist, out);
+  const ShellRun listing = run_store_console(gguf, store, "/sessions\n", "--session story");
+  CHECK(listing.out.rfind("(session story: 2 turns from the store)\n", 0) == 0);
+
+  // So too for a conversation /new started and /close closes.
+  const fs::path other = dir / "other.db";
+  const std::string flags =
+      "--store " + quote(other.string()) + " --template raw -n 8 -m " + quote(gguf.string()) + " ";
+  const std::string out2 = quote((dir / "out2.txt").string());
+  const std::string one_shot =
+      std::string(PARLEY_CHAT_EXE) + " " + flags + "--session b -p 'Once upon a time'";
+  const std::string closer = until_prompts(out2, 1) + "printf '/new b\\n'; " +
+                             until_prompts(out2, 2) + one_shot + " >/dev/null 2>&1; " +
+                             "printf '/close b\\n'; " + until_prompts(out2, 3) +
+                             "printf '/quit\\n'; sleep 0.5";
+  run_on_terminal(std::string(PARLEY_CHAT_EXE) + " " + flags + "--session a", closer, out2);
+  const ShellRun after = run_store_console(gguf, other, "/sessions\n", "--session b");
+  CHECK(after.out.rfind("(session b: 2 turns from the store)\n", 0) == 0);
+}
+
 TEST_CASE("store: a one-shot run names its new conversation only once the turn is kept") {
   PARLEY_SHARED_OR_SKIP(gguf, "models/stories260k/stories260k-f32.gguf");
   TempDir dir;
