@@ -1,5 +1,6 @@
 #include "model/gguf_metadata.h"
 
+#include <algorithm>
 #include <limits>
 
 #include "common/error.h"
@@ -9,6 +10,12 @@ namespace parley::model {
 namespace {
 
 [[noreturn]] void bad(const std::string& what) { fail(Status::bad_model, "GGUF: " + what); }
+
+// tokenizer.ggml.token_type values (llama.cpp's llama_token_type).
+constexpr int32_t kTypeUndefined = 0;
+constexpr int32_t kTypeNormal = 1;
+constexpr int32_t kTypeUnknown = 2;
+constexpr int32_t kTypeControl = 3;
 
 std::string key_text(std::string_view key) { return "metadata key '" + std::string(key) + "'"; }
 
@@ -39,6 +46,10 @@ void read_hyperparameters(const GgufFile& f, ModelConfig& c) {
   if (*arch != "llama") {
     fail(Status::unsupported,
          "GGUF: architecture '" + std::string(*arch) + "' is not supported (llama is)");
+  }
+  if (const auto experts = get_i32(f, "llama.expert_count"); experts && *experts > 0) {
+    fail(Status::unsupported, "GGUF: mixture-of-experts models (" + std::to_string(*experts) +
+                                  " experts) are not supported (llama.expert_count)");
   }
   c.architecture = "llama";
   if (const auto name = f.get_string("general.name")) c.name = std::string(*name);
@@ -80,6 +91,62 @@ void read_hyperparameters(const GgufFile& f, ModelConfig& c) {
   }
 }
 
+void check_length(const GgufValue& array, uint64_t n_vocab, const char* key) {
+  if (array.count != n_vocab) {
+    bad(key_text(key) + " has " + std::to_string(array.count) + " entries, the vocabulary " +
+        std::to_string(n_vocab));
+  }
+}
+
+void read_special_ids(const GgufFile& f, GgufVocab& v) {
+  v.bos_id = get_i32(f, "tokenizer.ggml.bos_token_id", -1).value_or(v.bos_id);
+  v.eos_id = get_i32(f, "tokenizer.ggml.eos_token_id", -1).value_or(v.eos_id);
+  v.unk_id = get_i32(f, "tokenizer.ggml.unknown_token_id", -1).value_or(v.unk_id);
+  v.pad_id = get_i32(f, "tokenizer.ggml.padding_token_id", -1).value_or(v.pad_id);
+}
+
+void set_type(std::vector<int32_t>& types, int32_t id, int32_t type) {
+  if (id >= 0 && size_t(id) < types.size()) types[size_t(id)] = type;
+}
+
+// The piece "<unk>" where there is one, else the default id.
+int32_t unk_piece_id(const GgufVocab& v) {
+  const auto unk = std::find(v.tokens.begin(), v.tokens.end(), "<unk>");
+  return unk == v.tokens.end() ? v.unk_id : int32_t(unk - v.tokens.begin());
+}
+
+// GGUF may leave token_type out; llama.cpp then reads every token as normal and still knows
+// the unknown, BOS and EOS tokens by their ids, which sentencepiece needs typed.
+std::vector<int32_t> types_from_special_ids(const GgufVocab& v) {
+  std::vector<int32_t> types(v.tokens.size(), kTypeNormal);
+  set_type(types, v.unk_id, kTypeUnknown);
+  set_type(types, v.bos_id, kTypeControl);
+  set_type(types, v.eos_id, kTypeControl);
+  return types;
+}
+
+// After read_special_ids.
+void read_token_types(const GgufFile& f, GgufVocab& v) {
+  const GgufValue* types = f.get_array("tokenizer.ggml.token_type");
+  if (!types) {
+    if (!f.get_int("tokenizer.ggml.unknown_token_id")) v.unk_id = unk_piece_id(v);
+    v.token_types = types_from_special_ids(v);
+    return;
+  }
+  const uint64_t n = v.tokens.size();
+  check_length(*types, n, "tokenizer.ggml.token_type");
+  v.token_types.resize(n);
+  for (uint64_t i = 0; i < n; ++i) {
+    const int64_t t = gguf_array_int(*types, i, "tokenizer.ggml.token_type");
+    if (t < 0 || t > std::numeric_limits<int32_t>::max()) {
+      bad(key_text("tokenizer.ggml.token_type") + " element " + std::to_string(i) + " = " +
+          std::to_string(t) + " is out of range");
+    }
+    // llama.cpp reads "undefined" as a normal token.
+    v.token_types[i] = t == kTypeUndefined ? kTypeNormal : int32_t(t);
+  }
+}
+
 void read_vocab(const GgufFile& f, ModelConfig& c, GgufVocab& v) {
   const auto model = f.get_string("tokenizer.ggml.model");
   if (!model) bad(key_text("tokenizer.ggml.model") + " is missing");
@@ -100,37 +167,17 @@ void read_vocab(const GgufFile& f, ModelConfig& c, GgufVocab& v) {
     c.n_vocab = int32_t(tokens->count);
   }
   const uint64_t n = uint64_t(c.n_vocab);
-  auto check_length = [&](const GgufValue* a, const char* key) {
-    if (a->count != n) {
-      bad(key_text(key) + " has " + std::to_string(a->count) + " entries, the vocabulary " +
-          std::to_string(n));
-    }
-  };
-  check_length(tokens, "tokenizer.ggml.tokens");
+  check_length(*tokens, n, "tokenizer.ggml.tokens");
   v.tokens.assign(tokens->strings.begin(), tokens->strings.end());
 
   if (const GgufValue* scores = f.get_array("tokenizer.ggml.scores")) {
-    check_length(scores, "tokenizer.ggml.scores");
+    check_length(*scores, n, "tokenizer.ggml.scores");
     v.scores.resize(n);
     for (uint64_t i = 0; i < n; ++i)
       v.scores[i] = float(gguf_array_float(*scores, i, "tokenizer.ggml.scores"));
   }
-  if (const GgufValue* types = f.get_array("tokenizer.ggml.token_type")) {
-    check_length(types, "tokenizer.ggml.token_type");
-    v.token_types.resize(n);
-    for (uint64_t i = 0; i < n; ++i) {
-      const int64_t t = gguf_array_int(*types, i, "tokenizer.ggml.token_type");
-      if (t < 0 || t > std::numeric_limits<int32_t>::max()) {
-        bad(key_text("tokenizer.ggml.token_type") + " element " + std::to_string(i) + " = " +
-            std::to_string(t) + " is out of range");
-      }
-      v.token_types[i] = int32_t(t);
-    }
-  }
-  v.bos_id = get_i32(f, "tokenizer.ggml.bos_token_id", -1).value_or(v.bos_id);
-  v.eos_id = get_i32(f, "tokenizer.ggml.eos_token_id", -1).value_or(v.eos_id);
-  v.unk_id = get_i32(f, "tokenizer.ggml.unknown_token_id", -1).value_or(v.unk_id);
-  v.pad_id = get_i32(f, "tokenizer.ggml.padding_token_id", -1).value_or(v.pad_id);
+  read_special_ids(f, v);
+  read_token_types(f, v);
   v.add_space_prefix = f.get_bool("tokenizer.ggml.add_space_prefix").value_or(v.add_space_prefix);
   v.remove_extra_whitespaces =
       f.get_bool("tokenizer.ggml.remove_extra_whitespaces").value_or(v.remove_extra_whitespaces);
@@ -138,6 +185,7 @@ void read_vocab(const GgufFile& f, ModelConfig& c, GgufVocab& v) {
   c.bos_id = v.bos_id;
   c.eos_id = v.eos_id;
   c.unk_id = v.unk_id;
+  v.pad_id = pad_id_or_none(v.pad_id, c.n_vocab, "GGUF: tokenizer.ggml.padding_token_id");
   c.pad_id = v.pad_id;
   if (const auto tmpl = f.get_string("tokenizer.chat_template"))
     c.chat_template = std::string(*tmpl);

@@ -12,13 +12,18 @@ namespace parley::model {
 
 struct GgufModelInfo {
   ModelConfig config;  // not yet validate()d
-  GgufVocab vocab;  // tokens/scores/types have config.n_vocab entries (scores/types may be empty)
+  // tokens/types have config.n_vocab entries, scores too or none. Types as llama.cpp reads
+  // them: 0 (undefined) is normal; without the key, all are normal but the unknown (the key's
+  // id, else the piece "<unk>"), BOS and EOS tokens. A padding id outside the vocabulary is
+  // dropped (-1) with a warning.
+  GgufVocab vocab;
   // tokenizer.ggml.eot_token_id and eom_token_id where present: they end a reply too.
   std::vector<NamedTokenId> more_end_ids;
 };
 
 // Throws Error(bad_model) naming the key for missing, mistyped or inconsistent metadata,
-// Error(unsupported) for another architecture, tokenizer model or RoPE scaling.
+// Error(unsupported) for another architecture, mixture of experts, tokenizer model or RoPE
+// scaling.
 GgufModelInfo read_gguf_metadata(const GgufFile& file);
 
 }  // namespace parley::model

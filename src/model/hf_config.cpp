@@ -110,9 +110,22 @@ void check_architecture(const json& j) {
   unsupported("model_type '" + model_type + "' is not supported (llama and mistral are)");
 }
 
+// transformers reads rope_type (older files: type) "default" as no scaling at all.
+bool is_default_rope(const json& scaling) {
+  if (!scaling.is_object()) return false;
+  const json* kind = field(scaling, "rope_type");
+  if (!kind) kind = field(scaling, "type");
+  return kind && kind->is_string() && kind->get<std::string>() == "default";
+}
+
 void check_unsupported_features(const json& j) {
-  if (field(j, "rope_scaling"))
-    unsupported("rope_scaling " + j["rope_scaling"].dump() + " is not supported");
+  if (const json* scaling = field(j, "rope_scaling"); scaling && !is_default_rope(*scaling))
+    unsupported("rope_scaling " + scaling->dump() + " is not supported");
+  // A Mixtral-style config can name model_type llama; its experts have no dense FFN to load.
+  if (const auto experts = get_i32(j, "num_local_experts"); experts && *experts > 0) {
+    unsupported("mixture-of-experts models (" + std::to_string(*experts) +
+                " experts) are not supported (num_local_experts)");
+  }
   if (const json* act = field(j, "hidden_act")) {
     if (!act->is_string() || act->get<std::string>() != "silu") {
       unsupported("hidden_act " + act->dump() + " is not supported (silu is)");
@@ -196,7 +209,8 @@ HfConfig parse_hf_config(std::string_view config_json, std::string_view tokenize
   check_in_vocabulary(out.eos_ids, "eos_token_id", c.n_vocab);
   c.bos_id = out.bos_id.value_or(c.bos_id);
   if (!out.eos_ids.empty()) c.eos_id = out.eos_ids.front();
-  c.pad_id = get_i32(j, "pad_token_id", -1).value_or(c.pad_id);
+  c.pad_id = pad_id_or_none(get_i32(j, "pad_token_id", -1).value_or(c.pad_id), c.n_vocab,
+                            "config.json: pad_token_id");
   out.tie_word_embeddings = get_bool(j, "tie_word_embeddings").value_or(false);
   read_tokenizer_config(tokenizer_config_json, c);
   return out;

@@ -24,7 +24,8 @@ struct HfConfig {
 
 // `tokenizer_config_json` is "" when the file is absent. `name` becomes config.name.
 // Throws Error(bad_model) naming the field, Error(unsupported) for another model type,
-// RoPE scaling, activation or biases.
+// mixture of experts, RoPE scaling (other than rope_type "default"), activation or biases.
+// A pad_token_id outside the vocabulary is dropped with a warning.
 HfConfig parse_hf_config(std::string_view config_json, std::string_view tokenizer_config_json,
                          std::string name);
 

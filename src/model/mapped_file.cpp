@@ -9,6 +9,7 @@
 #include <cstring>
 
 #include "common/error.h"
+#include "model/placeholder_file.h"
 
 namespace parley::model {
 
@@ -37,6 +38,12 @@ MappedFile::MappedFile(const std::string& path) : path_(path) {
     data_ = static_cast<const std::byte*>(p);
   }
   ::close(fd);
+  try {  // the destructor does not run when the constructor throws
+    refuse_placeholder_file(path, {reinterpret_cast<const char*>(data_), size_});
+  } catch (...) {
+    if (data_) ::munmap(const_cast<std::byte*>(data_), size_);
+    throw;
+  }
 }
 
 MappedFile::~MappedFile() {

@@ -10,7 +10,8 @@ namespace parley::model {
 class MappedFile {
  public:
   // Throws Error(not_found) when the file does not exist, Error(io) when it is not a regular
-  // file (a FIFO, a device: refused at once, never read) or cannot be mapped.
+  // file (a FIFO, a device: refused at once, never read) or cannot be mapped, and
+  // Error(bad_model) when it is empty or a Git LFS pointer: every file mapped is a model file.
   explicit MappedFile(const std::string& path);
   ~MappedFile();
   MappedFile(const MappedFile&) = delete;

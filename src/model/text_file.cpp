@@ -4,6 +4,7 @@
 #include <system_error>
 
 #include "common/error.h"
+#include "model/placeholder_file.h"
 
 namespace parley::model {
 
@@ -24,6 +25,7 @@ std::string read_text_file(const std::filesystem::path& path, size_t max_bytes) 
   std::string text(size_t(size), '\0');
   in.read(text.data(), std::streamsize(size));
   if (size_t(in.gcount()) != size) fail(Status::io, "cannot read '" + path.string() + "'");
+  refuse_placeholder_file(path.string(), text);
   return text;
 }
 

@@ -8,7 +8,8 @@
 namespace parley::model {
 
 // The whole file. Throws Error(not_found) when it does not exist, Error(io) when it cannot be
-// read, Error(bad_model) when it is larger than `max_bytes` (such files are never that big).
+// read, Error(bad_model) when it is larger than `max_bytes` (such files are never that big),
+// empty, or a Git LFS pointer.
 std::string read_text_file(const std::filesystem::path& path, size_t max_bytes);
 
 }  // namespace parley::model

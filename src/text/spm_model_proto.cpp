@@ -3,6 +3,7 @@
 #include <array>
 #include <cstring>
 #include <limits>
+#include <unordered_map>
 
 #include "common/error.h"
 
@@ -176,6 +177,22 @@ void require_special(const model::GgufVocab& vocab, const char* key, int32_t id,
               " of type " + type_name(actual) + "; it must be " + type_name(type));
 }
 
+// sentencepiece keeps normal, user-defined and unused pieces in one map and the others in
+// another: the same piece twice in one map stops it loading.
+void check_no_duplicate_pieces(const model::GgufVocab& vocab) {
+  std::unordered_map<std::string_view, size_t> first_ids[2];
+  for (size_t i = 0; i < vocab.tokens.size(); ++i) {
+    const PieceType type = loaded_type_of(vocab, i);
+    const bool plain =
+        type == PieceType::normal || type == PieceType::user_defined || type == PieceType::unused;
+    const auto [first, added] = first_ids[plain].emplace(vocab.tokens[i], i);
+    require(added, Status::bad_model, [&] {
+      return "tokenizer.ggml.tokens: piece '" + vocab.tokens[i] + "' appears twice (ids " +
+             std::to_string(first->second) + " and " + std::to_string(i) + ")";
+    });
+  }
+}
+
 bool has_byte_pieces(const model::GgufVocab& vocab) {
   for (size_t i = 0; i < vocab.token_types.size(); ++i) {
     if (type_of(vocab, i) == PieceType::byte) return true;
@@ -262,6 +279,7 @@ void validate_gguf_vocab(const model::GgufVocab& vocab) {
       unknown = i;
     }
   }
+  check_no_duplicate_pieces(vocab);
   // sentencepiece's byte fallback needs the whole set.
   require(n_bytes == 0 || n_bytes == 256, Status::bad_model,
           "the vocabulary has " + std::to_string(n_bytes) +

@@ -32,6 +32,7 @@ std::optional<uint8_t> parse_byte_piece(std::string_view piece);
 
 // Checks that a GGUF "llama" vocabulary can become a sentencepiece model: equal array sizes,
 // known token types, non-empty pieces, none or all 256 byte pieces (well-formed, each once),
+// no piece twice (among the normal, user-defined and unused ones, or among the others),
 // exactly one unknown piece, at unk_id, BOS/EOS in range and of type control (or user-defined
 // chat markers, which load as control pieces). Throws Error(bad_model) naming the problem.
 void validate_gguf_vocab(const model::GgufVocab& vocab);

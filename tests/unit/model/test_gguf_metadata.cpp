@@ -5,6 +5,7 @@
 #include "support/error_check.h"
 #include "model/gguf_metadata.h"
 #include "support/gguf_builder.h"
+#include "support/log_capture.h"
 #include "support/synth_model.h"
 
 using parley::Status;
@@ -59,6 +60,12 @@ class Metadata {
   }
   Metadata& u32(const std::string& key, uint32_t v) {
     return set(key, [key, v](GgufBuilder& b) { b.kv_u32(key, v); });
+  }
+  Metadata& i32s(const std::string& key, const std::vector<int32_t>& v) {
+    return set(key, [key, v](GgufBuilder& b) { b.kv_i32s(key, v); });
+  }
+  Metadata& strings(const std::string& key, const std::vector<std::string>& v) {
+    return set(key, [key, v](GgufBuilder& b) { b.kv_strings(key, v); });
   }
   Metadata& str(const std::string& key, const std::string& v) {
     return set(key, [key, v](GgufBuilder& b) { b.kv_str(key, v); });
@@ -126,7 +133,7 @@ TEST_CASE("GGUF metadata: optional keys and their defaults") {
   CHECK(info.config.rope_theta == 10000.0f);
   CHECK(info.config.n_vocab == 300);  // the length of tokenizer.ggml.tokens
   CHECK(info.vocab.scores.empty());
-  CHECK(info.vocab.token_types.empty());
+  CHECK(info.vocab.token_types.size() == 300);
 
   Metadata n;
   n.u32("llama.attention.key_length", 16).u32("llama.attention.value_length", 16);
@@ -280,4 +287,69 @@ TEST_CASE("GGUF metadata: other architectures, tokenizers and RoPE scaling are u
                      "tokenizer.ggml.model 'gpt2'");
   CHECK_PARLEY_ERROR(read(Metadata().str("llama.rope.scaling.type", "linear")), Status::unsupported,
                      "llama.rope.scaling.type 'linear'");
+}
+
+TEST_CASE("GGUF metadata: mixture-of-experts models are unsupported, expert_count 0 is not one") {
+  CHECK_PARLEY_ERROR(read(Metadata().u32("llama.expert_count", 8)), Status::unsupported,
+                     "mixture-of-experts models (8 experts) are not supported",
+                     "llama.expert_count");
+  CHECK(read(Metadata().u32("llama.expert_count", 0)).config.n_layers == 3);
+}
+
+TEST_CASE("GGUF metadata: a padding id outside the vocabulary is dropped with a warning") {
+  parley::test::LogCapture log;
+  const auto info = read(Metadata().u32("tokenizer.ggml.padding_token_id", 300));
+  CHECK(info.config.pad_id == -1);
+  CHECK(info.vocab.pad_id == -1);
+  CHECK(log.count("tokenizer.ggml.padding_token_id 300 is outside the vocabulary [0, 300)") == 1);
+  CHECK_NOTHROW(info.config.validate());
+  CHECK(read(Metadata().u32("tokenizer.ggml.padding_token_id", 299)).vocab.pad_id == 299);
+  CHECK(log.count("padding_token_id") == 1);
+}
+
+TEST_CASE("GGUF metadata: without token types, all are normal but UNK, BOS and EOS (llama.cpp)") {
+  Metadata m;
+  m.erase("tokenizer.ggml.token_type").u32("tokenizer.ggml.unknown_token_id", 7);
+  m.u32("tokenizer.ggml.bos_token_id", 260).u32("tokenizer.ggml.eos_token_id", 261);
+  const auto info = read(m);
+  const auto& types = info.vocab.token_types;
+  REQUIRE(types.size() == 300);
+  CHECK(types[7] == 2);
+  CHECK(types[260] == 3);
+  CHECK(types[261] == 3);
+  for (size_t id : {0, 1, 2, 3, 258, 299}) {
+    CAPTURE(id);
+    CHECK(types[id] == 1);  // the byte pieces too: they are text to llama.cpp
+  }
+  CHECK(info.config.unk_id == 7);
+}
+
+TEST_CASE("GGUF metadata: without token types or unknown_token_id, the UNK is the piece <unk>") {
+  auto tokens = parley::test::make_spm_vocab(300).tokens;
+  std::swap(tokens[0], tokens[280]);
+  Metadata m;
+  m.erase("tokenizer.ggml.unknown_token_id").strings("tokenizer.ggml.tokens", tokens);
+  const auto typed = read(m);  // types given: the default id, as before
+  CHECK(typed.vocab.unk_id == 0);
+
+  m.erase("tokenizer.ggml.token_type");
+  const auto info = read(m);
+  CHECK(info.vocab.unk_id == 280);
+  CHECK(info.config.unk_id == 280);
+  REQUIRE(info.vocab.token_types.size() == 300);
+  CHECK(info.vocab.token_types[280] == 2);
+  CHECK(info.vocab.token_types[0] == 1);
+
+  tokens[280] = "unk";  // no <unk> piece: llama.cpp's default id
+  m.strings("tokenizer.ggml.tokens", tokens);
+  CHECK(read(m).vocab.unk_id == 0);
+}
+
+TEST_CASE("GGUF metadata: token type 0 (undefined to llama.cpp) is a normal token") {
+  auto types = parley::test::make_spm_vocab(300).types;
+  types[270] = 0;
+  const auto info = read(Metadata().i32s("tokenizer.ggml.token_type", types));
+  CHECK(info.vocab.token_types[270] == 1);
+  CHECK(info.vocab.token_types[0] == 2);
+  CHECK(info.vocab.token_types[258] == 6);
 }

@@ -4,6 +4,7 @@
 
 #include "support/error_check.h"
 #include "model/hf_config.h"
+#include "support/log_capture.h"
 #include "support/shared_assets.h"
 
 using parley::Status;
@@ -180,6 +181,58 @@ TEST_CASE("HF config: unsupported models and features") {
   json bias = mistral();
   bias["attention_bias"] = true;
   CHECK_PARLEY_ERROR(parse(bias), Status::unsupported, "attention_bias");
+}
+
+TEST_CASE("HF config: rope_scaling of rope_type 'default' is no scaling") {
+  for (const char* key : {"rope_type", "type"}) {
+    CAPTURE(key);
+    json scaling = mistral();
+    scaling["rope_scaling"] = {{key, "default"}};
+    CHECK(parse(scaling).config.rope_theta == 1000000.0f);
+  }
+  json null_scaling = mistral();
+  null_scaling["rope_scaling"] = nullptr;
+  CHECK_NOTHROW(parse(null_scaling));
+  for (const json& other : {json{{"rope_type", "llama3"}, {"factor", 8.0}},
+                            json{{"type", "dynamic"}}, json{{"factor", 2.0}}, json("default")}) {
+    CAPTURE(other.dump());
+    json scaled = mistral();
+    scaled["rope_scaling"] = other;
+    CHECK_PARLEY_ERROR(parse(scaled), Status::unsupported, "rope_scaling");
+  }
+}
+
+TEST_CASE("HF config: mixture-of-experts configs are unsupported, even as model_type llama") {
+  json moe = mistral();
+  moe["model_type"] = "llama";
+  moe["architectures"] = {"LlamaForCausalLM"};
+  moe["num_local_experts"] = 8;
+  moe["num_experts_per_tok"] = 2;
+  CHECK_PARLEY_ERROR(parse(moe), Status::unsupported,
+                     "mixture-of-experts models (8 experts) are not supported",
+                     "num_local_experts");
+  json mixtral = moe;
+  mixtral["model_type"] = "mixtral";
+  mixtral["architectures"] = {"MixtralForCausalLM"};
+  CHECK_PARLEY_ERROR(parse(mixtral), Status::unsupported, "model_type 'mixtral'");
+  json dense = moe;
+  dense["num_local_experts"] = 0;
+  CHECK_NOTHROW(parse(dense));
+  json text = moe;
+  text["num_local_experts"] = "8";
+  CHECK_PARLEY_ERROR(parse(text), Status::bad_model, "num_local_experts");
+}
+
+TEST_CASE("HF config: a pad_token_id outside the vocabulary is dropped with a warning") {
+  parley::test::LogCapture log;
+  json outside = mistral();
+  outside["pad_token_id"] = 32000;
+  CHECK(parse(outside).config.pad_id == -1);
+  CHECK(log.count("config.json: pad_token_id 32000 is outside the vocabulary [0, 32000)") == 1);
+  json inside = mistral();
+  inside["pad_token_id"] = 31999;
+  CHECK(parse(inside).config.pad_id == 31999);
+  CHECK(log.count("pad_token_id") == 1);
 }
 
 TEST_CASE("HF config: malformed config.json names the field") {

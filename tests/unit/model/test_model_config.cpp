@@ -6,6 +6,7 @@
 
 #include "support/error_check.h"
 #include "model/model_config.h"
+#include "support/log_capture.h"
 
 using parley::Status;
 using parley::model::ModelConfig;
@@ -83,4 +84,16 @@ TEST_CASE("ModelConfig::validate names the first bad field") {
     bc.change(c);
     CHECK_PARLEY_ERROR(c.validate(), Status::bad_model, bc.field);
   }
+}
+
+TEST_CASE("pad_id_or_none keeps ids in the vocabulary and drops others with a warning") {
+  parley::test::LogCapture log;
+  CHECK(parley::model::pad_id_or_none(-1, 512, "f: pad") == -1);
+  CHECK(parley::model::pad_id_or_none(0, 512, "f: pad") == 0);
+  CHECK(parley::model::pad_id_or_none(511, 512, "f: pad") == 511);
+  CHECK(log.text().empty());
+  CHECK(parley::model::pad_id_or_none(512, 512, "f: pad") == -1);
+  CHECK(log.count("f: pad 512 is outside the vocabulary [0, 512): ignored") == 1);
+  CHECK(parley::model::pad_id_or_none(-7, 512, "f: pad") == -1);
+  CHECK(log.count("f: pad -7 is outside") == 1);
 }

@@ -408,8 +408,8 @@ TEST_CASE("loader: paths that are not models") {
   CHECK_PARLEY_ERROR(load_model((tmp / "notes.txt").string()), Status::bad_model,
                      "not a GGUF file or a Hugging Face directory");
   parley::test::write_bytes(tmp / "empty", "");
-  CHECK_PARLEY_ERROR(load_model((tmp / "empty").string()), Status::bad_model,
-                     "not a GGUF file or a Hugging Face directory");
+  CHECK_PARLEY_ERROR(load_model((tmp / "empty").string()), Status::bad_model, "empty",
+                     "is empty (0 bytes)");
   parley::test::write_bytes(tmp / "short", "GG");
   CHECK_PARLEY_ERROR(load_model((tmp / "short").string()), Status::bad_model, "not a GGUF file");
   std::filesystem::create_directory(tmp / "emptydir");

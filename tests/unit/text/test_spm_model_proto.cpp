@@ -63,6 +63,34 @@ TEST_CASE("sentencepiece loads the written proto with every piece, score, type a
   CHECK(sp.EncodeAsIds("\xC3\x83") == std::vector<int>{3, 11 + 0xC3, 11 + 0x83});
 }
 
+TEST_CASE("a piece twice is refused naming the piece and both ids") {
+  auto vocab = test::small_vocab({"a", "~", "b", "~"});  // ids 3..6
+  try {
+    validate_gguf_vocab(vocab);
+    FAIL("no error");
+  } catch (const Error& e) {
+    CHECK(e.status() == Status::bad_model);
+    CHECK(std::string(e.what()) == "tokenizer.ggml.tokens: piece '~' appears twice (ids 4 and 6)");
+  }
+  // A user-defined or unused copy is the same piece to sentencepiece.
+  for (int32_t type : {4, 5}) {
+    CAPTURE(type);
+    auto typed = test::small_vocab({"a", "~"});
+    test::append_pieces(typed, {"~"}, type);
+    CHECK_THROWS_AS(validate_gguf_vocab(typed), Error);
+  }
+}
+
+TEST_CASE("a control piece may share its text with a normal one, as sentencepiece allows") {
+  auto vocab = test::small_vocab({"a", "</s>"});  // "</s>" at 4 is text; 2 is the EOS
+  validate_gguf_vocab(vocab);
+  sentencepiece::SentencePieceProcessor sp;
+  const auto status = sp.LoadFromSerializedProto(build_spm_model_proto(vocab));
+  REQUIRE_MESSAGE(status.ok(), status.ToString());
+  CHECK(sp.IsControl(2));
+  CHECK_FALSE(sp.IsControl(4));
+}
+
 TEST_CASE("without byte pieces, byte fallback is off and unknown characters are <unk>") {
   sentencepiece::SentencePieceProcessor sp;
   const auto proto = build_spm_model_proto(test::small_vocab({"\xE2\x96\x81"}));
