@@ -13,9 +13,10 @@
  *   says "since" when it came after 0.1), and a program built against an earlier version keeps
  *   working: its smaller struct_size is honoured, the fields it lacks taking their defaults in
  *   options and left unwritten in filled structs. A struct_size that no version had (0
- *   included) is INVALID_ARGUMENT; so is a non-zero byte past this version's fields in
- *   options. In a struct the library fills, the bytes past this version's fields (up to
- *   struct_size) are set to zero.
+ *   included, and since 0.9 any above PARLEY_MAX_STRUCT_SIZE: a field never set) is
+ *   INVALID_ARGUMENT; so is a non-zero byte past this version's fields in options. In a
+ *   struct the library fills, the bytes past this version's fields (up to struct_size) are
+ *   set to zero.
  * - Strings are UTF-8 and NUL-terminated unless a length is given.
  * - Buffers: a call writes at most `cap` elements (a string is NUL-terminated within `cap`),
  *   sets `*needed` to the full size (a string's includes its NUL) and returns PARLEY_OK even
@@ -81,8 +82,8 @@ extern "C" {
  * (PARLEY_DEPRECATED) stays exported and working until the next major version. */
 
 #define PARLEY_VERSION_MAJOR 0
-#define PARLEY_VERSION_MINOR 8
-#define PARLEY_VERSION_PATCH 5
+#define PARLEY_VERSION_MINOR 9
+#define PARLEY_VERSION_PATCH 0
 #define PARLEY_VERSION_NUMBER \
   (PARLEY_VERSION_MAJOR * 10000 + PARLEY_VERSION_MINOR * 100 + PARLEY_VERSION_PATCH)
 
@@ -122,7 +123,8 @@ PARLEY_API const char *parley_status_name(parley_status s);
 
 /** A human-readable message for the last failed call on this thread; "" when none. It is
  *  valid UTF-8 on one line: an id it names is quoted, with invalid UTF-8 bytes and control
- *  characters as \xNN and cut after 64 characters with "..." (since 0.8.2).
+ *  characters as \xNN and cut after 64 characters with "..." (since 0.8.2); other text it
+ *  quotes (a path, a template name, what a parser read) shows them as \xNN too (since 0.9).
  *  Ownership: owned by the library; valid until the next failing Parley call on this thread.
  *  Thread-safety: thread-local. Since: 0.1. */
 PARLEY_API const char *parley_last_error(void);
@@ -147,6 +149,10 @@ PARLEY_API const char *parley_last_error(void);
 /* Limits on parley_generate_options.stop (since 0.3) */
 #define PARLEY_MAX_STOP_STRINGS 16  /* strings */
 #define PARLEY_MAX_STOP_BYTES   256 /* bytes of one string */
+
+/* The largest struct_size of any version's options or filled struct (since 0.9): a larger
+ * one is INVALID_ARGUMENT, as an unset field's garbage would be. */
+#define PARLEY_MAX_STRUCT_SIZE 4096
 
 /* Why a reply ended (parley_turn_stats.stop_reason, since 0.3) */
 #define PARLEY_STOP_END_TOKEN     1 /* the model ended it: EOS, the template's end of turn,
@@ -475,7 +481,8 @@ typedef struct parley_session_info {
   uint32_t n_tokens;         /* tokens in the conversation */
   int32_t  state;            /* PARLEY_SESSION_ACTIVE, _IDLE, _SPILLED */
   int32_t  overflow;         /* since 0.8: PARLEY_OVERFLOW_*, the session's policy (0 before) */
-  uint64_t kv_bytes_resident;
+  uint64_t kv_bytes_resident; /* its blocks in memory; a block sessions share counts in each,
+                                 so the sum over sessions may exceed the engine's figure */
   uint64_t kv_bytes_stored;
   char     chat_template[32]; /* since 0.8: the template the session uses, e.g. "chatml" */
 } parley_session_info;
@@ -503,6 +510,15 @@ PARLEY_API parley_status parley_session_get_turn(parley_session *s, uint32_t ind
 PARLEY_API parley_status parley_session_get_tokens(parley_session *s, int32_t *ids, size_t cap,
                                                    size_t *n_needed);
 
+/** The ids whose sampling ends this session's replies (PARLEY_STOP_END_TOKEN), ascending, each
+ *  once (buffer rule above; `*n_ids` is the count): the model's EOS and the other end ids its
+ *  files name, the template's end of turn where the vocabulary has it (chatml's <|im_end|>),
+ *  and with "raw" BOS. Ban them all with logit_bias -INFINITY (ignore_eos 0) for a reply that
+ *  must run to max_tokens. They depend on the model and the session's template only.
+ *  Errors: INVALID_ARGUMENT, MISUSE, BUSY. Thread-safety: one thread per session. Since: 0.9. */
+PARLEY_API parley_status parley_session_get_end_ids(parley_session *s, int32_t *ids, size_t cap,
+                                                    size_t *n_ids);
+
 /** The conversation as portable JSON (buffer rule above), for a game's save file or to carry
  *  it to another store, machine or model: parley_session_import() makes a session of it.
  *  {"format": "parley-conversation", "version": 1, "id", "chat_template", "system_prompt",
@@ -517,7 +533,9 @@ PARLEY_API parley_status parley_session_export(parley_session *s, char *buf, siz
 /** Makes a session of a conversation parley_session_export() wrote, or JSON of that shape
  *  written elsewhere ("tokens", "closed", "id", "system_prompt", "cache_scope", "overflow",
  *  "model_fingerprint" and "created_unix_ms" may be left out; the system message, if any, is
- *  messages[0] and equals "system_prompt"). When every message has its tokens and the
+ *  messages[0] and equals "system_prompt", which left out is taken from it (since 0.9); a
+ *  reply without "closed" is open, as with "closed": false, with or without its "tokens"
+ *  (since 0.9); unknown keys are ignored). When every message has its tokens and the
  *  fingerprint is this model's, the conversation is taken as it was, ids and all, and its KV
  *  is computed by the next send (kv_source NEW, or REBUILT with a store) or by
  *  parley_session_prepare(); the ids are then what the model reads, and the texts are not
@@ -535,7 +553,8 @@ PARLEY_API parley_status parley_session_export(parley_session *s, char *buf, siz
  *                      when it has none)
  *  @param[out] out     the session, or NULL on failure
  *  Ownership: close with parley_session_close().
- *  Errors: INVALID_ARGUMENT (not such JSON: the message names the first wrong field; an
+ *  Errors: INVALID_ARGUMENT (not such JSON: the message names the first wrong field; since
+ *  0.9, arrays and objects nested more than 64 deep, a "created_unix_ms" outside int64; an
  *  unknown template; messages out of order; a token outside this model's vocabulary; since
  *  0.8.1, a message with text, or the first one, whose "tokens" are empty; a bad or used id),
  *  CONTEXT_FULL (it does not fit the context, "overflow" being "error"; under "drop_oldest",
@@ -581,9 +600,9 @@ PARLEY_API parley_status parley_store_get_session_info(parley_engine *e, const c
 
 /* A change to one token's logit before sampling (parley_generate_options.logit_bias, since
  * 0.4): a positive bias makes the token likelier, a negative one rarer; -INFINITY bans it (a
- * word the reply must never use, or the end tokens for a reply that must not end early: see
- * PARLEY_STOP_END_TOKEN). The ids are the model's (parley_tokenize gives them); a word may
- * take several. */
+ * word the reply must never use, or the end ids for a reply that must not end early:
+ * parley_session_get_end_ids() gives them). The ids are the model's: parley_tokenize gives a
+ * word's, which may take several. */
 typedef struct parley_logit_bias {
   int32_t token;  /* an id of the model's vocabulary */
   float   bias;   /* added to the logit, before the repeat penalty and the temperature;

@@ -152,6 +152,14 @@ void generate(const parley_generate_options* o, parley_text_fn on_text, void* us
   if (stats) write_out_struct(stats, turn_stats_to_c(turn_stats));
 }
 
+// Ascending, so that a caller's list compares equal however the template gathered it (the
+// template lists each id once).
+std::vector<int32_t> ascending_end_ids(const engine::Session& session) {
+  std::vector<int32_t> ids = session.end_ids();
+  std::sort(ids.begin(), ids.end());
+  return ids;
+}
+
 }  // namespace
 }  // namespace parley::api
 
@@ -309,6 +317,16 @@ PARLEY_API parley_status parley_session_get_tokens(parley_session* s, int32_t* i
     auto handle = acquire(s);
     SessionUse use(*handle);
     write_ids(handle->session->tokens(), ids, cap, n_needed);
+  });
+}
+
+PARLEY_API parley_status parley_session_get_end_ids(parley_session* s, int32_t* ids, size_t cap,
+                                                    size_t* n_ids) {
+  return guarded(__func__, [&] {
+    auto handle = acquire(s);
+    SessionUse use(*handle);
+    check_arg(n_ids, "n_ids is NULL");
+    write_ids(ascending_end_ids(*handle->session), ids, cap, n_ids);
   });
 }
 

@@ -1,6 +1,7 @@
 // parley_last_error and parley_status_name: neither changes the thread's last error.
 #include "api/last_error.h"
 
+#include "common/shown_id.h"
 #include "parley.h"
 
 namespace {
@@ -11,13 +12,15 @@ thread_local std::string t_last_error;
 
 namespace parley::api {
 
-void set_last_error(std::string message) { t_last_error = std::move(message); }
+// Messages quote what callers and files gave (paths, names, bytes a parser read): made one
+// line of UTF-8 here, as parley_last_error() promises, whatever built them.
+void set_last_error(std::string message) { t_last_error = one_line_text(message); }
 
 void set_last_error(const char* function, const char* detail, const char* detail2) noexcept {
   try {
     std::string message(function);
     message.append(": ").append(detail).append(detail2);
-    t_last_error = std::move(message);
+    t_last_error = one_line_text(message);
   } catch (...) {
     t_last_error.clear();
     t_last_error.append("out of memory");  // shorter than any string's capacity: no allocation

@@ -38,16 +38,26 @@ constexpr bool is_earlier_size<parley_session_info>(size_t size) {
   return size == offsetof(parley_session_info, chat_template);  // 0.1 - 0.7
 }
 
+// No version's struct grows this large: a bigger struct_size is a field never set (garbage),
+// and taking it would read or zero memory far past the caller's struct.
+inline constexpr size_t kMaxStructSize = PARLEY_MAX_STRUCT_SIZE;
+
 template <typename T>
 bool is_known_size(size_t size) {
-  return size >= sizeof(T) || is_earlier_size<T>(size);
+  return (size >= sizeof(T) && size <= kMaxStructSize) || is_earlier_size<T>(size);
 }
 
 template <typename T>
 std::string size_refusal(const char* name, size_t size) {
-  return std::string(name) + "->struct_size is " + std::to_string(size) + "; expected " +
-         std::to_string(sizeof(T)) + " (sizeof in this version; use the *_init macro for " +
-         "options) or the size of an earlier version";
+  std::string message = std::string(name) + "->struct_size is " + std::to_string(size) +
+                        "; expected " + std::to_string(sizeof(T)) +
+                        " (sizeof in this version; use the *_init macro for options) or the " +
+                        "size of an earlier version";
+  if (size > kMaxStructSize) {
+    message += " (no version's struct is larger than " + std::to_string(kMaxStructSize) +
+               " bytes: is struct_size set?)";
+  }
+  return message;
 }
 
 // Copies a caller's options struct. Fields past a smaller (earlier version's) struct_size take

@@ -38,4 +38,20 @@ std::string shown_id(std::string_view id) {
   return out + "'";
 }
 
+std::string one_line_text(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (size_t at = 0; at < text.size();) {
+    const Utf8Sequence seq = next_utf8_sequence(text.substr(at));
+    const std::string_view character = text.substr(at, seq.length);
+    if (seq.kind != Utf8Sequence::whole || is_control_character(character)) {
+      append_escaped_bytes(out, character);
+    } else {
+      out += character;
+    }
+    at += character.size();
+  }
+  return out;
+}
+
 }  // namespace parley

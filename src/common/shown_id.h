@@ -15,4 +15,9 @@ inline constexpr size_t kShownIdChars = 64;
 // a backslash or quote escaped with a backslash, cut after kShownIdChars characters.
 std::string shown_id(std::string_view id);
 
+// Any text as a message may show it: invalid UTF-8 bytes and control characters as \xNN, the
+// rest as it is (not quoted, not cut). A message built from a caller's strings (a path, a
+// template name) or from a parser's report of the bytes it read stays one line of UTF-8.
+std::string one_line_text(std::string_view text);
+
 }  // namespace parley

@@ -5,8 +5,11 @@
 #include <cinttypes>
 #include <cstdio>
 #include <limits>
+#include <string>
+#include <vector>
 
 #include "common/error.h"
+#include "common/shown_id.h"
 
 namespace parley::engine {
 namespace {
@@ -16,6 +19,14 @@ using Json = nlohmann::ordered_json;
 constexpr const char* kFormat = "parley-conversation";
 constexpr int kVersion = 1;
 constexpr const char* kRoles[] = {"system", "user", "assistant"};  // PARLEY_ROLE_* order
+// Arrays and objects one inside another: the format needs 4; more leaves room for other
+// tools' extra keys. Deeper JSON is refused before it is built: the value tree and anything
+// that walks it (copies, dump()) recurse once per level, and a host thread's stack is small.
+constexpr int kMaxNesting = 64;
+// Bytes of the parser's message kept at its start and end: "last read" quotes the whole
+// token read so far, which a long string makes as long.
+constexpr size_t kParserMessageHead = 120;
+constexpr size_t kParserMessageTail = 80;
 
 std::string hex64(uint64_t v) {
   char buf[17];
@@ -25,6 +36,51 @@ std::string hex64(uint64_t v) {
 
 [[noreturn]] void bad(const std::string& what) {
   fail(Status::invalid_argument, "conversation JSON: " + what);
+}
+
+// Where a cut near `at` falls in valid UTF-8 `text`: the start of the character at `at`.
+size_t character_start(std::string_view text, size_t at) {
+  while (at > 0 && at < text.size() && (uint8_t(text[at]) & 0xC0) == 0x80) --at;
+  return at;
+}
+
+// The parser's message as one line of valid UTF-8: it quotes the bytes it read, whatever they
+// are, and is cut in the middle when long.
+std::string readable_parser_message(std::string_view message) {
+  const std::string line = one_line_text(message);
+  if (line.size() <= kParserMessageHead + kParserMessageTail) return line;
+  const size_t head_end = character_start(line, kParserMessageHead);
+  const size_t tail_start = character_start(line, line.size() - kParserMessageTail);
+  return line.substr(0, head_end) + " ... " + line.substr(tail_start);
+}
+
+// What a value is, for messages: never its dump(), which may be long or deep.
+std::string described(const Json& v) {
+  if (v.is_number()) return v.dump();
+  if (v.is_string()) return "a string";
+  if (v.is_boolean()) return v.get<bool>() ? "true" : "false";
+  if (v.is_array()) return "an array";
+  if (v.is_object()) return "an object";
+  return "null";
+}
+
+Json parse_shallow(std::string_view json) {
+  // Throwing from the callback ends the parse (which itself does not recurse) with the tree at
+  // most kMaxNesting deep.
+  const Json::parser_callback_t refuse_deep = [](int depth, Json::parse_event_t event, Json&) {
+    const bool opens =
+        event == Json::parse_event_t::object_start || event == Json::parse_event_t::array_start;
+    if (opens && depth >= kMaxNesting) {
+      bad("nested too deep: more than " + std::to_string(kMaxNesting) +
+          " arrays and objects one inside another");
+    }
+    return true;
+  };
+  try {
+    return Json::parse(json.begin(), json.end(), refuse_deep);
+  } catch (const Json::exception& e) {  // a syntax error, or a number no double holds
+    bad("not valid JSON: " + readable_parser_message(e.what()));
+  }
 }
 
 const Json* field(const Json& object, const char* name) {
@@ -69,11 +125,13 @@ store::StoredTurn read_message(const Json& m, size_t index, bool& has_ids) {
   for (int r = 0; r < 3; ++r) {
     if (role == kRoles[r]) t.role = r;
   }
-  if (t.role < 0) bad("'" + where + "role' is \"" + role + "\": system, user or assistant");
+  if (t.role < 0) bad("'" + where + "role' is " + shown_id(role) + ": system, user or assistant");
   t.text = string_field(m, "text", where, true);
   if (const Json* closed = field(m, "closed")) {
     if (!closed->is_boolean()) bad("'" + where + "closed' is not true or false");
     t.closed = closed->get<bool>();
+  } else if (t.role == 2) {
+    t.closed = false;  // a reply not said to be closed is open, whether it has ids or not
   }
   const Json* ids = field(m, "tokens");
   if (!ids) {
@@ -85,7 +143,7 @@ store::StoredTurn read_message(const Json& m, size_t index, bool& has_ids) {
   for (const Json& id : *ids) {
     if (!id.is_number_integer() || id.get<int64_t>() < 0 ||
         id.get<int64_t>() > std::numeric_limits<int32_t>::max()) {
-      bad("'" + where + "tokens' holds " + id.dump() + ", not a token id");
+      bad("'" + where + "tokens' holds " + described(id) + ", not a token id");
     }
     t.token_ids.push_back(int32_t(id.get<int64_t>()));
   }
@@ -120,12 +178,7 @@ std::string write_conversation_json(const store::StoredSession& header,
 }
 
 ConversationJson read_conversation_json(std::string_view json) {
-  Json j;
-  try {
-    j = Json::parse(json.begin(), json.end());
-  } catch (const Json::exception& e) {  // a syntax error, or a number no double holds
-    bad(std::string("not valid JSON: ") + e.what());
-  }
+  const Json j = parse_shallow(json);
   if (!j.is_object()) bad("not an object");
   if (string_field(j, "format", "", true) != kFormat) {
     bad(std::string("'format' is not \"") + kFormat + "\"");
@@ -144,12 +197,17 @@ ConversationJson read_conversation_json(std::string_view json) {
   if (overflow == "drop_oldest") {
     c.header.overflow = 1;
   } else if (!overflow.empty() && overflow != "error") {
-    bad("'overflow' is \"" + overflow + "\": error or drop_oldest");
+    bad("'overflow' is " + shown_id(overflow) + ": error or drop_oldest");
   }
   const std::string fingerprint = string_field(j, "model_fingerprint", "", false);
   if (!fingerprint.empty()) c.header.model_fingerprint = parse_fingerprint(fingerprint);
   if (const Json* created = field(j, "created_unix_ms")) {
-    if (!created->is_number_integer()) bad("'created_unix_ms' is not an integer");
+    // An unsigned value past int64's range would wrap to a negative time.
+    if (!created->is_number_integer() ||
+        (created->is_number_unsigned() &&
+         created->get<uint64_t>() > uint64_t(std::numeric_limits<int64_t>::max()))) {
+      bad("'created_unix_ms' is not an integer of 64 bits");
+    }
     c.header.created_ms = created->get<int64_t>();
     c.has_created_ms = true;
   }
@@ -158,7 +216,10 @@ ConversationJson read_conversation_json(std::string_view json) {
   c.has_token_ids = true;
   for (size_t i = 0; i < messages->size(); ++i) {
     c.turns.push_back(read_message((*messages)[i], i, c.has_token_ids));
-    c.closed_given.push_back(field((*messages)[i], "closed") != nullptr);
+  }
+  // Left out, the system prompt is the system message's, if there is one.
+  if (!field(j, "system_prompt") && !c.turns.empty() && c.turns[0].role == 0) {
+    c.header.system_prompt = c.turns[0].text;
   }
   return c;
 }

@@ -14,8 +14,7 @@ namespace parley::engine {
 struct ConversationJson {
   store::StoredSession header;            // its model_fingerprint is 0 when the file has none
   bool has_created_ms = false;
-  std::vector<store::StoredTurn> turns;   // role as PARLEY_ROLE_*
-  std::vector<bool> closed_given;         // per message: it says whether it is closed
+  std::vector<store::StoredTurn> turns;   // role as PARLEY_ROLE_*; replies without "closed" open
   bool has_token_ids = false;             // every message carries its ids
 };
 

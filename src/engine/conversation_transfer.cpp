@@ -3,6 +3,7 @@
 #include <string>
 
 #include "common/error.h"
+#include "common/shown_id.h"
 #include "engine/clock.h"
 #include "engine/conversation_json.h"
 #include "engine/engine.h"
@@ -44,6 +45,7 @@ std::unique_ptr<Session> import_texts(std::shared_ptr<Engine> engine, const Conv
   options.chat_template = text::template_from_name(c.header.chat_template);
   options.cache_scope = c.header.cache_scope;
   options.overflow = OverflowPolicy(c.header.overflow);
+  if (c.has_created_ms) options.created_ms = c.header.created_ms;
   auto session = std::make_unique<Session>(engine, options);
   try {
     const auto use = session->try_use();
@@ -53,7 +55,7 @@ std::unique_ptr<Session> import_texts(std::shared_ptr<Engine> engine, const Conv
       const bool replied =
           i + 1 < c.turns.size() && c.turns[i + 1].role == int32_t(Role::assistant);
       const bool last = i + (replied ? 2 : 1) >= c.turns.size();
-      const bool ended = replied && c.closed_given[i + 1] && c.turns[i + 1].closed;
+      const bool ended = replied && c.turns[i + 1].closed;
       try {
         session->add_exchange(c.turns[i].text, replied ? c.turns[i + 1].text : "", ended);
       } catch (const Error& e) {
@@ -88,7 +90,7 @@ std::unique_ptr<Session> Session::import_json(std::shared_ptr<Engine> engine,
   ConversationJson c = read_conversation_json(json);
   if (!new_id.empty()) c.header.id = new_id;
   require(text::template_from_name(c.header.chat_template).has_value(), Status::invalid_argument,
-          "conversation JSON: 'chat_template' \"" + c.header.chat_template + "\" is unknown");
+          "conversation JSON: 'chat_template' " + shown_id(c.header.chat_template) + " is unknown");
   const size_t first = check_order(c);
   size_t n_ids = 0;
   for (const auto& t : c.turns) n_ids += t.token_ids.size();

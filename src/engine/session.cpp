@@ -60,7 +60,7 @@ Session::Session(std::shared_ptr<Engine> engine, const SessionOptions& options)
              "the context holds " + std::to_string(engine_->context_length()));
   }
   if (!system_prompt_.empty()) messages_.push_back({Role::system, system_prompt_, 0, 0, true});
-  created_ms_ = unix_ms();
+  created_ms_ = options.created_ms.value_or(unix_ms());
   last_used_ms_ = now_ms();
   // Registered, the session is visible to the engine's spills: none may touch it half-built.
   std::lock_guard constructing(state_mutex_);

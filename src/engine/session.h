@@ -40,6 +40,7 @@ struct SessionOptions {
   std::optional<text::TemplateKind> chat_template;  // nullopt = the model's
   std::string cache_scope;
   OverflowPolicy overflow = OverflowPolicy::error;
+  std::optional<int64_t> created_ms;  // when the conversation began; nullopt = now
 };
 
 struct GenerateParams {
@@ -241,6 +242,8 @@ class Session {
   bool has_store() const;
   uint64_t kv_bytes_stored() const;
   text::TemplateKind template_kind() const { return template_.kind(); }
+  // The ids whose sampling ends a reply (the template's stop tokens), in no set order.
+  const std::vector<int32_t>& end_ids() const { return template_.stop_tokens(); }
   OverflowPolicy overflow() const { return overflow_; }
   // The logits the last reply token was chosen from.
   std::span<const float> last_logits() const { return logits_; }

@@ -230,8 +230,8 @@ void Session::fail_if_cut(ReplyCut cut, const TurnStats& stats) {
   if (cut == ReplyCut::out_of_kv_memory) {
     fail(Status::out_of_memory,
          "the KV budget ran out after " + std::to_string(stats.generated_tokens) +
-             " reply tokens: the reply stops there and is kept as the turn (close or suspend "
-             "other sessions, or raise kv_budget_bytes)");
+             " reply tokens: the reply stops there and is kept as the turn (close other "
+             "sessions, suspend them with a store, or raise kv_budget_bytes)");
   }
 }
 

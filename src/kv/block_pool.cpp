@@ -64,8 +64,8 @@ BlockId BlockPool::take_block_locked() {
   fail(Status::out_of_memory,
        budget_words() +
            " is exhausted: every block holds KV of an open session (the one asking "
-           "included, which alone may need more than the budget); close or suspend sessions, "
-           "or raise kv_budget_bytes");
+           "included, which alone may need more than the budget); close sessions, suspend "
+           "them (an engine with a store), or raise kv_budget_bytes");
 }
 
 std::string BlockPool::budget_words() const {

@@ -21,10 +21,21 @@ void add_config(Hasher& h, const ModelConfig& c) {
   h.add_value(c.rms_eps).add_value(c.rope_theta);
 }
 
+// Added tokens change what text a chat marker's id stands for. Nothing is hashed without
+// them, so that models without any keep the fingerprints their stored KV was saved under.
+void add_added_tokens(Hasher& h, const AddedPieces& added) {
+  if (added.tokens.empty()) return;
+  h.add_value(uint64_t(added.tokens.size()));
+  for (const AddedToken& t : added.tokens) {
+    h.add_value(t.id).add_value(uint8_t(t.special)).add(t.content);
+  }
+}
+
 void add_tokenizer(Hasher& h, const TokenizerSource& t) {
   h.add_value(int32_t(t.kind));
   if (t.kind == TokenizerSource::Kind::sentencepiece_proto) {
     h.add(t.proto_bytes);
+    add_added_tokens(h, t.added);
     return;
   }
   const GgufVocab& v = t.vocab;

@@ -9,6 +9,7 @@
 #include "model/fingerprint.h"
 #include "model/gguf_metadata.h"
 #include "model/gguf_reader.h"
+#include "model/hf_added_tokens.h"
 #include "model/hf_config.h"
 #include "model/safetensors_reader.h"
 #include "model/text_file.h"
@@ -108,6 +109,11 @@ void load_hf(const fs::path& dir, LoadedModel& m) {
   }
   m.tokenizer.kind = TokenizerSource::Kind::sentencepiece_proto;
   m.tokenizer.proto_bytes = read_text_file(tokenizer_path, kMaxTokenizerModelBytes);
+  // The tokenizer appends the added tokens to tokenizer.model's pieces, and pads them to the
+  // embedding's rows, so that every id the model can write has a piece.
+  m.tokenizer.added = read_added_tokens(dir, tok_config);
+  m.tokenizer.added.pad_to = m.config.n_vocab;
+  m.tokenizer.added.pad_to_source = "config.json: vocab_size";
   set_special_ids(hf, dir, m.tokenizer);
 
   std::vector<FileTensor> tensors;

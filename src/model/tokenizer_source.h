@@ -29,9 +29,29 @@ struct NamedTokenId {
   std::string source;
 };
 
+// A token a Hugging Face tokenizer adds to its tokenizer.model (tokenizer_config.json's
+// added_tokens_decoder, tokenizer.json's added_tokens or added_tokens.json): special ones load
+// as CONTROL pieces, the others as USER_DEFINED.
+struct AddedToken {
+  int32_t id = 0;
+  std::string content;
+  bool special = false;
+};
+
+// What a Hugging Face directory puts on top of its tokenizer.model's pieces.
+struct AddedPieces {
+  std::vector<AddedToken> tokens;
+  std::string tokens_file;  // the file `tokens` came from, for messages
+  // The model's vocabulary size (its embedding rows): pieces are padded with UNUSED ones up
+  // to it, so that ids line up; 0 when none is given (no padding).
+  int32_t pad_to = 0;
+  std::string pad_to_source;  // e.g. "config.json: vocab_size"
+};
+
 struct TokenizerSource {
   enum class Kind { sentencepiece_proto, gguf_vocab } kind = Kind::sentencepiece_proto;
   std::string proto_bytes;  // Kind::sentencepiece_proto: the serialized ModelProto
+  AddedPieces added;        // Kind::sentencepiece_proto: appended to the ModelProto's pieces
   GgufVocab vocab;          // Kind::gguf_vocab
   // BOS and EOS as a file beside the tokenizer names them (Hugging Face config.json), in
   // place of the tokenizer's own; absent when none does.

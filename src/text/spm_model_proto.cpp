@@ -1,5 +1,6 @@
 #include "text/spm_model_proto.h"
 
+#include <algorithm>
 #include <array>
 #include <cstring>
 #include <limits>
@@ -193,6 +194,81 @@ void check_no_duplicate_pieces(const model::GgufVocab& vocab) {
   }
 }
 
+std::vector<std::string_view> piece_texts(std::string_view model_proto) {
+  std::vector<std::string_view> texts;
+  WireReader model(model_proto, "ModelProto");
+  while (!model.done()) {
+    const auto f = model.next();
+    if (f.number != field::kModelPieces || f.wire_type != kWireLengthDelimited) continue;
+    std::string_view text;
+    WireReader piece(f.bytes, "SentencePiece");
+    while (!piece.done()) {
+      const auto pf = piece.next();
+      if (pf.number == field::kPiecePiece && pf.wire_type == kWireLengthDelimited) {
+        text = pf.bytes;
+      }
+    }
+    texts.push_back(text);
+  }
+  return texts;
+}
+
+void append_piece(WireWriter& model, std::string_view text, PieceType type) {
+  WireWriter piece;
+  piece.bytes(field::kPiecePiece, text);
+  piece.float32(field::kPieceScore, 0.0f);
+  piece.varint(field::kPieceType, uint64_t(type));
+  model.bytes(field::kModelPieces, piece.data());
+}
+
+std::string quoted(int32_t id, std::string_view text) {
+  return std::to_string(id) + " '" + std::string(text) + "'";
+}
+
+// Appends the added tokens past the tokenizer.model's pieces; `ids` maps every piece to its id.
+int32_t append_added_tokens(const model::AddedPieces& added,
+                            const std::vector<std::string_view>& own,
+                            std::unordered_map<std::string, int32_t>& ids, WireWriter& model) {
+  const std::string file = added.tokens_file + ": added token ";
+  std::vector<model::AddedToken> tokens = added.tokens;
+  std::stable_sort(tokens.begin(), tokens.end(),
+                   [](const auto& a, const auto& b) { return a.id < b.id; });
+  int32_t next = int32_t(own.size());
+  for (const model::AddedToken& token : tokens) {
+    if (token.id < int32_t(own.size())) {
+      require(own[size_t(token.id)] == token.content, Status::bad_model, [&] {
+        return file + quoted(token.id, token.content) + " is not tokenizer.model's piece " +
+               quoted(token.id, own[size_t(token.id)]);
+      });
+      continue;
+    }
+    require(token.id >= next, Status::bad_model, [&] {
+      return file + quoted(token.id, token.content) + " has the id of another added token";
+    });
+    require(token.id == next, Status::bad_model, [&] {
+      return file + quoted(token.id, token.content) + " leaves a gap: the ids past " +
+             "tokenizer.model's " + std::to_string(own.size()) + " pieces must follow on from " +
+             "them, and the next is " + std::to_string(next);
+    });
+    const auto [earlier, added_now] = ids.emplace(token.content, token.id);
+    require(added_now, Status::bad_model, [&] {
+      return file + quoted(token.id, token.content) + " is already piece " +
+             std::to_string(earlier->second);
+    });
+    append_piece(model, token.content,
+                 token.special ? PieceType::control : PieceType::user_defined);
+    ++next;
+  }
+  return next - int32_t(own.size());
+}
+
+// A padding piece's name: "<|pad_N|>", lengthened until no piece has it.
+std::string padding_name(int32_t id, const std::unordered_map<std::string, int32_t>& ids) {
+  std::string name = "<|pad_" + std::to_string(id) + "|>";
+  while (ids.count(name)) name.insert(name.size() - 2, "_");
+  return name;
+}
+
 bool has_byte_pieces(const model::GgufVocab& vocab) {
   for (size_t i = 0; i < vocab.token_types.size(); ++i) {
     if (type_of(vocab, i) == PieceType::byte) return true;
@@ -368,6 +444,32 @@ std::string without_dummy_prefix(std::string_view model_proto) {
   model.fields(model_proto);
   model.bytes(field::kModelNormalizerSpec, normalizer.data());
   return model.take();
+}
+
+ExtendedModelProto append_added_pieces(std::string_view model_proto,
+                                       const model::AddedPieces& added) {
+  const std::vector<std::string_view> own = piece_texts(model_proto);
+  ExtendedModelProto result;
+  result.n_own = int32_t(own.size());
+  std::unordered_map<std::string, int32_t> ids;
+  for (size_t id = 0; id < own.size(); ++id) ids.emplace(own[id], int32_t(id));
+  WireWriter model;
+  model.fields(model_proto);
+  result.n_added = append_added_tokens(added, own, ids, model);
+  const int32_t n_tokens = result.n_own + result.n_added;
+  require(added.pad_to == 0 || n_tokens <= added.pad_to, Status::bad_model, [&] {
+    return added.pad_to_source + " " + std::to_string(added.pad_to) + " is less than the " +
+           std::to_string(n_tokens) + " tokens of tokenizer.model (" +
+           std::to_string(result.n_own) + " pieces) and its added tokens (" +
+           std::to_string(result.n_added) +
+           (added.tokens_file.empty() ? "" : ", from " + added.tokens_file) + ")";
+  });
+  for (int32_t id = n_tokens; id < added.pad_to; ++id) {
+    append_piece(model, padding_name(id, ids), PieceType::unused);
+    ++result.n_padding;
+  }
+  result.model_proto = model.take();
+  return result;
 }
 
 bool looks_like_control(std::string_view piece) {

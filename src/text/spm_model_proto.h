@@ -56,6 +56,23 @@ SpmModelInfo read_spm_model_info(std::string_view model_proto);
 // text ("," after "time" is one piece, not U+2581 and then ",").
 std::string without_dummy_prefix(std::string_view model_proto);
 
+// A tokenizer.model with the tokens a Hugging Face directory adds appended as pieces (special
+// ones CONTROL, the others USER_DEFINED, as GGUF converters type them), then UNUSED pieces
+// "<|pad_N|>" (another name where that one is taken) up to added.pad_to, so that every row
+// of a vocabulary padded to a round size has a piece.
+struct ExtendedModelProto {
+  std::string model_proto;
+  int32_t n_own = 0;      // the tokenizer.model's pieces
+  int32_t n_added = 0;    // added tokens appended
+  int32_t n_padding = 0;  // UNUSED pieces appended
+};
+// Added tokens whose ids are inside the tokenizer.model must be its pieces there; the others
+// must follow on from its pieces without a gap, and be no piece already. Throws
+// Error(bad_model) naming the file and both pieces or counts, also when the pieces outnumber
+// pad_to, or on malformed wire data.
+ExtendedModelProto append_added_pieces(std::string_view model_proto,
+                                       const model::AddedPieces& added);
+
 // Whether a piece is written as chat markers are: "<|" ... "|>" ("<|im_start|>", "<|user|>"),
 // or is one of the chat templates' bracketed markers ("[INST]", "[/INST]", "<<SYS>>",
 // "<</SYS>>").

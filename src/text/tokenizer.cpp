@@ -37,6 +37,19 @@ std::string describe_marked(const std::vector<std::string>& pieces) {
   return line;
 }
 
+// Where the pieces came from, for messages about ids outside them.
+std::string describe_origin(const ExtendedModelProto& proto, const model::AddedPieces& added) {
+  std::string origin = "tokenizer.model: " + std::to_string(proto.n_own) + " pieces";
+  if (proto.n_added > 0) {
+    origin += " + " + std::to_string(proto.n_added) + " added tokens (" + added.tokens_file + ")";
+  }
+  if (proto.n_padding > 0) {
+    origin += " + " + std::to_string(proto.n_padding) + " padding pieces (up to " +
+              added.pad_to_source + ")";
+  }
+  return origin;
+}
+
 }  // namespace
 
 struct Tokenizer::Impl {
@@ -50,6 +63,7 @@ struct Tokenizer::Impl {
   std::vector<int32_t> end_ids;  // the EOS first
   int32_t space = -1;  // the piece that is one space (U+2581, else the byte 0x20); -1: none
   bool add_dummy_prefix = true;
+  std::string origin;  // where the pieces came from, e.g. "tokenizer.model: 512 pieces"
 
   void load(std::string_view original) {
     ControlLookingPieces marked = mark_control_looking_pieces(original);
@@ -98,7 +112,8 @@ struct Tokenizer::Impl {
     const int32_t n = sp.GetPieceSize();
     require(named.id >= 0 && named.id < n, Status::bad_model, [&] {
       return named.source + " " + std::to_string(named.id) + " is outside the vocabulary [0, " +
-             std::to_string(n) + ")";
+             std::to_string(n) + "): the tokenizer has " + std::to_string(n) + " pieces (" +
+             origin + ")";
     });
     const PieceType type = types[size_t(named.id)];
     require(type == PieceType::control, Status::bad_model, [&] {
@@ -128,11 +143,14 @@ Tokenizer::Tokenizer(const model::TokenizerSource& source) : impl_(std::make_uni
             "tokenizer.ggml.model '" + vocab.model +
                 "' is not supported (only 'llama', a sentencepiece vocabulary)");
     validate_gguf_vocab(vocab);
+    impl_->origin = "tokenizer.ggml.tokens";
     impl_->load(build_spm_model_proto(vocab));
     impl_->bos = vocab.bos_id;
     impl_->eos = vocab.eos_id;
   } else {
-    impl_->load(source.proto_bytes);
+    const ExtendedModelProto proto = append_added_pieces(source.proto_bytes, source.added);
+    impl_->origin = describe_origin(proto, source.added);
+    impl_->load(proto.model_proto);
     // config.json's, else sentencepiece's, which it finds by piece name (<s>, </s> unless the
     // trainer spec says otherwise).
     impl_->bos = source.bos ? impl_->require_control(*source.bos) : impl_->sp.bos_id();

@@ -16,8 +16,10 @@ namespace parley::text {
 
 class Tokenizer {
  public:
-  // Throws Error(bad_model) when the source cannot be turned into a tokenizer, or names a
-  // BOS, EOS or end id outside the vocabulary or of a piece that is not a control piece.
+  // A tokenizer.model source gets its added tokens and padding pieces appended first
+  // (append_added_pieces). Throws Error(bad_model) when the source cannot be turned into a
+  // tokenizer, or names a BOS, EOS or end id outside the vocabulary or of a piece that is not
+  // a control piece.
   explicit Tokenizer(const model::TokenizerSource& source);
   ~Tokenizer();
   Tokenizer(const Tokenizer&) = delete;

@@ -37,5 +37,7 @@ struct SessionHandle {
 
 // Whether this thread's parley_last_error() contains `needle`.
 bool last_error_mentions(const char* needle);
+// What parley_last_error() promises: valid UTF-8 with no control characters (one line).
+bool is_one_line_of_utf8(const std::string& s);
 
 }  // namespace parley::test

@@ -77,6 +77,10 @@ std::vector<InnerCall> session_calls() {
          size_t n = 0;
          return parley_session_get_tokens(s, nullptr, 0, &n);
        }},
+      {"parley_session_get_end_ids", [](MisuseWorld&, parley_session* s) {
+         size_t n = 0;
+         return parley_session_get_end_ids(s, nullptr, 0, &n);
+       }},
       {"parley_session_export", [](MisuseWorld&, parley_session* s) {
          size_t n = 0;
          return parley_session_export(s, nullptr, 0, &n);

@@ -66,6 +66,11 @@ std::vector<std::pair<const char*, parley_status (*)(parley_session*)>> session_
          size_t n = 0;
          return parley_session_get_tokens(s, nullptr, 0, &n);
        }},
+      {"parley_session_get_end_ids",
+       [](parley_session* s) {
+         size_t n = 0;
+         return parley_session_get_end_ids(s, nullptr, 0, &n);
+       }},
       {"parley_session_export",
        [](parley_session* s) {
          size_t n = 0;

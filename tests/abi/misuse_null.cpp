@@ -252,6 +252,23 @@ MisuseRows null_pointer_rows() {
         size_t n = 0;
         return parley_session_get_tokens(w.session_with_turn(), nullptr, 0, &n);
       });
+  add("parley_session_get_end_ids", "session NULL", kInvalid, [](MisuseWorld&) {
+    size_t n = 0;
+    return parley_session_get_end_ids(nullptr, nullptr, 0, &n);
+  });
+  add("parley_session_get_end_ids", "n_ids NULL", kInvalid, [](MisuseWorld& w) {
+    int32_t b[4];
+    return parley_session_get_end_ids(w.session(), b, 4, nullptr);
+  });
+  add("parley_session_get_end_ids", "ids NULL with cap > 0", kInvalid, [](MisuseWorld& w) {
+    size_t n = 0;
+    return parley_session_get_end_ids(w.session(), nullptr, 4, &n);
+  });
+  add("parley_session_get_end_ids", "ids NULL with cap 0 asks the size", PARLEY_OK,
+      [](MisuseWorld& w) {
+        size_t n = 0;
+        return parley_session_get_end_ids(w.session(), nullptr, 0, &n);
+      });
 
   // Generation.
   add("parley_session_send", "session NULL", kInvalid,

@@ -1,8 +1,9 @@
 // Rows: struct_size of every caller-sized struct. Options: 0, only the size field, a size
-// that ends inside a field, smaller than this version, larger with a non-zero tail -> all
-// INVALID_ARGUMENT; larger with a zero tail -> accepted. Filled structs: too small ->
-// INVALID_ARGUMENT; an earlier version's size (a program built against that header) -> filled
-// up to that size and not a byte further; larger -> filled, with the tail set to zero. The
+// that ends inside a field, smaller than this version, larger with a non-zero tail, past
+// PARLEY_MAX_STRUCT_SIZE -> all INVALID_ARGUMENT; larger with a zero tail -> accepted. Filled
+// structs: too small or past PARLEY_MAX_STRUCT_SIZE -> INVALID_ARGUMENT; an earlier version's
+// size (a program built against that header) -> filled up to that size and not a byte
+// further; larger -> filled, with the tail set to zero. The
 // *_init_sized entry points write exactly `size` bytes (none below sizeof(size_t)).
 #include <cstddef>
 #include <cstring>
@@ -14,11 +15,12 @@ namespace {
 
 constexpr parley_status kInvalid = PARLEY_E_INVALID_ARGUMENT;
 
-// A struct with room behind it, as a newer header's bigger struct would have.
+// A struct with room behind it, as a newer header's bigger struct would have (up to the
+// largest struct_size the library takes, and one byte more).
 template <typename T>
 struct Padded {
   T value;
-  unsigned char tail[64];
+  unsigned char tail[PARLEY_MAX_STRUCT_SIZE];
 };
 
 template <typename T>
@@ -46,6 +48,9 @@ const SizeCase kOptionSizes[] = {
     {"larger, non-zero tail (a newer caller's field)", 8, false, 1, kInvalid},
     {"larger, zero tail", 8, false, 0, PARLEY_OK},
     {"much larger, zero tail", 64, false, 0, PARLEY_OK},
+    {"PARLEY_MAX_STRUCT_SIZE, zero tail", PARLEY_MAX_STRUCT_SIZE, true, 0, PARLEY_OK},
+    {"past PARLEY_MAX_STRUCT_SIZE (a field never set), zero tail", PARLEY_MAX_STRUCT_SIZE + 1,
+     true, 0, kInvalid},
 };
 
 void init_defaults(parley_engine_options* o) { parley_engine_options_init(o); }
@@ -76,10 +81,11 @@ void option_rows(MisuseRows& r, const char* fn, const char* name, Use use) {
 // Filled-struct rows.
 template <typename T, typename Use>
 void out_rows(MisuseRows& r, const char* fn, Use use) {
-  const std::pair<const char*, size_t> too_small[] = {
+  const std::pair<const char*, size_t> refused[] = {
       {"struct_size 0", 0}, {"only the struct_size field", sizeof(size_t)},
-      {"ends inside the last field", sizeof(T) - 3}, {"short of the last 4 bytes", sizeof(T) - 4}};
-  for (const auto& [what, size] : too_small) {
+      {"ends inside the last field", sizeof(T) - 3}, {"short of the last 4 bytes", sizeof(T) - 4},
+      {"past PARLEY_MAX_STRUCT_SIZE (a field never set)", PARLEY_MAX_STRUCT_SIZE + 1}};
+  for (const auto& [what, size] : refused) {
     r.push_back({fn, what, kInvalid, [size, use](MisuseWorld& w) {
                    Padded<T> p = padded<T>(size, 0xAB);
                    return use(w, &p.value);

@@ -238,3 +238,32 @@ TEST_CASE("the last error survives the getters and names the failing call") {
   (void)parley_version();
   CHECK(first == parley_last_error());
 }
+
+// Paths and names are the caller's bytes: a message quoting them stays one line of UTF-8,
+// with what would break it as \xNN.
+TEST_CASE("a message quoting a caller's path, device or template stays one line of UTF-8") {
+  const std::string bad = "two\nlines\xff";
+  parley_engine* e = nullptr;
+  const std::string path = "/nonexistent/" + bad + ".gguf";
+  auto o = options_for(path);
+  CHECK(open_with(o, &e) != PARLEY_OK);
+  CHECK(is_one_line_of_utf8(parley_last_error()));
+  CHECK(last_error_mentions("two\\x0Alines\\xFF"));
+
+  const std::string& model = tiny_chat_model();
+  o = options_for(model);
+  o.device = bad.c_str();
+  CHECK(open_with(o, &e) == PARLEY_E_INVALID_ARGUMENT);
+  CHECK(is_one_line_of_utf8(parley_last_error()));
+  CHECK(last_error_mentions("two\\x0Alines\\xFF"));
+
+  o = options_for(model);
+  REQUIRE(open_with(o, &e) == PARLEY_OK);
+  parley_session_options so;
+  parley_session_options_init(&so);
+  so.chat_template = bad.c_str();
+  parley_session* s = nullptr;
+  CHECK(parley_session_create(e, &so, &s) == PARLEY_E_INVALID_ARGUMENT);
+  CHECK(is_one_line_of_utf8(parley_last_error()));
+  parley_engine_close(e);
+}

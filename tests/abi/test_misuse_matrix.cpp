@@ -1,11 +1,12 @@
 // Runs the misuse matrix (misuse_matrix.h): every row must return exactly its documented
 // status, never crash (the sanitizer pass runs this too), and a failing row must leave a
-// message that names the function in parley_last_error().
+// message that names the function in parley_last_error(), one line of UTF-8.
 #include <doctest/doctest.h>
 
 #include <cstring>
 #include <string>
 
+#include "abi_fixture.h"
 #include "misuse_matrix.h"
 
 using namespace parley::test;
@@ -51,6 +52,7 @@ TEST_CASE("API misuse matrix: every misuse returns its documented status and mes
                       "parley_last_error() was not set");
         CHECK_MESSAGE(message.find(row.function) != std::string::npos,
                       "message '" << message << "' does not name " << row.function);
+        CHECK_MESSAGE(is_one_line_of_utf8(message), "message '" << message << "'");
       }
       world.end_row();
     }

@@ -215,9 +215,9 @@ TEST_CASE("texts alone keep which replies are closed: those end as the model end
     greedy_turn(*ended, "What then?", 4);
     greedy_turn(*as_written, "What then?", 4);
     const auto ids_of = [](const engine::Session& s, size_t i) {
-      const auto& m = s.messages()[i];
-      const auto begin = s.tokens().begin() + m.token_begin;
-      return std::vector<int32_t>(begin, begin + m.n_tokens);
+      const auto& message = s.messages()[i];
+      const auto begin = s.tokens().begin() + message.token_begin;
+      return std::vector<int32_t>(begin, begin + message.n_tokens);
     };
     for (size_t i = 2; i < m.size(); i += 2) {
       CAPTURE(i);

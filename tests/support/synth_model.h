@@ -109,7 +109,7 @@ const std::string& synthetic_gguf_once(const std::string& name, const SynthSpec&
 
 struct HfDirOptions {
   int n_shards = 1;           // > 1: model-0000i-of-0000n.safetensors + index
-  std::string chat_template;  // written to tokenizer_config.json when not empty
+  std::string chat_template{};  // written to tokenizer_config.json when not empty
   // A JSON merge patch (RFC 7396) applied to config.json: {"eos_token_id": [2, 7]} replaces
   // a key, null removes one. "": none.
   std::string config_patch{};

@@ -113,6 +113,11 @@ namespace Parley
         internal static extern int parley_session_get_tokens(
             SessionHandle session, [Out] int[] ids, UIntPtr cap, out UIntPtr needed);
 
+        // Since 0.9. ids may be null with cap 0 to ask only the count.
+        [DllImport(Library, CallingConvention = CallingConvention.Cdecl)]
+        internal static extern int parley_session_get_end_ids(
+            SessionHandle session, [Out] int[] ids, UIntPtr cap, out UIntPtr n_ids);
+
         // Since 0.7. buf may be null with cap 0 to ask only the size.
         [DllImport(Library, CallingConvention = CallingConvention.Cdecl)]
         internal static extern int parley_session_export(

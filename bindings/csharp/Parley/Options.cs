@@ -98,8 +98,9 @@ namespace Parley
 
         // Biases added to chosen tokens' logits before sampling, by token id: a positive bias
         // makes a token likelier, a negative one rarer; float.NegativeInfinity bans it. The ids
-        // are the model's (Engine.Tokenize gives them). A NaN or +inf bias, an id outside the
-        // vocabulary, or banning every token: ParleyStatus.InvalidArgument. null or empty = none.
+        // are the model's (Engine.Tokenize gives a word's, Session.EndIds those that end a
+        // reply). A NaN or +inf bias, an id outside the vocabulary, or banning every token:
+        // ParleyStatus.InvalidArgument. null or empty = none.
         public IDictionary<int, float> LogitBias { get; set; }
 
         // The strings Stop and ReplyPrefix point to, and the LogitBias array, live in

@@ -377,6 +377,25 @@ namespace Parley
             }
         }
 
+        // The ids whose sampling ends this session's replies, ascending: the model's EOS and
+        // other end ids, the template's end of turn where the vocabulary has it, BOS with
+        // "raw". Ban them all (float.NegativeInfinity in GenerateOptions.LogitBias) for a reply
+        // that must run to MaxTokens. A fresh array each time; the ids depend only on the model
+        // and the template.
+        public int[] EndIds
+        {
+            get
+            {
+                UIntPtr count;
+                ParleyException.ThrowIfFailed(NativeMethods.parley_session_get_end_ids(
+                    Handle, null, UIntPtr.Zero, out count));
+                var ids = new int[checked((int)count.ToUInt64())];
+                ParleyException.ThrowIfFailed(NativeMethods.parley_session_get_end_ids(
+                    Handle, ids, new UIntPtr((uint)ids.Length), out count));
+                return ids;
+            }
+        }
+
         // Closes the session; with a store its KV is spilled first, so reopening it is instant.
         // A call running on another thread (or whose handler calls this) that Interrupt stops
         // is stopped so: a Send, Continue or stream fails with ParleyStatus.Cancelled, its

@@ -44,6 +44,7 @@ namespace Parley.Tests
             PrepareTests.Register(runner);
             ScoreRepliesTests.Register(runner);
             LogitBiasTests.Register(runner);
+            EndIdsTests.Register(runner);
             ErrorTests.Register(runner);
             KeptTurnTests.Register(runner);
             StoreTests.Register(runner);

@@ -55,11 +55,18 @@ def int_arg(name, value, ctype):
 
 
 def float_arg(name, value):
-    """A real number -> float; a str (even "0.5") or a bool is refused, not converted. What
-    the C float cannot hold is for the library to judge."""
+    """A real number -> float; a str (even "0.5") or a bool is refused, not converted. A
+    number too large for the C float is for the library to judge (it reads inf); one too
+    small to be told from 0 is refused here, as the library would only see 0."""
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise InvalidArgumentError("%s must be a float, not %s" % (name, type(value).__name__))
-    return _float(value)
+    number = _float(value)
+    if number != 0 and ctypes.c_float(number).value == 0:
+        # The C float would read 0, which means "off" for some options: the opposite of a
+        # tiny value's meaning.
+        raise InvalidArgumentError("%s = %r is too small for a C float: it would be 0"
+                                   % (name, value))
+    return number
 
 
 def _float(value):

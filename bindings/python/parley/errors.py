@@ -5,9 +5,12 @@ from . import _library
 
 class ParleyError(Exception):
     """A Parley call failed. `status` is the parley_status code, `message` the library's
-    parley_last_error() text for that failure."""
+    parley_last_error() text for that failure, `reply` the reply a send, stream or
+    continue_reply kept as the turn although it failed (CancelledError, OutOfMemoryError,
+    StorageError), else None."""
 
     status = None  # set on each subclass
+    reply = None
 
     def __init__(self, message, status=None):
         if status is not None:
@@ -47,7 +50,6 @@ class OutOfMemoryError(ParleyError):
     failed), the reply ends there and is kept as the turn: `reply` holds it, and last_stats
     describes it. Otherwise `reply` is None and the session is as before."""
     status = 6
-    reply = None
 
 
 class ContextFullError(ParleyError):
@@ -60,9 +62,10 @@ class BusyError(ParleyError):
 
 class CancelledError(ParleyError):
     """The reply was stopped by Session.interrupt() (or by closing the session while it ran).
-    `reply` holds the partial reply, which the session keeps as the turn."""
+    `reply` holds the partial reply, which the session keeps as the turn ("" when it was
+    stopped before its first text); None from calls that make no reply (prepare,
+    score_replies)."""
     status = 9
-    reply = ""
 
 
 class CorruptError(ParleyError):
@@ -80,7 +83,6 @@ class StorageError(ParleyError):
     conversation, in memory only): `reply` holds its reply, and last_stats describes it.
     From other calls `reply` is None."""
     status = 12
-    reply = None
 
 
 class BackendError(ParleyError):

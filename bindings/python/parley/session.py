@@ -29,11 +29,11 @@ class Session(NativeHandle):
     Ctrl-C: the calls that interrupt() stops (send, continue_reply, stream, stream_continue,
     prepare, score_replies), made on the main thread, have the library work on a worker
     thread while the caller waits, where Python runs signal handlers at once. What a handler
-    raises there (KeyboardInterrupt, a program's own SystemExit or exception, asyncio's)
-    stops the call as interrupt() does, also while a long message is still being read, and
-    is raised from it once the library has stopped (within a chunk of the message or a
-    token); the session keeps what an interrupt keeps and stays usable. on_text still runs
-    on the caller's thread. Calls from other threads run on them: signals are not theirs."""
+    raises there (KeyboardInterrupt, a program's own SystemExit or exception; asyncio's
+    first Ctrl-C raises nothing, only its second does) stops the call as interrupt() does,
+    also while a long message is still being read, and is raised from it once the library
+    has stopped (within a chunk of the message or a token); the session keeps what an
+    interrupt keeps and stays usable. on_text still runs on the caller's thread. Calls from other threads run on them: signals are not theirs."""
 
     def __init__(self, lib, handle):
         super().__init__(lib, handle, lib.parley_session_close, "session")
@@ -78,9 +78,10 @@ class Session(NativeHandle):
         it. None or "" = none.
         logit_bias: {token id: bias} (or (token id, bias) pairs) added to those tokens' logits
         before sampling: a positive bias makes a token likelier, a negative one rarer, and
-        float("-inf") bans it. The ids are the model's (Engine.tokenize gives them), each listed
-        once; a NaN or +inf bias (a C float: past its range a bias is infinite), an id outside
-        the vocabulary or banning every token raises InvalidArgumentError. None or {} = none.
+        float("-inf") bans it. The ids are the model's (Engine.tokenize gives a word's, end_ids
+        those that end a reply), each listed once; a NaN or +inf bias (a C float: past its
+        range a bias is infinite), an id outside the vocabulary or banning every token raises
+        InvalidArgumentError. None or {} = none.
         on_text(piece) is called with each piece of text as it is generated, on this thread;
         returning True (the bool itself) stops the reply there (send then returns the partial
         reply, stop_reason "cancelled"); any other value (None, or the count
@@ -511,3 +512,14 @@ class Session(NativeHandle):
             return read_ids(lambda ids, cap, needed:
                             self._lib.parley_session_get_tokens(handle, ids, cap, needed),
                             self._check)
+
+    @property
+    def end_ids(self):
+        """The ids whose sampling ends this session's replies, ascending: the model's EOS and
+        other end ids, the template's end of turn where the vocabulary has it, BOS with "raw".
+        Ban them all (`logit_bias={i: float("-inf") for i in s.end_ids}`) for a reply that
+        must run to max_tokens. A tuple: they depend only on the model and the template."""
+        with self._use() as handle:
+            return tuple(read_ids(lambda ids, cap, needed:
+                                  self._lib.parley_session_get_end_ids(handle, ids, cap, needed),
+                                  self._check))

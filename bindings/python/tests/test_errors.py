@@ -83,6 +83,38 @@ def test_a_sampling_number_past_the_c_float_is_the_librarys_invalid_argument(eng
         assert s.turns == []
 
 
+@pytest.mark.parametrize("name", ["temperature", "top_p", "min_p", "repeat_penalty"])
+@pytest.mark.parametrize("value", [1e-46, -1e-46], ids=["tiny", "tiny negative"])
+def test_a_sampling_number_the_c_float_reads_as_0_is_refused(engine, name, value):
+    # top_p = 0 means "off": a tiny top_p must not turn into no nucleus at all.
+    with engine.session(template="raw") as s:
+        for call in (lambda: s.send("Once", **{name: value}),
+                     lambda: list(s.stream("Once", **{name: value})),
+                     lambda: s.continue_reply(**{name: value})):
+            with pytest.raises(parley.InvalidArgumentError, match="%s = .* would be 0" % name):
+                call()
+        assert s.turns == []
+        s.send("Once", **dict(GREEDY, **{name: 1e-44}))  # a C float holds this one
+        assert len(s.turns) == 2  # the message and its reply
+
+
+@pytest.mark.parametrize("cls", [parley.ParleyError] + parley.ParleyError.__subclasses__(),
+                         ids=lambda cls: cls.__name__)
+def test_every_error_has_a_reply_none_unless_a_turn_was_kept(cls):
+    # `except parley.ParleyError as e: e.reply` works for every error.
+    assert cls("a message", 1 if cls is parley.ParleyError else None).reply is None
+
+
+def test_errors_of_a_refused_send_have_no_reply(engine):
+    with engine.session(template="raw") as s:
+        with pytest.raises(parley.InvalidArgumentError) as invalid:
+            s.send("Once", max_tokens=-1)
+        with pytest.raises(parley.ContextFullError) as full:
+            s.send("Once upon a time " * 200, **GREEDY)
+        assert invalid.value.reply is None and full.value.reply is None
+        assert s.turns == []
+
+
 @pytest.mark.parametrize("ids", [None, 5, "abc", [1, None], [1.5]], ids=repr)
 def test_detokenize_refuses_what_is_not_token_ids(engine, ids):
     with pytest.raises(parley.InvalidArgumentError, match="ids"):

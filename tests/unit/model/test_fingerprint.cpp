@@ -94,3 +94,25 @@ TEST_CASE("fingerprint: a sentencepiece tokenizer is hashed by its bytes") {
   tokenizer.proto_bytes += "x";
   CHECK(model_fingerprint(m->config, tokenizer, m->weights) != m->fingerprint);
 }
+
+TEST_CASE("fingerprint: a sentencepiece tokenizer's added tokens count, none adds nothing") {
+  parley::test::TempDir tmp;
+  parley::test::write_bytes(tmp / "tok.model", "proto");
+  SynthSpec spec;
+  parley::test::write_hf_dir(spec, parley::test::make_synth_weights(spec), tmp / "hf",
+                             tmp / "tok.model");
+  const auto m = load_model((tmp / "hf").string());
+  REQUIRE(m->tokenizer.added.tokens.empty());
+  auto tokenizer = m->tokenizer;
+  tokenizer.added.tokens.push_back({spec.n_vocab - 1, "<|im_end|>", true});
+  const uint64_t with_marker = model_fingerprint(m->config, tokenizer, m->weights);
+  CHECK(with_marker != m->fingerprint);
+  tokenizer.added.tokens.back().special = false;
+  CHECK(model_fingerprint(m->config, tokenizer, m->weights) != with_marker);
+  tokenizer.added.tokens.back() = {spec.n_vocab - 1, "<|im_start|>", true};
+  CHECK(model_fingerprint(m->config, tokenizer, m->weights) != with_marker);
+  // Where the pieces are padded to is the config's vocabulary size, hashed already.
+  tokenizer = m->tokenizer;
+  tokenizer.added.pad_to = spec.n_vocab;
+  CHECK(model_fingerprint(m->config, tokenizer, m->weights) == m->fingerprint);
+}

@@ -1,0 +1,163 @@
+#include "model/hf_added_tokens.h"
+
+#include <algorithm>
+#include <charconv>
+#include <limits>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <string>
+
+#include "common/error.h"
+#include "model/text_file.h"
+
+namespace parley::model {
+
+namespace {
+
+using json = nlohmann::json;
+
+constexpr std::string_view kTokenizerConfigFile = "tokenizer_config.json";
+constexpr std::string_view kTokenizerJsonFile = "tokenizer.json";
+constexpr std::string_view kAddedTokensFile = "added_tokens.json";
+constexpr std::string_view kSpecialTokensMapFile = "special_tokens_map.json";
+constexpr size_t kMaxJsonBytes = 16u * 1000u * 1000u;
+// tokenizer.json holds a whole vocabulary and its merges: larger than the other files.
+constexpr size_t kMaxTokenizerJsonBytes = 64u * 1000u * 1000u;
+
+[[noreturn]] void bad_in(std::string_view file, const std::string& what) {
+  fail(Status::bad_model, std::string(file) + ": " + what);
+}
+
+json parse_object(std::string_view text, std::string_view file) {
+  json j = json::parse(text.begin(), text.end(), nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded() || !j.is_object()) bad_in(file, "not a JSON object");
+  return j;
+}
+
+int32_t token_id(const json& v, std::string_view file, const std::string& where) {
+  const bool fits = v.is_number_integer() && v.get<int64_t>() >= 0 &&
+                    v.get<int64_t>() <= std::numeric_limits<int32_t>::max();
+  if (!fits) bad_in(file, where + " id " + v.dump() + " is not a token id");
+  return int32_t(v.get<int64_t>());
+}
+
+int32_t token_id_key(std::string_view key, std::string_view file, const std::string& where) {
+  int32_t id = -1;
+  const auto [end, ec] = std::from_chars(key.data(), key.data() + key.size(), id);
+  if (ec != std::errc() || end != key.data() + key.size() || id < 0) {
+    bad_in(file, where + " key '" + std::string(key) + "' is not a token id");
+  }
+  return id;
+}
+
+std::string content_of(const json& entry, std::string_view file, const std::string& where) {
+  const auto it = entry.find("content");
+  if (it == entry.end() || !it->is_string() || it->get<std::string>().empty()) {
+    bad_in(file, where + " has no content string");
+  }
+  return it->get<std::string>();
+}
+
+bool special_of(const json& entry) {
+  const auto it = entry.find("special");
+  return it != entry.end() && it->is_boolean() && it->get<bool>();
+}
+
+// special_tokens_map.json's values are strings, {"content": ...} objects, or lists of them.
+void collect_special_contents(const json& v, std::set<std::string>& out) {
+  if (v.is_string()) out.insert(v.get<std::string>());
+  if (v.is_object() && v.contains("content") && v["content"].is_string()) {
+    out.insert(v["content"].get<std::string>());
+  }
+  if (v.is_array()) {
+    for (const json& item : v) collect_special_contents(item, out);
+  }
+}
+
+std::string optional_file(const std::filesystem::path& path, size_t max_bytes) {
+  std::error_code ec;
+  return std::filesystem::exists(path, ec) ? read_text_file(path, max_bytes) : std::string();
+}
+
+void sort_by_id(std::vector<AddedToken>& tokens) {
+  std::sort(tokens.begin(), tokens.end(),
+            [](const AddedToken& a, const AddedToken& b) { return a.id < b.id; });
+}
+
+}  // namespace
+
+std::optional<std::vector<AddedToken>> added_tokens_from_tokenizer_config(std::string_view text) {
+  const json j = parse_object(text, kTokenizerConfigFile);
+  const auto decoder = j.find("added_tokens_decoder");
+  if (decoder == j.end() || decoder->is_null()) return std::nullopt;
+  if (!decoder->is_object()) bad_in(kTokenizerConfigFile, "added_tokens_decoder is not an object");
+  std::vector<AddedToken> tokens;
+  for (const auto& [key, entry] : decoder->items()) {
+    const std::string where = "added_tokens_decoder[\"" + key + "\"]";
+    if (!entry.is_object()) bad_in(kTokenizerConfigFile, where + " is not an object");
+    tokens.push_back({token_id_key(key, kTokenizerConfigFile, "added_tokens_decoder"),
+                      content_of(entry, kTokenizerConfigFile, where), special_of(entry)});
+  }
+  return tokens;
+}
+
+std::optional<std::vector<AddedToken>> added_tokens_from_tokenizer_json(std::string_view text) {
+  const json j = parse_object(text, kTokenizerJsonFile);
+  const auto added = j.find("added_tokens");
+  if (added == j.end() || added->is_null()) return std::nullopt;
+  if (!added->is_array()) bad_in(kTokenizerJsonFile, "added_tokens is not a list");
+  std::vector<AddedToken> tokens;
+  for (size_t i = 0; i < added->size(); ++i) {
+    const json& entry = (*added)[i];
+    const std::string where = "added_tokens[" + std::to_string(i) + "]";
+    if (!entry.is_object() || !entry.contains("id")) {
+      bad_in(kTokenizerJsonFile, where + " is not an object with an id");
+    }
+    tokens.push_back({token_id(entry["id"], kTokenizerJsonFile, where),
+                      content_of(entry, kTokenizerJsonFile, where), special_of(entry)});
+  }
+  return tokens;
+}
+
+std::vector<AddedToken> added_tokens_from_added_tokens_json(std::string_view text,
+                                                            std::string_view special_map_json) {
+  std::set<std::string> specials;
+  if (!special_map_json.empty()) {
+    const json special_map = parse_object(special_map_json, kSpecialTokensMapFile);
+    for (const auto& [key, value] : special_map.items()) collect_special_contents(value, specials);
+  }
+  const json ids = parse_object(text, kAddedTokensFile);
+  std::vector<AddedToken> tokens;
+  for (const auto& [content, id] : ids.items()) {
+    if (content.empty()) bad_in(kAddedTokensFile, "a token's content is empty");
+    tokens.push_back({token_id(id, kAddedTokensFile, "'" + content + "'"), content,
+                      specials.count(content) > 0});
+  }
+  return tokens;
+}
+
+AddedPieces read_added_tokens(const std::filesystem::path& dir, std::string_view tokenizer_config) {
+  AddedPieces added;
+  std::optional<std::vector<AddedToken>> tokens;
+  if (!tokenizer_config.empty()) {
+    tokens = added_tokens_from_tokenizer_config(tokenizer_config);
+    added.tokens_file = kTokenizerConfigFile;
+  }
+  if (!tokens) {
+    const std::string text = optional_file(dir / kTokenizerJsonFile, kMaxTokenizerJsonBytes);
+    if (!text.empty()) tokens = added_tokens_from_tokenizer_json(text);
+    added.tokens_file = kTokenizerJsonFile;
+  }
+  if (!tokens) {
+    const std::string text = optional_file(dir / kAddedTokensFile, kMaxJsonBytes);
+    if (text.empty()) return {};
+    tokens = added_tokens_from_added_tokens_json(
+        text, optional_file(dir / kSpecialTokensMapFile, kMaxJsonBytes));
+    added.tokens_file = kAddedTokensFile;
+  }
+  added.tokens = std::move(*tokens);
+  sort_by_id(added.tokens);
+  return added;
+}
+
+}  // namespace parley::model
