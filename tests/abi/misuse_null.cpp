@@ -2,6 +2,7 @@
 // pointers are INVALID_ARGUMENT; pointers the header marks optional (options, callback,
 // stats, a buffer with cap 0) are accepted; close(NULL) and init(NULL) are no-ops.
 #include <string>
+#include <utility>
 
 #include "misuse_matrix.h"
 
@@ -235,40 +236,29 @@ MisuseRows null_pointer_rows() {
         parley_session_close(s);
         return st;
       });
-  add("parley_session_get_tokens", "session NULL", kInvalid, [](MisuseWorld&) {
-    size_t n = 0;
-    return parley_session_get_tokens(nullptr, nullptr, 0, &n);
-  });
-  add("parley_session_get_tokens", "n_needed NULL", kInvalid, [](MisuseWorld& w) {
-    int32_t b[4];
-    return parley_session_get_tokens(w.session_with_turn(), b, 4, nullptr);
-  });
-  add("parley_session_get_tokens", "ids NULL with cap > 0", kInvalid, [](MisuseWorld& w) {
-    size_t n = 0;
-    return parley_session_get_tokens(w.session_with_turn(), nullptr, 4, &n);
-  });
-  add("parley_session_get_tokens", "ids NULL with cap 0 asks the size", PARLEY_OK,
-      [](MisuseWorld& w) {
-        size_t n = 0;
-        return parley_session_get_tokens(w.session_with_turn(), nullptr, 0, &n);
-      });
-  add("parley_session_get_end_ids", "session NULL", kInvalid, [](MisuseWorld&) {
-    size_t n = 0;
-    return parley_session_get_end_ids(nullptr, nullptr, 0, &n);
-  });
-  add("parley_session_get_end_ids", "n_ids NULL", kInvalid, [](MisuseWorld& w) {
-    int32_t b[4];
-    return parley_session_get_end_ids(w.session(), b, 4, nullptr);
-  });
-  add("parley_session_get_end_ids", "ids NULL with cap > 0", kInvalid, [](MisuseWorld& w) {
-    size_t n = 0;
-    return parley_session_get_end_ids(w.session(), nullptr, 4, &n);
-  });
-  add("parley_session_get_end_ids", "ids NULL with cap 0 asks the size", PARLEY_OK,
-      [](MisuseWorld& w) {
-        size_t n = 0;
-        return parley_session_get_end_ids(w.session(), nullptr, 0, &n);
-      });
+  // The session's id buffers share one protocol (the buffer rule).
+  using IdsGetter = parley_status (*)(parley_session*, int32_t*, size_t, size_t*);
+  const std::pair<const char*, IdsGetter> ids_getters[] = {
+      {"parley_session_get_tokens", parley_session_get_tokens},
+      {"parley_session_get_end_ids", parley_session_get_end_ids}};
+  for (const auto& [fn, get] : ids_getters) {
+    add(fn, "session NULL", kInvalid, [get](MisuseWorld&) {
+      size_t n = 0;
+      return get(nullptr, nullptr, 0, &n);
+    });
+    add(fn, "count NULL", kInvalid, [get](MisuseWorld& w) {
+      int32_t b[4];
+      return get(w.session_with_turn(), b, 4, nullptr);
+    });
+    add(fn, "ids NULL with cap > 0", kInvalid, [get](MisuseWorld& w) {
+      size_t n = 0;
+      return get(w.session_with_turn(), nullptr, 4, &n);
+    });
+    add(fn, "ids NULL with cap 0 asks the size", PARLEY_OK, [get](MisuseWorld& w) {
+      size_t n = 0;
+      return get(w.session_with_turn(), nullptr, 0, &n);
+    });
+  }
 
   // Generation.
   add("parley_session_send", "session NULL", kInvalid,

@@ -22,6 +22,15 @@ std::unique_ptr<parley::model::LoadedModel> synthetic(const SynthSpec& spec,
   return load_model(path.string());
 }
 
+// A Hugging Face directory in `tmp` whose tokenizer.model is a few bytes (hashed, not read).
+std::unique_ptr<parley::model::LoadedModel> hugging_face_model(
+    const SynthSpec& spec, const std::filesystem::path& tmp) {
+  parley::test::write_bytes(tmp / "tok.model", "proto");
+  parley::test::write_hf_dir(spec, parley::test::make_synth_weights(spec), tmp / "hf",
+                             tmp / "tok.model");
+  return load_model((tmp / "hf").string());
+}
+
 uint64_t fingerprint_of(const parley::model::LoadedModel& m) {
   return model_fingerprint(m.config, m.tokenizer, m.weights);
 }
@@ -85,11 +94,7 @@ TEST_CASE("fingerprint: hyperparameters, vocabulary and weights all count") {
 
 TEST_CASE("fingerprint: a sentencepiece tokenizer is hashed by its bytes") {
   parley::test::TempDir tmp;
-  parley::test::write_bytes(tmp / "tok.model", "proto");
-  SynthSpec spec;
-  parley::test::write_hf_dir(spec, parley::test::make_synth_weights(spec), tmp / "hf",
-                             tmp / "tok.model");
-  const auto m = load_model((tmp / "hf").string());
+  const auto m = hugging_face_model(SynthSpec{}, tmp.path());
   auto tokenizer = m->tokenizer;
   tokenizer.proto_bytes += "x";
   CHECK(model_fingerprint(m->config, tokenizer, m->weights) != m->fingerprint);
@@ -97,11 +102,8 @@ TEST_CASE("fingerprint: a sentencepiece tokenizer is hashed by its bytes") {
 
 TEST_CASE("fingerprint: a sentencepiece tokenizer's added tokens count, none adds nothing") {
   parley::test::TempDir tmp;
-  parley::test::write_bytes(tmp / "tok.model", "proto");
-  SynthSpec spec;
-  parley::test::write_hf_dir(spec, parley::test::make_synth_weights(spec), tmp / "hf",
-                             tmp / "tok.model");
-  const auto m = load_model((tmp / "hf").string());
+  const SynthSpec spec;
+  const auto m = hugging_face_model(spec, tmp.path());
   REQUIRE(m->tokenizer.added.tokens.empty());
   auto tokenizer = m->tokenizer;
   tokenizer.added.tokens.push_back({spec.n_vocab - 1, "<|im_end|>", true});
