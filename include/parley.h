@@ -705,8 +705,9 @@ typedef struct parley_turn_stats {
  *  committed to the store: it is kept in memory and committed with the next one; or another engine
  *  on the same store file changed this conversation, also to as many turns as before, or deleted it
  *  and started another under its id: the message says so, and the turns stay in memory; or the
- *  store file was moved, replaced or deleted while open: see parley_engine_open), BUSY, MISUSE,
- *  BACKEND.
+ *  store file was moved, replaced or deleted while open: see parley_engine_open), BAD_MODEL
+ *  (since 0.9: the model computed NaN logits, its weights holding NaN or infinite values; the
+ *  session is left as before), BUSY, MISUSE, BACKEND.
  *  With a store, the turn is committed (synchronous=FULL) before this returns.
  *  Thread-safety: one thread per session. Since: 0.1. */
 PARLEY_API parley_status parley_session_send(parley_session *s, const char *user_text,
@@ -736,8 +737,8 @@ PARLEY_API parley_status parley_session_send(parley_session *s, const char *user
  *  token: send a message or rewind the reply; bad options), CONTEXT_FULL (no room for one
  *  more token and the overflow policy is ERROR; with DROP_OLDEST the oldest exchanges are
  *  dropped, never the last user message), and the rest as parley_session_send(): CANCELLED
- *  and OUT_OF_MEMORY keep what was generated, STORAGE keeps it in memory; BUSY, MISUSE,
- *  BACKEND.
+ *  and OUT_OF_MEMORY keep what was generated, STORAGE keeps it in memory; BAD_MODEL, BUSY,
+ *  MISUSE, BACKEND.
  *  With a store, the reply is committed (synchronous=FULL) before this returns.
  *  Thread-safety: one thread per session. Since: 0.4. */
 PARLEY_API parley_status parley_session_continue(parley_session *s,
@@ -800,8 +801,8 @@ PARLEY_API parley_status parley_session_prepare(parley_session *s, parley_turn_s
  *  PARLEY_MAX_SCORED_REPLIES, unknown flags; with user_text NULL: nothing to go on from, as
  *  for parley_session_continue()), CONTEXT_FULL (the message and one of the replies
  *  do not fit in what is left of the context; the message says which), CANCELLED
- *  (parley_session_interrupt()), OUT_OF_MEMORY, BUSY, MISUSE, BACKEND. The outputs are
- *  written only on PARLEY_OK.
+ *  (parley_session_interrupt()), OUT_OF_MEMORY, BAD_MODEL (since 0.9: NaN logits, as for
+ *  parley_session_send()), BUSY, MISUSE, BACKEND. The outputs are written only on PARLEY_OK.
  *  Thread-safety: one thread per session. Since: 0.5. */
 PARLEY_API parley_status parley_session_score_replies(parley_session *s, const char *user_text,
                                                       const char *const *replies,

@@ -13,6 +13,7 @@
 #include "engine/clock.h"
 #include "engine/engine.h"
 #include "engine/session.h"
+#include "sample/sampler.h"
 #include "text/tokenizer.h"
 #include "text/utf8_stream.h"
 
@@ -27,7 +28,9 @@ double log_probability(std::span<const float> row, std::span<const int32_t> targ
   for (const float x : row) sum += std::exp(double(x) - double(top));
   double chosen = 0;
   for (const int32_t t : targets) chosen += std::exp(double(row[size_t(t)]) - double(top));
-  return std::log(chosen) - std::log(sum);
+  const double logprob = std::log(chosen) - std::log(sum);
+  require(!std::isnan(logprob), Status::bad_model, sample::kNanLogitsMessage);
+  return logprob;
 }
 
 }  // namespace

@@ -21,13 +21,19 @@ void add_config(Hasher& h, const ModelConfig& c) {
   h.add_value(c.rms_eps).add_value(c.rope_theta);
 }
 
-// Added tokens change what text a chat marker's id stands for. Nothing is hashed without
-// them, so that models without any keep the fingerprints their stored KV was saved under.
+// Tokens appended past tokenizer.model's pieces change what a chat marker's id stands for.
+// Nothing is hashed without them (those restating its pieces, such as Llama 2's <unk>, <s>
+// and </s>, change nothing), so that such models keep the fingerprints their stored KV was
+// saved under.
 void add_added_tokens(Hasher& h, const AddedPieces& added) {
-  if (added.tokens.empty()) return;
-  h.add_value(uint64_t(added.tokens.size()));
+  std::vector<const AddedToken*> appended;
   for (const AddedToken& t : added.tokens) {
-    h.add_value(t.id).add_value(uint8_t(t.special)).add(t.content);
+    if (t.id >= added.n_own_pieces) appended.push_back(&t);
+  }
+  if (appended.empty()) return;
+  h.add_value(uint64_t(appended.size()));
+  for (const AddedToken* t : appended) {
+    h.add_value(t->id).add_value(uint8_t(t->special)).add(t->content);
   }
 }
 

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "common/error.h"
+#include "model/json_shown.h"
 #include "model/text_file.h"
 
 namespace parley::model {
@@ -37,7 +38,7 @@ json parse_object(std::string_view text, std::string_view file) {
 int32_t token_id(const json& v, std::string_view file, const std::string& where) {
   const bool fits = v.is_number_integer() && v.get<int64_t>() >= 0 &&
                     v.get<int64_t>() <= std::numeric_limits<int32_t>::max();
-  if (!fits) bad_in(file, where + " id " + v.dump() + " is not a token id");
+  if (!fits) bad_in(file, where + " id " + json_shown(v) + " is not a token id");
   return int32_t(v.get<int64_t>());
 }
 
@@ -63,20 +64,17 @@ bool special_of(const json& entry) {
   return it != entry.end() && it->is_boolean() && it->get<bool>();
 }
 
-// special_tokens_map.json's values are strings, {"content": ...} objects, or lists of them.
-void collect_special_contents(const json& v, std::set<std::string>& out) {
+// special_tokens_map.json's values are strings, {"content": ...} objects, or lists of them
+// (one level: deeper lists are no such value, and a crafted file could nest them deep enough to
+// overflow the stack).
+void collect_special_contents(const json& v, std::set<std::string>& out, bool in_list = false) {
   if (v.is_string()) out.insert(v.get<std::string>());
   if (v.is_object() && v.contains("content") && v["content"].is_string()) {
     out.insert(v["content"].get<std::string>());
   }
-  if (v.is_array()) {
-    for (const json& item : v) collect_special_contents(item, out);
+  if (v.is_array() && !in_list) {
+    for (const json& item : v) collect_special_contents(item, out, true);
   }
-}
-
-std::string optional_file(const std::filesystem::path& path, size_t max_bytes) {
-  std::error_code ec;
-  return std::filesystem::exists(path, ec) ? read_text_file(path, max_bytes) : std::string();
 }
 
 void sort_by_id(std::vector<AddedToken>& tokens) {
@@ -144,15 +142,16 @@ AddedPieces read_added_tokens(const std::filesystem::path& dir, std::string_view
     added.tokens_file = kTokenizerConfigFile;
   }
   if (!tokens) {
-    const std::string text = optional_file(dir / kTokenizerJsonFile, kMaxTokenizerJsonBytes);
+    const std::string text =
+        read_optional_text_file(dir / kTokenizerJsonFile, kMaxTokenizerJsonBytes);
     if (!text.empty()) tokens = added_tokens_from_tokenizer_json(text);
     added.tokens_file = kTokenizerJsonFile;
   }
   if (!tokens) {
-    const std::string text = optional_file(dir / kAddedTokensFile, kMaxJsonBytes);
+    const std::string text = read_optional_text_file(dir / kAddedTokensFile, kMaxJsonBytes);
     if (text.empty()) return {};
     tokens = added_tokens_from_added_tokens_json(
-        text, optional_file(dir / kSpecialTokensMapFile, kMaxJsonBytes));
+        text, read_optional_text_file(dir / kSpecialTokensMapFile, kMaxJsonBytes));
     added.tokens_file = kAddedTokensFile;
   }
   added.tokens = std::move(*tokens);

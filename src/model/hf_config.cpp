@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "common/error.h"
+#include "model/json_shown.h"
 
 namespace parley::model {
 
@@ -33,12 +34,12 @@ const json* field(const json& j, const char* key) {
 
 int32_t to_i32(const json& v, const std::string& key, int64_t min,
                std::string_view file = kConfigFile) {
-  if (!v.is_number_integer()) bad_in(file, key + " = " + v.dump() + " is not an integer");
+  if (!v.is_number_integer()) bad_in(file, key + " = " + json_shown(v) + " is not an integer");
   const bool negative = v.is_number_integer() && !v.is_number_unsigned() && v.get<int64_t>() < 0;
   if (!negative && v.get<uint64_t>() > uint64_t(std::numeric_limits<int32_t>::max()))
-    bad_in(file, key + " = " + v.dump() + " is out of range");
+    bad_in(file, key + " = " + json_shown(v) + " is out of range");
   const int64_t i = negative ? v.get<int64_t>() : int64_t(v.get<uint64_t>());
-  if (i < min) bad_in(file, key + " = " + v.dump() + " is out of range");
+  if (i < min) bad_in(file, key + " = " + json_shown(v) + " is out of range");
   return int32_t(i);
 }
 
@@ -57,14 +58,14 @@ int32_t require_i32(const json& j, const char* key) {
 std::optional<double> get_number(const json& j, const char* key) {
   const json* v = field(j, key);
   if (!v) return std::nullopt;
-  if (!v->is_number()) bad(std::string(key) + " = " + v->dump() + " is not a number");
+  if (!v->is_number()) bad(std::string(key) + " = " + json_shown(*v) + " is not a number");
   return v->get<double>();
 }
 
 std::optional<bool> get_bool(const json& j, const char* key) {
   const json* v = field(j, key);
   if (!v) return std::nullopt;
-  if (!v->is_boolean()) bad(std::string(key) + " = " + v->dump() + " is not a boolean");
+  if (!v->is_boolean()) bad(std::string(key) + " = " + json_shown(*v) + " is not a boolean");
   return v->get<bool>();
 }
 
@@ -110,17 +111,25 @@ void check_architecture(const json& j) {
   unsupported("model_type '" + model_type + "' is not supported (llama and mistral are)");
 }
 
-// transformers reads rope_type (older files: type) "default" as no scaling at all.
-bool is_default_rope(const json& scaling) {
-  if (!scaling.is_object()) return false;
+// rope_scaling's kind: "rope_type", or "type" as older configs write it.
+const json* rope_kind(const json& scaling) {
+  if (!scaling.is_object()) return nullptr;
   const json* kind = field(scaling, "rope_type");
-  if (!kind) kind = field(scaling, "type");
+  return kind ? kind : field(scaling, "type");
+}
+
+// transformers reads the kind "default" as no scaling at all.
+bool is_default_rope(const json& scaling) {
+  const json* kind = rope_kind(scaling);
   return kind && kind->is_string() && kind->get<std::string>() == "default";
 }
 
 void check_unsupported_features(const json& j) {
-  if (const json* scaling = field(j, "rope_scaling"); scaling && !is_default_rope(*scaling))
-    unsupported("rope_scaling " + scaling->dump() + " is not supported");
+  if (const json* scaling = field(j, "rope_scaling"); scaling && !is_default_rope(*scaling)) {
+    const json* kind = rope_kind(*scaling);
+    unsupported("rope_scaling " + (kind ? "of type " + json_shown(*kind) : json_shown(*scaling)) +
+                " is not supported (only none or \"default\")");
+  }
   // A Mixtral-style config can name model_type llama; its experts have no dense FFN to load.
   if (const auto experts = get_i32(j, "num_local_experts"); experts && *experts > 0) {
     unsupported("mixture-of-experts models (" + std::to_string(*experts) +
@@ -128,7 +137,7 @@ void check_unsupported_features(const json& j) {
   }
   if (const json* act = field(j, "hidden_act")) {
     if (!act->is_string() || act->get<std::string>() != "silu") {
-      unsupported("hidden_act " + act->dump() + " is not supported (silu is)");
+      unsupported("hidden_act " + json_shown(*act) + " is not supported (silu is)");
     }
   }
   if (get_bool(j, "attention_bias").value_or(false))

@@ -6,11 +6,13 @@
 #include <vector>
 
 #include "common/error.h"
+#include "common/log.h"
 #include "model/fingerprint.h"
 #include "model/gguf_metadata.h"
 #include "model/gguf_reader.h"
 #include "model/hf_added_tokens.h"
 #include "model/hf_config.h"
+#include "model/model_proto_pieces.h"
 #include "model/safetensors_reader.h"
 #include "model/text_file.h"
 #include "model/weight_release.h"
@@ -64,8 +66,19 @@ void load_gguf(const GgufFile& file, LoadedModel& m) {
 }
 
 std::string optional_text_file(const fs::path& path) {
-  std::error_code ec;
-  return fs::exists(path, ec) ? read_text_file(path, kMaxJsonBytes) : std::string();
+  return read_optional_text_file(path, kMaxJsonBytes);
+}
+
+// An added token past the embedding's rows has no row to be read from or written with: as
+// llama.cpp's converter does, it is left out (repositories that add "<pad>" at vocab_size).
+void drop_tokens_past_the_vocabulary(AddedPieces& added) {
+  std::erase_if(added.tokens, [&](const AddedToken& t) {
+    if (t.id < added.pad_to) return false;
+    log::warn_line(added.tokens_file + ": added token " + std::to_string(t.id) +
+                   " is past the model's vocabulary (" + added.pad_to_source + " " +
+                   std::to_string(added.pad_to) + "): left out");
+    return true;
+  });
 }
 
 // config.json's BOS and EOS replace the tokenizer.model's; the EOS list's other ids and
@@ -114,6 +127,8 @@ void load_hf(const fs::path& dir, LoadedModel& m) {
   m.tokenizer.added = read_added_tokens(dir, tok_config);
   m.tokenizer.added.pad_to = m.config.n_vocab;
   m.tokenizer.added.pad_to_source = "config.json: vocab_size";
+  m.tokenizer.added.n_own_pieces = count_model_proto_pieces(m.tokenizer.proto_bytes).value_or(0);
+  drop_tokens_past_the_vocabulary(m.tokenizer.added);
   set_special_ids(hf, dir, m.tokenizer);
 
   std::vector<FileTensor> tensors;

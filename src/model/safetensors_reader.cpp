@@ -7,6 +7,7 @@
 #include <set>
 
 #include "common/error.h"
+#include "model/json_shown.h"
 #include "model/text_file.h"
 
 namespace parley::model {
@@ -73,7 +74,7 @@ SafetensorsTensor read_entry(const std::string& name, const json& entry, uint64_
   for (const json& d : *sh) {
     const auto v = as_u64(d);
     if (!v || *v > uint64_t(INT64_MAX))
-      bad(label, what + "shape entry " + d.dump() + " is not a non-negative integer");
+      bad(label, what + "shape entry " + json_shown(d) + " is not a non-negative integer");
     t.shape.push_back(int64_t(*v));
     if (__builtin_mul_overflow(n_elements, *v, &n_elements))
       bad(label, what + "shape product overflows 64 bits");
@@ -90,7 +91,8 @@ SafetensorsTensor read_entry(const std::string& name, const json& entry, uint64_
   const auto begin = as_u64((*off)[0]);
   const auto end = as_u64((*off)[1]);
   if (!begin || !end)
-    bad(label, what + "data_offsets " + off->dump() + " are not non-negative integers");
+    bad(label, what + "data_offsets [" + json_shown((*off)[0]) + ", " + json_shown((*off)[1]) +
+                   "] are not non-negative integers");
   if (*begin > *end)
     bad(label,
         what + "data_offsets begin " + std::to_string(*begin) + " > end " + std::to_string(*end));

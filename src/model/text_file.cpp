@@ -29,4 +29,14 @@ std::string read_text_file(const std::filesystem::path& path, size_t max_bytes) 
   return text;
 }
 
+std::string read_optional_text_file(const std::filesystem::path& path, size_t max_bytes) {
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec)) return {};
+  if (std::filesystem::is_regular_file(path, ec) && std::filesystem::file_size(path, ec) == 0 &&
+      !ec) {
+    return {};
+  }
+  return read_text_file(path, max_bytes);
+}
+
 }  // namespace parley::model

@@ -12,4 +12,8 @@ namespace parley::model {
 // empty, or a Git LFS pointer.
 std::string read_text_file(const std::filesystem::path& path, size_t max_bytes);
 
+// A file a directory may leave out (generation_config.json, added_tokens.json, ...): "" when it
+// is absent or empty (as transformers takes an empty one), else as read_text_file.
+std::string read_optional_text_file(const std::filesystem::path& path, size_t max_bytes);
+
 }  // namespace parley::model

@@ -46,6 +46,8 @@ struct AddedPieces {
   // to it, so that ids line up; 0 when none is given (no padding).
   int32_t pad_to = 0;
   std::string pad_to_source;  // e.g. "config.json: vocab_size"
+  // tokenizer.model's pieces: tokens with lower ids only restate them (and are checked to).
+  int32_t n_own_pieces = 0;
 };
 
 struct TokenizerSource {

@@ -167,7 +167,8 @@ int32_t Sampler::sample(std::span<const float> logits, std::span<const int32_t> 
   for (size_t i = 1; i < l.size(); ++i) {
     if (l[i] > l[best]) best = i;
   }
-  require(l[best] != kNegInf, Status::internal, "sampler: all logits are NaN or -inf");
+  // Biases may not ban every token (checked by the API): no finite logit left is the model's.
+  require(l[best] != kNegInf, Status::bad_model, kNanLogitsMessage);
   if (params_.temperature == 0.0f) return static_cast<int32_t>(best);
 
   // Weights are softmax(l / T) up to the common factor 1/Z, with the max subtracted before

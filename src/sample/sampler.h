@@ -9,6 +9,12 @@
 
 namespace parley::sample {
 
+// Why logits are NaN: a model file whose weights hold NaN or infinite values loads (checking
+// every weight would cost a pass over the file) and computes NaN from then on.
+inline constexpr const char* kNanLogitsMessage =
+    "the model computed NaN logits: its weights hold NaN or infinite values (a damaged or "
+    "badly converted model file)";
+
 // A change to one token's logit: added before the penalty; -inf bans the token.
 struct TokenBias {
   int32_t token;

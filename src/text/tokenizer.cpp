@@ -97,6 +97,7 @@ struct Tokenizer::Impl {
   std::string bytes_of(int32_t id) const {
     switch (types[size_t(id)]) {
       case PieceType::control: return "";
+      case PieceType::unused: return "";  // padding rows: no file gives them text
       case PieceType::unknown: return sp.DecodeIds({id});  // the model's unk surface, " ⁇ "
       case PieceType::byte: {
         const auto byte = parse_byte_piece(sp.IdToPiece(id));
@@ -203,9 +204,14 @@ std::vector<int32_t> Tokenizer::keep_trailing_spaces(std::string_view text,
 }
 
 std::string Tokenizer::decode(std::span<const int32_t> ids) const {
-  for (int32_t id : ids) impl_->check_id(id);
+  // Unused pieces (padding rows) have no text; sentencepiece's decoding would show their names.
+  std::vector<int> shown;
+  for (int32_t id : ids) {
+    impl_->check_id(id);
+    if (impl_->types[size_t(id)] != PieceType::unused) shown.push_back(id);
+  }
   std::string text;
-  const auto status = impl_->sp.Decode(std::vector<int>(ids.begin(), ids.end()), &text);
+  const auto status = impl_->sp.Decode(shown, &text);
   require(status.ok(), Status::internal, "sentencepiece decode failed: " + status.ToString());
   // A NUL (<0x00>) would end the text for every C caller that reads it as a string.
   for (size_t at = text.find('\0'); at != std::string::npos; at = text.find('\0', at)) {

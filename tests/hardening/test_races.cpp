@@ -25,8 +25,9 @@ namespace {
 constexpr int rounds(int n) { return kSanitizerBuild ? n / 10 : n; }
 
 void spin(int steps) {
-  for (volatile int i = 0; i < steps; i = i + 1) {
-  }
+  volatile int sink = 0;  // a loop the compiler keeps
+  for (int i = 0; i < steps; ++i) sink = i;
+  (void)sink;
 }
 
 // Runs `first` on this thread and `second` on another, the two released together; the second
@@ -137,7 +138,7 @@ TEST_CASE("a close as a send starts on another thread stops the send, however ea
     // Stop strings make the send's start (reading its options) long enough to be hit.
     const std::vector<std::string> stops(16, std::string(200, 'q'));
     std::vector<const char*> stop_ptrs;
-    for (const auto& s : stops) stop_ptrs.push_back(s.c_str());
+    for (const auto& stop : stops) stop_ptrs.push_back(stop.c_str());
     g.stop = stop_ptrs.data();
     g.n_stop = stop_ptrs.size();
     parley_status sent = -1;

@@ -113,6 +113,13 @@ TEST_CASE("fingerprint: a sentencepiece tokenizer's added tokens count, none add
   CHECK(model_fingerprint(m->config, tokenizer, m->weights) != with_marker);
   tokenizer.added.tokens.back() = {spec.n_vocab - 1, "<|im_start|>", true};
   CHECK(model_fingerprint(m->config, tokenizer, m->weights) != with_marker);
+  // Tokens that restate tokenizer.model's own pieces (Llama 2's <unk>, <s>, </s>) add nothing.
+  tokenizer = m->tokenizer;
+  tokenizer.added.n_own_pieces = 3;
+  tokenizer.added.tokens = {{0, "<unk>", true}, {1, "<s>", true}, {2, "</s>", true}};
+  CHECK(model_fingerprint(m->config, tokenizer, m->weights) == m->fingerprint);
+  tokenizer.added.tokens.push_back({3, "<|im_end|>", true});
+  CHECK(model_fingerprint(m->config, tokenizer, m->weights) != m->fingerprint);
   // Where the pieces are padded to is the config's vocabulary size, hashed already.
   tokenizer = m->tokenizer;
   tokenizer.added.pad_to = spec.n_vocab;

@@ -10,6 +10,7 @@
 #include "model/hf_added_tokens.h"
 #include "model/model_loader.h"
 #include "support/error_check.h"
+#include "support/log_capture.h"
 #include "support/safetensors_builder.h"
 #include "support/shared_assets.h"
 #include "support/synth_model.h"
@@ -127,4 +128,34 @@ TEST_CASE("loader: malformed added-token files are bad_model naming the file") {
   CHECK_PARLEY_ERROR(
       load_model(hf_dir(tmp, "e", {{"added_tokens.json", R"({"<|im_end|>": "318"})"}})),
       Status::bad_model, "added_tokens.json", "'<|im_end|>' id \"318\" is not a token id");
+}
+
+TEST_CASE("loader: an added token past vocab_size has no row: it is left out, with a warning") {
+  parley::test::TempDir tmp;
+  parley::test::LogCapture log;
+  const auto m =
+      load_model(hf_dir(tmp, "m", {{"added_tokens.json", R"({"<|im_end|>": 318, "<|im_start|>": 319,
+                                           "<pad>": 320})"}}));
+  CHECK(listed(m->tokenizer.added) ==
+        Listed{{kImEnd, "<|im_end|>", false}, {kImStart, "<|im_start|>", false}});
+  CHECK(log.count("added token 320 is past the model's vocabulary") == 1);
+}
+
+TEST_CASE("loader: an empty optional file is as absent; a deep one is refused, not recursed") {
+  parley::test::TempDir tmp;
+  for (const char* file : {"tokenizer_config.json", "generation_config.json", "tokenizer.json",
+                           "added_tokens.json", "special_tokens_map.json"}) {
+    CAPTURE(file);
+    const auto m = load_model(hf_dir(tmp, file, {{file, ""}}));
+    CHECK(m->tokenizer.added.tokens.empty());
+  }
+  const std::string deep = std::string(200000, '[') + std::string(200000, ']');
+  CHECK_PARLEY_ERROR(
+      load_model(hf_dir(tmp, "deep-id", {{"added_tokens.json", R"({"<x>": )" + deep + "}"}})),
+      Status::bad_model, "an array");
+  const auto m = load_model(
+      hf_dir(tmp, "deep-map",
+             {{"added_tokens.json", kAddedTokensJson},
+              {"special_tokens_map.json", R"({"additional_special_tokens": )" + deep + "}"}}));
+  CHECK(m->tokenizer.added.tokens.size() == 2);
 }

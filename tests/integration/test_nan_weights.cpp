@@ -1,0 +1,48 @@
+// A model file whose weights hold a NaN (a damaged or badly converted file) loads, but every
+// reply and score then fails as the model's fault: BAD_MODEL with a message saying why, never
+// INTERNAL (a bug of the library's) and never a NaN score returned as a log-probability.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <limits>
+#include <string>
+
+#include "parley.h"
+#include "support/c_api_sessions.h"
+#include "support/shared_assets.h"
+#include "support/synth_model.h"
+
+using namespace parley::test;
+
+TEST_CASE("a NaN weight: replies and scores are BAD_MODEL naming the weights") {
+  TempDir tmp;
+  const SynthSpec spec;
+  SynthWeights weights = make_synth_weights(spec);
+  weights.output_norm[3] = std::numeric_limits<float>::quiet_NaN();  // reaches every logit
+  const std::string path = (tmp / "nan.gguf").string();
+  write_gguf(spec, weights, make_spm_vocab(spec.n_vocab), path);
+
+  parley_engine* e = open_engine(path, PARLEY_KV_F32);
+  REQUIRE(e != nullptr);
+  parley_session* s = nullptr;
+  parley_session_options so;
+  parley_session_options_init(&so);
+  so.chat_template = "raw";
+  REQUIRE(parley_session_create(e, &so, &s) == PARLEY_OK);
+  for (const float temperature : {0.0f, 1.0f}) {
+    CAPTURE(temperature);
+    parley_generate_options g;
+    parley_generate_options_init(&g);
+    g.temperature = temperature;
+    g.max_tokens = 4;
+    CHECK(parley_session_send(s, "ab cd", &g, nullptr, nullptr, nullptr) == PARLEY_E_BAD_MODEL);
+    CHECK(std::string(parley_last_error()).find("NaN") != std::string::npos);
+  }
+  const char* const replies[] = {"ab"};
+  double logprob = 0;
+  CHECK(parley_session_score_replies(s, "cd", replies, 1, 0, &logprob, nullptr) ==
+        PARLEY_E_BAD_MODEL);
+  CHECK(std::string(parley_last_error()).find("NaN") != std::string::npos);
+  parley_session_close(s);
+  parley_engine_close(e);
+}
