@@ -706,8 +706,9 @@ typedef struct parley_turn_stats {
  *  on the same store file changed this conversation, also to as many turns as before, or deleted it
  *  and started another under its id: the message says so, and the turns stay in memory; or the
  *  store file was moved, replaced or deleted while open: see parley_engine_open), BAD_MODEL
- *  (since 0.9: the model computed NaN logits, its weights holding NaN or infinite values; the
- *  session is left as before), BUSY, MISUSE, BACKEND.
+ *  (since 0.9: the model computed no logit that is not NaN, its weights holding NaN or
+ *  infinite values; a token whose logit alone is NaN is never chosen; the session is left as
+ *  before), BUSY, MISUSE, BACKEND.
  *  With a store, the turn is committed (synchronous=FULL) before this returns.
  *  Thread-safety: one thread per session. Since: 0.1. */
 PARLEY_API parley_status parley_session_send(parley_session *s, const char *user_text,

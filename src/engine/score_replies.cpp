@@ -5,6 +5,7 @@
 // table with logits for every row, and the log-probability of each next token is summed.
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <span>
 #include <string>
 #include <vector>
@@ -22,15 +23,24 @@ namespace {
 
 // log of the probability softmax(row) gives any of `targets` (each listed once), in double:
 // the sum over a reply must not drift with its length.
+// A NaN logit weighs nothing, as the sampler takes it (impossible): a token the model cannot
+// compute is never chosen, nor is it likely. A row with no finite logit is the model's fault.
 double log_probability(std::span<const float> row, std::span<const int32_t> targets) {
-  const float top = *std::max_element(row.begin(), row.end());
+  const auto weight_of = [](float x, float top) {
+    if (x == top) return 1.0;  // (also a +inf top: inf - inf would be NaN)
+    return std::isnan(x) ? 0.0 : std::exp(double(x) - double(top));
+  };
+  float top = -std::numeric_limits<float>::infinity();
+  for (const float x : row) {
+    if (x > top) top = x;  // (false for NaN)
+  }
+  require(top > -std::numeric_limits<float>::infinity(), Status::bad_model,
+          sample::kNanLogitsMessage);
   double sum = 0;
-  for (const float x : row) sum += std::exp(double(x) - double(top));
+  for (const float x : row) sum += weight_of(x, top);
   double chosen = 0;
-  for (const int32_t t : targets) chosen += std::exp(double(row[size_t(t)]) - double(top));
-  const double logprob = std::log(chosen) - std::log(sum);
-  require(!std::isnan(logprob), Status::bad_model, sample::kNanLogitsMessage);
-  return logprob;
+  for (const int32_t t : targets) chosen += weight_of(row[size_t(t)], top);
+  return std::log(chosen) - std::log(sum);
 }
 
 }  // namespace

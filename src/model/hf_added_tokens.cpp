@@ -8,6 +8,7 @@
 #include <string>
 
 #include "common/error.h"
+#include "common/log.h"
 #include "model/json_shown.h"
 #include "model/text_file.h"
 
@@ -134,6 +135,34 @@ std::vector<AddedToken> added_tokens_from_added_tokens_json(std::string_view tex
   return tokens;
 }
 
+namespace {
+
+// tokenizer.json, added_tokens.json and special_tokens_map.json may be left out, and versions
+// before 0.9 never read them: one that holds no JSON at all (a Git LFS pointer, blank lines)
+// is left out with a warning, so that a model that loaded before still does. One that is
+// JSON but malformed is still refused.
+std::string optional_json_text(const std::filesystem::path& path, size_t max_bytes) {
+  std::string text;
+  try {
+    text = read_optional_text_file(path, max_bytes);
+  } catch (const Error& e) {
+    if (e.status() != Status::bad_model) throw;
+    log::warn_line(std::string(e.what()) + "; left out");
+    return {};
+  }
+  const size_t first = text.find_first_not_of(" \t\r\n");
+  if (first == std::string::npos) return {};
+  const size_t start = text.compare(first, 3, "\xEF\xBB\xBF") == 0 ? first + 3 : first;
+  const bool json_like = start < text.size() && (text[start] == '{' || text[start] == '[');
+  if (!json_like) {
+    log::warn_line("'" + path.string() + "' holds no JSON; left out");
+    return {};
+  }
+  return text;
+}
+
+}  // namespace
+
 AddedPieces read_added_tokens(const std::filesystem::path& dir, std::string_view tokenizer_config) {
   AddedPieces added;
   std::optional<std::vector<AddedToken>> tokens;
@@ -142,16 +171,15 @@ AddedPieces read_added_tokens(const std::filesystem::path& dir, std::string_view
     added.tokens_file = kTokenizerConfigFile;
   }
   if (!tokens) {
-    const std::string text =
-        read_optional_text_file(dir / kTokenizerJsonFile, kMaxTokenizerJsonBytes);
+    const std::string text = optional_json_text(dir / kTokenizerJsonFile, kMaxTokenizerJsonBytes);
     if (!text.empty()) tokens = added_tokens_from_tokenizer_json(text);
     added.tokens_file = kTokenizerJsonFile;
   }
   if (!tokens) {
-    const std::string text = read_optional_text_file(dir / kAddedTokensFile, kMaxJsonBytes);
+    const std::string text = optional_json_text(dir / kAddedTokensFile, kMaxJsonBytes);
     if (text.empty()) return {};
     tokens = added_tokens_from_added_tokens_json(
-        text, read_optional_text_file(dir / kSpecialTokensMapFile, kMaxJsonBytes));
+        text, optional_json_text(dir / kSpecialTokensMapFile, kMaxJsonBytes));
     added.tokens_file = kAddedTokensFile;
   }
   added.tokens = std::move(*tokens);

@@ -46,3 +46,37 @@ TEST_CASE("a NaN weight: replies and scores are BAD_MODEL naming the weights") {
   parley_session_close(s);
   parley_engine_close(e);
 }
+
+TEST_CASE("a NaN in one token's output row: that token is impossible, the rest goes on") {
+  TempDir tmp;
+  SynthSpec spec;
+  spec.tied = false;
+  SynthWeights weights = make_synth_weights(spec);
+  const int32_t broken = 300;
+  weights.output[size_t(broken) * size_t(spec.dim)] = std::numeric_limits<float>::quiet_NaN();
+  const std::string path = (tmp / "nan-row.gguf").string();
+  write_gguf(spec, weights, make_spm_vocab(spec.n_vocab), path);
+
+  parley_engine* e = open_engine(path, PARLEY_KV_F32);
+  REQUIRE(e != nullptr);
+  parley_session* s = nullptr;
+  parley_session_options so;
+  parley_session_options_init(&so);
+  so.chat_template = "raw";
+  REQUIRE(parley_session_create(e, &so, &s) == PARLEY_OK);
+  // Replies and scores, as the sampler does, take the NaN logit as "never".
+  parley_generate_options g;
+  parley_generate_options_init(&g);
+  g.temperature = 0;
+  g.max_tokens = 8;
+  REQUIRE(parley_session_send(s, "ab cd", &g, nullptr, nullptr, nullptr) == PARLEY_OK);
+  const char* const replies[] = {"ab", "cd ef"};
+  double logprobs[2] = {1, 1};
+  REQUIRE(parley_session_score_replies(s, "cd", replies, 2, 0, logprobs, nullptr) == PARLEY_OK);
+  for (const double lp : logprobs) {
+    CHECK(std::isfinite(lp));
+    CHECK(lp <= 0);
+  }
+  parley_session_close(s);
+  parley_engine_close(e);
+}

@@ -159,3 +159,26 @@ TEST_CASE("loader: an empty optional file is as absent; a deep one is refused, n
               {"special_tokens_map.json", R"({"additional_special_tokens": )" + deep + "}"}}));
   CHECK(m->tokenizer.added.tokens.size() == 2);
 }
+
+TEST_CASE("loader: an optional tokenizer file holding no JSON is left out, warned of") {
+  parley::test::TempDir tmp;
+  const std::string lfs_pointer =
+      "version https://git-lfs.github.com/spec/v1\noid sha256:0123\nsize 1842767\n";
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"tokenizer.json", lfs_pointer}, {"tokenizer.json", "\n"},
+      {"special_tokens_map.json", "not json"}};
+  for (size_t i = 0; i < cases.size(); ++i) {
+    const auto& [file, text] = cases[i];
+    CAPTURE(file);
+    CAPTURE(text);
+    parley::test::LogCapture log;
+    const auto m = load_model(hf_dir(tmp, "m" + std::to_string(i),
+                                     {{file, text}, {"added_tokens.json", kAddedTokensJson}}));
+    CHECK(listed(m->tokenizer.added) ==
+          Listed{{kImEnd, "<|im_end|>", false}, {kImStart, "<|im_start|>", false}});
+    CHECK(log.count("left out") == (text == "\n" ? 0 : 1));
+  }
+  // JSON that is malformed inside is still refused.
+  CHECK_PARLEY_ERROR(load_model(hf_dir(tmp, "bad-json", {{"tokenizer.json", "{\"added"}})),
+                     Status::bad_model, "tokenizer.json");
+}
