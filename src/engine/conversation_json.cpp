@@ -10,6 +10,7 @@
 
 #include "common/error.h"
 #include "common/shown_id.h"
+#include "model/json_shown.h"
 
 namespace parley::engine {
 namespace {
@@ -52,16 +53,6 @@ std::string readable_parser_message(std::string_view message) {
   const size_t head_end = character_start(line, kParserMessageHead);
   const size_t tail_start = character_start(line, line.size() - kParserMessageTail);
   return line.substr(0, head_end) + " ... " + line.substr(tail_start);
-}
-
-// What a value is, for messages: never its dump(), which may be long or deep.
-std::string described(const Json& v) {
-  if (v.is_number()) return v.dump();
-  if (v.is_string()) return "a string";
-  if (v.is_boolean()) return v.get<bool>() ? "true" : "false";
-  if (v.is_array()) return "an array";
-  if (v.is_object()) return "an object";
-  return "null";
 }
 
 Json parse_shallow(std::string_view json) {
@@ -143,7 +134,7 @@ store::StoredTurn read_message(const Json& m, size_t index, bool& has_ids) {
   for (const Json& id : *ids) {
     if (!id.is_number_integer() || id.get<int64_t>() < 0 ||
         id.get<int64_t>() > std::numeric_limits<int32_t>::max()) {
-      bad("'" + where + "tokens' holds " + described(id) + ", not a token id");
+      bad("'" + where + "tokens' holds " + model::json_shown(id) + ", not a token id");
     }
     t.token_ids.push_back(int32_t(id.get<int64_t>()));
   }

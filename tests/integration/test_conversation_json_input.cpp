@@ -117,14 +117,14 @@ TEST_CASE("deep nesting is refused as such, even on a thread with a small stack"
   parley_engine_close(e);
 }
 
-TEST_CASE("a value that is not a token id is named by its type, never written out") {
+TEST_CASE("a value that is not a token id: arrays and objects named by kind, never written out") {
   const std::string head =
       R"({"format": "parley-conversation", "version": 1, "chat_template": "raw", )"
       R"("messages": [{"role": "user", "text": "a", "tokens": )";
   CHECK(refusal(head + "[1, [2, [3]]]}]}").find("'messages[0].tokens' holds an array") !=
         std::string::npos);
   CHECK(refusal(head + R"([{"a": 1}]}]})").find("holds an object") != std::string::npos);
-  CHECK(refusal(head + R"(["7"]}]})").find("holds a string") != std::string::npos);
+  CHECK(refusal(head + R"(["7"]}]})").find("holds \"7\"") != std::string::npos);
   CHECK(refusal(head + "[1.5]}]}").find("holds 1.5") != std::string::npos);
 }
 
