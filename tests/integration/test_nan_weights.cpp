@@ -14,21 +14,40 @@
 
 using namespace parley::test;
 
+namespace {
+
+// An engine on `weights` written as a GGUF file in `tmp`, and a raw session of it.
+struct NanModel {
+  parley_engine* engine = nullptr;
+  parley_session* session = nullptr;
+
+  NanModel(const TempDir& tmp, const SynthSpec& spec, const SynthWeights& weights) {
+    const std::string path = (tmp / "model.gguf").string();
+    write_gguf(spec, weights, make_spm_vocab(spec.n_vocab), path);
+    engine = open_engine(path, PARLEY_KV_F32);
+    REQUIRE(engine != nullptr);
+    parley_session_options so;
+    parley_session_options_init(&so);
+    so.chat_template = "raw";
+    REQUIRE(parley_session_create(engine, &so, &session) == PARLEY_OK);
+  }
+  ~NanModel() {
+    parley_session_close(session);
+    parley_engine_close(engine);
+  }
+  NanModel(const NanModel&) = delete;
+  NanModel& operator=(const NanModel&) = delete;
+};
+
+}  // namespace
+
 TEST_CASE("a NaN weight: replies and scores are BAD_MODEL naming the weights") {
   TempDir tmp;
   const SynthSpec spec;
   SynthWeights weights = make_synth_weights(spec);
   weights.output_norm[3] = std::numeric_limits<float>::quiet_NaN();  // reaches every logit
-  const std::string path = (tmp / "nan.gguf").string();
-  write_gguf(spec, weights, make_spm_vocab(spec.n_vocab), path);
-
-  parley_engine* e = open_engine(path, PARLEY_KV_F32);
-  REQUIRE(e != nullptr);
-  parley_session* s = nullptr;
-  parley_session_options so;
-  parley_session_options_init(&so);
-  so.chat_template = "raw";
-  REQUIRE(parley_session_create(e, &so, &s) == PARLEY_OK);
+  const NanModel m(tmp, spec, weights);
+  parley_session* s = m.session;
   for (const float temperature : {0.0f, 1.0f}) {
     CAPTURE(temperature);
     parley_generate_options g;
@@ -43,8 +62,6 @@ TEST_CASE("a NaN weight: replies and scores are BAD_MODEL naming the weights") {
   CHECK(parley_session_score_replies(s, "cd", replies, 1, 0, &logprob, nullptr) ==
         PARLEY_E_BAD_MODEL);
   CHECK(std::string(parley_last_error()).find("NaN") != std::string::npos);
-  parley_session_close(s);
-  parley_engine_close(e);
 }
 
 TEST_CASE("a NaN in one token's output row: that token is impossible, the rest goes on") {
@@ -54,16 +71,8 @@ TEST_CASE("a NaN in one token's output row: that token is impossible, the rest g
   SynthWeights weights = make_synth_weights(spec);
   const int32_t broken = 300;
   weights.output[size_t(broken) * size_t(spec.dim)] = std::numeric_limits<float>::quiet_NaN();
-  const std::string path = (tmp / "nan-row.gguf").string();
-  write_gguf(spec, weights, make_spm_vocab(spec.n_vocab), path);
-
-  parley_engine* e = open_engine(path, PARLEY_KV_F32);
-  REQUIRE(e != nullptr);
-  parley_session* s = nullptr;
-  parley_session_options so;
-  parley_session_options_init(&so);
-  so.chat_template = "raw";
-  REQUIRE(parley_session_create(e, &so, &s) == PARLEY_OK);
+  const NanModel m(tmp, spec, weights);
+  parley_session* s = m.session;
   // Replies and scores, as the sampler does, take the NaN logit as "never".
   parley_generate_options g;
   parley_generate_options_init(&g);
@@ -77,6 +86,4 @@ TEST_CASE("a NaN in one token's output row: that token is impossible, the rest g
     CHECK(std::isfinite(lp));
     CHECK(lp <= 0);
   }
-  parley_session_close(s);
-  parley_engine_close(e);
 }
