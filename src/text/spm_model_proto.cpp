@@ -186,10 +186,11 @@ void check_no_duplicate_pieces(const model::GgufVocab& vocab) {
     const PieceType type = loaded_type_of(vocab, i);
     const bool plain =
         type == PieceType::normal || type == PieceType::user_defined || type == PieceType::unused;
-    const auto [first, added] = first_ids[plain].emplace(vocab.tokens[i], i);
-    require(added, Status::bad_model, [&] {
+    // (No structured binding: clang's C++20 cannot capture one in the lambda.)
+    const auto inserted = first_ids[plain].emplace(vocab.tokens[i], i);
+    require(inserted.second, Status::bad_model, [&] {
       return "tokenizer.ggml.tokens: piece '" + vocab.tokens[i] + "' appears twice (ids " +
-             std::to_string(first->second) + " and " + std::to_string(i) + ")";
+             std::to_string(inserted.first->second) + " and " + std::to_string(i) + ")";
     });
   }
 }
@@ -250,10 +251,10 @@ int32_t append_added_tokens(const model::AddedPieces& added,
              "tokenizer.model's " + std::to_string(own.size()) + " pieces must follow on from " +
              "them, and the next is " + std::to_string(next);
     });
-    const auto [earlier, added_now] = ids.emplace(token.content, token.id);
-    require(added_now, Status::bad_model, [&] {
+    const auto inserted = ids.emplace(token.content, token.id);
+    require(inserted.second, Status::bad_model, [&] {
       return file + quoted(token.id, token.content) + " is already piece " +
-             std::to_string(earlier->second);
+             std::to_string(inserted.first->second);
     });
     append_piece(model, token.content,
                  token.special ? PieceType::control : PieceType::user_defined);
