@@ -17,22 +17,27 @@ void append_escaped_bytes(std::string& out, std::string_view bytes) {
   }
 }
 
+// Appends the character that starts `text` as a message shows it (invalid bytes and control
+// characters as \xNN; with `in_quotes`, a backslash or quote escaped); returns its bytes.
+size_t append_shown_character(std::string& out, std::string_view text, bool in_quotes) {
+  const Utf8Sequence seq = next_utf8_sequence(text);
+  const std::string_view character = text.substr(0, seq.length);
+  if (seq.kind != Utf8Sequence::whole || is_control_character(character)) {
+    append_escaped_bytes(out, character);
+  } else {
+    if (in_quotes && (character == "\\" || character == "'")) out += '\\';
+    out += character;
+  }
+  return character.size();
+}
+
 }  // namespace
 
 std::string shown_id(std::string_view id) {
   std::string out = "'";
-  size_t shown = 0;
   size_t at = 0;
-  for (; at < id.size() && shown < kShownIdChars; ++shown) {
-    const Utf8Sequence seq = next_utf8_sequence(id.substr(at));
-    const std::string_view character = id.substr(at, seq.length);
-    if (seq.kind != Utf8Sequence::whole || is_control_character(character)) {
-      append_escaped_bytes(out, character);
-    } else {
-      if (character == "\\" || character == "'") out += '\\';
-      out += character;
-    }
-    at += character.size();
+  for (size_t shown = 0; at < id.size() && shown < kShownIdChars; ++shown) {
+    at += append_shown_character(out, id.substr(at), true);
   }
   if (at < id.size()) out += "...";
   return out + "'";
@@ -41,16 +46,7 @@ std::string shown_id(std::string_view id) {
 std::string one_line_text(std::string_view text) {
   std::string out;
   out.reserve(text.size());
-  for (size_t at = 0; at < text.size();) {
-    const Utf8Sequence seq = next_utf8_sequence(text.substr(at));
-    const std::string_view character = text.substr(at, seq.length);
-    if (seq.kind != Utf8Sequence::whole || is_control_character(character)) {
-      append_escaped_bytes(out, character);
-    } else {
-      out += character;
-    }
-    at += character.size();
-  }
+  for (size_t at = 0; at < text.size();) at += append_shown_character(out, text.substr(at), false);
   return out;
 }
 
