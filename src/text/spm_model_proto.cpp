@@ -7,15 +7,15 @@
 #include <unordered_map>
 
 #include "common/error.h"
+#include "common/protobuf_wire.h"
 
 namespace parley::text {
 namespace {
 
-// Protobuf wire types.
-constexpr uint32_t kWireVarint = 0;
-constexpr uint32_t kWireFixed64 = 1;
-constexpr uint32_t kWireLengthDelimited = 2;
-constexpr uint32_t kWireFixed32 = 5;
+using protobuf::kWireLengthDelimited;
+using protobuf::kWireVarint;
+using protobuf::WireReader;
+using protobuf::WireWriter;
 
 // Field numbers of sentencepiece_model.proto.
 namespace field {
@@ -46,109 +46,6 @@ constexpr uint32_t kNormalizerEscapeWhitespaces = 5;
 }  // namespace field
 
 constexpr uint64_t kModelTypeBpe = 2;  // TrainerSpec.ModelType.BPE
-
-class WireWriter {
- public:
-  void varint(uint32_t number, uint64_t value) {
-    key(number, kWireVarint);
-    raw_varint(value);
-  }
-  // Negative int32 values are sign-extended to 64 bits, as protobuf encodes them.
-  void int32(uint32_t number, int32_t value) { varint(number, uint64_t(int64_t(value))); }
-  void boolean(uint32_t number, bool value) { varint(number, value ? 1 : 0); }
-  void float32(uint32_t number, float value) {
-    key(number, kWireFixed32);
-    uint32_t bits = 0;
-    std::memcpy(&bits, &value, sizeof bits);
-    for (int i = 0; i < 4; ++i) out_.push_back(char((bits >> (8 * i)) & 0xFF));
-  }
-  void bytes(uint32_t number, std::string_view value) {
-    key(number, kWireLengthDelimited);
-    raw_varint(value.size());
-    out_.append(value);
-  }
-  // Bytes that are already one or more whole fields.
-  void fields(std::string_view encoded) { out_.append(encoded); }
-  const std::string& data() const { return out_; }
-  std::string take() { return std::move(out_); }
-
- private:
-  void key(uint32_t number, uint32_t wire_type) { raw_varint((uint64_t(number) << 3) | wire_type); }
-  void raw_varint(uint64_t value) {
-    while (value >= 0x80) {
-      out_.push_back(char((value & 0x7F) | 0x80));
-      value >>= 7;
-    }
-    out_.push_back(char(value));
-  }
-  std::string out_;
-};
-
-// Reads the fields of one message, bounds-checked; unknown fields are skipped by wire type.
-class WireReader {
- public:
-  struct Field {
-    uint32_t number = 0;
-    uint32_t wire_type = 0;
-    uint64_t value = 0;      // varint fields
-    std::string_view bytes;  // length-delimited fields
-  };
-
-  WireReader(std::string_view data, const char* message) : data_(data), message_(message) {}
-
-  bool done() const { return pos_ == data_.size(); }
-  // Where the next field starts: the bytes between two offsets are whole fields.
-  size_t offset() const { return pos_; }
-  std::string_view slice(size_t begin, size_t end) const { return data_.substr(begin, end - begin); }
-
-  Field next() {
-    Field f;
-    const uint64_t key = varint();
-    f.number = uint32_t(key >> 3);
-    f.wire_type = uint32_t(key & 7);
-    switch (f.wire_type) {
-      case kWireVarint: f.value = varint(); break;
-      case kWireFixed64: take(8); break;
-      case kWireLengthDelimited: {
-        const uint64_t n = varint();
-        require(n <= data_.size() - pos_, Status::bad_model,
-                std::string("tokenizer model: a field of ") + message_ + " runs past its end");
-        f.bytes = take(size_t(n));
-        break;
-      }
-      case kWireFixed32: take(4); break;
-      default:
-        fail(Status::bad_model, std::string("tokenizer model: unknown wire type ") +
-                                    std::to_string(f.wire_type) + " in " + message_);
-    }
-    return f;
-  }
-
- private:
-  uint64_t varint() {
-    uint64_t value = 0;
-    for (int shift = 0; shift < 64; shift += 7) {
-      require(pos_ < data_.size(), Status::bad_model,
-              std::string("tokenizer model: truncated varint in ") + message_);
-      const auto b = uint8_t(data_[pos_++]);
-      value |= uint64_t(b & 0x7F) << shift;
-      if (!(b & 0x80)) return value;
-    }
-    fail(Status::bad_model,
-         std::string("tokenizer model: varint longer than 10 bytes in ") + message_);
-  }
-  std::string_view take(size_t n) {
-    require(n <= data_.size() - pos_, Status::bad_model,
-            std::string("tokenizer model: truncated field in ") + message_);
-    const auto s = data_.substr(pos_, n);
-    pos_ += n;
-    return s;
-  }
-
-  std::string_view data_;
-  const char* message_;
-  size_t pos_ = 0;
-};
 
 // GGUF leaves token_type out when every token is normal.
 PieceType type_of(const model::GgufVocab& vocab, size_t id) {
@@ -197,12 +94,12 @@ void check_no_duplicate_pieces(const model::GgufVocab& vocab) {
 
 std::vector<std::string_view> piece_texts(std::string_view model_proto) {
   std::vector<std::string_view> texts;
-  WireReader model(model_proto, "ModelProto");
+  WireReader model(model_proto, "tokenizer model", "ModelProto");
   while (!model.done()) {
     const auto f = model.next();
     if (f.number != field::kModelPieces || f.wire_type != kWireLengthDelimited) continue;
     std::string_view text;
-    WireReader piece(f.bytes, "SentencePiece");
+    WireReader piece(f.bytes, "tokenizer model", "SentencePiece");
     while (!piece.done()) {
       const auto pf = piece.next();
       if (pf.number == field::kPiecePiece && pf.wire_type == kWireLengthDelimited) {
@@ -409,13 +306,13 @@ std::string build_spm_model_proto(const model::GgufVocab& vocab) {
 
 SpmModelInfo read_spm_model_info(std::string_view model_proto) {
   SpmModelInfo info;
-  WireReader model(model_proto, "ModelProto");
+  WireReader model(model_proto, "tokenizer model", "ModelProto");
   while (!model.done()) {
     const auto f = model.next();
     if (f.wire_type != kWireLengthDelimited) continue;
     if (f.number == field::kModelPieces) {
       PieceType type = PieceType::normal;  // the proto default
-      WireReader piece(f.bytes, "SentencePiece");
+      WireReader piece(f.bytes, "tokenizer model", "SentencePiece");
       while (!piece.done()) {
         const auto pf = piece.next();
         if (pf.number == field::kPieceType && pf.wire_type == kWireVarint) {
@@ -425,7 +322,7 @@ SpmModelInfo read_spm_model_info(std::string_view model_proto) {
       info.piece_types.push_back(type);
     } else if (f.number == field::kModelNormalizerSpec) {
       // Repeated occurrences of a message field merge; the last value of a scalar wins.
-      WireReader normalizer(f.bytes, "NormalizerSpec");
+      WireReader normalizer(f.bytes, "tokenizer model", "NormalizerSpec");
       while (!normalizer.done()) {
         const auto nf = normalizer.next();
         if (nf.number == field::kNormalizerAddDummyPrefix && nf.wire_type == kWireVarint) {
@@ -486,7 +383,7 @@ bool looks_like_control(std::string_view piece) {
 ControlLookingPieces mark_control_looking_pieces(std::string_view model_proto) {
   ControlLookingPieces result;
   WireWriter model;
-  WireReader reader(model_proto, "ModelProto");
+  WireReader reader(model_proto, "tokenizer model", "ModelProto");
   while (!reader.done()) {
     const size_t begin = reader.offset();
     const auto f = reader.next();
@@ -497,7 +394,7 @@ ControlLookingPieces mark_control_looking_pieces(std::string_view model_proto) {
     }
     PieceType type = PieceType::normal;  // the proto default
     std::string_view text;
-    WireReader piece(f.bytes, "SentencePiece");
+    WireReader piece(f.bytes, "tokenizer model", "SentencePiece");
     while (!piece.done()) {
       const auto pf = piece.next();
       if (pf.number == field::kPieceType && pf.wire_type == kWireVarint) type = PieceType(pf.value);
