@@ -35,8 +35,9 @@ size_t check_order(const ConversationJson& c) {
   return first;
 }
 
-// Adds each exchange from its texts; nothing is left in the store when one fails. A reply the
-// file says is closed ends with the template's end ids; others are left open, as written ones.
+// Adds each exchange from its texts, then stores the conversation whole: nothing is left in
+// the store when one fails. A reply the file says is closed ends with the template's end ids;
+// others are left open, as written ones.
 std::unique_ptr<Session> import_texts(std::shared_ptr<Engine> engine, const ConversationJson& c,
                                       size_t first) {
   SessionOptions options;
@@ -46,8 +47,9 @@ std::unique_ptr<Session> import_texts(std::shared_ptr<Engine> engine, const Conv
   options.cache_scope = c.header.cache_scope;
   options.overflow = OverflowPolicy(c.header.overflow);
   if (c.has_created_ms) options.created_ms = c.header.created_ms;
+  options.store_when_built = true;
   auto session = std::make_unique<Session>(engine, options);
-  try {
+  {
     const auto use = session->try_use();
     const bool drops = OverflowPolicy(c.header.overflow) == OverflowPolicy::drop_oldest;
     for (size_t i = first; i < c.turns.size(); ++i) {
@@ -67,14 +69,7 @@ std::unique_ptr<Session> import_texts(std::shared_ptr<Engine> engine, const Conv
       // A conversation that ends with a user message awaits its reply, as after a rewind.
       if (!replied && i + 1 == c.turns.size()) session->rewind(1);
     }
-  } catch (...) {
-    const std::string id = session->id();
-    session.reset();
-    try {
-      if (auto* store = engine->store()) store->delete_session(id);
-    } catch (...) {  // the store's own failure: the first error is the one to report
-    }
-    throw;
+    session->store_built();
   }
   return session;
 }

@@ -65,10 +65,10 @@ Session::Session(std::shared_ptr<Engine> engine, const SessionOptions& options)
   // Registered, the session is visible to the engine's spills: none may touch it half-built.
   std::lock_guard constructing(state_mutex_);
   id_ = engine_->register_session(this, options.id, false);
-  if (auto* store = engine_->store()) {
+  unstored_ = options.store_when_built && engine_->store();
+  if (auto* store = engine_->store(); store && !unstored_) {
     try {
-      created_revision_ = revision_ = store->create_session(stored_header());
-      commit_messages();
+      create_in_store(*store);
     } catch (...) {
       engine_->unregister_session(id_);
       throw;
@@ -95,18 +95,21 @@ Session::Session(const Session& source, const std::string& new_id, ForkTag)
   id_ = engine_->register_session(this, new_id, false);
   if (auto* store = engine_->store()) {
     try {
-      created_revision_ = revision_ = store->create_session(stored_header());
-      commit_messages();
-      // A spilled source's KV is the fork's too; the store shares its prefix blocks.
-      if (spilled_) {
+      create_in_store(*store);
+    } catch (...) {
+      engine_->unregister_session(id_);
+      throw;
+    }
+    // A spilled source's KV is the fork's too; the store shares its prefix blocks. Without
+    // the copy the fork recomputes it when used: its turns are stored, nothing is lost.
+    if (spilled_) {
+      try {
         if (auto kv = store->load_kv(source.id_)) {
           store->save_kv(id_, *kv, {}, uint32_t(n_stored_), revision_);
         }
+      } catch (const std::exception& e) {
+        log::warn_line("fork " + shown_id(id_) + " recomputes its KV when used: " + e.what());
       }
-    } catch (...) {
-      if (store->load_session(id_)) store->delete_session(id_);
-      engine_->unregister_session(id_);
-      throw;
     }
   }
 }
@@ -147,15 +150,28 @@ Session::Session(std::shared_ptr<Engine> engine, const store::StoredSession& hea
   id_ = engine_->register_session(this, header.id, false);
   if (auto* store = engine_->store()) {
     try {
-      created_revision_ = revision_ = store->create_session(stored_header());
-      commit_messages();
+      create_in_store(*store);
     } catch (...) {
-      if (store->load_session(id_)) store->delete_session(id_);
       engine_->unregister_session(id_);
       throw;
     }
     spilled_ = !tokens_.empty();  // as a reopened session without stored KV: rebuilt
   }
+}
+
+void Session::create_in_store(store::Store& store) {
+  const store::Store::Created created = store.create_session(stored_header(), stored_turns(0));
+  created_revision_ = created.created_revision;
+  revision_ = created.revision;
+  n_committed_ = n_stored_ = messages_.size();
+}
+
+void Session::store_built() {
+  auto* store = engine_->store();
+  if (!store || !unstored_) return;
+  create_in_store(*store);
+  unstored_ = false;
+  rewrite_transcript_ = false;  // (a rebuild under DROP_OLDEST: what is stored is its result)
 }
 
 void Session::adopt_turns(std::vector<store::StoredTurn> turns, Status bad_status,

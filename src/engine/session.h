@@ -41,6 +41,9 @@ struct SessionOptions {
   std::string cache_scope;
   OverflowPolicy overflow = OverflowPolicy::error;
   std::optional<int64_t> created_ms;  // when the conversation began; nullopt = now
+  // The store gets the conversation only at store_built(), whole: a conversation built turn
+  // by turn (an import) leaves nothing stored when a turn fails.
+  bool store_when_built = false;
 };
 
 struct GenerateParams {
@@ -197,6 +200,10 @@ class Session {
   // filled last block is copied. Throws Error: invalid_argument (bad or used id),
   // out_of_memory, storage.
   std::unique_ptr<Session> fork(const std::string& new_id) const;
+
+  // Stores a conversation created with SessionOptions::store_when_built, in one transaction;
+  // from then on its turns are committed as they come. Throws Error(storage).
+  void store_built();
 
   // Drops the last n messages (the system prompt stays) and the KV behind them.
   // Throws Error(invalid_argument) when there are fewer, Error(storage).
@@ -393,6 +400,9 @@ class Session {
   // Drops the last token's KV if it was computed, as a generated reply leaves it: the next
   // turn then computes it and the logits that follow it.
   void await_last_token_kv();
+  // Stores the conversation, new to the store, with its turns so far: one transaction, so
+  // that a failure leaves no half-made conversation behind.
+  void create_in_store(store::Store& store);
   // Commits the messages the store does not have yet (transcript.cpp).
   void commit_messages();
   // Runs a write of this session's stored rows. The store refusing it for anything but a
@@ -438,6 +448,7 @@ class Session {
   int64_t revision_ = 0;         // the stored transcript's revision as this session left it
   int64_t created_revision_ = 0;     // the stored conversation's first revision (set_overflow)
   bool rewrite_transcript_ = false;  // the stored turns must be replaced, not appended to
+  bool unstored_ = false;            // built before the store gets it (store_when_built)
   // Read by the engine's bookkeeping without taking the session.
   std::atomic<bool> spilled_{false};  // the KV is in the store, not in blocks_
   std::atomic<double> last_used_ms_{0};

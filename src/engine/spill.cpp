@@ -17,7 +17,7 @@ namespace parley::engine {
 
 bool Session::spill() {
   auto* store = engine_->store();
-  if (!store) return false;
+  if (!store || unstored_) return false;  // (not stored yet: its KV has no row to go with)
   // A turn the store refused before goes first: its transcript must not be left behind in
   // memory once nothing resident holds the session any more (a closed engine, a reopen).
   commit_messages();

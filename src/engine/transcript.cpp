@@ -47,7 +47,7 @@ std::vector<store::StoredTurn> Session::stored_turns(size_t first) const {
 
 void Session::commit_messages() {
   auto* store = engine_->store();
-  if (!store) return;
+  if (!store || unstored_) return;
   write_own_rows([&] {
     if (rewrite_transcript_) {
       revision_ = store->replace_turns(id_, uint32_t(n_stored_), stored_turns(0), revision_);

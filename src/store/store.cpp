@@ -127,14 +127,23 @@ const std::optional<RecoveryReport>& Store::recovery() const { return impl_->rec
 
 // Transcript writes run with synchronous=FULL: COMMIT returns only after the WAL is on disk.
 
-int64_t Store::create_session(const StoredSession& session) {
+Store::Created Store::create_session(const StoredSession& session,
+                                     std::span<const StoredTurn> turns) {
   require(!session.id.empty(), Status::invalid_argument, "create_session: empty session id");
+  require_known_roles("create_session", turns);
   return impl_->call("create_session", Synchronous::full, [&](Connection& db) {
     WriteTransaction transaction(db);
     require(!transcript_rows::select_session(db, session.id), Status::invalid_argument,
             "create_session: session " + shown_id(session.id) + " already exists");
     transcript_rows::insert_session(db, session);
-    return commit_revision(db, transaction, session.id);
+    Created created;
+    created.created_revision = transcript_rows::select_revision(db, session.id);
+    if (!turns.empty()) {
+      const auto row = transcript_rows::select_session(db, session.id);
+      write_turns_from(db, session.id, *row, 0, turns);
+    }
+    created.revision = commit_revision(db, transaction, session.id);
+    return created;
   });
 }
 

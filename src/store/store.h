@@ -108,8 +108,13 @@ class Store {
   // engine on the same file) changed the conversation since, or deleted it and made another
   // under the same id; the call is then refused with Error(invalid_argument).
 
+  // The session and its first turns, in one transaction: a failure leaves no trace of it.
   // Error(invalid_argument) if the id exists.
-  int64_t create_session(const StoredSession& session);
+  struct Created {
+    int64_t revision = 0;          // after the turns
+    int64_t created_revision = 0;  // the header's (StoredSession::created_revision)
+  };
+  Created create_session(const StoredSession& session, std::span<const StoredTurn> turns = {});
   // Turns first_index on become `turns` (a last reply that went on). The session must hold
   // n_stored turns, first_index <= n_stored: fewer or more means another engine wrote to it.
   // The KV stays: it still describes the ids the kept turns start with.

@@ -144,7 +144,7 @@ TEST_CASE("store: a writer's revision refuses a rewrite with the same count, and
   const std::string path = (dir / "chat.db").string();
   Store mine(path);
   Store theirs(path);
-  const int64_t created = mine.create_session(session_named("s"));
+  const int64_t created = mine.create_session(session_named("s")).revision;
   CHECK(mine.load_session("s")->revision == created);
   int64_t seen = mine.replace_turns_from("s", 0, 0, std::vector{turn(1, "a", {1})}, created);
   CHECK(seen > created);
@@ -175,7 +175,7 @@ TEST_CASE("store: a writer's revision refuses a rewrite with the same count, and
   // Deleted and created again under the same id, with as many turns: a new revision still.
   seen = mine.load_session("s")->revision;
   theirs.delete_session("s");
-  const int64_t again = theirs.create_session(session_named("s"));
+  const int64_t again = theirs.create_session(session_named("s")).revision;
   theirs.replace_turns_from("s", 0, 0, std::vector{turn(1, "n", {5}), turn(2, "m", {6})}, again);
   CHECK(status_of([&] { mine.replace_turns_from("s", 2, 2, next, seen); }) ==
         Status::invalid_argument);
@@ -191,7 +191,7 @@ TEST_CASE("store: set_overflow commits updated_ms and leaves the revision") {
   Store store((dir / "chat.db").string());
   StoredSession old = session_named("s");
   old.updated_ms = 1000;  // long ago
-  const int64_t revision = store.create_session(old);
+  const int64_t revision = store.create_session(old).revision;
   store.set_overflow("s", 0);
   const auto after = store.load_session("s");
   CHECK(after->overflow == 0);
