@@ -139,6 +139,14 @@ void refuse_unwritable(const std::string& path) {
   if (std::filesystem::exists(path, ec) && ::access(path.c_str(), R_OK | W_OK) != 0) {
     unwritable("file", path);
   }
+  // Left by a run that ended without closing the store (perhaps as another user): SQLite
+  // would read the store through them, then refuse every write.
+  for (const char* suffix : {"-wal", "-shm", "-journal"}) {
+    const std::string companion = path + suffix;
+    if (std::filesystem::exists(companion, ec) && ::access(companion.c_str(), R_OK | W_OK) != 0) {
+      unwritable("companion file", companion);
+    }
+  }
   const std::filesystem::path folder = std::filesystem::path(path).parent_path();
   const std::string dir = folder.empty() ? "." : folder.string();
   // The store file is created when missing, its folder is not (SQLite: "unable to open").

@@ -3,10 +3,13 @@
 // that cannot be read back. The files are inspected and edited with plain SQLite.
 #include <doctest/doctest.h>
 #include <sqlite3.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
+#include <optional>
+#include <string>
 
 #include "append_turns.h"
 #include "common/error.h"
@@ -76,6 +79,57 @@ Error error_opening(const std::string& path) {
   }
   FAIL("opening " << path << " should have failed");
   return Error(Status::ok, "");
+}
+
+constexpr uid_t kNobody = 65534;
+constexpr int kCannotDropRoot = 77;
+
+// Opening `path` where file permissions apply: in this process, or when it runs as root (to
+// which they do not), in a child process with the ids of "nobody" (the test gives it the
+// folder). The error's message, "" when the store opened; nullopt when root cannot become
+// nobody here (no such permission in a container).
+std::optional<std::string> error_opening_unprivileged(const std::string& path) {
+  const auto message_of_open = [&] {
+    try {
+      Store store(path);
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  if (::geteuid() != 0) return message_of_open();
+  int fds[2];
+  REQUIRE(::pipe(fds) == 0);
+  const pid_t child = ::fork();
+  REQUIRE(child >= 0);
+  if (child == 0) {
+    ::close(fds[0]);
+    const bool dropped = ::setgid(kNobody) == 0 && ::setuid(kNobody) == 0;
+    if (!dropped) ::_exit(kCannotDropRoot);
+    const std::string message = message_of_open();
+    const bool written = ::write(fds[1], message.data(), message.size()) == ssize_t(message.size());
+    ::_exit(written ? 0 : 1);
+  }
+  ::close(fds[1]);
+  std::string message;
+  char buffer[512];
+  for (ssize_t n; (n = ::read(fds[0], buffer, sizeof buffer)) > 0;) message.append(buffer, n);
+  ::close(fds[0]);
+  int status = 0;
+  REQUIRE(::waitpid(child, &status, 0) == child);
+  REQUIRE(WIFEXITED(status));
+  if (WEXITSTATUS(status) == kCannotDropRoot) return std::nullopt;
+  REQUIRE(WEXITSTATUS(status) == 0);
+  return message;
+}
+
+// Gives `dir` and what it holds to the user error_opening_unprivileged() runs as.
+void hand_over(const std::filesystem::path& dir) {
+  if (::geteuid() != 0) return;
+  REQUIRE(::chown(dir.c_str(), kNobody, kNobody) == 0);
+  for (const auto& entry : std::filesystem::recursive_directory_iterator(dir)) {
+    REQUIRE(::chown(entry.path().c_str(), kNobody, kNobody) == 0);
+  }
 }
 
 size_t files_in(const std::filesystem::path& dir) {
@@ -297,32 +351,60 @@ TEST_CASE("store: a folder, or a link to nothing, as the store path is Error(sto
                                           ", which does not exist") != std::string::npos);
 }
 
-// Where permissions apply (not to root), a store the process may not write is refused at once,
-// naming the file or folder, and left as it is.
+// A store the process may not write is refused at once, naming the file or folder, and left
+// as it is.
 TEST_CASE("store: a file or folder that cannot be written is Error(storage) naming it") {
-  if (::geteuid() == 0) {
-    MESSAGE("skipped: permissions do not apply to root");
-    return;
-  }
   test::TempDir dir;
   const std::string path = (dir / "chat.db").string();
   { Store store(path); }
   const auto bytes = std::filesystem::file_size(path);
+  hand_over(dir.path());
   std::filesystem::permissions(path, std::filesystem::perms::owner_read);
-  Error e = error_opening(path);
-  CHECK(e.status() == Status::storage);
-  CHECK(std::string(e.what()).find("the store file " + path + " cannot be written") !=
-        std::string::npos);
+  std::optional<std::string> message = error_opening_unprivileged(path);
+  if (!message) {
+    MESSAGE("skipped: permissions do not apply to root, which cannot become nobody here");
+    return;
+  }
+  CHECK(message->find("the store file " + path + " cannot be written") != std::string::npos);
   CHECK(std::filesystem::file_size(path) == bytes);
   std::filesystem::permissions(path, std::filesystem::perms::owner_all);
 
   const auto folder = dir / "read-only";
   std::filesystem::create_directory(folder);
+  hand_over(dir.path());
   std::filesystem::permissions(folder, std::filesystem::perms::owner_read |
                                            std::filesystem::perms::owner_exec);
-  e = error_opening((folder / "chat.db").string());
+  message = error_opening_unprivileged((folder / "chat.db").string());
   std::filesystem::permissions(folder, std::filesystem::perms::owner_all);
-  CHECK(e.status() == Status::storage);
-  CHECK(std::string(e.what()).find("the store folder " + folder.string() + " cannot be written") !=
+  CHECK(message.value_or("").find("the store folder " + folder.string() + " cannot be written") !=
         std::string::npos);
+  CHECK(error_opening(dir.path().string()).status() == Status::storage);  // (a folder)
+}
+
+// A run that ended without closing the store, as another user, leaves companions this one
+// cannot write: SQLite would read the store through them and refuse every turn.
+TEST_CASE("store: a -wal or -shm companion that cannot be written is Error(storage) naming it") {
+  for (const char* suffix : {"-wal", "-shm"}) {
+    CAPTURE(suffix);
+    test::TempDir dir;
+    const std::string path = (dir / "chat.db").string();
+    { Store store(path); }
+    const std::string companion = path + suffix;
+    std::ofstream(companion).close();
+    hand_over(dir.path());
+    std::filesystem::permissions(companion, std::filesystem::perms::owner_read |
+                                                std::filesystem::perms::group_read |
+                                                std::filesystem::perms::others_read);
+    if (::geteuid() == 0) REQUIRE(::chown(companion.c_str(), 0, 0) == 0);  // root's, as left
+    const std::optional<std::string> message = error_opening_unprivileged(path);
+    if (!message) {
+      MESSAGE("skipped: permissions do not apply to root, which cannot become nobody here");
+      return;
+    }
+    CHECK(message->find("the store companion file " + companion + " cannot be written") !=
+          std::string::npos);
+    std::filesystem::permissions(companion, std::filesystem::perms::owner_all);
+    std::filesystem::remove(companion);
+    CHECK(error_opening_unprivileged(path) == "");  // the same store, companions gone
+  }
 }
