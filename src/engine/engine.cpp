@@ -252,7 +252,8 @@ Engine::SpillPass Engine::spill_where(SessionFilter filter, double arg, const Se
       c.session->spill();
     } catch (const std::exception& e) {  // storage, or memory ran out: the KV stays resident
       log::warn_line("cannot spill session " + shown_id(c.session->id()) + ": " + e.what());
-      pass.failures.push_back({c.session->id(), e.what()});
+      const bool changed_elsewhere = dynamic_cast<const ChangedElsewhere*>(&e) != nullptr;
+      pass.failures.push_back({c.session->id(), e.what(), changed_elsewhere});
     }
   }
   return pass;
@@ -300,10 +301,17 @@ void Engine::fail_for_failed_spills(const std::vector<SpillFailure>& failures) c
       failures.size() > 1
           ? " (the spills of " + std::to_string(failures.size() - 1) + " more sessions failed too)"
           : "";
-  fail(Status::out_of_memory,
-       pool_->budget_words() + " is exhausted, and spilling session " + shown_id(first.session_id) +
-           " to the store to make room failed: " + first.reason + others +
-           "; free space for the store, close sessions, or raise kv_budget_bytes");
+  // Free space helps a store that refused a write, not one that holds another engine's
+  // version of the conversation: closing that session lets its KV go.
+  const bool all_changed_elsewhere = std::all_of(
+      failures.begin(), failures.end(), [](const SpillFailure& f) { return f.changed_elsewhere; });
+  const std::string remedy = all_changed_elsewhere
+                                 ? "close sessions (one another engine changed first)"
+                                 : "free space for the store, close sessions";
+  fail(Status::out_of_memory, pool_->budget_words() + " is exhausted, and spilling session " +
+                                  shown_id(first.session_id) +
+                                  " to the store to make room failed: " + first.reason + others +
+                                  "; " + remedy + ", or raise kv_budget_bytes");
 }
 
 size_t Engine::spill_idle(double idle_since_ms) {

@@ -171,6 +171,7 @@ class Engine {
   struct SpillFailure {
     std::string session_id;
     std::string reason;  // the store's words, or the allocation's
+    bool changed_elsewhere = false;  // the store holds another engine's version of it
   };
   struct SpillPass {
     size_t busy = 0;                     // sessions in use elsewhere: not tried

@@ -34,6 +34,13 @@ enum class KvSource : int32_t { fresh = 0, resident = 1, restored = 2, rebuilt =
 
 enum class OverflowPolicy : int32_t { error = 0, drop_oldest = 1 };  // PARLEY_OVERFLOW_*
 
+// Error(storage): the stored conversation is no longer the one the session wrote (another
+// engine on the same file changed or deleted it). A full disk has nothing to do with it.
+class ChangedElsewhere : public Error {
+ public:
+  using Error::Error;
+};
+
 struct SessionOptions {
   std::string id;                                  // "" = generate one
   std::string system_prompt;

@@ -71,10 +71,11 @@ void Session::set_overflow(OverflowPolicy overflow) {
 
 // A store problem, not a bad argument: the message says what happened and what is kept.
 void Session::fail_changed_elsewhere(const std::string& detail) const {
-  fail(Status::storage, "session " + shown_id(id_) +
-                            " was changed in the store by another engine; its turns here stay "
-                            "in memory only (export them to keep them): " +
-                            detail);
+  throw ChangedElsewhere(Status::storage,
+                         "session " + shown_id(id_) +
+                             " was changed in the store by another engine; its turns here stay "
+                             "in memory only (export them to keep them): " +
+                             detail);
 }
 
 }  // namespace parley::engine

@@ -269,6 +269,27 @@ bool holds(const std::string& text, const std::string& part) {
 
 }  // namespace
 
+TEST_CASE("a spill refused as another engine changed the conversation: advice to close it") {
+  FaultyVfs vfs("parley-faulty-kv-conflict");
+  TempDir dir;
+  const std::string store = (dir / "room.db").string();
+  auto e = engine_on(store, vfs, 4);  // 64 tokens
+  auto idle = session_on(e, "A");
+  REQUIRE(send_to(*idle, "Hello there", 4).status == parley::Status::ok);
+  {
+    auto other = engine_on(store, vfs, 16);
+    auto theirs = parley::engine::Session::open(other, "A");
+    REQUIRE(send_to(*theirs, "Bye", 2).status == parley::Status::ok);
+  }
+  auto big = session_on(e, "big");
+  const Sent refused = send_to(*big, message_for(*big, 48, 56), 6);
+  CHECK(refused.status == parley::Status::out_of_memory);
+  CHECK_MESSAGE(holds(refused.message, "changed in the store by another engine"), refused.message);
+  CHECK_MESSAGE(holds(refused.message, "close sessions (one another engine changed first)"),
+                refused.message);
+  CHECK_MESSAGE(!holds(refused.message, "free space"), refused.message);
+}
+
 TEST_CASE("a spill the full disk refuses is tried once, and the error names it") {
   FaultyVfs vfs("parley-faulty-kv-room");
   TempDir dir;
@@ -285,6 +306,7 @@ TEST_CASE("a spill the full disk refuses is tried once, and the error names it")
   CHECK(refused.status == parley::Status::out_of_memory);
   CHECK_MESSAGE(holds(refused.message, "spilling session 'A' to the store"), refused.message);
   CHECK_MESSAGE(holds(refused.message, "database or disk is full"), refused.message);
+  CHECK_MESSAGE(holds(refused.message, "free space for the store"), refused.message);
   CHECK(warnings.count(kSpillFailed) == 1);
   // The message was not taken: the session is as it was, and A keeps its KV.
   CHECK(big->messages().empty());
