@@ -2,7 +2,9 @@
 
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <iostream>
 #include <optional>
 #include <string>
@@ -47,7 +49,9 @@ const char* kConsoleHelp =
     "/suspend       move the current conversation's KV to the store; the next message\n"
     "               brings it back\n"
     "/delete ID     delete a stored conversation that is not open here\n"
-    "/export FILE   write the current conversation to FILE as JSON (texts and token ids)\n"
+    "/export FILE   write the current conversation to FILE as JSON (texts and token ids); a\n"
+    "               FILE already there is replaced only when empty or holding a JSON object\n"
+    "               (as /export writes), never the store, the model or a file in its folder\n"
     "/import FILE [ID]  a conversation /export wrote (here or elsewhere, another model's too)\n"
     "               as a new one, id ID or the file's, and switch to it\n"
     "/system TEXT   go on under TEXT as the system prompt, every message kept (the next\n"
@@ -131,23 +135,41 @@ enum class InputLine {
   interrupted,  // Ctrl-C at an interactive prompt: said how to leave; ask again
   refused,      // a line the console cannot act on (it holds a NUL byte): said; skip it
   end,          // end of input
+  failed,       // stdin could not be read (a directory, a terminal gone): said
 };
 
-// A line; false at the end of input or, with `*interrupted` set, on Ctrl-C at a prompt.
-bool read_line(std::string& line, const std::string& prompt, bool* interrupted) {
-  *interrupted = false;
-  if (prompt.empty()) return bool(std::getline(std::cin, line));
+// How a read of stdin ended.
+enum class Read { line, interrupted, end, failed };
+
+// After a getline of std::cin that began with errno 0: a read error (which getline takes as
+// the end of input) is no end, and a line it cut short is not the line typed.
+Read outcome_of(bool got, int* error) {
+  if (!std::cin.bad() && std::ferror(stdin) == 0) return got ? Read::line : Read::end;
+  *error = errno != 0 ? errno : EIO;
+  return Read::failed;
+}
+
+// A line; at a prompt, a Ctrl-C ends the wait. `*error`: the errno of a failed read.
+Read read_line(std::string& line, const std::string& prompt, int* error) {
+  if (prompt.empty()) {
+    errno = 0;
+    return outcome_of(bool(std::getline(std::cin, line)), error);
+  }
   clear_stop_request();
   ctrl_c_ends_reads(true);  // else the read goes on after a Ctrl-C, which is then lost
   std::printf("%s", prompt.c_str());
   std::fflush(stdout);
+  errno = 0;
   const bool got = bool(std::getline(std::cin, line));
+  const int read_errno = errno;
   ctrl_c_ends_reads(false);  // a Ctrl-C during a reply stops the reply only
-  if (got || !stop_requested()) return got;
-  std::cin.clear();
-  std::clearerr(stdin);
-  *interrupted = true;
-  return false;
+  if (!got && stop_requested()) {
+    std::cin.clear();
+    std::clearerr(stdin);
+    return Read::interrupted;
+  }
+  errno = read_errno;
+  return outcome_of(got, error);
 }
 
 // A text editor may begin a UTF-8 file with a byte-order mark; it is not part of the line.
@@ -159,13 +181,19 @@ void drop_byte_order_mark(std::string& line) {
 // then ends the wait for the line. Without one a Ctrl-C between replies changes nothing.
 // `first`: the first line of the input. A SIGTERM or SIGHUP ends the input.
 InputLine read_input_line(std::string& line, const std::string& prompt, bool first) {
-  bool interrupted = false;
-  const bool got = read_line(line, prompt, &interrupted);
+  int error = 0;
+  const Read read = read_line(line, prompt, &error);
   if (terminating_signal() != 0) return InputLine::end;  // also for a line read before it
-  if (!got) {
-    if (!interrupted) return InputLine::end;
+  if (read == Read::end) return InputLine::end;
+  if (read == Read::interrupted) {
     std::printf("\n(Ctrl-D or /quit leaves)\n");
     return InputLine::interrupted;
+  }
+  if (read == Read::failed) {
+    std::fflush(stdout);
+    std::fprintf(stderr, "parley-chat: error: cannot read standard input: %s\n",
+                 std::strerror(error));
+    return InputLine::failed;
   }
   if (first) drop_byte_order_mark(line);
   if (!line.empty() && line.back() == '\r') line.pop_back();  // a line of CRLF input
@@ -243,17 +271,19 @@ int run_console(parley_engine* engine, const CliArgs& args) {
   if (reopened) announce_reopened(sessions);
   SessionCommands commands{engine, args, sessions};
   StoreCommands store{engine, args, sessions};
-  TransferCommands transfer{engine, sessions};
+  TransferCommands transfer{engine, args, sessions};
   std::string line;
   // What stdout was last given, named when it could not be written.
   std::string written = "the console's output";
   bool first_line = true;
+  bool input_failed = false;  // the conversations are closed (and stored) as at the end
   // Once stdout cannot be written, no reply or outcome would be seen: stop there.
   while (flush_stdout()) {
     const std::string prompt = interactive ? "[" + shown_id(sessions.current().id) + "] > " : "";
     written = "the console's output";
     const InputLine input = read_input_line(line, prompt, first_line);
-    if (input == InputLine::end) break;
+    input_failed = input == InputLine::failed;
+    if (input == InputLine::end || input_failed) break;
     if (input != InputLine::interrupted) first_line = false;
     if (input != InputLine::line || trim(line).empty()) continue;  // nothing to say
     const size_t start = command_start(line);
@@ -279,7 +309,7 @@ int run_console(parley_engine* engine, const CliArgs& args) {
   // A conversation whose turns the store refused fails the run, also when a file keeps them.
   sessions.close_all();
   if (terminating_signal() != 0) return 128 + terminating_signal();  // as the shell tells it
-  return output_written && sessions.all_stored() ? 0 : 1;
+  return output_written && sessions.all_stored() && !input_failed ? 0 : 1;
 }
 
 }  // namespace chat

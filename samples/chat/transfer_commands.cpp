@@ -7,6 +7,7 @@
 #include <optional>
 #include <string>
 
+#include "export_target.h"
 #include "file_replace.h"
 #include "id_quoting.h"
 #include "output.h"
@@ -109,10 +110,14 @@ void TransferCommands::export_to(std::string_view path) {
     std::printf("usage: /export FILE\n");
     return;
   }
+  const std::string file(path);
+  if (const auto why = export_refusal(file, args)) {
+    print_file_error("write", file, why->c_str());
+    return;
+  }
   Sessions::Open& open = sessions.current();
   const auto json = exported_json(open.session.get());
   if (!json) return;
-  const std::string file(path);
   if (!write_file(file, *json)) return;
   std::printf("(exported %s:%s to %s)\n", shown_id(open.id).c_str(),
               message_count(open.session.get()).c_str(), file.c_str());

@@ -5,6 +5,7 @@
 
 #include <string_view>
 
+#include "cli_args.h"
 #include "parley.h"
 #include "sessions.h"
 
@@ -12,9 +13,13 @@ namespace chat {
 
 struct TransferCommands {
   parley_engine* engine;
+  const CliArgs& args;  // the store and the model, which /export never replaces
   Sessions& sessions;
 
-  // /export FILE: the current conversation's JSON replaces what FILE held.
+  // /export FILE: the current conversation's JSON replaces what FILE held. Refused (said) for
+  // the store (--store) and the files SQLite keeps beside it, the model (-m) or a file in its
+  // folder, however the path names them (a link, another spelling), and for an existing file
+  // that holds something other than a JSON object: a file /export did not write is kept.
   void export_to(std::string_view path);
   // /import FILE [ID]: the conversation in FILE joins the console under ID (or the id in the
   // file) and becomes current. ID is the argument's last word, or a quoted id that ends it

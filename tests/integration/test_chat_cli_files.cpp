@@ -85,21 +85,22 @@ TEST_CASE("console: /export refuses a directory, a device and a missing director
   }
 }
 
-// /proc/version is a file that can be read where no new file can be made: the export's
-// temporary file beside it is what fails, and the error says so rather than blame the target.
+// A file whose name is as long as a name may be: its export's temporary file beside it, whose
+// name is longer, is what fails, and the error says so rather than blame the target.
 TEST_CASE("console: /export over a file that nothing new can go beside names the file that "
           "failed") {
   PARLEY_SHARED_OR_SKIP(gguf, "models/stories260k/stories260k-f32.gguf");
-  const fs::path target = "/proc/version";
-  if (!fs::is_regular_file(target)) {
-    MESSAGE("no /proc/version: skipped");
-    return;
-  }
+  TempDir dir;
+  const fs::path target = dir / std::string(255, 'c');
+  { std::ofstream(target) << "{}"; }
   const ShellRun r = run_console(gguf, "Once upon a time\n/export " + target.string() + "\n");
   CHECK(r.exit_code == 0);
-  CHECK(r.out.find("parley-chat: error: cannot write /proc/version: cannot create the "
-                   "temporary file /proc/version.tmp-") != std::string::npos);
+  CHECK(r.out.find("parley-chat: error: cannot write " + target.string() +
+                   ": cannot create the temporary file " + target.string() + ".tmp-") !=
+        std::string::npos);
+  CHECK(r.out.find(": File name too long\n") != std::string::npos);
   CHECK(r.out.find("(exported") == std::string::npos);
+  CHECK(file_text(target) == "{}");
 }
 
 TEST_CASE("console: /export replaces an existing file whole; a failed export leaves it as it "
@@ -107,9 +108,7 @@ TEST_CASE("console: /export replaces an existing file whole; a failed export lea
   PARLEY_SHARED_OR_SKIP(gguf, "models/stories260k/stories260k-f32.gguf");
   TempDir dir;
   const fs::path file = dir / "chat.json";
-  {
-    std::ofstream(file) << "an earlier file, not JSON";
-  }
+  { std::ofstream(file) << "{\"an earlier file\": \"not a conversation\"}"; }
   const ShellRun first = run_console(gguf, "Once upon a time\n/export " + file.string() + "\n");
   CHECK(first.out.find("(exported ") != std::string::npos);
   const std::string exported = file_text(file);
