@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cmath>
 #include <cstdint>
+#include <cstdio>
 #include <iterator>
 #include <stdexcept>
 #include <string_view>
@@ -12,6 +14,11 @@
 
 namespace parley::bench {
 namespace {
+
+// An hour per codec timing: more is a typo, and would keep the scenario running for days.
+constexpr double kMaxCodecSeconds = 3600;
+// 64 GiB per array, two arrays: more than the memory of the machines this runs on.
+constexpr uint64_t kMaxCopyMib = 65536;
 
 // Earlier names of scenarios, still accepted so that old command lines keep working.
 constexpr std::pair<std::string_view, std::string_view> kScenarioAliases[] = {
@@ -26,16 +33,22 @@ std::string canonical_scenario(std::string_view name) {
   return std::string(name);
 }
 
-std::vector<std::string> split_commas(std::string_view s) {
+// An empty list or item is refused rather than read as "the default": `--scenario ''` from a
+// script whose variable was unset must not quietly run every scenario.
+std::vector<std::string> split_commas(std::string_view flag, std::string_view s) {
+  if (s.empty()) throw std::invalid_argument(std::string(flag) + " needs at least one value");
   std::vector<std::string> parts;
-  while (!s.empty()) {
-    const size_t comma = s.find(',');
-    const std::string_view part = s.substr(0, comma);
-    if (!part.empty()) parts.emplace_back(part);
-    if (comma == std::string_view::npos) break;
-    s.remove_prefix(comma + 1);
+  for (std::string_view rest = s;;) {
+    const size_t comma = rest.find(',');
+    const std::string_view part = rest.substr(0, comma);
+    if (part.empty()) {
+      const std::string got = "got '" + std::string(s) + "'";
+      throw std::invalid_argument(std::string(flag) + " needs a value between commas, " + got);
+    }
+    parts.emplace_back(part);
+    if (comma == std::string_view::npos) return parts;
+    rest.remove_prefix(comma + 1);
   }
-  return parts;
 }
 
 // The fields counts go to are 32-bit: a larger value would wrap past `min`.
@@ -53,19 +66,21 @@ uint64_t parse_count(std::string_view flag, std::string_view value, uint64_t min
 
 std::vector<uint32_t> parse_counts(std::string_view flag, std::string_view value, uint64_t min) {
   std::vector<uint32_t> counts;
-  for (const std::string& part : split_commas(value)) {
+  for (const std::string& part : split_commas(flag, value)) {
     counts.push_back(uint32_t(parse_count(flag, part, min)));
   }
-  if (counts.empty()) throw std::invalid_argument(std::string(flag) + " needs at least one value");
   return counts;
 }
 
-double parse_seconds(std::string_view flag, std::string_view value) {
+// from_chars reads "inf" and "nan" too: neither is a time a scenario could ever reach.
+double parse_seconds(std::string_view flag, std::string_view value, double max) {
   double s = 0;
   const auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), s);
-  if (ec != std::errc() || end != value.data() + value.size() || !(s >= 0)) {
-    throw std::invalid_argument(std::string(flag) + " needs seconds >= 0, got '" +
-                                std::string(value) + "'");
+  const bool whole = ec == std::errc() && end == value.data() + value.size();
+  if (!whole || !std::isfinite(s) || s < 0 || s > max) {
+    char range[64];
+    std::snprintf(range, sizeof range, " needs seconds from 0 to %g, got '", max);
+    throw std::invalid_argument(std::string(flag) + range + std::string(value) + "'");
   }
   return s;
 }
@@ -132,11 +147,11 @@ BenchArgs parse_args(int argc, char** argv) {
     } else if (flag == "--device") {
       a.device = value;
     } else if (flag == "--scenario") {
-      for (auto& s : split_commas(value)) a.scenarios.push_back(canonical_scenario(s));
+      for (auto& s : split_commas(flag, value)) a.scenarios.push_back(canonical_scenario(s));
     } else if (flag == "--threads") {
       a.threads = int32_t(parse_count(flag, value, 0, INT32_MAX));
     } else if (flag == "--kv") {
-      for (auto& s : split_commas(value)) a.kv_types.push_back(parse_kv(s));
+      for (auto& s : split_commas(flag, value)) a.kv_types.push_back(parse_kv(s));
     } else if (flag == "--repeat") {
       a.repeat = uint32_t(parse_count(flag, value, 1));
     } else if (flag == "--out") {
@@ -160,9 +175,9 @@ BenchArgs parse_args(int argc, char** argv) {
     } else if (flag == "--concurrent") {
       a.concurrent_sessions = parse_counts(flag, value, 1);
     } else if (flag == "--codec-min-s") {
-      a.codec_min_seconds = parse_seconds(flag, value);
+      a.codec_min_seconds = parse_seconds(flag, value, kMaxCodecSeconds);
     } else if (flag == "--copy-mib") {
-      a.copy_mib = uint32_t(parse_count(flag, value, 1));
+      a.copy_mib = uint32_t(parse_count(flag, value, 1, kMaxCopyMib));
     }
   }
   if (a.help || a.version) return a;
@@ -204,9 +219,10 @@ const char* usage_text() {
   --spill-tokens N[,N...]  spill: conversation lengths (default 512,2048)
   --concurrent N[,N...]  concurrent: sessions generating at once (default 1,2,4,8); each
                         has a prompt of --context tokens (the first) and generates --tokens
-  --codec-min-s S       codec: least seconds per timing (default 0.3)
-  --copy-mib N          bandwidth copy loop: MiB per array (default 512; arrays that fit in
-                        the caches overstate bandwidth_gbs, so smaller is for quick checks)
+  --codec-min-s S       codec: least seconds per timing (default 0.3, at most 3600)
+  --copy-mib N          bandwidth copy loop: MiB per array, two arrays (default 512, at most
+                        65536; arrays that fit in the caches overstate bandwidth_gbs, so
+                        smaller is for quick checks)
   --version             the library's version
   -h, --help            this text
 )";

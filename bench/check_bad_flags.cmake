@@ -1,7 +1,7 @@
 # Runs parley-bench with flag values it must refuse (out of range for the 32-bit fields they
-# go to, below a flag's minimum, not numbers) and checks that each run fails at once, naming the
-# flag, before any scenario runs; and that a flag it does not know is named as unknown, also
-# without a value after it.
+# go to, below a flag's minimum or above its maximum, not numbers or not finite, empty lists or
+# list items) and checks that each run fails at once, naming the flag, before any scenario runs;
+# and that a flag it does not know is named as unknown, also without a value after it.
 # Usage: cmake -DBENCH=path/to/parley-bench -P check_bad_flags.cmake
 cmake_minimum_required(VERSION 3.25)
 if(NOT BENCH)
@@ -15,19 +15,40 @@ set(cases
   "--context|4294967296" "--spill-tokens|4294967297" "--turns|4294967296"
   "--turn-tokens|4294967296" "--system-tokens|4294967296" "--copy-mib|4294967296"
   "--repeat|0" "--tokens|1" "--sessions|1" "--seed|18446744073709551616" "--repeat|-1"
-  "--repeat|2x")
+  "--repeat|2x" "--copy-mib|65537" "--copy-mib|4294967295")
+# The same for values refused with other messages, each case flag|value|message (a regex).
+# Seconds must be finite (a codec timing of "inf" seconds never ends) and at most an hour.
+set(seconds "needs seconds from 0 to 3600, got '")
+# An empty list is not "the default": --scenario '' must not run every scenario.
+set(no_value "needs at least one value$")
+set(between_commas "needs a value between commas, got '")
+set(other_cases
+  "--codec-min-s|inf|${seconds}" "--codec-min-s|-inf|${seconds}"
+  "--codec-min-s|nan|${seconds}" "--codec-min-s|1e999|${seconds}"
+  "--codec-min-s|-1|${seconds}" "--codec-min-s|3601|${seconds}"
+  "--scenario||${no_value}" "--kv||${no_value}" "--context||${no_value}"
+  "--concurrent||${no_value}" "--scenario|prefill,|${between_commas}"
+  "--scenario|,prefill|${between_commas}" "--kv|int8,,f16|${between_commas}"
+  "--prompt-tokens|16,,32|${between_commas}" "--spill-tokens|48,|${between_commas}")
 foreach(c IN LISTS cases)
-  string(REPLACE "|" ";" pair "${c}")
-  list(GET pair 0 flag)
-  list(GET pair 1 value)
+  list(APPEND other_cases "${c}|needs an integer from [0-9]+ to [0-9]+, got '")
+endforeach()
+
+foreach(c IN LISTS other_cases)
+  string(REPLACE "|" ";" fields "${c}")
+  list(GET fields 0 flag)
+  list(GET fields 1 value)
+  list(GET fields 2 expected)
+  # Quoted, so that an empty value is still passed as an argument.
   execute_process(
-    COMMAND ${BENCH} --synthetic stories15m --threads 1 --scenario prefill ${flag} ${value}
+    COMMAND ${BENCH} --synthetic stories15m --threads 1 --scenario prefill ${flag} "${value}"
     OUTPUT_VARIABLE out ERROR_VARIABLE err RESULT_VARIABLE rc TIMEOUT 60)
   if(rc EQUAL 0 OR NOT out STREQUAL "")
-    message(FATAL_ERROR "${flag} ${value}: exit ${rc}, output '${out}': not refused")
+    message(FATAL_ERROR "${flag} '${value}': exit ${rc}, output '${out}': not refused")
   endif()
-  if(NOT err MATCHES "^parley-bench: ${flag} needs an integer from [0-9]+ to [0-9]+, got '")
-    message(FATAL_ERROR "${flag} ${value}: exit ${rc}, message '${err}'")
+  string(STRIP "${err}" err)
+  if(NOT err MATCHES "^parley-bench: ${flag} ${expected}")
+    message(FATAL_ERROR "${flag} '${value}': exit ${rc}, message '${err}'")
   endif()
 endforeach()
 

@@ -12,6 +12,8 @@
 
 namespace parley::bench {
 
+// On the CPU, throws std::invalid_argument when the copy loop's two --copy-mib arrays would not
+// fit in MemAvailable, and std::runtime_error naming --copy-mib when its child process fails.
 CopyBandwidth measure_bandwidth(const BenchArgs& args, JsonLines& out, int copy_runs);
 
 // The CPU copy loop again, for figures measured on the CPU (nullopt on a CUDA device): a

@@ -4,12 +4,17 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <cstdint>
+#include <cerrno>
 #include <chrono>
+#include <csignal>
+#include <cstdint>
+#include <cstdio>
 #include <cstring>
 #include <memory>
+#include <new>
 #include <numeric>
 #include <stdexcept>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -72,6 +77,50 @@ void on_threads(int threads, const Fn& fn) {
   for (int t = 1; t < threads; ++t) pool.emplace_back(fn, t);
   fn(0);
   for (auto& th : pool) th.join();
+}
+
+// The child's side: the figures on success, else the reason as text, through `fd`. It must
+// never return: an exception let out here would unwind through the parent's code in the child.
+[[noreturn]] void run_copy_in_child(int fd, size_t array_bytes, int threads, int runs) {
+  std::string reply;
+  int code = 0;
+  try {
+    const CopyBandwidth bw = measure_copy_bandwidth(array_bytes, threads, runs);
+    reply.assign(reinterpret_cast<const char*>(&bw), sizeof bw);
+  } catch (const std::bad_alloc&) {
+    reply = "not enough memory for the arrays";
+    code = 1;
+  } catch (const std::exception& e) {
+    reply = e.what();
+    code = 1;
+  }
+  const bool sent = ::write(fd, reply.data(), reply.size()) == ssize_t(reply.size());
+  ::_exit(sent ? code : 1);  // no static destructors or stdio flushes of the parent's state
+}
+
+std::string read_all(int fd) {
+  std::string text;
+  char buf[512];
+  for (;;) {
+    const ssize_t got = ::read(fd, buf, sizeof buf);
+    if (got < 0 && errno == EINTR) continue;
+    if (got <= 0) return text;
+    text.append(buf, size_t(got));
+  }
+}
+
+// Why the child failed, from what it said or else from how it ended.
+std::string child_failure(int status, const std::string& said) {
+  if (!said.empty()) return said;
+  if (WIFSIGNALED(status)) {
+    const int sig = WTERMSIG(status);
+    return "killed by signal " + std::to_string(sig) + " (" + strsignal(sig) +
+           (sig == SIGKILL ? ", as from the out-of-memory killer)" : ")");
+  }
+  if (WIFEXITED(status) && WEXITSTATUS(status) != 0) {
+    return "exit status " + std::to_string(WEXITSTATUS(status));
+  }
+  return "it sent no figures";
 }
 
 }  // namespace
@@ -139,20 +188,25 @@ CopyBandwidth measure_copy_bandwidth_in_child(size_t array_bytes, int threads, i
   if (pid < 0) throw std::runtime_error("fork failed: " + std::string(std::strerror(errno)));
   if (pid == 0) {
     ::close(fds[0]);
-    const CopyBandwidth bw = measure_copy_bandwidth(array_bytes, threads, runs);
-    const bool ok = ::write(fds[1], &bw, sizeof bw) == ssize_t(sizeof bw);
-    ::_exit(ok ? 0 : 1);  // no static destructors or stdio flushes of the parent's state
+    run_copy_in_child(fds[1], array_bytes, threads, runs);
   }
   ::close(fds[1]);
-  CopyBandwidth bw;
-  const ssize_t got = ::read(fds[0], &bw, sizeof bw);
+  const std::string reply = read_all(fds[0]);
   ::close(fds[0]);
   int status = 0;
   ::waitpid(pid, &status, 0);
-  if (got != ssize_t(sizeof bw) || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-    throw std::runtime_error("the memory bandwidth child process failed");
+  const bool exited_ok = WIFEXITED(status) && WEXITSTATUS(status) == 0;
+  if (exited_ok && reply.size() == sizeof(CopyBandwidth)) {
+    CopyBandwidth bw;
+    std::memcpy(&bw, reply.data(), sizeof bw);
+    return bw;
   }
-  return bw;
+  const int n_threads = std::max(1, threads);
+  char what[160];
+  std::snprintf(what, sizeof what,
+                "the memory bandwidth child process (two arrays of %zu MiB, %d thread%s) failed: ",
+                array_bytes >> 20, n_threads, n_threads == 1 ? "" : "s");
+  throw std::runtime_error(what + child_failure(status, exited_ok ? "" : reply));
 }
 
 }  // namespace parley::bench

@@ -22,7 +22,7 @@ CopyBandwidth measure_copy_bandwidth(size_t array_bytes, int threads, int runs);
 // fork copies only the calling thread: call it while no other thread of this process is at
 // work (an engine between steps, its workers idle; glibc keeps malloc usable across fork, and
 // the child only allocates, runs threads of its own and exits). Throws std::runtime_error
-// when the child fails.
+// saying why when the child fails (out of memory for the arrays, killed by a signal).
 CopyBandwidth measure_copy_bandwidth_in_child(size_t array_bytes, int threads, int runs);
 
 }  // namespace parley::bench

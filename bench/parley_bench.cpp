@@ -1,6 +1,9 @@
 // parley-bench: runs the chosen scenarios on one model and prints one JSON object per line
 // for each measurement (DESIGN.md section 9). Writes nothing but stdout and --out.
+#include <cerrno>
+#include <csignal>
 #include <cstdio>
+#include <cstring>
 #include <exception>
 #include <set>
 #include <string>
@@ -29,6 +32,15 @@ const std::vector<Scenario>& all_scenarios() {
 namespace {
 
 constexpr int kCopyRuns = 5;
+
+// 0, or 1 with a message when what went to stdout did not all get there.
+int flushed_stdout() {
+  errno = 0;
+  if (std::fflush(stdout) == 0 && !std::ferror(stdout)) return 0;
+  std::fprintf(stderr, "parley-bench: cannot write to stdout: %s\n",
+               std::strerror(errno != 0 ? errno : EIO));
+  return 1;
+}
 
 int run(const BenchArgs& args) {
   std::set<std::string> wanted(args.scenarios.begin(), args.scenarios.end());
@@ -59,15 +71,18 @@ int run(const BenchArgs& args) {
 }  // namespace parley::bench
 
 int main(int argc, char** argv) {
+  // A reader that goes away (`| head`) must show up as a write error that is reported, not
+  // end the run silently.
+  std::signal(SIGPIPE, SIG_IGN);
   try {
     const auto args = parley::bench::parse_args(argc, argv);
     if (args.help) {
       std::fputs(parley::bench::usage_text(), stdout);
-      return 0;
+      return parley::bench::flushed_stdout();
     }
     if (args.version) {
       std::printf("parley %s\n", parley_version());
-      return 0;
+      return parley::bench::flushed_stdout();
     }
     return parley::bench::run(args);
   } catch (const std::exception& e) {

@@ -10,7 +10,9 @@ columns, to compare models and weight types side by side.
 Reads the current output (scenarios prefill, decode, turn, prefix, spill, kv-bytes, codec);
 lines written under the older names turns and shared-prefix are read as turn and prefix.
 """
+import functools
 import json
+import os
 import sys
 
 OLD_NAMES = {"turns": "turn", "shared-prefix": "prefix"}
@@ -133,26 +135,61 @@ RENDER = {"kv-bytes": kv_bytes, "prefix": prefix, "turn": turn, "prefill": prefi
           "decode": decode, "spill": spill, "codec": codec}
 
 
+class BadInput(Exception):
+    """A file that cannot be turned into tables; the message names the file (and line)."""
+
+
+def parse_line(path, number, text):
+    try:
+        line = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise BadInput(f"{path}:{number}: not a JSON line ({e.msg})") from None
+    if not isinstance(line, dict) or "scenario" not in line:
+        raise BadInput(f"{path}:{number}: not a parley-bench line (no 'scenario' key)")
+    line["scenario"] = OLD_NAMES.get(line["scenario"], line["scenario"])
+    return line
+
+
 def read_lines(path):
-    with open(path) as fh:
-        lines = [json.loads(x) for x in fh if x.strip()]
-    for l in lines:
-        l["scenario"] = OLD_NAMES.get(l["scenario"], l["scenario"])
-    return [l for l in lines if "skipped" not in l]
+    try:
+        with open(path, encoding="utf-8") as fh:
+            lines = [parse_line(path, n, x) for n, x in enumerate(fh, 1) if x.strip()]
+    except (OSError, UnicodeDecodeError) as e:
+        reason = e.strerror if isinstance(e, OSError) and e.strerror else str(e)
+        raise BadInput(f"cannot read {path}: {reason}") from None
+    measured = [l for l in lines if "skipped" not in l]
+    if not measured:
+        print(f"results_tables.py: {path}: no measurements", file=sys.stderr)
+    return measured
+
+
+def rendered(path, scenario, render, lines):
+    try:
+        return render(lines)
+    except (KeyError, TypeError) as e:
+        raise BadInput(f"{path}: a {scenario} line lacks a field or has the wrong type: {e}") \
+            from None
 
 
 def per_file(paths):
     for path in paths:
         lines = read_lines(path)
-        models = sorted({l["model"] for l in lines})
+        if not lines:
+            continue
+        models = sorted({str(l.get("model")) for l in lines})
         print(f"## {', '.join(models)}\n")
         for scenario, render in RENDER.items():
             these = [l for l in lines if l["scenario"] == scenario]
             if these:
                 l0 = these[0]
-                print(f"### {scenario} (weights {l0['weights']}, {l0['backend']}, "
-                      f"{l0['threads']} threads)\n")
-                print(render(these) + "\n")
+                print(f"### {scenario} (weights {l0.get('weights')}, {l0.get('backend')}, "
+                      f"{l0.get('threads')} threads)\n")
+                print(rendered(path, scenario, render, these) + "\n")
+
+
+def combined_table(headers, row, lines):
+    return table(["model", "weights", "threads"] + headers,
+                 [[model_name(l), l["weights"], l["threads"]] + row(l) for l in lines])
 
 
 def combined(paths):
@@ -161,17 +198,32 @@ def combined(paths):
                                    ("decode", DECODE_HEADERS, decode_row)):
         these = [l for l in lines if l["scenario"] == scenario]
         if these:
-            print(table(["model", "weights", "threads"] + headers,
-                        [[model_name(l), l["weights"], l["threads"]] + row(l) for l in these]))
+            render = functools.partial(combined_table, headers, row)
+            print(rendered(", ".join(paths), scenario, render, these))
             print()
 
 
 def main(argv):
-    if argv and argv[0] == "--combined":
-        combined(argv[1:])
-    else:
-        per_file(argv)
+    combine = bool(argv) and argv[0] == "--combined"
+    paths = argv[1:] if combine else argv
+    if not paths:
+        print(__doc__.strip().splitlines()[2], file=sys.stderr)
+        return 2
+    try:
+        if combine:
+            combined(paths)
+        else:
+            per_file(paths)
+        sys.stdout.flush()
+    except BadInput as e:
+        print(f"results_tables.py: {e}", file=sys.stderr)
+        return 1
+    except BrokenPipeError:
+        # The reader went away (`| head`): what it wanted was printed. Python would report the
+        # failed flush of the rest at exit; send that to /dev/null instead.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    return 0
 
 
 if __name__ == "__main__":
-    main(sys.argv[1:])
+    sys.exit(main(sys.argv[1:]))
