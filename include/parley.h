@@ -370,7 +370,9 @@ PARLEY_API parley_status parley_session_create(parley_engine *e, const parley_se
 
 /** Reopens a stored conversation, also in a new process: its KV comes back from the store on
  *  the next send (kv_source RESTORED), or is recomputed from the stored tokens when it is
- *  missing, damaged or from another model or KV type (kv_source REBUILT).
+ *  missing, damaged or from another model or KV type (kv_source REBUILT). A damaged block,
+ *  once recomputed, is stored again by the session's next spill (or close), so the sessions
+ *  that share it restore it from then on.
  *  @param[out] out  the session, or NULL on failure
  *  Errors: INVALID_ARGUMENT (NULL or empty id; the session is already open), NOT_FOUND (no
  *  store, or no such session, including ids no session can have: too long, invalid UTF-8),

@@ -2,7 +2,8 @@
 // prefix cache are taken from there, the others are read from the store, verified (checksum,
 // model, KV format, and the chained hash against the conversation's own tokens) and decoded.
 // Whatever is missing or wrong is left to prefill: it recomputes from the first position that
-// did not come back, so nothing is ever lost, only slower.
+// did not come back, so nothing is ever lost, only slower. A stored block found damaged is
+// written again by the next spill (spill.cpp), for every session that shares it.
 #include <algorithm>
 #include <exception>
 #include <span>
@@ -28,6 +29,18 @@ constexpr size_t kRestoreBatch = 64;
 bool recomputable(const Error& e) {
   return e.status() == Status::corrupt || e.status() == Status::model_mismatch ||
          e.status() == Status::storage;
+}
+
+// A blob that fails its checks (checksum, decode) is damaged; one made by another model or
+// for another KV type is not: it stays for whoever made it.
+bool damaged(const std::exception_ptr& error) {
+  try {
+    std::rethrow_exception(error);
+  } catch (const Error& e) {
+    return e.status() == Status::corrupt;
+  } catch (...) {
+    return false;
+  }
 }
 
 }  // namespace
@@ -58,7 +71,8 @@ bool Session::read_block_blobs(store::Store& store, const store::StoredKv& kv, s
   return true;
 }
 
-bool Session::decode_block_blobs(const std::vector<std::vector<std::byte>>& blobs) {
+bool Session::decode_block_blobs(const store::StoredKv& kv,
+                                 const std::vector<std::vector<std::byte>>& blobs) {
   const auto& layout = blocks_.pool().layout();
   const uint64_t fingerprint = engine_->model().fingerprint;
   const size_t first = n_cached_ / kv::kBlockTokens;
@@ -77,6 +91,14 @@ bool Session::decode_block_blobs(const std::vector<std::vector<std::byte>>& blob
              std::to_string(kv::kBlockTokens) + " belongs";
     });
   });
+  // Every damaged blob of the batch, not only the first: the next spill rewrites them all.
+  for (size_t i = 0; i < blobs.size(); ++i) {
+    if (!errors[i] || !damaged(errors[i])) continue;
+    const uint64_t hash = kv.full_block_hashes[first + i];
+    if (std::ranges::find(damaged_blocks_, hash) == damaged_blocks_.end()) {
+      damaged_blocks_.push_back(hash);
+    }
+  }
   for (size_t i = 0; i < blobs.size(); ++i) {
     if (errors[i]) {
       blocks_.truncate(n_cached_);
@@ -124,7 +146,7 @@ bool Session::restore_kv() {
     intact = read_block_blobs(*store, *kv, first, std::min(end_block, first + kRestoreBatch),
                               blobs);
     if (blobs.empty()) break;
-    intact = decode_block_blobs(blobs) && intact;
+    intact = decode_block_blobs(*kv, blobs) && intact;
   }
 
   const uint32_t tail = kv->n_tokens % kv::kBlockTokens;

@@ -343,8 +343,10 @@ class Session {
   bool read_block_blobs(store::Store& store, const store::StoredKv& kv, size_t first, size_t end,
                         std::vector<std::vector<std::byte>>& blobs);
   // Decodes blobs of the full blocks from n_cached_ on into the cache and advances n_cached_
-  // up to the first that is bad (false then; a recomputable error is logged).
-  bool decode_block_blobs(const std::vector<std::vector<std::byte>>& blobs);
+  // up to the first that is bad (false then; a recomputable error is logged). Blobs that fail
+  // their checks go to damaged_blocks_.
+  bool decode_block_blobs(const store::StoredKv& kv,
+                          const std::vector<std::vector<std::byte>>& blobs);
   // Feeds tokens_[n_cached_, end) through the model, reusing published prefix blocks first;
   // leaves the last row's logits in logits_. Returns the tokens found in the prefix cache.
   // Stops between chunks when interrupted (n_cached_ then short of end, logits_ stale).
@@ -450,6 +452,9 @@ class Session {
   };
   std::optional<Opening> opening_;
   std::vector<float> logits_;    // [n_vocab] of the last fed token
+  // Hashes of stored prefix blocks whose blobs failed their checks at restore: the next spill
+  // writes the recomputed blobs in their place, so that one damaged block costs one rebuild.
+  std::vector<uint64_t> damaged_blocks_;
   size_t n_committed_ = 0;       // messages_[0, n_committed_) are in the store
   size_t n_stored_ = 0;          // turns the store holds (more when a reply went on since)
   int64_t revision_ = 0;         // the stored transcript's revision as this session left it

@@ -1,7 +1,8 @@
 // Session::spill — the KV goes to the store and its memory is freed: full blocks as
 // content-addressed prefix blocks (stored once for every session that has them), the partially
-// filled last block as the session's own blob. The blocks are released only after the store's
-// transaction has committed. Messages the store does not have yet are committed first.
+// filled last block as the session's own blob. A stored block that restore found damaged is
+// written again. The blocks are released only after the store's transaction has committed.
+// Messages the store does not have yet are committed first.
 #include <algorithm>
 #include <exception>
 #include <vector>
@@ -40,13 +41,15 @@ bool Session::spill() {
   kv.kv_type = int32_t(layout.type());
   kv.n_tokens = n_stored;
   kv.full_block_hashes.assign(hashes.begin(), hashes.begin() + n_full);
-  // Blocks the store has (another session's, the same prefix) are not encoded again.
+  // Blocks the store has (another session's, the same prefix) are not encoded again, unless
+  // the stored blob was found damaged: the recomputed one replaces it.
   const auto encode_blocks = [&](bool all) {
     std::vector<store::PrefixBlob> blobs;
     std::vector<const std::byte*> sources;  // read here (a device may sync them)
     for (uint32_t b = 0; b < n_full; ++b) {
-      if (!all && store->has_prefix_block(hashes[b])) continue;
-      blobs.push_back({hashes[b], {}});
+      const bool damaged = std::ranges::find(damaged_blocks_, hashes[b]) != damaged_blocks_.end();
+      if (!all && !damaged && store->has_prefix_block(hashes[b])) continue;
+      blobs.push_back({hashes[b], {}, damaged});
       sources.push_back(pool.read(blocks_.ids()[b]));
     }
     // Encoding is most of a spill: the blocks are encoded on the engine's threads at once.
@@ -77,6 +80,8 @@ bool Session::spill() {
     });
     if (saved) break;
   }
+  // Those not in this spill are beyond what was recomputed: the next restore finds them again.
+  damaged_blocks_.clear();
 
   truncate_kv(0);  // published blocks stay findable in the prefix cache until evicted
   spilled_ = true;

@@ -45,6 +45,14 @@ void insert_prefix_block_if_absent(Connection& db, uint64_t hash, std::span<cons
   statement->bind_int64(1, as_integer(hash)).bind_blob(2, blob).run();
 }
 
+void upsert_prefix_block(Connection& db, uint64_t hash, std::span<const std::byte> blob) {
+  auto statement = db.statement(
+      "INSERT INTO prefix_blocks (hash, blob) VALUES (?1, ?2)"
+      " ON CONFLICT (hash) DO UPDATE SET blob = excluded.blob",
+      "replace prefix block");
+  statement->bind_int64(1, as_integer(hash)).bind_blob(2, blob).run();
+}
+
 std::optional<std::vector<std::byte>> select_prefix_block(Connection& db, uint64_t hash) {
   auto statement =
       db.statement("SELECT blob FROM prefix_blocks WHERE hash = ?1", "select prefix block");

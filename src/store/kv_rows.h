@@ -16,6 +16,8 @@ namespace parley::store::kv_rows {
 
 bool has_prefix_block(Connection& db, uint64_t hash);
 void insert_prefix_block_if_absent(Connection& db, uint64_t hash, std::span<const std::byte> blob);
+// Inserts the block, or rewrites the stored blob of the hash: its references stay as they are.
+void upsert_prefix_block(Connection& db, uint64_t hash, std::span<const std::byte> blob);
 std::optional<std::vector<std::byte>> select_prefix_block(Connection& db, uint64_t hash);
 
 // Writes the session's KV rows; the session must have none (delete_session_kv first) and

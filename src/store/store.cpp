@@ -310,7 +310,11 @@ void Store::save_kv(const std::string& id, const StoredKv& kv,
     require_revision(row, id, revision);
     const std::vector<uint64_t> previous = kv_rows::delete_session_kv_rows(db, id);
     for (const PrefixBlob& blob : new_blobs) {
-      kv_rows::insert_prefix_block_if_absent(db, blob.hash, blob.blob);
+      if (blob.replaces_damaged) {
+        kv_rows::upsert_prefix_block(db, blob.hash, blob.blob);
+      } else {
+        kv_rows::insert_prefix_block_if_absent(db, blob.hash, blob.blob);
+      }
     }
     for (size_t i = 0; i < kv.full_block_hashes.size(); ++i) {
       if (kv_rows::has_prefix_block(db, kv.full_block_hashes[i])) continue;

@@ -62,6 +62,9 @@ struct StoredKv {
 struct PrefixBlob {
   uint64_t hash;
   std::vector<std::byte> blob;
+  // The stored blob of this hash failed its checks when read (checksum, decode): this one
+  // takes its place, for every session that shares it. Else a stored blob is kept as it is.
+  bool replaces_damaged = false;
 };
 
 struct StoreOptions {
@@ -155,7 +158,8 @@ class Store {
   std::optional<StoredSummary> session_summary(const std::string& id);  // one snapshot
 
   // KV. save_kv replaces the session's stored KV in one transaction and inserts the prefix
-  // blobs that are not stored yet; it may use synchronous=NORMAL (KV can be rebuilt).
+  // blobs that are not stored yet (and rewrites those marked replaces_damaged); it may use
+  // synchronous=NORMAL (KV can be rebuilt).
   bool has_prefix_block(uint64_t hash);
   // With n_stored (and revision), the session must hold that many turns (at that revision,
   // as above): KV is never stored under a transcript another writer changed. The revision
