@@ -87,7 +87,8 @@ Session::Session(const Session& source, const std::string& new_id, ForkTag)
       n_cached_(source.n_cached_),
       reply_closed_(source.reply_closed_),
       blocks_(source.blocks_.fork(source.n_cached_)),
-      logits_(source.logits_) {
+      logits_(source.logits_),
+      damaged_blocks_(source.damaged_blocks_) {  // its spill too rewrites them
   spilled_ = source.spilled();
   created_ms_ = unix_ms();
   last_used_ms_ = now_ms();
