@@ -89,6 +89,9 @@ namespace Parley
         {
             if (text == null) throw new ArgumentNullException("text");
             if (_handle.IsClosed) throw new ObjectDisposedException("Session");
+            // Bad arguments are refused here, at the call, as by Send; not at the first MoveNext.
+            Utf8.ToNative(text, "text");
+            CheckOptions(options);
             return StreamPieces(onPiece => SendCore(text, options, onPiece));
         }
 
@@ -125,6 +128,7 @@ namespace Parley
         public IEnumerable<string> StreamContinue(GenerateOptions options = null)
         {
             if (_handle.IsClosed) throw new ObjectDisposedException("Session");
+            CheckOptions(options);  // at the call, as Stream's arguments
             return StreamPieces(onPiece => Generate(null, options, onPiece));
         }
 
@@ -439,6 +443,13 @@ namespace Parley
             }
         }
 
+        // Throws what converting `options` for the library would (a negative count, a NUL
+        // character in a stop string or the reply prefix); the library judges the rest.
+        private static void CheckOptions(GenerateOptions options)
+        {
+            using (var strings = new NativeStrings()) GenerateOptions.ToNative(options, strings);
+        }
+
         private string SendCore(string text, GenerateOptions options, Func<string, bool> onPiece)
         {
             byte[] utf8 = Utf8.ToNative(text, "text");
@@ -693,7 +704,9 @@ namespace Parley
             ~StreamGuard()
             {
                 StreamWorker stream = _stream;
-                if (stream == null) return;
+                // At exit the runtime finalizes streams still referenced, whose worker it has
+                // suspended, holding the lock Stop() needs: the process ends the reply anyway.
+                if (stream == null || Environment.HasShutdownStarted) return;
                 try
                 {
                     stream.Stop();

@@ -17,12 +17,14 @@ namespace Parley.Tests
         }
 
         // Runs child program `name` and waits for it to exit by itself, at most `limitMs`; one
-        // still running then is killed (TimedOut). The library path is inherited.
-        public static Result Run(string name, string[] args, int limitMs)
+        // still running then is killed (TimedOut). The library path is inherited. `debug`:
+        // mono --debug (line numbers in stack traces), which also changes how it shuts down.
+        public static Result Run(string name, string[] args, int limitMs, bool debug = true)
         {
             var start = new ProcessStartInfo("mono")
             {
-                Arguments = "--debug " + Quote(Assembly.GetEntryAssembly().Location) + " --child "
+                Arguments = (debug ? "--debug " : "") + Quote(Assembly.GetEntryAssembly().Location)
+                    + " --child "
                     + name + " " + string.Join(" ", Array.ConvertAll(args, Quote)),
                 UseShellExecute = false,
                 RedirectStandardOutput = true,
@@ -66,6 +68,7 @@ namespace Parley.Tests
     internal static class ChildPrograms
     {
         public const string DisposePausedStream = "dispose-paused-stream";
+        public const string ExitWithPausedStream = "exit-with-paused-stream";
         public const string LogWithEngineLeftOpen = "log-with-engine-left-open";
         public const string SeenPrefix = "seen: ";
 
@@ -73,6 +76,8 @@ namespace Parley.Tests
         {
             if (name == DisposePausedStream)
                 return EnumeratedStreamTests.DisposePausedStreamChild(args);
+            if (name == ExitWithPausedStream)
+                return EnumeratedStreamTests.ExitWithPausedStreamChild(args);
             if (name == LogWithEngineLeftOpen) return LibraryTests.LogWithEngineLeftOpenChild(args);
             Console.Error.WriteLine("unknown child program " + name);
             return 2;

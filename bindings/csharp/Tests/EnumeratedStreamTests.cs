@@ -25,6 +25,10 @@ namespace Parley.Tests
                   DisposeFromAnotherThreadStoresReply);
             r.Add("a process that exits right after Dispose keeps the paused stream's reply",
                   ExitAfterDisposeKeepsReply);
+            r.Add("Environment.Exit with a paused stream still referenced ends the process",
+                  ExitWithPausedStreamEnds);
+            r.Add("Stream and StreamContinue refuse bad arguments at the call, as Send",
+                  StreamRefusesBadArgumentsAtTheCall);
         }
 
         private static void StreamEnumeratesOnce()
@@ -160,6 +164,50 @@ namespace Parley.Tests
                     AssertStored(engine, Uri.UnescapeDataString(seen));
                 }
             });
+        }
+
+        private static void ExitWithPausedStreamEnds()
+        {
+            // The runtime waits 40 s for finalizers at exit: a child still running after 20 s
+            // hangs there. (Started with mono --debug, the child would not show the wait.)
+            ChildProcess.Result child = ChildProcess.Run(
+                ChildPrograms.ExitWithPausedStream, new[] { Fixture.ModelPath }, 20000, false);
+            Assert.True(!child.TimedOut, "the child exits: " + child.Output);
+            Assert.Equal(0, child.ExitCode, "the child's exit code; it said: " + child.Output);
+        }
+
+        // A game object that holds the line it shows, when the game quits.
+        private static IEnumerator<string> _heldPieces;
+
+        // The child's side of ExitWithPausedStreamEnds: args are the model.
+        internal static int ExitWithPausedStreamChild(string[] args)
+        {
+            var engine = new Engine(args[0], new EngineOptions { Device = "cpu", Threads = 1 });
+            Session s = Fixture.RawSession(engine);
+            _heldPieces = s.Stream(Prompt, Fixture.Greedy(50)).GetEnumerator();
+            _heldPieces.MoveNext();
+            Console.WriteLine("exiting");  // (without output first, Mono skips the wait)
+            Environment.Exit(0);
+            return 1;
+        }
+
+        private static void StreamRefusesBadArgumentsAtTheCall()
+        {
+            using (Engine engine = Fixture.OpenEngine())
+            using (Session s = Fixture.RawSession(engine))
+            {
+                Assert.Throws<ArgumentException>(() => s.Stream("a\0b"), "a NUL in the text");
+                Assert.Throws<ArgumentOutOfRangeException>(
+                    () => s.Stream(Prompt, new GenerateOptions { MaxTokens = -1 }), "MaxTokens");
+                Assert.Throws<ArgumentException>(
+                    () => s.Stream(Prompt, new GenerateOptions { Stop = new[] { "x\0" } }),
+                    "a NUL in a stop string");
+                s.Send(Prompt, Fixture.Greedy(2));
+                Assert.Throws<ArgumentException>(
+                    () => s.StreamContinue(new GenerateOptions { ReplyPrefix = "\0" }),
+                    "a NUL in the reply prefix");
+                Assert.Equal(2, s.Info.Turns, "nothing was sent");
+            }
         }
 
         // The child's side of ExitAfterDisposeKeepsReply: args are the model and the store.
