@@ -83,7 +83,7 @@ extern "C" {
 
 #define PARLEY_VERSION_MAJOR 0
 #define PARLEY_VERSION_MINOR 9
-#define PARLEY_VERSION_PATCH 0
+#define PARLEY_VERSION_PATCH 1
 #define PARLEY_VERSION_NUMBER \
   (PARLEY_VERSION_MAJOR * 10000 + PARLEY_VERSION_MINOR * 100 + PARLEY_VERSION_PATCH)
 
@@ -400,7 +400,8 @@ PARLEY_API parley_status parley_session_fork(parley_session *s, const char *new_
                                              parley_session **out);
 
 /** Moves a session's KV to the store and frees its memory; the next send brings it back.
- *  A turn the store refused before (a send's STORAGE) is committed first.
+ *  A turn the store refused before (a send's STORAGE) is committed first. A session that
+ *  holds no KV (nothing computed yet) has nothing to move: it stays ACTIVE (or IDLE).
  *  Errors: UNSUPPORTED (the engine has no store), STORAGE (the KV stays in memory), BUSY,
  *  MISUSE. Thread-safety: one thread per session. Since: 0.1. */
 PARLEY_API parley_status parley_session_suspend(parley_session *s);
