@@ -688,7 +688,9 @@ typedef struct parley_turn_stats {
  *  common system prompt) are shared. A reply stops at its end token, at max_tokens, before a
  *  stop string (options->stop), or at the end of the context; stats->stop_reason says which.
  *  With the "raw" template the user text is the input as is (the first turn starts with BOS;
- *  "" then means BOS alone) and the reply is its plain continuation.
+ *  "" then means BOS alone), as the model's tokenizer encodes it (one that removes extra
+ *  whitespace, as sentencepiece models may, drops trailing spaces and collapses runs), and the
+ *  reply is its plain continuation.
  *  @param[in]  s          the session
  *  @param[in]  user_text  UTF-8 text
  *  @param[in]  o          options, or NULL for defaults
