@@ -73,12 +73,15 @@ std::vector<Session::ReplyScore> Session::score(
     auto ids = render_continuation(replies[i], reply_start, prompt.back());
     if (with_end) ids.insert(ids.end(), ending.begin(), ending.end());
     if (prompt.size() + ids.size() > context) {
+      const std::string reply = "reply " + std::to_string(i) + " (" +
+                                std::to_string(ids.size()) +
+                                (ids.size() == 1 ? " token)" : " tokens)");
       const std::string what =
-          user_text ? "the message (" + std::to_string(new_ids.size()) + " tokens) and reply "
-                    : std::string("reply ");
+          user_text ? "the message (" + std::to_string(new_ids.size()) + " tokens) and " + reply +
+                          " do not fit"
+                    : reply + " does not fit";
       fail(Status::context_full,
-           what + std::to_string(i) + " (" + std::to_string(ids.size()) + ") do not fit in the " +
-               std::to_string(context - std::min<size_t>(context, tokens_.size())) +
+           what + " in the " + std::to_string(context - std::min<size_t>(context, tokens_.size())) +
                " tokens the context has left");
     }
     reply_ids.push_back(std::move(ids));

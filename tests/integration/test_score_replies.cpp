@@ -309,6 +309,22 @@ TEST_CASE("scoring refuses a reply beyond the context and invalid UTF-8, naming 
   CHECK(s.score_replies("x", std::vector<std::string_view>{"a"}, false).size() == 1);
 }
 
+TEST_CASE("a continuation beyond the context is refused in words that count its tokens") {
+  auto engine = open_engine(small_synthetic_model(), kv::KvType::int8);
+  engine::Session s(engine, session_options("", "raw"));
+  greedy_turn(s, "a b", 0);  // to the end of the context
+  REQUIRE(s.tokens().size() == engine->context_length());
+  const std::vector<std::string_view> one_token = {"c"};
+  CHECK_PARLEY_ERROR(s.score_continuations(one_token, false), Status::context_full,
+                     "reply 0 (1 token) does not fit in the 0 tokens the context has left");
+  const std::vector<std::string_view> two_tokens = {"c", "c d"};
+  CHECK_PARLEY_ERROR(s.score_continuations(two_tokens, true), Status::context_full,
+                     "reply 0 (", " tokens) does not fit");
+  const auto use = s.try_use();
+  CHECK_PARLEY_ERROR(s.score_replies("x", one_token, false), Status::context_full,
+                     "the message (", " tokens) and reply 0 (", ") do not fit");
+}
+
 TEST_CASE("interrupt() stops scoring between chunks; the conversation is as it was") {
   auto engine = open_long_context_engine();
   engine::Session s(engine, session_options("", "raw"));
