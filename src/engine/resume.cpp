@@ -31,13 +31,14 @@ bool recomputable(const Error& e) {
          e.status() == Status::storage;
 }
 
-// A blob that fails its checks (checksum, decode) is damaged; one made by another model or
-// for another KV type is not: it stays for whoever made it.
+// A prefix block's hash chain starts from the model, the KV type and the scope: a blob under
+// this engine's hash that fails its checks (checksum, decode) or claims another model, KV
+// type or shape is damaged. A store that could not be read, or memory that ran out, is not.
 bool damaged(const std::exception_ptr& error) {
   try {
     std::rethrow_exception(error);
   } catch (const Error& e) {
-    return e.status() == Status::corrupt;
+    return e.status() == Status::corrupt || e.status() == Status::model_mismatch;
   } catch (...) {
     return false;
   }
@@ -107,7 +108,8 @@ bool Session::decode_block_blobs(const store::StoredKv& kv,
       } catch (const Error& e) {
         if (!recomputable(e)) throw;
         log::warn_line("session " + shown_id(id_) + ": KV block " + std::to_string(first + i) +
-                       " recomputed: " + e.what());
+                       " recomputed: " + e.what() +
+                       (damaged(errors[i]) ? " (damaged: the next spill stores it again)" : ""));
       }
       return false;
     }
