@@ -12,15 +12,10 @@
 
 using namespace parley;
 using namespace parley::store;
+using parley::test::patterned_bytes;
 using parley::test::session_named;
 
 namespace {
-
-std::vector<std::byte> bytes_of(size_t n, uint8_t seed) {
-  std::vector<std::byte> v(n);
-  for (size_t i = 0; i < n; ++i) v[i] = static_cast<std::byte>(seed + i * 7);
-  return v;
-}
 
 StoredKv kv_of(std::vector<uint64_t> hashes, std::vector<std::byte> tail, uint32_t n_tokens) {
   StoredKv kv;
@@ -51,7 +46,8 @@ constexpr uint64_t kSecondBlock = 0x0123456789ABCDEFull;
 TEST_CASE("store: save_kv and load_kv round-trip a session's KV") {
   test::TempDir dir;
   const std::string path = (dir / "kv.db").string();
-  const auto block0 = bytes_of(5000, 1), block1 = bytes_of(7000, 2), tail = bytes_of(900, 3);
+  const auto block0 = patterned_bytes(5000, 1), block1 = patterned_bytes(7000, 2),
+             tail = patterned_bytes(900, 3);
   {
     Store store(path);
     store.create_session(session_named("s"));
@@ -81,9 +77,9 @@ TEST_CASE("store: a KV of only full blocks, or only a tail, or nothing") {
   test::TempDir dir;
   Store store((dir / "kv.db").string());
   store.create_session(session_named("s"));
-  store.save_kv("s", kv_of({7}, {}, 16), std::vector{PrefixBlob{7, bytes_of(10, 0)}});
+  store.save_kv("s", kv_of({7}, {}, 16), std::vector{PrefixBlob{7, patterned_bytes(10, 0)}});
   CHECK(store.load_kv("s")->tail_blob.empty());
-  store.save_kv("s", kv_of({}, bytes_of(33, 9), 3), {});
+  store.save_kv("s", kv_of({}, patterned_bytes(33, 9), 3), {});
   CHECK(store.load_kv("s")->full_block_hashes.empty());
   CHECK(store.load_kv("s")->tail_blob.size() == 33);
   CHECK_FALSE(store.has_prefix_block(7));  // replaced KV: its block lost its only reference
@@ -96,14 +92,14 @@ TEST_CASE("store: a prefix block is stored once, shared, and deleted with its la
   Store store((dir / "kv.db").string());
   store.create_session(session_named("a"));
   store.create_session(session_named("b"));
-  const auto shared = bytes_of(20000, 5);
-  store.save_kv("a", kv_of({kSystemPromptBlock}, bytes_of(100, 1), 20),
+  const auto shared = patterned_bytes(20000, 5);
+  store.save_kv("a", kv_of({kSystemPromptBlock}, patterned_bytes(100, 1), 20),
                 std::vector{PrefixBlob{kSystemPromptBlock, shared}});
   const uint64_t bytes_with_one = store.file_bytes();
   // b finds the block already stored and only references it.
   REQUIRE(store.has_prefix_block(kSystemPromptBlock));
   store.save_kv("b", kv_of({kSystemPromptBlock, kSecondBlock}, {}, 32),
-                std::vector{PrefixBlob{kSecondBlock, bytes_of(300, 2)}});
+                std::vector{PrefixBlob{kSecondBlock, patterned_bytes(300, 2)}});
   CHECK(store.file_bytes() < bytes_with_one + shared.size() / 2);  // not stored twice
   CHECK(store.kv_bytes("a") == shared.size() + 100);
   CHECK(store.kv_bytes("b") == shared.size() + 300);
@@ -129,8 +125,9 @@ TEST_CASE("store: deleting a session or truncating its turns drops its KV") {
   store.create_session(session_named("a"));
   store.create_session(session_named("b"));
   append_turns(store, "a", 0, std::vector{StoredTurn{1, "hi", {1, 2}, true}});
-  store.save_kv("a", kv_of({1, 2}, bytes_of(10, 0), 40),
-                std::vector{PrefixBlob{1, bytes_of(64, 1)}, PrefixBlob{2, bytes_of(64, 2)}});
+  store.save_kv(
+      "a", kv_of({1, 2}, patterned_bytes(10, 0), 40),
+      std::vector{PrefixBlob{1, patterned_bytes(64, 1)}, PrefixBlob{2, patterned_bytes(64, 2)}});
   store.save_kv("b", kv_of({1}, {}, 16), {});
 
   store.truncate_turns("a", 1, 1);  // even keeping every turn, the KV goes
@@ -150,15 +147,16 @@ TEST_CASE("store: truncating turns keeps the KV of the ids the kept turns still 
   store.create_session(session_named("a"));
   append_turns(store, "a", 0,
                std::vector{StoredTurn{1, "hi", {1, 2}, true}, StoredTurn{2, "yo", {3}, true}});
-  const auto blobs = std::vector{PrefixBlob{1, bytes_of(64, 1)}, PrefixBlob{2, bytes_of(64, 2)},
-                                 PrefixBlob{3, bytes_of(64, 3)}};
-  store.save_kv("a", kv_of({1, 2, 3}, bytes_of(10, 0), 52), blobs);
+  const auto blobs =
+      std::vector{PrefixBlob{1, patterned_bytes(64, 1)}, PrefixBlob{2, patterned_bytes(64, 2)},
+                  PrefixBlob{3, patterned_bytes(64, 3)}};
+  store.save_kv("a", kv_of({1, 2, 3}, patterned_bytes(10, 0), 52), blobs);
 
   store.truncate_turns("a", 2, 2, 60);  // all 52 stored tokens are kept: nothing changes
   auto kv = store.load_kv("a");
   REQUIRE(kv.has_value());
   CHECK(kv->n_tokens == 52);
-  CHECK(kv->tail_blob == bytes_of(10, 0));
+  CHECK(kv->tail_blob == patterned_bytes(10, 0));
 
   store.truncate_turns("a", 2, 1, 40);  // blocks 0 and 1 (32 tokens) lie within the first 40
   kv = store.load_kv("a");
@@ -179,21 +177,21 @@ TEST_CASE("store: save_kv refuses KV that would reference nothing or leave orpha
   test::TempDir dir;
   Store store((dir / "kv.db").string());
   store.create_session(session_named("s"));
-  store.save_kv("s", kv_of({1}, bytes_of(5, 0), 20), std::vector{PrefixBlob{1, bytes_of(8, 1)}});
+  store.save_kv("s", kv_of({1}, patterned_bytes(5, 0), 20),
+                std::vector{PrefixBlob{1, patterned_bytes(8, 1)}});
   // A block neither stored nor given.
   CHECK(status_of([&] {
           store.save_kv("s", kv_of({1, 99}, {}, 32), {});
         }) == Status::invalid_argument);
   // A blob that no block of the session refers to would never be deleted.
   CHECK(status_of([&] {
-          store.save_kv("s", kv_of({1}, {}, 16), std::vector{PrefixBlob{5, bytes_of(8, 1)}});
+          store.save_kv("s", kv_of({1}, {}, 16), std::vector{PrefixBlob{5, patterned_bytes(8, 1)}});
         }) == Status::invalid_argument);
   CHECK(status_of([&] { store.save_kv("nobody", kv_of({}, {}, 0), {}); }) == Status::not_found);
   // A writer that left another number of turns there: another writer changed the transcript.
-  CHECK(status_of([&] {
-          store.save_kv("s", kv_of({}, bytes_of(5, 2), 3), {}, 1);
-        }) == Status::invalid_argument);
-  store.save_kv("s", kv_of({1}, bytes_of(5, 0), 20), {}, 0);  // the count it holds: stored
+  CHECK(status_of([&] { store.save_kv("s", kv_of({}, patterned_bytes(5, 2), 3), {}, 1); }) ==
+        Status::invalid_argument);
+  store.save_kv("s", kv_of({1}, patterned_bytes(5, 0), 20), {}, 0);  // the count it holds: stored
   // The failed calls changed nothing.
   const auto kv = store.load_kv("s");
   REQUIRE(kv.has_value());
@@ -210,7 +208,7 @@ TEST_CASE("store: file_bytes grows with what is stored and is a whole number of 
   CHECK(empty > 0);
   CHECK(empty % 16384 == 0);  // the page size chosen for new files
   store.create_session(session_named("s"));
-  store.save_kv("s", kv_of({3}, {}, 16), std::vector{PrefixBlob{3, bytes_of(1 << 20, 4)}});
+  store.save_kv("s", kv_of({3}, {}, 16), std::vector{PrefixBlob{3, patterned_bytes(1 << 20, 4)}});
   const uint64_t full = store.file_bytes();
   CHECK(full >= empty + (1u << 20));
   CHECK(full < empty + (1u << 20) + (1u << 18));  // overhead stays small
@@ -234,7 +232,8 @@ TEST_CASE("store: session_summary has the header, the turn count and the KV byte
 
   append_turns(store, "a", 0,
                std::vector{StoredTurn{1, "hi", {1, 2}, true}, StoredTurn{2, "yo", {3}, true}});
-  store.save_kv("a", kv_of({1}, bytes_of(10, 0), 20), std::vector{PrefixBlob{1, bytes_of(64, 1)}});
+  store.save_kv("a", kv_of({1}, patterned_bytes(10, 0), 20),
+                std::vector{PrefixBlob{1, patterned_bytes(64, 1)}});
   summary = store.session_summary("a");
   REQUIRE(summary.has_value());
   CHECK(summary->n_turns == 2);
@@ -252,7 +251,7 @@ TEST_CASE("store: the WAL stays a few MiB however much KV goes through it") {
   store.create_session(session_named("s"));
   constexpr size_t kBlobBytes = 100 << 10;
   for (int i = 0; i < 120; ++i) {  // 12 MiB written, 100 KiB kept
-    store.save_kv("s", kv_of({}, bytes_of(kBlobBytes, uint8_t(i)), 5), {});
+    store.save_kv("s", kv_of({}, patterned_bytes(kBlobBytes, uint8_t(i)), 5), {});
   }
   const auto wal = std::filesystem::path(path.string() + "-wal");
   REQUIRE(std::filesystem::exists(wal));
@@ -260,5 +259,5 @@ TEST_CASE("store: the WAL stays a few MiB however much KV goes through it") {
   MESSAGE("WAL " << wal_bytes << " bytes");
   CHECK(wal_bytes <= (4u << 20) + 2 * kBlobBytes);
   REQUIRE(store.load_kv("s").has_value());
-  CHECK(store.load_kv("s")->tail_blob == bytes_of(kBlobBytes, 119));
+  CHECK(store.load_kv("s")->tail_blob == patterned_bytes(kBlobBytes, 119));
 }

@@ -8,15 +8,10 @@
 
 using namespace parley;
 using namespace parley::store;
+using parley::test::patterned_bytes;
 using parley::test::session_named;
 
 namespace {
-
-std::vector<std::byte> bytes_of(size_t n, uint8_t seed) {
-  std::vector<std::byte> v(n);
-  for (size_t i = 0; i < n; ++i) v[i] = static_cast<std::byte>(seed + i * 7);
-  return v;
-}
 
 StoredKv kv_of(std::vector<uint64_t> hashes, uint32_t n_tokens) {
   StoredKv kv;
@@ -37,8 +32,8 @@ TEST_CASE("store: a blob replacing a damaged one is stored for every session sha
   Store store((dir / "kv.db").string());
   store.create_session(session_named("a"));
   store.create_session(session_named("b"));
-  const auto damaged = bytes_of(64, 1);
-  const auto good = bytes_of(80, 2);
+  const auto damaged = patterned_bytes(64, 1);
+  const auto good = patterned_bytes(80, 2);
   store.save_kv("a", kv_of({kShared}, 16), std::vector{PrefixBlob{kShared, damaged}});
   store.save_kv("b", kv_of({kShared}, 16), {});
 
@@ -46,8 +41,9 @@ TEST_CASE("store: a blob replacing a damaged one is stored for every session sha
   store.save_kv("a", kv_of({kShared}, 16), std::vector{PrefixBlob{kShared, good}});
   CHECK(store.load_prefix_block(kShared) == damaged);
 
-  store.save_kv("a", kv_of({kShared, kOwn}, 32),
-                std::vector{PrefixBlob{kShared, good, true}, PrefixBlob{kOwn, bytes_of(8, 3)}});
+  store.save_kv(
+      "a", kv_of({kShared, kOwn}, 32),
+      std::vector{PrefixBlob{kShared, good, true}, PrefixBlob{kOwn, patterned_bytes(8, 3)}});
   CHECK(store.load_prefix_block(kShared) == good);
   CHECK(store.kv_bytes("b") == good.size());
 
@@ -63,7 +59,7 @@ TEST_CASE("store: a blob replacing a damaged one that is gone meanwhile is inser
   test::TempDir dir;
   Store store((dir / "kv.db").string());
   store.create_session(session_named("a"));
-  const auto good = bytes_of(80, 2);
+  const auto good = patterned_bytes(80, 2);
   store.save_kv("a", kv_of({kShared}, 16), std::vector{PrefixBlob{kShared, good, true}});
   CHECK(store.load_prefix_block(kShared) == good);
 }
