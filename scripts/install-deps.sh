@@ -19,7 +19,14 @@ if [ ${#missing[@]} -eq 0 ]; then
 fi
 
 sudo=""
-if [ "$(id -u)" -ne 0 ]; then sudo="sudo"; fi
+if [ "$(id -u)" -ne 0 ]; then
+  if ! command -v sudo >/dev/null; then
+    echo "install-deps: missing packages: ${missing[*]}" >&2
+    echo "install-deps: run this as root (there is no sudo), or install them with apt-get" >&2
+    exit 1
+  fi
+  sudo="sudo"
+fi
 echo "install-deps: installing ${missing[*]}"
 export DEBIAN_FRONTEND=noninteractive
 $sudo apt-get update -qq
