@@ -23,4 +23,18 @@ export PARLEY_CHAT="$build_dir/bin/parley-chat"
 [ -x "$PARLEY_CHAT" ] || unset PARLEY_CHAT  # that test then finds it itself or skips
 
 # -p no:cacheprovider: leave no .pytest_cache in the source tree.
-exec "$python" -m pytest -p no:cacheprovider -q -rs bindings/python/tests "$@"
+"$python" -m pytest -p no:cacheprovider -q -rs bindings/python/tests "$@"
+
+# The README's offline install into a virtual environment (python3-venv, python3-setuptools),
+# from a copy: pip builds in the tree it is given.
+if ! "$python" -c "import ensurepip, setuptools" 2>/dev/null; then
+  echo "test-python: skipped the virtual environment install (no python3-venv or setuptools)"
+  exit 0
+fi
+scratch=$(mktemp -d)
+trap 'rm -rf "$scratch"' EXIT
+cp -r bindings/python "$scratch/package"
+"$python" -m venv --system-site-packages "$scratch/venv"
+"$scratch/venv/bin/pip" install -q --no-build-isolation --no-index "$scratch/package"
+(cd "$scratch" && venv/bin/python -c "import parley; assert '/venv/' in parley.__file__; \
+  print('installed parley', parley.__version__, 'in a virtual environment:', parley.version())")
