@@ -5,11 +5,18 @@ import ctypes
 from .errors import check
 
 
-def read_ids(call, check=check):
+def read_ids(call, check=check, likely_cap=0):
     """`call(ids, cap, needed)` fills int32 ids; returns them as a list. `check` turns a
-    failed status into its exception."""
+    failed status into its exception. With `likely_cap`, a first call with that room saves
+    the call that asks for the size when it is enough."""
     needed = ctypes.c_size_t(0)
-    check(call(None, 0, ctypes.byref(needed)))
+    if likely_cap > 0:
+        ids = (ctypes.c_int32 * likely_cap)()
+        check(call(ids, likely_cap, ctypes.byref(needed)))
+        if needed.value <= likely_cap:
+            return ids[:needed.value]
+    else:
+        check(call(None, 0, ctypes.byref(needed)))
     while True:
         cap = needed.value
         ids = (ctypes.c_int32 * max(cap, 1))()

@@ -118,10 +118,13 @@ class Engine(NativeHandle):
     def tokenize(self, text, bos=False):
         """Token ids of `text` (control tokens are never produced from text)."""
         data = _options.text_arg("text", text)
+        # Each id stands for one byte of the text at least, but for BOS and a word's leading
+        # space: usually one call.
         with self._use() as handle:
             return read_ids(lambda ids, cap, needed:
                             self._lib.parley_tokenize(handle, data, 1 if bos else 0, ids, cap,
-                                                      needed))
+                                                      needed),
+                            likely_cap=len(data) + 2 if data is not None else 0)
 
     def detokenize(self, ids):
         """The text of token ids."""

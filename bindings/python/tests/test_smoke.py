@@ -145,6 +145,32 @@ def test_tokenize_round_trip(engine):
     assert engine.detokenize([]) == ""
 
 
+def test_read_ids_asks_again_when_the_likely_room_is_short():
+    from parley._buffers import read_ids
+    produced = list(range(10))
+    calls = []
+
+    def call(ids, cap, needed):
+        calls.append(cap)
+        needed._obj.value = len(produced)
+        for i in range(min(cap, len(produced))):
+            ids[i] = produced[i]
+        return 0
+
+    assert read_ids(call, likely_cap=16) == produced and calls == [16]
+    calls.clear()
+    assert read_ids(call, likely_cap=4) == produced and calls == [4, 10]
+    calls.clear()
+    assert read_ids(call) == produced and calls == [0, 10]
+
+
+def test_tokenize_of_text_of_many_ids_round_trips(engine):
+    text = " ".join(["\U0001F600 \u00e9\u4e2d"] * 50)  # byte pieces: about one id per byte
+    ids = engine.tokenize(text, bos=True)
+    assert len(ids) > len(text)
+    assert engine.detokenize(ids) == text
+
+
 def test_fork_and_rewind(engine):
     with engine.session(template="raw", id="original") as s:
         s.send(PROMPT, **GREEDY)
