@@ -6,12 +6,12 @@
 
 #include <algorithm>
 #include <filesystem>
-#include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
 #include "chat_cli_support.h"
+#include "support/safetensors_builder.h"
 #include "support/shared_assets.h"
 #include "support/shell.h"
 
@@ -23,10 +23,6 @@ namespace fs = std::filesystem;
 namespace {
 
 std::string quote(const std::string& s) { return shell_quote(s); }
-
-void write_bytes(const fs::path& path, const std::string& bytes) {
-  std::ofstream(path, std::ios::binary) << bytes;
-}
 
 // One /export line for each file.
 std::string exports_of(const std::vector<std::string>& files) {

@@ -114,10 +114,7 @@ TEST_CASE("SIGKILL during commits and spills never loses an acknowledged turn") 
     ::waitpid(pid, &status, 0);
     REQUIRE_MESSAGE(WIFSIGNALED(status), "the child stopped on its own: " << status);
     ++kills;
-    std::string acks;
-    char buf[256];
-    ssize_t n;
-    while ((n = ::read(fds[0], buf, sizeof buf)) > 0) acks.append(buf, size_t(n));
+    const std::string acks = read_to_end(fds[0]);
     ::close(fds[0]);
     for (size_t pos = 0; pos < acks.size();) {
       const size_t end = acks.find('\n', pos);

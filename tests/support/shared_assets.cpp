@@ -1,6 +1,7 @@
 #include "support/shared_assets.h"
 
 #include <doctest/doctest.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <cstdlib>
@@ -52,6 +53,13 @@ std::string read_file(const std::filesystem::path& path) {
   std::ostringstream ss;
   ss << in.rdbuf();
   return ss.str();
+}
+
+std::string read_to_end(int fd) {
+  std::string text;
+  char buf[512];
+  for (ssize_t n; (n = ::read(fd, buf, sizeof buf)) > 0;) text.append(buf, size_t(n));
+  return text;
 }
 
 TempDir::TempDir() {

@@ -16,6 +16,8 @@ std::optional<std::filesystem::path> shared_dir(const char* what_needs_it);
 std::optional<std::filesystem::path> shared_file(const std::string& relative);
 
 std::string read_file(const std::filesystem::path& path);
+// What a pipe or file descriptor gives until its end (or a read error).
+std::string read_to_end(int fd);
 
 // A fresh empty directory under the system temp dir, removed when the object dies.
 class TempDir {

@@ -111,9 +111,7 @@ std::optional<std::string> error_opening_unprivileged(const std::string& path) {
     ::_exit(written ? 0 : 1);
   }
   ::close(fds[1]);
-  std::string message;
-  char buffer[512];
-  for (ssize_t n; (n = ::read(fds[0], buffer, sizeof buffer)) > 0;) message.append(buffer, n);
+  const std::string message = test::read_to_end(fds[0]);
   ::close(fds[0]);
   int status = 0;
   REQUIRE(::waitpid(child, &status, 0) == child);
