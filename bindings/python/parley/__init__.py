@@ -70,7 +70,7 @@ def set_log_callback(fn):
         try:
             fn(level, message.decode("utf-8", errors="replace"))
         except KeyboardInterrupt:
-            _interrupts.note()  # raised by the call that logged, as it returns
+            _interrupts.note()  # main thread: raised by the call that logged; else dropped
         except BaseException:  # noqa: B902 - must not propagate into C
             pass
 

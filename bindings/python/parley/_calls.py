@@ -9,6 +9,9 @@ as plain Python code, so callbacks stay on the caller's thread. What the waiting
 meanwhile (KeyboardInterrupt, a handler's SystemExit, an exception of on_item) stops the call
 through stop(), waits for it to end (the library keeps what an interrupt keeps), and is then
 raised. Other threads get no signals: their calls run where they are made.
+
+After fork() the child has the waiting thread only, not the worker: a wait begun in the parent
+(a fork in a callback) raises MisuseError in the child instead of waiting forever.
 """
 
 import os
@@ -17,6 +20,7 @@ import sys
 import threading
 
 from . import _interrupts
+from .errors import MisuseError
 
 # What ask() returns once the waiting thread has stopped waiting: stop the call.
 STOP = object()
@@ -57,13 +61,23 @@ if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_forget_workers)
 
 
-def next_item(inbox):
-    """inbox.get(), looking for signals now and then (see _LOOK_FOR_SIGNALS_S)."""
+def forked_error(pid):
+    """The MisuseError of a wait, in a child of fork(), for a thread of its parent `pid`."""
+    return MisuseError("this call was started by process %d and runs on one of its threads; "
+                       "after fork() a child opens its own engine" % pid)
+
+
+def next_item(inbox, pid):
+    """inbox.get(), looking for signals now and then (see _LOOK_FOR_SIGNALS_S). pid: the
+    process whose thread feeds inbox; in another one (a child of fork()), where no thread
+    does, raises MisuseError."""
     while True:
         try:
             return inbox.get(timeout=_LOOK_FOR_SIGNALS_S)
         except queue.Empty:
-            pass  # the loop's next round runs the handlers of signals that came meanwhile
+            # The loop's next round runs the handlers of signals that came meanwhile.
+            if os.getpid() != pid:
+                raise forked_error(pid) from None
 
 
 def on_worker():
@@ -75,9 +89,10 @@ def on_worker():
 class _Call:
     """One call handed to a worker: its queues, and its outcome once done."""
 
-    __slots__ = ("inbox", "answers", "stopping", "done", "result", "error")
+    __slots__ = ("inbox", "answers", "stopping", "done", "result", "error", "pid")
 
     def __init__(self):
+        self.pid = os.getpid()  # the process whose worker runs it
         self.inbox = queue.SimpleQueue()    # worker -> caller: items for on_item, then self
         self.answers = queue.SimpleQueue()  # caller -> worker: on_item's results, or STOP
         self.stopping = False
@@ -110,7 +125,7 @@ def run(work, on_item, stop):
                 return work(on_item)
             handed = True
         while True:
-            item = next_item(call.inbox)
+            item = next_item(call.inbox, call.pid)
             if item is call:
                 break
             call.answers.put(on_item(item))
@@ -152,7 +167,8 @@ def _stop_and_wait(call, stop):
     stop() raises nothing of its own."""
     later = None
     call.stopping = True
-    while not call.done:
+    # In a child of fork() the worker is the parent's: there is nothing to stop or wait for.
+    while not call.done and os.getpid() == call.pid:
         try:
             call.answers.put(STOP)  # for an ask() already under way
             stop()

@@ -41,16 +41,20 @@ class NativeHandle:
         with _interrupts.deferred():
             with self._close_lock:
                 handle, self._handle = self._handle, None
+                if handle is None:
+                    return
                 in_use = self._uses > 0
-            if handle is None:
-                return
-            if in_use:
-                self._stop(handle)  # the last call under way frees it, as it returns
-            else:
+                if in_use:
+                    # Under the lock: the call under way cannot end and free the handle
+                    # first, leaving its address to a new handle that this stop would reach.
+                    # The last such call frees it, as it returns.
+                    self._stop(handle)
+            if not in_use:
                 self._closer()
 
     def _stop(self, handle):
-        """Asks what runs in the library on the handle to end: close() was called meanwhile."""
+        """Asks what runs in the library on the handle to end: close() was called meanwhile.
+        Called under _close_lock, so it must not wait for that call to end."""
 
     @property
     def closed(self):

@@ -32,10 +32,14 @@ def _note(signum, frame):
 
 
 def note():
-    """Keeps a KeyboardInterrupt that a callback caught for its call to raise. Where no call
-    defers one, re-raises it: it is then reported, not lost."""
+    """Keeps a KeyboardInterrupt that a callback caught on the main thread for its call to
+    raise; where no call defers one, re-raises it: it is then reported, not lost. On another
+    thread it is dropped: Ctrl-C is the main thread's, and re-raised into ctypes it would only
+    be printed, once per callback."""
     global _noted
-    if _depth and threading.current_thread() is threading.main_thread():
+    if threading.current_thread() is not threading.main_thread():
+        return
+    if _depth:
         _noted = True
     else:
         raise KeyboardInterrupt

@@ -14,7 +14,8 @@ _lib = None
 
 
 class LibraryError(OSError):
-    """libparley could not be found or loaded, or is older than this package."""
+    """libparley could not be found or loaded, is not a Parley library, or is older than this
+    package."""
 
 
 def _is_sanitized_build(build_dir):
@@ -71,15 +72,43 @@ def check_version(found_number, found_text, where):
 
 
 def _load(where):
-    lib = ctypes.CDLL(str(where))
+    lib = _declare(ctypes.CDLL(str(where)), where)
+    check_version(lib.parley_version_number(), lib.parley_version().decode(), where)
+    return lib
+
+
+def _declare(lib, where):
+    """_native.declare(lib), loaded from `where`; a library without parley_version is not
+    Parley's at all, one without a later function an older Parley."""
+    if not hasattr(lib, "parley_version"):
+        raise LibraryError("%s is not a Parley library: it lacks parley_version; point "
+                           "PARLEY_LIBRARY at libparley.so.0" % where)
     try:
-        _native.declare(lib)
+        return _native.declare(lib)
     except AttributeError as e:
         raise LibraryError("%s lacks a function this package needs (%s); it is older "
                            "than Parley %s" % (where, e, _version_text(_native.VERSION_NUMBER))
                            ) from e
-    check_version(lib.parley_version_number(), lib.parley_version().decode(), where)
-    return lib
+
+
+def _not_loaded(tried, error):
+    """The LibraryError when no candidate loaded; error: the last one's OSError."""
+    env = os.environ.get("PARLEY_LIBRARY")
+    if not env:
+        return LibraryError("libparley not found; set PARLEY_LIBRARY to its path. Tried: "
+                            + "; ".join(tried))
+    # The loader's words for a missing file ("cannot open shared object file") read like a
+    # broken one, and for a directory like a bad file. A bare name is left to its search.
+    if os.sep in env and not os.path.exists(env):
+        return LibraryError("libparley not found: PARLEY_LIBRARY is %s, a file that does not "
+                            "exist" % env)
+    if os.path.isdir(env):
+        inside = os.path.join(env, LIBRARY_NAME)
+        return LibraryError("libparley not loaded: PARLEY_LIBRARY is %s, a directory, not a "
+                            "library file; set it to %s" % (env, inside if os.path.isfile(inside)
+                                                           else "the library file's path"))
+    return LibraryError("libparley not loaded: PARLEY_LIBRARY is %s, which the loader could "
+                        "not load: %s" % (env, error))
 
 
 def lib():
@@ -87,7 +116,7 @@ def lib():
     global _lib
     with _lock:
         if _lib is None:
-            tried = []
+            tried, error = [], None
             for where in candidates():
                 try:
                     _lib = _load(where)
@@ -96,13 +125,7 @@ def lib():
                     if isinstance(e, LibraryError):
                         raise
                     tried.append("%s (%s)" % (where, e))
+                    error = e
             else:
-                # The loader's words for a missing file ("cannot open shared object file")
-                # read like a broken one. A bare name is left to the loader's search.
-                env = os.environ.get("PARLEY_LIBRARY")
-                if env and os.sep in env and not os.path.exists(env):
-                    raise LibraryError("libparley not found: PARLEY_LIBRARY is %s, a file that "
-                                       "does not exist" % env)
-                raise LibraryError("libparley not found; set PARLEY_LIBRARY to its path. Tried: "
-                                   + "; ".join(tried))
+                raise _not_loaded(tried, error)
         return _lib

@@ -14,10 +14,11 @@ KV_TYPES = {"default": 0, "int8": 1, "f16": 2, "f32": 3}
 OVERFLOW_POLICIES = {"error": 0, "drop_oldest": 1}
 
 
-def text_arg(name, value, path=False):
+def text_arg(name, value, path=False, optional=True):
     """str -> NUL-terminated UTF-8 bytes (a path: the file system's encoding, also from
-    os.PathLike); None stays None (NULL)."""
-    if value is None:
+    os.PathLike); None stays None (NULL) where optional, else is refused here, under the
+    Python name, not later by the library under its C one."""
+    if value is None and optional:
         return None
     if path and isinstance(value, os.PathLike):
         try:
@@ -140,10 +141,10 @@ def ids_arg(ids):
 
 
 def replies_arg(replies):
-    """A sequence of str -> (the items as given, their UTF-8 bytes); None items stay None
-    (NULL). How many is for the library to judge, 0 included."""
+    """A sequence of str -> (the items as given, their UTF-8 bytes). How many is for the
+    library to judge, 0 included."""
     items = _items("replies", replies)
-    return items, [text_arg("replies[%d]" % i, r) for i, r in enumerate(items)]
+    return items, [text_arg("replies[%d]" % i, r, optional=False) for i, r in enumerate(items)]
 
 
 def logit_bias_arg(logit_bias):
@@ -187,7 +188,7 @@ def logit_bias_arg(logit_bias):
 def engine_options(lib, model, store, device, kv, threads, kv_budget, idle_spill_ms, context):
     o = _native.EngineOptions()
     lib.parley_engine_options_init_sized(ctypes.byref(o), ctypes.sizeof(o))
-    o.model_path = text_arg("model", model, path=True)
+    o.model_path = text_arg("model", model, path=True, optional=False)
     o.store_path = text_arg("store", store, path=True)
     o.device = text_arg("device", device)
     o.n_threads = int_arg("threads", threads, ctypes.c_int32)

@@ -5,9 +5,11 @@ until the consumer asks for the next one. So the C call is paused inside its cal
 the loop body runs, exactly as if the body were the callback, and closing the generator
 (which leaving a loop that holds its only reference does) makes the callback return non-zero,
 which stops the reply. A generator held elsewhere stays paused until it is closed or
-collected: Python tells a generator nothing when a loop over it is left.
+collected: Python tells a generator nothing when a loop over it is left. In a child of fork()
+a stream its parent started raises MisuseError: its worker is the parent's.
 """
 
+import os
 import queue
 import threading
 import weakref
@@ -72,6 +74,7 @@ def stream_pieces(run, opened=None, ended=None, stop=None):
         # rather than killed while it is inside the library.
         worker = threading.Thread(target=work, name="parley-stream", daemon=not _stop_at_exit)
         started = finished = False
+        pid = os.getpid()  # the process the worker runs in
         _running.add(go_on)
         try:
             # Ctrl-C inside start() could leave a running worker that join() refuses: it is
@@ -82,7 +85,7 @@ def stream_pieces(run, opened=None, ended=None, stop=None):
             if opened is not None:
                 opened()
             while True:
-                item = _calls.next_item(pieces)
+                item = _calls.next_item(pieces, pid)
                 if isinstance(item, _Finished):
                     finished = True
                     if item.error is not None:

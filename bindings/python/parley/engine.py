@@ -54,7 +54,7 @@ class Engine(NativeHandle):
         CorruptError before) when the conversation is longer than this engine's context: an
         engine whose context holds it opens it, and nothing is changed; CorruptError when its
         transcript cannot be read; StorageError when the store fails."""
-        data, out = _options.text_arg("id", id), _native.session_p()
+        data, out = _options.text_arg("id", id, optional=False), _native.session_p()
         with self._use() as handle:
             check(self._lib.parley_session_open(handle, data, ctypes.byref(out)))
             return Session(self._lib, out.value)
@@ -73,7 +73,8 @@ class Engine(NativeHandle):
         names the first wrong field), an unknown template, messages out of order, a token
         outside this model's vocabulary, or an id that is "" or already used;
         ContextFullError when the conversation does not fit the context."""
-        data, new_id = _options.text_arg("json", json), _options.text_arg("id", id)
+        data = _options.text_arg("json", json, optional=False)
+        new_id = _options.text_arg("id", id)
         out = _native.session_p()
         with self._use() as handle:
             check(self._lib.parley_session_import(handle, data, new_id, ctypes.byref(out)))
@@ -88,7 +89,7 @@ class Engine(NativeHandle):
 
     def delete_session(self, id):
         """Deletes a stored conversation that is not open."""
-        data = _options.text_arg("id", id)
+        data = _options.text_arg("id", id, optional=False)
         with self._use() as handle:
             check(self._lib.parley_session_delete(handle, data))
 
@@ -96,7 +97,7 @@ class Engine(NativeHandle):
         """A stored conversation's dates, turns and stored KV, without opening it. Raises
         NotFoundError without a store or when no such conversation is stored."""
         s = _native.sized(_native.StoredSessionInfo)
-        data = _options.text_arg("id", id)
+        data = _options.text_arg("id", id, optional=False)
         with self._use() as handle:
             check(self._lib.parley_store_get_session_info(handle, data, ctypes.byref(s)))
         return StoredSessionInfo.from_struct(s)
@@ -117,14 +118,14 @@ class Engine(NativeHandle):
 
     def tokenize(self, text, bos=False):
         """Token ids of `text` (control tokens are never produced from text)."""
-        data = _options.text_arg("text", text)
+        data = _options.text_arg("text", text, optional=False)
         # Each id stands for one byte of the text at least, but for BOS and a word's leading
         # space: usually one call.
         with self._use() as handle:
             return read_ids(lambda ids, cap, needed:
                             self._lib.parley_tokenize(handle, data, 1 if bos else 0, ids, cap,
                                                       needed),
-                            likely_cap=len(data) + 2 if data is not None else 0)
+                            likely_cap=len(data) + 2)
 
     def detokenize(self, ids):
         """The text of token ids."""

@@ -1,5 +1,7 @@
 """ParleyError and one subclass per parley_status code."""
 
+import ctypes
+
 from . import _library
 
 
@@ -7,7 +9,8 @@ class ParleyError(Exception):
     """A Parley call failed. `status` is the parley_status code, `message` the library's
     parley_last_error() text for that failure, `reply` the reply a send, stream or
     continue_reply kept as the turn although it failed (CancelledError, OutOfMemoryError,
-    StorageError), else None."""
+    StorageError), else None. A ParleyError made with a message alone (a program's own, for
+    a failure of its own around Parley) has no status: its text is the message."""
 
     status = None  # set on each subclass
     reply = None
@@ -16,7 +19,10 @@ class ParleyError(Exception):
         if status is not None:
             self.status = status
         self.message = message
-        super().__init__("%s: %s" % (_status_name(self.status), message))
+        if self.status is None:
+            super().__init__(message)
+        else:
+            super().__init__("%s: %s" % (_status_name(self.status), message))
 
     def __reduce__(self):
         # Made again from the message, not from args (the message with the status in front,
@@ -103,8 +109,9 @@ _BY_STATUS = {cls.status: cls for cls in ParleyError.__subclasses__()}
 def _status_name(status):
     try:
         return _library.lib().parley_status_name(status).decode()
-    except OSError:
-        return "PARLEY_STATUS_%s" % status  # the library is missing: still say something
+    except (OSError, ctypes.ArgumentError):
+        # The library is missing, or the status is not a C int: still say something.
+        return "PARLEY_STATUS_%s" % status
 
 
 def error_for(status, message):

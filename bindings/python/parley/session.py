@@ -102,7 +102,7 @@ class Session(NativeHandle):
         options = _options.generate_options(self._lib, max_tokens, temperature, top_k, top_p,
                                             min_p, repeat_penalty, repeat_last_n, seed,
                                             ignore_eos, stop, reply_prefix, logit_bias)
-        return self._reply(_options.text_arg("text", text), options, on_text)
+        return self._reply(_options.text_arg("text", text, optional=False), options, on_text)
 
     def continue_reply(self, *, max_tokens=256, temperature=0.8, top_k=40, top_p=0.95,
                        min_p=0.05, repeat_penalty=1.0, repeat_last_n=64, seed=0,
@@ -152,7 +152,7 @@ class Session(NativeHandle):
         options = _options.generate_options(self._lib, max_tokens, temperature, top_k, top_p,
                                             min_p, repeat_penalty, repeat_last_n, seed,
                                             ignore_eos, stop, reply_prefix, logit_bias)
-        return self._stream(_options.text_arg("text", text), options)
+        return self._stream(_options.text_arg("text", text, optional=False), options)
 
     def stream_continue(self, *, max_tokens=256, temperature=0.8, top_k=40, top_p=0.95,
                         min_p=0.05, repeat_penalty=1.0, repeat_last_n=64, seed=0,
@@ -326,7 +326,7 @@ class Session(NativeHandle):
         the reply (0: it does not fit; send raises ContextFullError, or with overflow
         "drop_oldest" drops the oldest exchanges). Nothing is computed and the session is
         unchanged. The text is taken as send() takes it."""
-        data = _options.text_arg("text", text)
+        data = _options.text_arg("text", text, optional=False)
         prompt_tokens, context_left = ctypes.c_uint32(), ctypes.c_uint32()
         with self._use() as handle:
             self._check(self._lib.parley_session_count_tokens(handle, data,
@@ -380,8 +380,8 @@ class Session(NativeHandle):
         reply continues the message, as a streamed raw reply reads: " there was" starts a
         word, ", and" joins the last one.
         Raises ContextFullError when the two do not fit; the session is then as before."""
-        user = _options.text_arg("user_text", user_text)
-        reply = _options.text_arg("reply_text", reply_text)
+        user = _options.text_arg("user_text", user_text, optional=False)
+        reply = _options.text_arg("reply_text", reply_text, optional=False)
         with self._use() as handle:
             self._check(self._lib.parley_session_add_exchange(handle, user, reply))
 

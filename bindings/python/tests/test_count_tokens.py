@@ -80,7 +80,7 @@ def test_the_text_is_taken_as_send_takes_it(engine):
 
 
 @pytest.mark.parametrize("text, match", [
-    (None, None),  # NULL: the library refuses it
+    (None, "must be a str"),  # refused before the library is called
     (b"bad \xc0\xaf", None),  # not UTF-8: the library refuses it
     ("a\ud800b", "Unicode"),  # a lone surrogate cannot be UTF-8
     ("a\0b", "NUL"),

@@ -105,6 +105,41 @@ def test_every_error_has_a_reply_none_unless_a_turn_was_kept(cls):
     assert cls("a message", 1 if cls is parley.ParleyError else None).reply is None
 
 
+def test_a_parley_error_made_with_a_message_alone_says_that_message():
+    # A program's own failure around Parley, caught with the library's under ParleyError.
+    error = parley.ParleyError("my wrapper failed")
+    assert str(error) == "my wrapper failed"
+    assert error.message == "my wrapper failed"
+    assert error.status is None and error.reply is None
+    copied = pickle.loads(pickle.dumps(error))
+    assert str(copied) == str(error) and copied.status is None
+
+
+@pytest.mark.parametrize("call, name", [
+    (lambda e, s: s.send(None), "text"),
+    (lambda e, s: s.stream(None), "text"),  # at the call, not at the first next()
+    (lambda e, s: s.count_tokens(None), "text"),
+    (lambda e, s: s.add_exchange(None, " reply"), "user_text"),
+    (lambda e, s: s.add_exchange("message", None), "reply_text"),
+    (lambda e, s: s.score_replies("message", [" yes", None]), r"replies\[1\]"),
+    (lambda e, s: e.tokenize(None), "text"),
+    (lambda e, s: e.import_session(None), "json"),
+    (lambda e, s: e.open_session(None), "id"),
+    (lambda e, s: e.delete_session(None), "id"),
+    (lambda e, s: e.stored_session_info(None), "id"),
+    (lambda e, s: parley.Engine(None), "model"),
+], ids=["send", "stream", "count_tokens", "user_text", "reply_text", "score_replies",
+        "tokenize", "import_session", "open_session", "delete_session", "stored_session_info",
+        "Engine"])
+def test_none_for_a_required_text_is_refused_at_the_call_under_its_python_name(engine, call,
+                                                                               name):
+    with engine.session(template="raw") as s:
+        with pytest.raises(parley.InvalidArgumentError,
+                           match="^PARLEY_E_INVALID_ARGUMENT: %s must be a str" % name):
+            call(engine, s)
+        assert s.info.n_turns == 0
+
+
 def test_errors_of_a_refused_send_have_no_reply(engine):
     with engine.session(template="raw") as s:
         with pytest.raises(parley.InvalidArgumentError) as invalid:

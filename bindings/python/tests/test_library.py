@@ -1,12 +1,14 @@
 """The binding matches parley.h: struct layouts, every function declared, version refusal."""
 
 import ctypes
+import ctypes.util
 import dataclasses
 import os
 import re
 import shutil
 import subprocess
 import sys
+import types
 
 import pytest
 
@@ -92,15 +94,73 @@ def test_another_major_version_is_refused():
         _library.check_version(10000, "1.0.0", "/next/libparley.so.1")
 
 
-def test_a_missing_library_file_is_named_as_missing(tmp_path):
-    # A fresh interpreter: this one has already loaded the library.
-    env = dict(os.environ, PARLEY_LIBRARY=str(tmp_path / "libparley.so.0"))
+def library_error_with(parley_library):
+    """What loading the library says with PARLEY_LIBRARY set so, in a fresh interpreter
+    (this one has already loaded it): "LibraryError: <message>"."""
+    env = dict(os.environ, PARLEY_LIBRARY=str(parley_library))
     code = "import parley\ntry:\n    parley.version()\nexcept parley.LibraryError as e:\n" \
            "    print('LibraryError:', e)\n"
     out = subprocess.run([sys.executable, "-c", code], cwd=BINDINGS_DIR, env=env,
                          capture_output=True, text=True, timeout=60)
-    assert ("LibraryError: libparley not found: PARLEY_LIBRARY is %s, a file that does not "
-            "exist" % env["PARLEY_LIBRARY"]) in out.stdout, out.stderr
+    assert out.stdout.startswith("LibraryError: "), out.stderr
+    return out.stdout.strip()
+
+
+def test_a_missing_library_file_is_named_as_missing(tmp_path):
+    missing = tmp_path / "libparley.so.0"
+    assert library_error_with(missing) == ("LibraryError: libparley not found: PARLEY_LIBRARY "
+                                           "is %s, a file that does not exist" % missing)
+
+
+def test_a_directory_is_named_as_one(tmp_path):
+    assert library_error_with(tmp_path) == (
+        "LibraryError: libparley not loaded: PARLEY_LIBRARY is %s, a directory, not a library "
+        "file; set it to the library file's path" % tmp_path)
+    shutil.copy(parley.library_path(), tmp_path / "libparley.so.0")
+    assert library_error_with(tmp_path).endswith("set it to %s" % (tmp_path / "libparley.so.0"))
+
+
+def test_a_file_the_loader_refuses_is_named_with_its_reason(tmp_path):
+    not_a_library = tmp_path / "libparley.so.0"
+    not_a_library.write_text("not a shared object\n")
+    message = library_error_with(not_a_library)
+    assert message.startswith("LibraryError: libparley not loaded: PARLEY_LIBRARY is %s, "
+                              "which the loader could not load: " % not_a_library), message
+    assert "not found" not in message
+
+
+def test_a_library_that_is_not_parley_is_named_so():
+    libc = ctypes.util.find_library("c")
+    if libc is None:
+        pytest.skip("no C library to load by name")
+    message = library_error_with(libc)
+    assert message == ("LibraryError: %s is not a Parley library: it lacks parley_version; "
+                       "point PARLEY_LIBRARY at libparley.so.0" % libc), message
+
+
+class PartialLibrary:
+    """A library with only the functions named."""
+
+    def __init__(self, names):
+        self._names = names
+
+    def __getattr__(self, name):
+        if name not in self._names:
+            raise AttributeError("undefined symbol: %s" % name)
+        function = types.SimpleNamespace()
+        setattr(self, name, function)
+        return function
+
+
+def test_a_parley_library_lacking_a_later_function_is_older():
+    older = PartialLibrary(set(_native.SIGNATURES) - {"parley_session_get_end_ids"})
+    with pytest.raises(parley.LibraryError, match="parley_session_get_end_ids.*it is older "
+                       "than Parley %s" % _library._version_text(_native.VERSION_NUMBER)):
+        _library._declare(older, "/old/libparley.so.0")
+    with pytest.raises(parley.LibraryError, match="is not a Parley library"):
+        _library._declare(PartialLibrary(set()), "/lib/libother.so")
+    complete = PartialLibrary(set(_native.SIGNATURES))
+    assert _library._declare(complete, "/current/libparley.so.0") is complete
 
 
 def test_a_library_beside_the_package_is_found_first(tmp_path):

@@ -190,3 +190,52 @@ def test_close_while_a_stream_is_paused_stops_its_reply_and_frees_the_session(en
         list(it)
     assert info.value.reply.startswith(first)
     assert engine.stats.sessions_active == 0
+
+
+def test_close_never_stops_a_newer_session_at_the_same_address(engine, monkeypatch):
+    # close() of a session whose call is under way stops that call. Here the thread running
+    # close() is held back at the stop: were the stop made where the call could meanwhile end
+    # and free the session, a new session given the same address would be stopped instead.
+    a = engine.session(template="raw")
+    address = a._handle
+    closing, b_replies, stopped = threading.Event(), threading.Event(), threading.Event()
+    a_done = threading.Event()
+    stop = a._stop
+
+    def held_stop(handle):
+        closing.set()
+        b_replies.wait(2)  # for as long as a new session's reply may take to begin
+        stop(handle)
+        stopped.set()
+
+    monkeypatch.setattr(a, "_stop", held_stop)
+
+    def first_piece_closes_a(piece):
+        threading.Thread(target=a.close).start()
+        closing.wait(10)
+        return True  # a's reply ends now; its call, as it returns, frees a
+
+    def reply_of_a():
+        try:
+            a.send("Once", on_text=first_piece_closes_a, **LONG)
+        except parley.CancelledError:
+            pass
+        finally:
+            a_done.set()
+
+    threading.Thread(target=reply_of_a).start()
+    assert a_done.wait(10)
+    others = []
+    while len(others) < 300 and address not in [o._handle for o in others]:
+        others.append(engine.session(template="raw"))
+    b = others[-1]
+    if b._handle != address:
+        pytest.skip("no new session was given the freed address")
+
+    def on_text(piece):
+        b_replies.set()
+        stopped.wait(10)  # the reply goes on once close() has made its stop
+
+    assert b.send("Once", on_text=on_text, **GREEDY)
+    assert b.last_stats.stop_reason != "cancelled"
+    assert stopped.is_set() and a.closed

@@ -104,7 +104,7 @@ def test_the_library_says_how_many_replies_it_takes(engine, replies):
 
 
 @pytest.mark.parametrize("message, replies, match", [
-    (MESSAGE, [REPLIES[0], None], None),  # a NULL reply: the library refuses it
+    (MESSAGE, [REPLIES[0], None], "must be a str"),  # refused before the library is called
     (b"bad \xc0\xaf", REPLIES, None),  # not UTF-8: the library refuses it
     (MESSAGE, [REPLIES[0], b"bad \xc0\xaf"], None),
     (MESSAGE, ["a\ud800b"], "Unicode"),  # a lone surrogate cannot be UTF-8
