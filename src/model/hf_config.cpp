@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "common/error.h"
+#include "common/shown_id.h"
 #include "model/json_shown.h"
 
 namespace parley::model {
@@ -124,6 +125,84 @@ bool is_default_rope(const json& scaling) {
   return kind && kind->is_string() && kind->get<std::string>() == "default";
 }
 
+// A rope_parameters entry's kind other than "default" (absent means "default") scales
+// positions or frequencies, which the kernels do not.
+void check_rope_entry_kind(const json& entry, const std::string& key) {
+  const json* kind = rope_kind(entry);
+  if (kind && !is_default_rope(entry)) {
+    unsupported(key + " of type " + json_shown(*kind) + " is not supported (only \"default\")");
+  }
+}
+
+// A RoPE base as a file gives it: the value and the key that names it in messages.
+struct RopeBase {
+  const json* value = nullptr;  // a number; nullptr when not given
+  std::string key;
+};
+
+RopeBase number_at(const json& j, const char* field_key, std::string key) {
+  const json* v = field(j, field_key);
+  if (v && !v->is_number()) bad(key + " = " + json_shown(*v) + " is not a number");
+  return {v, std::move(key)};
+}
+
+bool same_base(const RopeBase& a, const RopeBase& b) {
+  if (!a.value || !b.value) return !a.value && !b.value;
+  return a.value->get<double>() == b.value->get<double>();
+}
+
+std::string shown_base(const RopeBase& b) {
+  return b.key + " " + (b.value ? json_shown(*b.value) : "absent");
+}
+
+// The base a rope_parameters entry gives: its own rope_theta, which must agree with a
+// top-level one, else the top-level one (as transformers fills it in).
+RopeBase entry_base(const json& entry, const std::string& key, const RopeBase& top) {
+  if (!entry.is_object()) bad(key + " = " + json_shown(entry) + " is not an object");
+  check_rope_entry_kind(entry, key);
+  RopeBase own = number_at(entry, "rope_theta", key + ".rope_theta");
+  if (!own.value) return {top.value, std::move(own.key)};
+  if (top.value && !same_base(top, own))
+    bad(shown_base(top) + " and " + shown_base(own) + " differ");
+  return own;
+}
+
+// Models with several attention kinds key rope_parameters by layer type ({"full_attention":
+// {...}, "sliding_attention": {...}}); the single form holds no objects.
+bool is_per_layer_type(const json& params) {
+  return std::any_of(params.begin(), params.end(), [](const json& v) { return v.is_object(); });
+}
+
+// Entries per layer type that all restate one plain RoPE are that RoPE; the kernels apply one
+// RoPE to every layer, so entries that differ are refused.
+RopeBase per_layer_type_base(const json& params, const RopeBase& top) {
+  std::optional<RopeBase> first;
+  for (const auto& [type, entry] : params.items()) {
+    RopeBase base = entry_base(entry, "rope_parameters[" + shown_id(type) + "]", top);
+    if (!first) {
+      first = std::move(base);
+    } else if (!same_base(*first, base)) {
+      unsupported("rope_parameters per layer type with different RoPE (" + shown_base(*first) +
+                  ", " + shown_base(base) + ") is not supported (one RoPE for every layer)");
+    }
+  }
+  return first.value_or(top);
+}
+
+// The RoPE base: rope_parameters' (the layout transformers 5 writes, in place of the
+// top-level rope_theta and rope_scaling) or the top-level rope_theta; else 10000, as
+// transformers defaults it for Llama and Mistral.
+double rope_theta(const json& j) {
+  const RopeBase top = number_at(j, "rope_theta", "rope_theta");
+  RopeBase base = top;
+  if (const json* params = field(j, "rope_parameters")) {
+    if (!params->is_object()) bad("rope_parameters = " + json_shown(*params) + " is not an object");
+    base = is_per_layer_type(*params) ? per_layer_type_base(*params, top)
+                                      : entry_base(*params, "rope_parameters", top);
+  }
+  return base.value ? base.value->get<double>() : 10000.0;
+}
+
 void check_unsupported_features(const json& j) {
   if (const json* scaling = field(j, "rope_scaling"); scaling && !is_default_rope(*scaling)) {
     const json* kind = rope_kind(*scaling);
@@ -209,7 +288,7 @@ HfConfig parse_hf_config(std::string_view config_json, std::string_view tokenize
   const auto eps = get_number(j, "rms_norm_eps");
   if (!eps) bad("rms_norm_eps is missing");
   c.rms_eps = float(*eps);
-  c.rope_theta = float(get_number(j, "rope_theta").value_or(10000.0));
+  c.rope_theta = float(rope_theta(j));
   c.sliding_window = get_i32(j, "sliding_window").value_or(0);
   const std::vector<int32_t> bos = get_token_ids(j, "bos_token_id");
   check_in_vocabulary(bos, "bos_token_id", c.n_vocab);

@@ -1,5 +1,6 @@
 // Hyperparameters of a Hugging Face Llama/Mistral directory: config.json, plus the chat
 // template and add_bos_token of tokenizer_config.json, and generation_config.json's end ids.
+// (The loader takes chat_template.jinja's template over tokenizer_config.json's.)
 #pragma once
 
 #include <cstdint>
@@ -22,9 +23,12 @@ struct HfConfig {
   std::vector<int32_t> eos_ids;
 };
 
-// `tokenizer_config_json` is "" when the file is absent. `name` becomes config.name.
-// Throws Error(bad_model) naming the field, Error(unsupported) for another model type,
-// mixture of experts, RoPE scaling (other than rope_type "default"), activation or biases.
+// `tokenizer_config_json` is "" when the file is absent. `name` becomes config.name. The RoPE
+// base is rope_parameters' rope_theta, else the top-level one, else 10000.
+// Throws Error(bad_model) naming the field (also for a top-level rope_theta and a
+// rope_parameters one that differ), Error(unsupported) for another model type, mixture of
+// experts, RoPE scaling (a rope_scaling or rope_parameters of a rope_type other than "default",
+// rope_parameters per layer type that differ), activation or biases.
 // A pad_token_id outside the vocabulary is dropped with a warning.
 HfConfig parse_hf_config(std::string_view config_json, std::string_view tokenizer_config_json,
                          std::string name);

@@ -2,11 +2,13 @@
 
 #include <cstring>
 #include <filesystem>
+#include <string_view>
 #include <unordered_set>
 #include <vector>
 
 #include "common/error.h"
 #include "common/log.h"
+#include "common/utf8_sequence.h"
 #include "model/fingerprint.h"
 #include "model/gguf_metadata.h"
 #include "model/gguf_reader.h"
@@ -97,10 +99,36 @@ void set_special_ids(const HfConfig& hf, const fs::path& dir, TokenizerSource& t
   }
 }
 
+// The directory's own name, also when it is given as ".", "./" or "models/x/..": the last
+// component of its absolute path, made normal (the path as given if the working directory
+// cannot be read).
 std::string directory_name(const fs::path& dir) {
-  fs::path p = dir.lexically_normal();
+  std::error_code ec;
+  fs::path p = fs::absolute(dir, ec);
+  if (ec) p = dir;
+  p = p.lexically_normal();
   if (p.filename().empty()) p = p.parent_path();  // "models/x/" -> "models/x"
   return p.filename().string();
+}
+
+bool is_valid_utf8(std::string_view text) {
+  while (!text.empty()) {
+    const Utf8Sequence seq = next_utf8_sequence(text);
+    if (seq.kind != Utf8Sequence::whole) return false;
+    text.remove_prefix(seq.length);
+  }
+  return true;
+}
+
+// transformers' save_pretrained writes the chat template to chat_template.jinja rather than
+// into tokenizer_config.json, and reads the file first where both have one. An empty file
+// leaves tokenizer_config.json's.
+void read_chat_template_file(const fs::path& dir, ModelConfig& config) {
+  const fs::path path = dir / "chat_template.jinja";
+  std::string text = optional_text_file(path);
+  if (text.empty()) return;
+  if (!is_valid_utf8(text)) fail(Status::bad_model, "'" + path.string() + "' is not valid UTF-8");
+  config.chat_template = std::move(text);
 }
 
 void load_hf(const fs::path& dir, LoadedModel& m) {
@@ -113,6 +141,7 @@ void load_hf(const fs::path& dir, LoadedModel& m) {
   const std::string tok_config = optional_text_file(dir / "tokenizer_config.json");
   HfConfig hf =
       parse_hf_config(read_text_file(config_path, kMaxJsonBytes), tok_config, directory_name(dir));
+  read_chat_template_file(dir, hf.config);
   m.config = std::move(hf.config);
   m.config.validate();
 

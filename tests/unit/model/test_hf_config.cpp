@@ -202,6 +202,98 @@ TEST_CASE("HF config: rope_scaling of rope_type 'default' is no scaling") {
   }
 }
 
+namespace {
+
+// mistral() as transformers 5 writes it: RoPE settings in rope_parameters alone.
+json with_rope_parameters(const json& params) {
+  json j = mistral();
+  j.erase("rope_theta");
+  j["rope_parameters"] = params;
+  return j;
+}
+
+}  // namespace
+
+TEST_CASE("HF config: rope_parameters gives the RoPE base") {
+  CHECK(parse(with_rope_parameters({{"rope_type", "default"}, {"rope_theta", 500000.0}}))
+            .config.rope_theta == 500000.0f);
+  // No kind is "default", as is the older key "type".
+  CHECK(parse(with_rope_parameters({{"rope_theta", 500000}})).config.rope_theta == 500000.0f);
+  CHECK(parse(with_rope_parameters({{"type", "default"}, {"rope_theta", 2e5}})).config.rope_theta ==
+        200000.0f);
+  // Without a rope_theta of its own, the top-level one applies, else 10000.
+  json top = with_rope_parameters({{"rope_type", "default"}});
+  top["rope_theta"] = 1e6;
+  CHECK(parse(top).config.rope_theta == 1e6f);
+  CHECK(parse(with_rope_parameters(json::object())).config.rope_theta == 10000.0f);
+  CHECK(parse(with_rope_parameters(nullptr)).config.rope_theta == 10000.0f);
+  // Both, agreeing.
+  json both = mistral();
+  both["rope_parameters"] = {{"rope_type", "default"}, {"rope_theta", 1000000}};
+  CHECK(parse(both).config.rope_theta == 1e6f);
+}
+
+TEST_CASE("HF config: rope_parameters that differ from rope_theta or are malformed") {
+  json both = mistral();  // rope_theta 1000000.0
+  both["rope_parameters"] = {{"rope_type", "default"}, {"rope_theta", 10000.0}};
+  CHECK_PARLEY_ERROR(parse(both), Status::bad_model,
+                     "config.json: rope_theta 1000000.0 and rope_parameters.rope_theta 10000.0 "
+                     "differ");
+  for (const json& other : {json("default"), json(5), json::array({1})}) {
+    CAPTURE(other.dump());
+    CHECK_PARLEY_ERROR(parse(with_rope_parameters(other)), Status::bad_model,
+                       "config.json: rope_parameters", "is not an object");
+  }
+  CHECK_PARLEY_ERROR(parse(with_rope_parameters({{"rope_theta", "1e6"}})), Status::bad_model,
+                     "config.json: rope_parameters.rope_theta = \"1e6\" is not a number");
+}
+
+TEST_CASE("HF config: rope_parameters of a rope_type other than 'default' are unsupported") {
+  const std::pair<json, std::string> cases[] = {
+      {{{"rope_type", "yarn"}, {"factor", 4.0}, {"rope_theta", 10000.0}}, "\"yarn\""},
+      {{{"rope_type", "llama3"}, {"factor", 8.0}, {"rope_theta", 500000.0}}, "\"llama3\""},
+      {{{"type", "linear"}, {"factor", 2.0}}, "\"linear\""},
+      {{{"rope_type", 3}}, "3"}};
+  for (const auto& [params, kind] : cases) {
+    CAPTURE(params.dump());
+    CHECK_PARLEY_ERROR(parse(with_rope_parameters(params)), Status::unsupported,
+                       "config.json: rope_parameters of type " + kind +
+                           " is not supported (only \"default\")");
+  }
+}
+
+TEST_CASE("HF config: rope_parameters per layer type") {
+  // Entries that all restate one plain RoPE are that RoPE.
+  const json same = {{"full_attention", {{"rope_type", "default"}, {"rope_theta", 5e5}}},
+                     {"sliding_attention", {{"rope_theta", 500000}}}};
+  CHECK(parse(with_rope_parameters(same)).config.rope_theta == 500000.0f);
+  json inherited = mistral();  // entries without a base of their own take the top-level one
+  inherited["rope_parameters"] = {{"full_attention", {{"rope_type", "default"}}},
+                                  {"sliding_attention", json::object()}};
+  CHECK(parse(inherited).config.rope_theta == 1e6f);
+
+  const json differ = {{"full_attention", {{"rope_type", "default"}, {"rope_theta", 1e6}}},
+                       {"sliding_attention", {{"rope_type", "default"}, {"rope_theta", 1e4}}}};
+  CHECK_PARLEY_ERROR(parse(with_rope_parameters(differ)), Status::unsupported,
+                     "config.json: rope_parameters per layer type with different RoPE",
+                     "rope_parameters['full_attention'].rope_theta 1000000.0",
+                     "rope_parameters['sliding_attention'].rope_theta 10000.0",
+                     "is not supported");
+  const json scaled = {{"full_attention", {{"rope_type", "yarn"}, {"factor", 4.0}}},
+                       {"sliding_attention", {{"rope_type", "default"}}}};
+  CHECK_PARLEY_ERROR(parse(with_rope_parameters(scaled)), Status::unsupported,
+                     "config.json: rope_parameters['full_attention'] of type \"yarn\" is not "
+                     "supported");
+  json conflicting = mistral();
+  conflicting["rope_parameters"] = {{"full_attention", {{"rope_theta", 1e4}}}};
+  CHECK_PARLEY_ERROR(parse(conflicting), Status::bad_model,
+                     "rope_theta 1000000.0 and rope_parameters['full_attention'].rope_theta "
+                     "10000.0 differ");
+  const json mixed = {{"full_attention", {{"rope_theta", 1e4}}}, {"rope_type", "default"}};
+  CHECK_PARLEY_ERROR(parse(with_rope_parameters(mixed)), Status::bad_model,
+                     "config.json: rope_parameters['rope_type'] = \"default\" is not an object");
+}
+
 TEST_CASE("HF config: mixture-of-experts configs are unsupported, even as model_type llama") {
   json moe = mistral();
   moe["model_type"] = "llama";

@@ -401,6 +401,96 @@ TEST_CASE("loader: the end ids a model adds leave its fingerprint as it was") {
   CHECK(a->fingerprint == b->fingerprint);
 }
 
+TEST_CASE("loader: a Hugging Face directory's rope_parameters give the RoPE base") {
+  parley::test::TempDir tmp;
+  parley::test::write_bytes(tmp / "tok.model", "x");
+  SynthSpec spec;
+  const auto w = parley::test::make_synth_weights(spec);
+  parley::test::write_hf_dir(
+      spec, w, tmp / "m", tmp / "tok.model",
+      hf_options(R"({"rope_theta": null, "rope_scaling": null,
+                     "rope_parameters": {"rope_type": "default", "rope_theta": 500000.0}})"));
+  CHECK(load_model((tmp / "m").string())->config.rope_theta == 500000.0f);
+  parley::test::write_hf_dir(
+      spec, w, tmp / "yarn", tmp / "tok.model",
+      hf_options(R"({"rope_theta": null, "rope_scaling": null,
+                     "rope_parameters": {"rope_type": "yarn", "factor": 4.0}})"));
+  CHECK_PARLEY_ERROR(load_model((tmp / "yarn").string()), Status::unsupported,
+                     "rope_parameters of type \"yarn\"");
+}
+
+TEST_CASE("loader: chat_template.jinja comes before tokenizer_config.json's chat_template") {
+  parley::test::TempDir tmp;
+  parley::test::write_bytes(tmp / "tok.model", "x");
+  SynthSpec spec;
+  const auto w = parley::test::make_synth_weights(spec);
+  const std::string chatml = "{{ '<|im_start|>' + message['role'] }}\n";
+  parley::test::write_hf_dir(spec, w, tmp / "both", tmp / "tok.model",
+                             {.chat_template = "[INST] {{ x }} [/INST]"});
+  parley::test::write_bytes(tmp / "both" / "chat_template.jinja", chatml);
+  CHECK(load_model((tmp / "both").string())->config.chat_template == chatml);
+
+  parley::test::write_hf_dir(spec, w, tmp / "only", tmp / "tok.model");
+  parley::test::write_bytes(tmp / "only" / "chat_template.jinja", chatml);
+  CHECK(load_model((tmp / "only").string())->config.chat_template == chatml);
+
+  parley::test::write_hf_dir(spec, w, tmp / "empty", tmp / "tok.model", {.chat_template = "T"});
+  parley::test::write_bytes(tmp / "empty" / "chat_template.jinja", "");
+  CHECK(load_model((tmp / "empty").string())->config.chat_template == "T");
+
+  parley::test::write_hf_dir(spec, w, tmp / "latin1", tmp / "tok.model", {.chat_template = "T"});
+  parley::test::write_bytes(tmp / "latin1" / "chat_template.jinja", "{{ 'caf\xe9' }}");
+  CHECK_PARLEY_ERROR(load_model((tmp / "latin1").string()), Status::bad_model,
+                     "chat_template.jinja' is not valid UTF-8");
+  parley::test::write_bytes(tmp / "latin1" / "chat_template.jinja",
+                            "version https://git-lfs.github.com/spec/v1\noid sha256:00\n");
+  CHECK_PARLEY_ERROR(load_model((tmp / "latin1").string()), Status::bad_model,
+                     "chat_template.jinja' is a Git LFS pointer");
+}
+
+namespace {
+
+// Runs the test from another working directory, and goes back.
+class WorkingDirectory {
+ public:
+  explicit WorkingDirectory(const std::filesystem::path& dir)
+      : saved_(std::filesystem::current_path()) {
+    std::filesystem::current_path(dir);
+  }
+  ~WorkingDirectory() { std::filesystem::current_path(saved_); }
+  WorkingDirectory(const WorkingDirectory&) = delete;
+  WorkingDirectory& operator=(const WorkingDirectory&) = delete;
+
+ private:
+  std::filesystem::path saved_;
+};
+
+}  // namespace
+
+TEST_CASE("loader: a Hugging Face directory is named after itself, however the path is written") {
+  parley::test::TempDir tmp;
+  parley::test::write_bytes(tmp / "tok.model", "x");
+  SynthSpec spec;
+  const auto dir = tmp / "my-model";
+  parley::test::write_hf_dir(spec, parley::test::make_synth_weights(spec), dir, tmp / "tok.model");
+  std::filesystem::create_directory(dir / "sub");
+  for (const std::string& path : {dir.string(), dir.string() + "/", dir.string() + "/.",
+                                  dir.string() + "/./", dir.string() + "/sub/.."}) {
+    CAPTURE(path);
+    CHECK(load_model(path)->config.name == "my-model");
+  }
+  {
+    const WorkingDirectory inside(dir);
+    for (const std::string path : {".", "./", "sub/..", "./sub/../"}) {
+      CAPTURE(path);
+      CHECK(load_model(path)->config.name == "my-model");
+    }
+  }
+  const WorkingDirectory below(dir / "sub");
+  CHECK(load_model("..")->config.name == "my-model");
+  CHECK(load_model("../")->config.name == "my-model");
+}
+
 TEST_CASE("loader: paths that are not models") {
   parley::test::TempDir tmp;
   CHECK_PARLEY_ERROR(load_model((tmp / "absent.gguf").string()), Status::not_found, "absent.gguf");
