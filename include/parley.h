@@ -314,7 +314,8 @@ PARLEY_API parley_status parley_engine_get_stats(parley_engine *e, parley_engine
 
 typedef struct parley_model_info {
   size_t   struct_size;
-  char     name[128];           /* general.name or the directory's name; NUL-terminated */
+  char     name[128];           /* general.name or the directory's name; NUL-terminated,
+                                   a longer one cut at a UTF-8 character boundary */
   char     architecture[32];    /* "llama" */
   char     chat_template[32];   /* the template used when a session names none: "raw", ... */
   uint32_t n_vocab;

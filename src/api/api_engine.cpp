@@ -1,5 +1,4 @@
 // parley_engine_* and parley_set_log_callback: argument checks, then engine::Engine.
-#include <algorithm>
 #include <cstring>
 #include <string_view>
 
@@ -8,6 +7,7 @@
 #include "api/handles.h"
 #include "api/options.h"
 #include "common/log.h"
+#include "common/utf8_sequence.h"
 #include "parley.h"
 
 namespace parley::api {
@@ -51,10 +51,24 @@ engine::EngineOptions engine_options_from(const parley_engine_options& o) {
   return e;
 }
 
-// Copies a string into a fixed char array, cut to fit and always NUL-terminated.
+// The bytes of `text`'s first characters that fit in `room`: a cut never splits a UTF-8
+// sequence (bytes that are no valid UTF-8 count one maximal subpart at a time).
+size_t utf8_prefix_length(std::string_view text, size_t room) {
+  if (text.size() <= room) return text.size();
+  size_t n = 0;
+  while (n < room) {
+    const size_t length = next_utf8_sequence(text.substr(n)).length;
+    if (n + length > room) break;
+    n += length;
+  }
+  return n;
+}
+
+// Copies a string into a fixed char array, cut to fit at a character boundary and always
+// NUL-terminated.
 template <size_t N>
 void copy_name(char (&dst)[N], const std::string& src) {
-  const size_t n = std::min(src.size(), N - 1);
+  const size_t n = utf8_prefix_length(src, N - 1);
   std::memcpy(dst, src.data(), n);
   dst[n] = '\0';
 }

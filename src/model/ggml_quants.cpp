@@ -127,8 +127,9 @@ void q6_k_values(const std::byte* b, float* y) {
 }
 
 // 32 values -> a Q8_0 block whose stored F16 scale is also the one quantized with, so no
-// value moves by more than half a step of the scale the reader sees.
-void quantize_q8_0(const float* x, Q8Block& out) {
+// value moves by more than half a step of the scale the reader sees. False when finite values
+// need a scale beyond F16's range (beyond 127 * 65504): an infinite one would make them NaN.
+bool quantize_q8_0(const float* x, Q8Block& out) {
   float lanes[8] = {};  // eight running maxima instead of one chain of 32
   float probe[8] = {};  // x * 0 is NaN for a NaN or an infinity, else 0
   for (int i = 0; i < kQ8BlockValues; i += 8) {
@@ -143,6 +144,7 @@ void quantize_q8_0(const float* x, Q8Block& out) {
   uint16_t bits = f32_to_f16(amax / 127.0f);
   if (f16_to_f32(bits) * 127.0f < amax && bits < 0x7c00) ++bits;
   out.d = bits;
+  if (!fits_f16(bits, amax)) return false;
   const float d = f16_to_f32(bits);
   const float id = d > 0.0f ? 1.0f / d : 0.0f;
   if (std::any_of(probe, probe + 8, [](float p) { return p != 0.0f; })) {
@@ -150,12 +152,13 @@ void quantize_q8_0(const float* x, Q8Block& out) {
     for (int i = 0; i < kQ8BlockValues; ++i) {
       out.q[i] = std::isfinite(x[i] * id) ? int8_t(std::lround(x[i] * id)) : int8_t(0);
     }
-    return;
+    return true;
   }
   // Adding 1.5 * 2^23 rounds to an integer (half to even) in a way that vectorizes, where
   // lround is a call per value.
   constexpr float kRound = 12582912.0f;
   for (int i = 0; i < kQ8BlockValues; ++i) out.q[i] = int8_t(int((x[i] * id + kRound) - kRound));
+  return true;
 }
 
 }  // namespace
@@ -192,7 +195,7 @@ bool convert_row(const GgmlBlockType& type, const std::byte* src, size_t n_value
       default: return false;
     }
     for (uint32_t i = 0; i < type.block_values; i += kQ8BlockValues) {
-      quantize_q8_0(values + i, *dst++);
+      if (!quantize_q8_0(values + i, *dst++)) return false;
     }
   }
   return true;

@@ -43,7 +43,8 @@ constexpr uint64_t block_row_bytes(const GgmlBlockType& type, uint64_t n_values)
 // One row of `n_values` values (a multiple of type.block_values) in `type` -> n_values / 32
 // blocks of type.held at `dst` (aligned to 2). `src` needs no alignment. False, the row left
 // incomplete, when a Q5_0 block's or a Q4_K or Q5_K sub-block's scale or minimum lies beyond
-// F16's range (2^16), which Q4_1 and Q5_1 cannot hold.
+// F16's range (2^16), which Q4_1 and Q5_1 cannot hold, or when 32 finite values of a Q6_K
+// block need a Q8_0 scale beyond it (a value past 127 * 65504, about 8.3e6).
 bool convert_row(const GgmlBlockType& type, const std::byte* src, size_t n_values,
                  std::byte* dst);
 

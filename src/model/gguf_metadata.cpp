@@ -4,6 +4,7 @@
 #include <limits>
 
 #include "common/error.h"
+#include "common/shown_number.h"
 
 namespace parley::model {
 
@@ -38,6 +39,39 @@ float require_float(const GgufFile& f, std::string_view key) {
   const auto v = f.get_float(key);
   if (!v) bad(key_text(key) + " is missing");
   return float(*v);
+}
+
+[[noreturn]] void rope_scaling_unsupported(const std::string& what) {
+  fail(Status::unsupported, "GGUF: " + what + " is not supported (Parley runs plain RoPE)");
+}
+
+// llama.cpp's RoPE scaling as it reads the keys: the type defaults to "linear", which divides
+// positions by rope.scaling.factor (else the older rope.scale_linear; 0 or 1 is no scaling),
+// "none" never scales, and attn_factor multiplies every cos and sin whatever the type. Only
+// what would change plain RoPE is refused: the YaRN keys (original_context_length, ...)
+// change nothing without YaRN.
+void check_rope_scaling(const GgufFile& f) {
+  const auto type = f.get_string("llama.rope.scaling.type");
+  if (type && *type != "none") {
+    rope_scaling_unsupported("llama.rope.scaling.type '" + std::string(*type) + "'");
+  }
+  if (!type) {
+    const std::string_view key = f.find("llama.rope.scaling.factor")
+                                     ? "llama.rope.scaling.factor"
+                                     : "llama.rope.scale_linear";
+    const auto factor = f.get_float(key);
+    // llama.cpp reads the factor as a float.
+    if (factor && float(*factor) != 0.0f && float(*factor) != 1.0f) {
+      rope_scaling_unsupported(std::string(key) + " " + shown_float(*factor) +
+                               " (linear RoPE scaling: llama.cpp's type where the file names "
+                               "none)");
+    }
+  }
+  const auto attn = f.get_float("llama.rope.scaling.attn_factor");
+  if (attn && float(*attn) != 1.0f) {
+    rope_scaling_unsupported("llama.rope.scaling.attn_factor " + shown_float(*attn) +
+                             " (a factor on RoPE's cos and sin)");
+  }
 }
 
 void read_hyperparameters(const GgufFile& f, ModelConfig& c) {
@@ -85,10 +119,7 @@ void read_hyperparameters(const GgufFile& f, ModelConfig& c) {
                                   " != head dim " + std::to_string(c.head_dim) +
                                   " (partial RoPE) is not supported");
   }
-  if (const auto scaling = f.get_string("llama.rope.scaling.type"); scaling && *scaling != "none") {
-    fail(Status::unsupported,
-         "GGUF: llama.rope.scaling.type '" + std::string(*scaling) + "' is not supported");
-  }
+  check_rope_scaling(f);
 }
 
 void check_length(const GgufValue& array, uint64_t n_vocab, const char* key) {
@@ -102,7 +133,6 @@ void read_special_ids(const GgufFile& f, GgufVocab& v) {
   v.bos_id = get_i32(f, "tokenizer.ggml.bos_token_id", -1).value_or(v.bos_id);
   v.eos_id = get_i32(f, "tokenizer.ggml.eos_token_id", -1).value_or(v.eos_id);
   v.unk_id = get_i32(f, "tokenizer.ggml.unknown_token_id", -1).value_or(v.unk_id);
-  v.pad_id = get_i32(f, "tokenizer.ggml.padding_token_id", -1).value_or(v.pad_id);
 }
 
 void set_type(std::vector<int32_t>& types, int32_t id, int32_t type) {
@@ -185,7 +215,11 @@ void read_vocab(const GgufFile& f, ModelConfig& c, GgufVocab& v) {
   c.bos_id = v.bos_id;
   c.eos_id = v.eos_id;
   c.unk_id = v.unk_id;
-  v.pad_id = pad_id_or_none(v.pad_id, c.n_vocab, "GGUF: tokenizer.ggml.padding_token_id");
+  // Any integer is taken, however large or negative: llama.cpp reads the id as uint32 and
+  // only warns when it is outside the vocabulary.
+  constexpr std::string_view kPadKey = "tokenizer.ggml.padding_token_id";
+  v.pad_id = pad_id_or_none(f.get_int(kPadKey).value_or(v.pad_id), c.n_vocab,
+                            "GGUF: " + std::string(kPadKey));
   c.pad_id = v.pad_id;
   if (const auto tmpl = f.get_string("tokenizer.chat_template"))
     c.chat_template = std::string(*tmpl);

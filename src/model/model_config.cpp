@@ -30,8 +30,8 @@ void finite_positive(float v, const char* field) {
 
 }  // namespace
 
-int32_t pad_id_or_none(int32_t pad_id, int32_t n_vocab, const std::string& source) {
-  if (pad_id == -1 || (pad_id >= 0 && pad_id < n_vocab)) return pad_id;
+int32_t pad_id_or_none(int64_t pad_id, int32_t n_vocab, const std::string& source) {
+  if (pad_id == -1 || (pad_id >= 0 && pad_id < n_vocab)) return int32_t(pad_id);
   log::warn_line(source + " " + std::to_string(pad_id) + " is outside the vocabulary [0, " +
                  std::to_string(n_vocab) + "): ignored (the padding id is never used)");
   return -1;

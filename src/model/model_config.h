@@ -32,8 +32,8 @@ struct ModelConfig {
 };
 
 // `pad_id`, or -1 (none) when it is outside [0, n_vocab), with a warning naming `source` (the
-// file and key). Parley never pads, so such an id need not stop a model loading (nor does it
-// in llama.cpp).
-int32_t pad_id_or_none(int32_t pad_id, int32_t n_vocab, const std::string& source);
+// file and key) unless it is -1. Parley never pads, so such an id need not stop a model
+// loading (nor does it in llama.cpp). Any int64, as a file may store 0xFFFFFFFF.
+int32_t pad_id_or_none(int64_t pad_id, int32_t n_vocab, const std::string& source);
 
 }  // namespace parley::model

@@ -145,7 +145,8 @@ class Builder {
     }
     if (!in_range) {
       fail(Status::bad_model, "tensor '" + t.name + "' (" + std::string(t.blocks->name) +
-                                  ") has a block scale or minimum beyond F16's range, which " +
+                                  ") has a block whose values need a scale or minimum "
+                                  "beyond F16's range, which " +
                                   std::string(dtype_name(t.blocks->held)) + " cannot hold");
     }
     v.data = out;

@@ -281,6 +281,46 @@ TEST_CASE("ggml blocks: Q4_K and Q5_K become Q4_1 and Q5_1 per sub-block; Q6_K Q
   }
 }
 
+// A Q6_K block of one code and one scale throughout: every value d * scale * (code - 32).
+std::string q6_k_block(uint16_t d, int8_t scale, int code) {
+  std::string b(210, '\0');
+  const int low = code & 0x0f, high = code >> 4;
+  for (int j = 0; j < 128; ++j) b[size_t(j)] = char(low | low << 4);
+  for (int j = 0; j < 64; ++j) b[size_t(128 + j)] = char(high * 0x55);  // bits 2k, k = 0-3
+  for (int j = 0; j < 16; ++j) b[size_t(192 + j)] = char(scale);
+  put_u16(b, 208, d);
+  return b;
+}
+
+// A Q8_0 scale is amax / 127 in F16: finite Q6_K values past 127 * 65504 (d = 65504, scales
+// 127, codes +-31 reach 2.6e8) would get an infinite one, and read back as NaN.
+TEST_CASE("ggml blocks: Q6_K values that need a Q8_0 scale beyond F16's range are reported") {
+  SUBCASE("d = 65504, scales 127, codes +-31") {
+    CHECK_FALSE(convert(14, q6_k_block(kF16Max, 127, 63), 256).in_range);
+    CHECK_FALSE(convert(14, q6_k_block(kF16Max, 127, 1), 256).in_range);
+    CHECK_FALSE(convert(14, q6_k_block(kF16Max, -128, 0), 256).in_range);
+  }
+  SUBCASE("127 * 65504 itself still fits, the next Q6_K value up does not") {
+    const auto q = convert(14, q6_k_block(kF16Max, 127, 33), 256);
+    CHECK(q.in_range);
+    CHECK(q.q8()[0].d == kF16Max);
+    CHECK(q.q8()[7].q[31] == 127);
+    CHECK(q.values[255] == 127.0f * 65504.0f);
+    CHECK_FALSE(convert(14, q6_k_block(kF16Max, 127, 34), 256).in_range);
+  }
+  SUBCASE("d = 2100, scales 127, codes 31: 8.3e6, in range") {
+    const uint16_t d2100 = 0x681a;
+    REQUIRE(f16_to_f32(d2100) == 2100.0f);
+    const auto q = convert(14, q6_k_block(d2100, 127, 63), 256);
+    CHECK(q.in_range);
+    check_within_half_step(q, std::vector<float>(256, 2100.0f * 127 * 31));
+  }
+  SUBCASE("a later block of a row is checked too") {
+    const std::string row = q6_k_block(kF16One, 3, 40) + q6_k_block(kF16Max, 127, 63);
+    CHECK_FALSE(convert(14, row, 512).in_range);
+  }
+}
+
 TEST_CASE("ggml blocks: random blocks of every type convert to what they stand for") {
   std::mt19937 rng(7);
   std::normal_distribution<float> normal(0.0f, 0.05f);

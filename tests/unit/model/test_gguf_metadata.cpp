@@ -61,6 +61,9 @@ class Metadata {
   Metadata& u32(const std::string& key, uint32_t v) {
     return set(key, [key, v](GgufBuilder& b) { b.kv_u32(key, v); });
   }
+  Metadata& f32(const std::string& key, float v) {
+    return set(key, [key, v](GgufBuilder& b) { b.kv_f32(key, v); });
+  }
   Metadata& i32s(const std::string& key, const std::vector<int32_t>& v) {
     return set(key, [key, v](GgufBuilder& b) { b.kv_i32s(key, v); });
   }
@@ -289,6 +292,50 @@ TEST_CASE("GGUF metadata: other architectures, tokenizers and RoPE scaling are u
                      "llama.rope.scaling.type 'linear'");
 }
 
+// llama.cpp reads a scaling factor without a type as linear scaling, from the older key too.
+TEST_CASE("GGUF metadata: a RoPE scaling factor without a type is linear scaling, unsupported") {
+  for (const char* key : {"llama.rope.scaling.factor", "llama.rope.scale_linear"}) {
+    CAPTURE(key);
+    CHECK_PARLEY_ERROR(read(Metadata().f32(key, 4.0f)), Status::unsupported,
+                       std::string(key) + " 4 (linear RoPE scaling", "not supported");
+    CHECK_PARLEY_ERROR(read(Metadata().f32(key, 0.5f)), Status::unsupported, key);
+    // 1, and 0 (llama.cpp's "not set"), scale nothing.
+    CHECK(read(Metadata().f32(key, 1.0f)).config.rope_theta == 500000.0f);
+    CHECK(read(Metadata().f32(key, 0.0f)).config.rope_theta == 500000.0f);
+  }
+  // The older key counts only without the newer one, as in llama.cpp.
+  CHECK_NOTHROW(read(
+      Metadata().f32("llama.rope.scaling.factor", 1.0f).f32("llama.rope.scale_linear", 4.0f)));
+  CHECK_PARLEY_ERROR(
+      read(Metadata().f32("llama.rope.scaling.factor", 2.0f).f32("llama.rope.scale_linear", 1.0f)),
+      Status::unsupported, "llama.rope.scaling.factor 2");
+  // Type "none" never scales, whatever the factor.
+  Metadata none;
+  none.str("llama.rope.scaling.type", "none").f32("llama.rope.scaling.factor", 4.0f);
+  CHECK_NOTHROW(read(none));
+  CHECK_PARLEY_ERROR(read(Metadata().u32("llama.rope.scaling.factor", 4)), Status::bad_model,
+                     "llama.rope.scaling.factor");
+}
+
+TEST_CASE("GGUF metadata: other RoPE scaling keys are refused only where they change RoPE") {
+  // attn_factor multiplies every cos and sin, whatever the type.
+  for (const char* type : {"", "none"}) {
+    CAPTURE(type);
+    Metadata m;
+    if (*type) m.str("llama.rope.scaling.type", type);
+    CHECK_PARLEY_ERROR(read(m.f32("llama.rope.scaling.attn_factor", 2.0f)), Status::unsupported,
+                       "llama.rope.scaling.attn_factor 2");
+    CHECK_NOTHROW(read(m.f32("llama.rope.scaling.attn_factor", 1.0f)));
+  }
+  // YaRN's own keys change nothing without YaRN.
+  Metadata yarn_keys;
+  yarn_keys.u32("llama.rope.scaling.original_context_length", 64);
+  yarn_keys.set("llama.rope.scaling.finetuned",
+                [](GgufBuilder& b) { b.kv_bool("llama.rope.scaling.finetuned", true); });
+  yarn_keys.f32("llama.rope.scaling.yarn_log_multiplier", 0.1f);
+  CHECK(read(yarn_keys).config.context_length == 128);
+}
+
 TEST_CASE("GGUF metadata: mixture-of-experts models are unsupported, expert_count 0 is not one") {
   CHECK_PARLEY_ERROR(read(Metadata().u32("llama.expert_count", 8)), Status::unsupported,
                      "mixture-of-experts models (8 experts) are not supported",
@@ -305,6 +352,32 @@ TEST_CASE("GGUF metadata: a padding id outside the vocabulary is dropped with a 
   CHECK_NOTHROW(info.config.validate());
   CHECK(read(Metadata().u32("tokenizer.ggml.padding_token_id", 299)).vocab.pad_id == 299);
   CHECK(log.count("padding_token_id") == 1);
+}
+
+// llama.cpp reads the id as uint32 and warns: 0xFFFFFFFF (a converter's "none") loads there.
+TEST_CASE("GGUF metadata: a padding id of any integer outside the vocabulary is dropped too") {
+  parley::test::LogCapture log;
+  const struct {
+    uint32_t type;
+    int64_t value;
+  } cases[] = {{gt::UINT32, 0xFFFFFFFFll}, {gt::UINT32, 0x80000000ll}, {gt::INT32, -100},
+               {gt::INT64, int64_t(1) << 40}, {gt::INT32, -1}};
+  for (const auto& c : cases) {
+    CAPTURE(c.value);
+    Metadata m;
+    m.set("tokenizer.ggml.padding_token_id", [c](GgufBuilder& b) {
+      if (c.type == gt::UINT32) b.kv_u32("tokenizer.ggml.padding_token_id", uint32_t(c.value));
+      if (c.type == gt::INT32) b.kv_i32("tokenizer.ggml.padding_token_id", int32_t(c.value));
+      if (c.type == gt::INT64) b.kv_i64("tokenizer.ggml.padding_token_id", c.value);
+    });
+    const auto info = read(m);
+    CHECK(info.config.pad_id == -1);
+    CHECK(info.vocab.pad_id == -1);
+    CHECK_NOTHROW(info.config.validate());
+    const std::string warning = "tokenizer.ggml.padding_token_id " + std::to_string(c.value) +
+                                " is outside the vocabulary [0, 300): ignored";
+    CHECK(log.count(warning) == (c.value == -1 ? 0 : 1));  // -1 says "none" as it is
+  }
 }
 
 TEST_CASE("GGUF metadata: without token types, all are normal but UNK, BOS and EOS (llama.cpp)") {

@@ -96,4 +96,9 @@ TEST_CASE("pad_id_or_none keeps ids in the vocabulary and drops others with a wa
   CHECK(log.count("f: pad 512 is outside the vocabulary [0, 512): ignored") == 1);
   CHECK(parley::model::pad_id_or_none(-7, 512, "f: pad") == -1);
   CHECK(log.count("f: pad -7 is outside") == 1);
+  // Past int32, as a file's uint32 0xFFFFFFFF: shown as it is, never wrapped to -1.
+  CHECK(parley::model::pad_id_or_none(0xFFFFFFFFll, 512, "f: pad") == -1);
+  CHECK(log.count("f: pad 4294967295 is outside") == 1);
+  CHECK(parley::model::pad_id_or_none((int64_t(1) << 32) + 5, 512, "f: pad") == -1);
+  CHECK(log.count("f: pad 4294967301 is outside") == 1);
 }

@@ -1,10 +1,12 @@
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cstring>
 #include <deque>
 #include <stdexcept>
 
 #include "support/error_check.h"
+#include "model/ggml_quants.h"
 #include "model/weights.h"
 #include "support/synth_model.h"
 #include "support/tensor_codec.h"
@@ -53,6 +55,14 @@ class TensorSet {
       v[i] = float(tensors.size() % 8) * 100.0f + float(i % 100);
     return add(name, std::move(shape), dtype, v);
   }
+  // A tensor in ggml blocks that the loader converts (ggml_quants.h), held as type's held.
+  TensorSet& add_blocks(const std::string& name, std::vector<int64_t> shape,
+                        const parley::model::GgmlBlockType& type, std::string bytes) {
+    const std::string& buf = storage_.emplace_back(std::move(bytes));
+    tensors.push_back({name, type.held, std::move(shape),
+                       reinterpret_cast<const std::byte*>(buf.data()), buf.size(), &type});
+    return *this;
+  }
   FileTensor& at(const std::string& name) {
     for (FileTensor& t : tensors) {
       if (t.name == name) return t;
@@ -69,9 +79,9 @@ class TensorSet {
   std::deque<std::string> storage_;
 };
 
-// Every tensor of tiny_config() under GGUF names; shapes are [rows, cols] (ne reversed).
-TensorSet gguf_tensors(bool with_output) {
-  const ModelConfig c = tiny_config();
+// Every tensor of tiny_config() (or `c`, of the same heads) under GGUF names; shapes are
+// [rows, cols] (ne reversed).
+TensorSet gguf_tensors(bool with_output, const ModelConfig& c = tiny_config()) {
   TensorSet s;
   s.add_counting("token_embd.weight", {c.n_vocab, c.dim});
   for (int l = 0; l < c.n_layers; ++l) {
@@ -302,6 +312,42 @@ TEST_CASE("weights: tensors that only restate the config are passed over") {
   scaled.add("rope_freqs.weight", {2}, DType::f32, {1.0f, 8.0f});
   CHECK_PARLEY_ERROR(build_weights(scaled.tensors, TensorNaming::gguf, tiny_config(), false),
                      Status::unsupported, "'rope_freqs.weight'", "llama3-style");
+}
+
+// A Q6_K block of code `code` and scale 127 throughout, its d last.
+std::string q6_k_block(uint16_t d, int code) {
+  std::string b(210, '\0');
+  const int low = code & 0x0f, high = code >> 4;
+  std::fill_n(b.begin(), 128, char(low | low << 4));
+  std::fill_n(b.begin() + 128, 64, char(high * 0x55));
+  std::fill_n(b.begin() + 192, 16, char(127));
+  std::memcpy(b.data() + 208, &d, 2);
+  return b;
+}
+
+// Q6_K is held as Q8_0, whose scale is the largest value / 127 in F16: values past 127 * 65504
+// would get an infinite one (and read back as NaN at every send).
+TEST_CASE("weights: a Q6_K matrix whose values need a Q8_0 scale beyond F16 names the tensor") {
+  ModelConfig c = tiny_config();
+  c.dim = 256;  // one Q6_K block per row
+  const auto* q6_k = parley::model::convertible_block_type(14);
+  REQUIRE(q6_k != nullptr);
+  constexpr uint16_t kOne = 0x3c00, kF16Max = 0x7bff;
+  std::string rows;
+  for (int r = 0; r < 8; ++r) rows += q6_k_block(kOne, 40);
+  TensorSet s = gguf_tensors(true, c);
+  s.erase("blk.1.attn_q.weight");
+  s.add_blocks("blk.1.attn_q.weight", {8, 256}, *q6_k, rows);
+  const auto w = build_weights(s.tensors, TensorNaming::gguf, c, false);
+  CHECK(w.layers[1].wq.dtype == DType::q8_0);
+  CHECK(floats_of(w.layers[1].wq) == std::vector<float>(8 * 256, 127.0f * 8));
+
+  rows.replace(5 * 210, 210, q6_k_block(kF16Max, 63));  // 65504 * 127 * 31: 2.6e8
+  TensorSet big = gguf_tensors(true, c);
+  big.erase("blk.1.attn_q.weight");
+  big.add_blocks("blk.1.attn_q.weight", {8, 256}, *q6_k, rows);
+  CHECK_PARLEY_ERROR(build_weights(big.tensors, TensorNaming::gguf, c, false), Status::bad_model,
+                     "tensor 'blk.1.attn_q.weight' (Q6_K)", "F16's range", "Q8_0 cannot hold");
 }
 
 TEST_CASE("weights: misaligned data is copied to aligned memory; norms become F32") {
