@@ -340,3 +340,62 @@ TEST_CASE("interrupt() stops scoring between chunks; the conversation is as it w
   CHECK(engine->stats().blocks.used == s.kv_bytes_resident() /
                                            engine->kv_pool().layout().block_bytes());
 }
+
+// The budget is six blocks: the scored conversation's two (the second partly filled) and one
+// of each of four idle sessions. The copies of that partly filled block scoring makes (one for
+// the message, one for each reply) take blocks that idle sessions give up, as a send's do.
+TEST_CASE("scoring under a full budget spills idle sessions for its copies of the last block") {
+  const std::string turn = "a b c d e f g h i j k l m n o";
+  const std::vector<std::string_view> replies = {"p q r", "s", "t u v"};
+  auto roomy = open_engine(small_synthetic_model(), kv::KvType::int8);
+  const uint64_t block_bytes = roomy->kv_pool().layout().block_bytes();
+  engine::Session reference(roomy, session_options("", "raw"));
+  greedy_turn(reference, turn, 4);
+  const auto expected = score(reference, "x y", replies, true);
+
+  const TempDir dir;
+  auto engine = open_engine_with_store(small_synthetic_model(), kv::KvType::int8,
+                                       {(dir / "s.db").string()}, 6 * block_bytes);
+  REQUIRE(engine->kv_pool().capacity_blocks() == 6);
+  engine::Session scored(engine, session_options("", "raw"));
+  greedy_turn(scored, turn, 4);
+  REQUIRE(scored.tokens() == reference.tokens());
+  REQUIRE(scored.kv_bytes_resident() == 2 * block_bytes);
+  // The message (two tokens) ends in the partly filled block, where every reply goes on.
+  REQUIRE(scored.tokens().size() % kv::kBlockTokens > 2);
+  std::vector<std::unique_ptr<engine::Session>> idle;
+  for (int i = 0; i < 4; ++i) {
+    idle.push_back(std::make_unique<engine::Session>(engine, session_options("", "raw")));
+    greedy_turn(*idle.back(), "a b", 2);
+  }
+  REQUIRE_FALSE(engine->kv_pool().can_allocate(1));
+
+  const auto scores = score(scored, "x y", replies, true);
+  REQUIRE(scores.size() == replies.size());
+  for (size_t r = 0; r < replies.size(); ++r) {
+    CAPTURE(r);
+    CHECK(scores[r].n_tokens == expected[r].n_tokens);
+    CHECK(scores[r].logprob == expected[r].logprob);
+  }
+  const auto n_spilled = std::count_if(idle.begin(), idle.end(),
+                                       [](const auto& s) { return s->spilled(); });
+  CHECK(n_spilled >= 2);  // the message's copy and a reply's
+  CHECK(scored.tokens() == reference.tokens());
+}
+
+// Without a block besides the conversation's own, there is nothing to spill: the budget is
+// exhausted, and the message says so.
+TEST_CASE("scoring a conversation that fills the budget alone is refused for memory") {
+  const TempDir dir;
+  auto roomy = open_engine(small_synthetic_model(), kv::KvType::int8);
+  const uint64_t block_bytes = roomy->kv_pool().layout().block_bytes();
+  auto engine = open_engine_with_store(small_synthetic_model(), kv::KvType::int8,
+                                       {(dir / "s.db").string()}, 2 * block_bytes);
+  engine::Session scored(engine, session_options("", "raw"));
+  greedy_turn(scored, "a b c d e f g h i j k l m n o", 4);
+  REQUIRE(scored.kv_bytes_resident() == 2 * block_bytes);
+  const auto use = scored.try_use();
+  CHECK_PARLEY_ERROR(scored.score_replies("x y", std::vector<std::string_view>{"s"}, false),
+                     Status::out_of_memory, "every block holds KV of an open session");
+  CHECK(scored.kv_bytes_resident() == 2 * block_bytes);
+}
