@@ -1,6 +1,7 @@
 // Session::restore_kv — a spilled session's KV comes back: full blocks still resident in the
 // prefix cache are taken from there, the others are read from the store, verified (checksum,
-// model, KV format, and the chained hash against the conversation's own tokens) and decoded.
+// model, KV format, and the chained hash against the conversation's own tokens) and decoded;
+// so is the partially filled last block, by the chained hash of its tokens.
 // Whatever is missing or wrong is left to prefill: it recomputes from the first position that
 // did not come back, so nothing is ever lost, only slower. A stored block found damaged is
 // written again by the next spill (spill.cpp), for every session that shares it.
@@ -119,6 +120,18 @@ bool Session::decode_block_blobs(const store::StoredKv& kv,
   return true;
 }
 
+bool Session::tail_restorable(const store::StoredKv& kv) const {
+  const uint32_t tail = kv.n_tokens % kv::kBlockTokens;
+  if (tail == 0 || kv.tail_blob.empty() || n_cached_ + tail != kv.n_tokens) return false;
+  // The last token of the conversation always stays for prefill: its logits start the reply.
+  if (kv.n_tokens >= tokens_.size()) return false;
+  // The full blocks before it are this conversation's, but the tail may have been computed
+  // for other tokens after them (another engine's copy of the conversation, rewound and
+  // continued otherwise): only a tail stored for these tokens is taken. Without a hash (a row
+  // older code wrote) it is not known, so it is recomputed.
+  return kv.tail_hash && *kv.tail_hash == blocks_.partial_hash(tokens_, kv.n_tokens);
+}
+
 bool Session::restore_kv() {
   spilled_ = false;
   auto* store = engine_->store();
@@ -151,9 +164,8 @@ bool Session::restore_kv() {
     intact = decode_block_blobs(*kv, blobs) && intact;
   }
 
-  const uint32_t tail = kv->n_tokens % kv::kBlockTokens;
-  const bool tail_fits = kv->n_tokens <= usable;
-  if (n_cached_ + tail == kv->n_tokens && tail > 0 && tail_fits && !kv->tail_blob.empty()) {
+  if (tail_restorable(*kv)) {
+    const uint32_t tail = kv->n_tokens % kv::kBlockTokens;
     try {
       prepare_write(n_cached_, n_cached_ + tail);
       const auto info = store::decode_kv_block(kv->tail_blob, layout, fingerprint,

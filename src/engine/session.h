@@ -347,6 +347,9 @@ class Session {
   // their checks go to damaged_blocks_.
   bool decode_block_blobs(const store::StoredKv& kv,
                           const std::vector<std::vector<std::byte>>& blobs);
+  // Whether the stored tail block goes on from n_cached_ and was computed for this
+  // conversation's tokens there (its chained hash), with a token left for prefill.
+  bool tail_restorable(const store::StoredKv& kv) const;
   // Feeds tokens_[n_cached_, end) through the model, reusing published prefix blocks first;
   // leaves the last row's logits in logits_. Returns the tokens found in the prefix cache.
   // Stops between chunks when interrupted (n_cached_ then short of end, logits_ stale).

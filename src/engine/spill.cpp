@@ -1,8 +1,8 @@
 // Session::spill — the KV goes to the store and its memory is freed: full blocks as
 // content-addressed prefix blocks (stored once for every session that has them), the partially
-// filled last block as the session's own blob. A stored block that restore found damaged is
-// written again. The blocks are released only after the store's transaction has committed.
-// Messages the store does not have yet are committed first.
+// filled last block as the session's own blob, with the chained hash of its tokens. A stored
+// block that restore found damaged is written again. The blocks are released only after the
+// store's transaction has committed. Messages the store does not have yet are committed first.
 #include <algorithm>
 #include <exception>
 #include <vector>
@@ -64,6 +64,9 @@ bool Session::spill() {
   if (const uint32_t tail = n_stored % kv::kBlockTokens) {
     kv.tail_blob =
         store::encode_kv_block(layout, fingerprint, pool.read(blocks_.ids()[n_full]), tail);
+    // What the tail was computed for: another engine's copy of the conversation may have
+    // other tokens there (and the same full blocks), and must not take it.
+    kv.tail_hash = blocks_.partial_hash(tokens_, n_stored);
   }
   // A block found stored may be gone by the write: the last other session that had it was
   // deleted or rewound meanwhile. Then every block goes with the write.

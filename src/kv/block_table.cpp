@@ -97,6 +97,14 @@ void BlockTable::publish_full(std::span<const int32_t> tokens, uint32_t n_filled
   }
 }
 
+uint64_t BlockTable::partial_hash(std::span<const int32_t> tokens, uint32_t n_filled) const {
+  const size_t b = n_filled / kBlockTokens;
+  require(b <= hashes_.size() && n_filled <= tokens.size(), Status::internal,
+          "the hash of a partial block needs the hashes of the full blocks before it");
+  return partial_block_hash(parent_hash(b),
+                            tokens.subspan(b * kBlockTokens, n_filled - b * kBlockTokens));
+}
+
 void BlockTable::truncate(uint32_t n_filled) {
   hashes_.resize(std::min<size_t>(hashes_.size(), n_filled / kBlockTokens));
   const size_t keep = blocks_for(n_filled);

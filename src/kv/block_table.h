@@ -54,6 +54,9 @@ class BlockTable {
   BlockKey key_of(std::span<const int32_t> tokens, size_t block) const {
     return make_block_key(parent_hash(block), tokens.subspan(block * kBlockTokens, kBlockTokens));
   }
+  // The chained hash (partial_block_hash) of the partially filled block tokens[16b, n_filled),
+  // b = n_filled / 16; the full blocks before it must have their hashes.
+  uint64_t partial_hash(std::span<const int32_t> tokens, uint32_t n_filled) const;
   BlockPool& pool() const { return *pool_; }
 
   KvView view(uint32_t capacity) { return KvView(*pool_, ids_, capacity); }

@@ -29,6 +29,16 @@ uint64_t block_hash(const BlockKey& key) {
   return Hasher(key.parent).add(key.tokens.data(), sizeof key.tokens).digest();
 }
 
+uint64_t partial_block_hash(uint64_t parent, std::span<const int32_t> tokens) {
+  require(!tokens.empty() && tokens.size() < kBlockTokens, Status::internal,
+          "a partial block holds 1 to 15 tokens");
+  return Hasher(parent)
+      .add(std::string_view("partial"))
+      .add_value(uint32_t(tokens.size()))
+      .add(tokens.data(), tokens.size_bytes())
+      .digest();
+}
+
 std::optional<BlockId> PrefixIndex::find(const BlockKey& key) const {
   const auto it = by_hash_.find(block_hash(key));
   if (it == by_hash_.end() || !(it->second.key == key)) return std::nullopt;

@@ -26,6 +26,10 @@ struct BlockKey {
 uint64_t prefix_root(uint64_t model_fingerprint, KvType type, std::string_view cache_scope);
 BlockKey make_block_key(uint64_t parent, std::span<const int32_t> tokens);  // tokens: 16
 uint64_t block_hash(const BlockKey& key);
+// The chained hash of a partially filled block (1 to 15 tokens) after `parent`, as
+// block_hash is of a full one: a stored tail is taken only for the tokens it was computed for.
+// The count is hashed too, so it never equals the hash of a full block or of a longer tail.
+uint64_t partial_block_hash(uint64_t parent, std::span<const int32_t> tokens);
 
 class PrefixIndex {
  public:

@@ -65,15 +65,21 @@ std::optional<std::vector<std::byte>> select_prefix_block(Connection& db, uint64
 void insert_session_kv(Connection& db, const std::string& id, const StoredKv& kv) {
   {
     auto statement = db.statement(
-        "INSERT INTO kv_sessions (session_id, model_fingerprint, kv_type, n_tokens, tail_blob)"
-        " VALUES (?1, ?2, ?3, ?4, ?5)",
+        "INSERT INTO kv_sessions"
+        " (session_id, model_fingerprint, kv_type, n_tokens, tail_blob, tail_hash)"
+        " VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
         "insert session KV");
     statement->bind_text(1, id)
         .bind_int64(2, as_integer(kv.model_fingerprint))
         .bind_int64(3, kv.kv_type)
         .bind_int64(4, kv.n_tokens)
-        .bind_blob(5, kv.tail_blob)
-        .run();
+        .bind_blob(5, kv.tail_blob);
+    if (kv.tail_hash) {
+      statement->bind_int64(6, as_integer(*kv.tail_hash));
+    } else {
+      statement->bind_null(6);
+    }
+    statement->run();
   }
   auto statement =
       db.statement("INSERT INTO kv_block_refs (session_id, block_index, hash) VALUES (?1, ?2, ?3)",
@@ -100,7 +106,7 @@ std::optional<StoredKv> select_session_kv(Connection& db, const std::string& id)
   StoredKv kv;
   {
     auto statement = db.statement(
-        "SELECT model_fingerprint, kv_type, n_tokens, tail_blob FROM kv_sessions"
+        "SELECT model_fingerprint, kv_type, n_tokens, tail_blob, tail_hash FROM kv_sessions"
         " WHERE session_id = ?1",
         "select session KV");
     statement->bind_text(1, id);
@@ -113,6 +119,7 @@ std::optional<StoredKv> select_session_kv(Connection& db, const std::string& id)
     kv.n_tokens = static_cast<uint32_t>(n_tokens);
     const auto tail = statement->blob_at(3);
     kv.tail_blob.assign(tail.begin(), tail.end());
+    if (!statement->is_null(4)) kv.tail_hash = as_hash(statement->int64_at(4));
   }
   auto statement = db.statement(
       "SELECT block_index, hash FROM kv_block_refs WHERE session_id = ?1 ORDER BY block_index",
@@ -157,6 +164,7 @@ void trim_session_kv(Connection& db, const std::string& id, uint32_t n_tokens) {
   const std::vector<uint64_t> previous = delete_session_kv_rows(db, id);
   stored->full_block_hashes.resize(n_full);
   stored->tail_blob.clear();
+  stored->tail_hash.reset();
   stored->n_tokens = uint32_t(n_full * kBlock);
   insert_session_kv(db, id, *stored);
   delete_blocks_if_unreferenced(db, previous);

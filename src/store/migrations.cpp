@@ -25,7 +25,14 @@ void add_revisions_v2(Connection& connection) {
   connection.exec(revision_schema_v2(), "add session revisions");
 }
 
-constexpr std::array<Migration, 2> kMigrations = {&create_tables_v1, &add_revisions_v2};
+// Only a nullable column: older code still reads the KV rows, and the rows it writes have no
+// tail hash, so their tails are recomputed; compatible_version stays as it is.
+void add_tail_hash_v3(Connection& connection) {
+  connection.exec(tail_hash_schema_v3(), "add KV tail hashes");
+}
+
+constexpr std::array<Migration, 3> kMigrations = {&create_tables_v1, &add_revisions_v2,
+                                                  &add_tail_hash_v3};
 static_assert(kMigrations.size() == kSchemaVersion);
 
 }  // namespace

@@ -12,7 +12,7 @@
 namespace parley::store {
 
 inline constexpr int64_t kApplicationId = 1347570777;  // 'PRLY'
-inline constexpr int64_t kSchemaVersion = 2;           // the number of migrations below
+inline constexpr int64_t kSchemaVersion = 3;           // the number of migrations below
 
 // What the file's header says, read without writing anything. Throws SqliteError; a damaged
 // file (not a database, corrupt header) shows as is_damaged_file_code(e.code()).

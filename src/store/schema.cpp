@@ -94,4 +94,12 @@ END;
 )sql";
 }
 
+// Older code inserts kv_sessions rows naming their columns, so the rows it writes leave
+// tail_hash NULL: their tails are recomputed, never taken on trust.
+std::string_view tail_hash_schema_v3() {
+  return R"sql(
+ALTER TABLE kv_sessions ADD COLUMN tail_hash INTEGER;  -- chained hash of the tail's tokens
+)sql";
+}
+
 }  // namespace parley::store

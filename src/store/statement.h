@@ -92,6 +92,10 @@ class Statement {
     check_bind(sqlite3_bind_int64(stmt_, index, value));
     return *this;
   }
+  Statement& bind_null(int index) {
+    check_bind(sqlite3_bind_null(stmt_, index));
+    return *this;
+  }
   Statement& bind_text(int index, std::string_view text) {
     // TRANSIENT: texts are small and often temporaries; SQLite copies them.
     check_bind(

@@ -57,6 +57,10 @@ struct StoredKv {
   uint32_t n_tokens = 0;
   std::vector<uint64_t> full_block_hashes;   // blocks 0 .. k-1, each a prefix block
   std::vector<std::byte> tail_blob;          // the partially filled block k, or empty
+  // The chained hash of the tail's tokens (kv::partial_block_hash after block k - 1): the tail
+  // is restored only for a conversation with those tokens there. Unset: not known (a row
+  // older code wrote), so the tail is recomputed.
+  std::optional<uint64_t> tail_hash;
 };
 
 struct PrefixBlob {

@@ -143,7 +143,7 @@ TEST_CASE("store schema: a new file is a Parley store in WAL mode with 16 KiB pa
   { Store store(path); }
   RawDb raw(path);
   CHECK(raw.int64("PRAGMA application_id") == kParleyApplicationId);
-  CHECK(raw.int64("PRAGMA user_version") == 2);
+  CHECK(raw.int64("PRAGMA user_version") == 3);
   CHECK(raw.text("PRAGMA journal_mode") == "wal");
   CHECK(raw.int64("PRAGMA page_size") == 16384);
   CHECK(raw.int64("SELECT value FROM meta WHERE key = 'compatible_version'") == 1);
@@ -164,7 +164,7 @@ TEST_CASE("store migration: an empty file, and a blank SQLite file at user_versi
     Store store(empty);
     store.create_session(session_named("s", 5));
   }
-  CHECK(RawDb(empty).int64("PRAGMA user_version") == 2);
+  CHECK(RawDb(empty).int64("PRAGMA user_version") == 3);
 
   // A database file that exists but holds nothing yet (4 KiB pages, rollback journal).
   const std::string blank = (dir / "blank.db").string();
@@ -180,7 +180,7 @@ TEST_CASE("store migration: an empty file, and a blank SQLite file at user_versi
     CHECK(store.list_sessions().size() == 1);
   }
   RawDb raw(blank);
-  CHECK(raw.int64("PRAGMA user_version") == 2);
+  CHECK(raw.int64("PRAGMA user_version") == 3);
   CHECK(raw.text("PRAGMA journal_mode") == "wal");
 }
 
@@ -212,7 +212,7 @@ TEST_CASE("store migration: a version 1 file gets revisions that version 1 write
     seen = store.replace_turns_from("s", 1, 1, std::vector{StoredTurn{2, "new", {2}, true}}, seen);
   }
   RawDb raw(path);
-  CHECK(raw.int64("PRAGMA user_version") == 2);
+  CHECK(raw.int64("PRAGMA user_version") == 3);
   // Version 1 code can still use the file: its writes fire the triggers.
   CHECK(raw.int64("SELECT value FROM meta WHERE key = 'compatible_version'") == 1);
   CHECK(raw.int64("SELECT revision FROM sessions WHERE id = 's'") == seen);
@@ -225,6 +225,63 @@ TEST_CASE("store migration: a version 1 file gets revisions that version 1 write
       " cache_scope, overflow, created_ms, updated_ms, n_turns)"
       " VALUES ('s', 0, 'raw', '', '', 0, 1, 1, 0)");
   CHECK(raw.int64("SELECT revision FROM sessions WHERE id = 's'") > bumped);
+}
+
+namespace {
+
+// A file version 2 made: a session whose KV has a tail, stored without a tail hash.
+void make_version_2_store(const std::string& path) {
+  RawDb raw(path);
+  raw.exec("PRAGMA application_id = " + std::to_string(kParleyApplicationId));
+  raw.exec(std::string(content_schema_v1()));
+  raw.exec(std::string(kv_schema_v1()));
+  raw.exec("INSERT INTO meta (key, value) VALUES ('compatible_version', 1)");
+  raw.exec(std::string(revision_schema_v2()));
+  raw.exec("INSERT INTO sessions (id, model_fingerprint, chat_template, system_prompt,"
+           " cache_scope, overflow, created_ms, updated_ms, n_turns)"
+           " VALUES ('s', 0, 'raw', '', '', 0, 1, 1, 1)");
+  raw.exec("INSERT INTO turns VALUES ('s', 0, 1, 'old', x'01000000', 1)");
+  raw.exec("INSERT INTO prefix_blocks VALUES (7, x'0102')");
+  raw.exec("INSERT INTO kv_sessions (session_id, model_fingerprint, kv_type, n_tokens, tail_blob)"
+           " VALUES ('s', 0, 1, 20, x'0304')");
+  raw.exec("INSERT INTO kv_block_refs VALUES ('s', 0, 7)");
+  raw.exec("PRAGMA user_version = 2");
+}
+
+}  // namespace
+
+// Version 3 adds kv_sessions.tail_hash. The tails version 2 stored (and the ones it still
+// writes, naming its columns) have none: not known, so never taken for a conversation.
+TEST_CASE("store migration: a version 2 file gets tail hashes, NULL for its stored tails") {
+  test::TempDir dir;
+  const std::string path = (dir / "v2.db").string();
+  make_version_2_store(path);
+  {
+    Store store(path);
+    CHECK(store.load_turns("s").size() == 1);
+    const auto kv = store.load_kv("s");
+    REQUIRE(kv.has_value());
+    CHECK(kv->n_tokens == 20);
+    CHECK(kv->full_block_hashes == std::vector<uint64_t>{7});
+    CHECK(kv->tail_blob.size() == 2);
+    CHECK_FALSE(kv->tail_hash.has_value());
+    StoredKv hashed = *kv;
+    hashed.tail_hash = 0xF00DF00DF00DF00Dull;  // above 2^63: the bit-cast to INTEGER
+    store.save_kv("s", hashed, {});
+    CHECK(store.load_kv("s")->tail_hash == 0xF00DF00DF00DF00Dull);
+  }
+  RawDb raw(path);
+  CHECK(raw.int64("PRAGMA user_version") == 3);
+  // Version 1 and 2 code can still use the file: the column may stay NULL.
+  CHECK(raw.int64("SELECT value FROM meta WHERE key = 'compatible_version'") == 1);
+  raw.exec("DELETE FROM kv_sessions");
+  raw.exec("INSERT INTO kv_sessions (session_id, model_fingerprint, kv_type, n_tokens, tail_blob)"
+           " VALUES ('s', 0, 1, 4, x'05')");  // as version 2 writes
+  Store store(path);
+  const auto kv = store.load_kv("s");
+  REQUIRE(kv.has_value());
+  CHECK(kv->n_tokens == 4);
+  CHECK_FALSE(kv->tail_hash.has_value());
 }
 
 TEST_CASE("store migration: a newer file that is still compatible opens and works") {
@@ -256,14 +313,14 @@ TEST_CASE("store migration: a file that needs a newer Parley is refused and left
   make_store_with_turns(path);
   {
     RawDb raw(path);
-    raw.exec("PRAGMA user_version = 3");
-    raw.exec("UPDATE meta SET value = 3 WHERE key = 'compatible_version'");
+    raw.exec("PRAGMA user_version = 4");
+    raw.exec("UPDATE meta SET value = 4 WHERE key = 'compatible_version'");
   }
   const Error e = error_opening(path);
   CHECK(e.status() == Status::corrupt);
   CHECK(std::string(e.what()).find("newer Parley") != std::string::npos);
   RawDb raw(path);
-  CHECK(raw.int64("PRAGMA user_version") == 3);
+  CHECK(raw.int64("PRAGMA user_version") == 4);
   CHECK(raw.int64("SELECT count(*) FROM turns") == 3);
 }
 

@@ -40,6 +40,7 @@ Status status_of(F&& f) {
 // Hashes above 2^63 check the bit-cast to SQLite's signed INTEGER.
 constexpr uint64_t kSystemPromptBlock = 0xFEDCBA9876543210ull;
 constexpr uint64_t kSecondBlock = 0x0123456789ABCDEFull;
+constexpr uint64_t kTailHash = 0x8899AABBCCDDEEFFull;
 
 }  // namespace
 
@@ -53,8 +54,10 @@ TEST_CASE("store: save_kv and load_kv round-trip a session's KV") {
     store.create_session(session_named("s"));
     CHECK_FALSE(store.load_kv("s").has_value());
     CHECK_FALSE(store.has_prefix_block(kSystemPromptBlock));
+    StoredKv kv = kv_of({kSystemPromptBlock, kSecondBlock}, tail, 40);
+    kv.tail_hash = kTailHash;
     store.save_kv(
-        "s", kv_of({kSystemPromptBlock, kSecondBlock}, tail, 40),
+        "s", kv,
         std::vector{PrefixBlob{kSystemPromptBlock, block0}, PrefixBlob{kSecondBlock, block1}});
   }
   Store store(path);
@@ -65,6 +68,7 @@ TEST_CASE("store: save_kv and load_kv round-trip a session's KV") {
   CHECK(kv->n_tokens == 40);
   CHECK(kv->full_block_hashes == std::vector<uint64_t>{kSystemPromptBlock, kSecondBlock});
   CHECK(kv->tail_blob == tail);
+  CHECK(kv->tail_hash == kTailHash);
   CHECK(store.has_prefix_block(kSystemPromptBlock));
   CHECK(store.load_prefix_block(kSystemPromptBlock) == block0);
   CHECK(store.load_prefix_block(kSecondBlock) == block1);
@@ -79,6 +83,7 @@ TEST_CASE("store: a KV of only full blocks, or only a tail, or nothing") {
   store.create_session(session_named("s"));
   store.save_kv("s", kv_of({7}, {}, 16), std::vector{PrefixBlob{7, patterned_bytes(10, 0)}});
   CHECK(store.load_kv("s")->tail_blob.empty());
+  CHECK_FALSE(store.load_kv("s")->tail_hash.has_value());  // no tail, no tail hash
   store.save_kv("s", kv_of({}, patterned_bytes(33, 9), 3), {});
   CHECK(store.load_kv("s")->full_block_hashes.empty());
   CHECK(store.load_kv("s")->tail_blob.size() == 33);
@@ -150,13 +155,16 @@ TEST_CASE("store: truncating turns keeps the KV of the ids the kept turns still 
   const auto blobs =
       std::vector{PrefixBlob{1, patterned_bytes(64, 1)}, PrefixBlob{2, patterned_bytes(64, 2)},
                   PrefixBlob{3, patterned_bytes(64, 3)}};
-  store.save_kv("a", kv_of({1, 2, 3}, patterned_bytes(10, 0), 52), blobs);
+  StoredKv with_tail = kv_of({1, 2, 3}, patterned_bytes(10, 0), 52);
+  with_tail.tail_hash = kTailHash;
+  store.save_kv("a", with_tail, blobs);
 
   store.truncate_turns("a", 2, 2, 60);  // all 52 stored tokens are kept: nothing changes
   auto kv = store.load_kv("a");
   REQUIRE(kv.has_value());
   CHECK(kv->n_tokens == 52);
   CHECK(kv->tail_blob == patterned_bytes(10, 0));
+  CHECK(kv->tail_hash == kTailHash);
 
   store.truncate_turns("a", 2, 1, 40);  // blocks 0 and 1 (32 tokens) lie within the first 40
   kv = store.load_kv("a");
@@ -164,6 +172,7 @@ TEST_CASE("store: truncating turns keeps the KV of the ids the kept turns still 
   CHECK(kv->n_tokens == 32);
   CHECK(kv->full_block_hashes == std::vector<uint64_t>{1, 2});
   CHECK(kv->tail_blob.empty());
+  CHECK_FALSE(kv->tail_hash.has_value());  // the tail's hash went with it
   CHECK(store.has_prefix_block(2));
   CHECK_FALSE(store.has_prefix_block(3));  // nobody references it any more
   CHECK(store.load_turns("a").size() == 1);

@@ -165,7 +165,8 @@ TEST_CASE("store: a writer's revision refuses a rewrite with the same count, and
   CHECK(status_of([&] { mine.replace_turns("s", 2, "p", next, seen); }) ==
         Status::invalid_argument);
   CHECK(status_of([&] {
-          mine.save_kv("s", StoredKv{0, 1, 1, {}, std::vector<std::byte>(4)}, {}, 2, seen);
+          mine.save_kv("s", StoredKv{0, 1, 1, {}, std::vector<std::byte>(4), std::nullopt}, {}, 2,
+                       seen);
         }) == Status::invalid_argument);
   auto turns = mine.load_turns("s");
   REQUIRE(turns.size() == 2);
@@ -266,7 +267,7 @@ TEST_CASE("store: replace_turns makes the transcript exactly the given turns, an
   append_turns(store, "s", 0,
                std::vector{turn(0, "sys", {1}), turn(1, "old q", {2}), turn(2, "old a", {3}),
                            turn(1, "q", {4}), turn(2, "a", {5})});
-  store.save_kv("s", StoredKv{0, 1, 5, {}, std::vector<std::byte>(10)}, {});
+  store.save_kv("s", StoredKv{0, 1, 5, {}, std::vector<std::byte>(10), std::nullopt}, {});
   // A conversation that dropped its oldest exchange keeps the system prompt.
   const auto kept = std::vector{turn(0, "sys", {1}), turn(1, "q", {4}), turn(2, "a", {5})};
   CHECK(status_of([&] { store.replace_turns("s", 4, kept); }) == Status::invalid_argument);
@@ -298,7 +299,7 @@ TEST_CASE("store: replace_turns with a system prompt changes the header's in the
     Store store(path);
     store.create_session(session_named("s"));  // no system prompt
     append_turns(store, "s", 0, std::vector{turn(1, "q", {1, 2}), turn(2, "a", {3})});
-    store.save_kv("s", StoredKv{0, 1, 3, {}, std::vector<std::byte>(10)}, {});
+    store.save_kv("s", StoredKv{0, 1, 3, {}, std::vector<std::byte>(10), std::nullopt}, {});
     const auto changed = std::vector{turn(0, "be brief", {}), turn(1, "q", {1, 7, 2}),
                                      turn(2, "a", {3})};
     CHECK(status_of([&] { store.replace_turns("s", 1, "x", changed); }) ==
