@@ -4,6 +4,7 @@
 #include <cfloat>
 #include <charconv>
 #include <cmath>
+#include <cstdlib>
 #include <stdexcept>
 #include <string_view>
 #include <vector>
@@ -32,6 +33,17 @@ uint32_t parse_u32(std::string_view flag, const char* s) {
   return uint32_t(parse_integer(flag, s, 0, UINT32_MAX));
 }
 
+// The whole uint64 range (a seed), which long long cannot hold.
+uint64_t parse_u64(std::string_view flag, const char* s) {
+  const std::string_view v = s;
+  unsigned long long n = 0;
+  const auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
+  if (ec != std::errc() || end != v.data() + v.size()) {
+    throw bad_value(flag, s, "an integer in [0, 18446744073709551615]");
+  }
+  return n;
+}
+
 // A finite number in [lo, hi]; `want` says which in a refusal.
 struct Range {
   float lo, hi;
@@ -51,6 +63,13 @@ float parse_float(std::string_view flag, const char* s, const Range& range = kAn
   const std::string_view t = s;
   float v = 0;
   const auto [end, ec] = std::from_chars(t.data(), t.data() + t.size(), v);
+  if (ec == std::errc::result_out_of_range && end == t.data() + t.size()) {
+    // A number that a float cannot hold is refused for that, not for the range it may be in.
+    const bool huge = std::fabs(std::strtod(s, nullptr)) > 1;
+    throw bad_value(flag, s,
+                    huge ? "a number a float can hold: at most 3.4e38 in size"
+                         : "a number a float can hold: 0, or at least 1.4e-45 in size");
+  }
   // Written so that NaN fails the range test too.
   if (ec != std::errc() || end != t.data() + t.size() || !std::isfinite(v) ||
       !(v >= range.lo && v <= range.hi)) {
@@ -204,7 +223,7 @@ CliArgs parse_args(int argc, char** argv) {
     else if (flag == "--repeat-penalty") a.gen.repeat_penalty =
         parse_float(flag, value(), kRepeatPenalty);
     else if (flag == "--repeat-last-n") a.gen.repeat_last_n = parse_u32(flag, value());
-    else if (flag == "--seed") a.gen.seed = uint64_t(parse_integer(flag, value(), 0, INT64_MAX));
+    else if (flag == "--seed") a.gen.seed = parse_u64(flag, value());
     else if (flag == "--ignore-eos") a.gen.ignore_eos = 1;
     else if (flag == "--stop") a.stop_strings.emplace_back(value());
     else if (flag == "--reply-prefix") a.reply_prefix = value();

@@ -107,6 +107,25 @@ TEST_CASE("number flags take the number alone: no blanks around it, no hex") {
   }
 }
 
+TEST_CASE("a number a float cannot hold is refused for that; a seed takes all of uint64") {
+  struct Refusal {
+    std::string flag, want;
+  };
+  for (const auto& [flag, want] : std::vector<Refusal>{
+           {"--temp 1e39", "at most 3.4e38 in size"},
+           {"--repeat-penalty 1e-50", "0, or at least 1.4e-45 in size"},
+           {"--logit-bias 5=-1e39", "ID=BIAS"},
+           {"--seed 18446744073709551616", "[0, 18446744073709551615]"},
+           {"--seed -1", "[0, 18446744073709551615]"}}) {
+    CAPTURE(flag);
+    const ShellRun r = run_chat("-m x --help " + flag);
+    CHECK(r.exit_code == 1);
+    CHECK(r.out.find(want) != std::string::npos);
+  }
+  CHECK(run_chat("-m x --help --seed 18446744073709551615").exit_code == 0);
+  CHECK(run_chat("-m x --help --temp 1e-45").exit_code == 0);
+}
+
 TEST_CASE("--help and --version that cannot be written fail the run") {
   if (!fs::exists("/dev/full")) {
     MESSAGE("skipped: no /dev/full");
