@@ -83,7 +83,7 @@ extern "C" {
 
 #define PARLEY_VERSION_MAJOR 0
 #define PARLEY_VERSION_MINOR 9
-#define PARLEY_VERSION_PATCH 1
+#define PARLEY_VERSION_PATCH 2
 #define PARLEY_VERSION_NUMBER \
   (PARLEY_VERSION_MAJOR * 10000 + PARLEY_VERSION_MINOR * 100 + PARLEY_VERSION_PATCH)
 
@@ -614,7 +614,11 @@ typedef struct parley_logit_bias {
 } parley_logit_bias;
 
 /* Start from parley_generate_options_init(). A struct zeroed except for struct_size means
- * greedy decoding with every filter off and no token limit but the context. */
+ * greedy decoding with every filter off and no token limit but the context. Each token is
+ * chosen by: logit biases, repeat penalty, temperature, top-k, top-p, min-p, then one draw
+ * among what is left. Tokens of equal logit rank by id, the lower first (greedy picks it); a
+ * logit that a bias or the penalty pushes past the float range stays at its end, so tokens
+ * pushed there tie. */
 typedef struct parley_generate_options {
   size_t   struct_size;
   uint64_t seed;            /* 0 = a fresh random seed; same seed + same state = same reply */
@@ -622,9 +626,15 @@ typedef struct parley_generate_options {
   float    temperature;     /* default 0.8; 0 = greedy */
   int32_t  top_k;           /* default 40; 0 = off */
   float    top_p;           /* default 0.95; 1 (or 0) = off */
-  float    min_p;           /* default 0.05; 0 = off */
-  float    repeat_penalty;  /* default 1.0 = off (0 also means off) */
-  uint32_t repeat_last_n;   /* default 64; tokens of the conversation the penalty looks at */
+  float    min_p;           /* default 0.05; 0 = off; drops the tokens less likely than
+                               min_p times the likeliest one (after the temperature) */
+  float    repeat_penalty;  /* default 1.0 = off (0 also means off); each token in the window
+                               (once, however often it occurs) has a positive logit divided by
+                               it and a negative one multiplied: > 1 makes repeats rarer, below
+                               1 likelier */
+  uint32_t repeat_last_n;   /* default 64; the window: the conversation's last n tokens, the
+                               system prompt, the template's markers and the reply so far
+                               included; 0 = no penalty */
   int32_t  ignore_eos;      /* non-zero: never stop on end tokens (benchmarks, references) */
   /* Since 0.3. The reply ends before the first of these strings it shows: neither the string
    * nor what follows it is streamed or kept, and the tokens that brought only that text are
