@@ -256,9 +256,11 @@ PARLEY_API void parley_session_close(parley_session* s) {
   if (!s) return;
   // A send running on another thread (or this call from its own callback) still holds the
   // handle: no one could stop it any more, so it stops now, and frees the handle when it
-  // returns. A session inherited through fork() comes back empty: the parent's, left alone.
+  // returns. The close begins now all the same: an open, a delete or a look at the stored
+  // session of its id on another thread waits until the session is stored. A session
+  // inherited through fork() comes back empty: the parent's, left alone.
   auto handle = unregister(s);
-  if (handle && handle->session) handle->session->interrupt_for_good();
+  if (handle && handle->session) handle->session->begin_close();
   handle.reset();
 }
 

@@ -162,7 +162,7 @@ void Engine::require_free_session_id(const std::string& id) {
 
 void Engine::require_not_open(const std::string& id) {
   std::lock_guard lock(mutex_);
-  require(!sessions_.count(id), Status::invalid_argument,
+  require(!open_or_closing(id), Status::invalid_argument,
           "session id " + shown_id(id) + " is already in use by an open session");
 }
 
@@ -173,9 +173,25 @@ void Engine::unregister_session(const std::string& id) {
 
 void Engine::begin_closing(const Session* session) {
   std::lock_guard lock(mutex_);
+  const auto here = std::this_thread::get_id();
+  const auto begun = std::find_if(closing_.begin(), closing_.end(),
+                                  [&](const Closing& c) { return c.session == session; });
+  if (begun != closing_.end()) {
+    begun->thread = here;  // closed while in use (begin_closing_in_use): the close runs here
+    return;
+  }
   const auto live = sessions_.find(session->id());
   if (live != sessions_.end() && live->second == session) sessions_.erase(live);
-  closing_.push_back({session, std::this_thread::get_id()});
+  closing_.push_back({session, here});
+}
+
+void Engine::begin_closing_in_use(const Session* session) {
+  std::lock_guard lock(mutex_);
+  const auto live = sessions_.find(session->id());
+  // A handle closes once: a live session is not among the closing ones yet.
+  if (live == sessions_.end() || live->second != session) return;
+  sessions_.erase(live);
+  closing_.push_back({session, std::thread::id()});
 }
 
 void Engine::end_closing(const Session* session) {
@@ -188,10 +204,20 @@ void Engine::end_closing(const Session* session) {
   closed_.notify_all();
 }
 
+std::thread::id Engine::Closing::closer() const {
+  return thread != std::thread::id() ? thread : session->user_thread();
+}
+
 bool Engine::closing_elsewhere(const std::string& id) const {
   const auto self = std::this_thread::get_id();
   return std::any_of(closing_.begin(), closing_.end(),
-                     [&](const Closing& c) { return c.thread != self && c.session->id() == id; });
+                     [&](const Closing& c) { return c.session->id() == id && c.closer() != self; });
+}
+
+bool Engine::open_or_closing(const std::string& id) const {
+  return sessions_.count(id) > 0 ||
+         std::any_of(closing_.begin(), closing_.end(),
+                     [&](const Closing& c) { return c.session->id() == id; });
 }
 
 void Engine::wait_until_closed(const std::string& id) {
@@ -331,7 +357,7 @@ void Engine::delete_stored_session(const std::string& id) {
   const auto no_open_meanwhile = hold_stored_id(id);
   {
     std::lock_guard lock(mutex_);
-    require(!sessions_.count(id), Status::invalid_argument,
+    require(!open_or_closing(id), Status::invalid_argument,
             "session " + shown_id(id) + " is open; close it before deleting it");
   }
   store_->delete_session(id);
@@ -348,7 +374,7 @@ Engine::StoredSessionInfo Engine::stored_session_info(const std::string& id) {
   info.same_model = stored_with(*summary, model_->fingerprint, kv_type());
   info.summary = std::move(*summary);
   std::lock_guard lock(mutex_);
-  info.open = sessions_.count(id) > 0 || closing_elsewhere(id);  // as of the summary read
+  info.open = open_or_closing(id);  // as of the summary read
   return info;
 }
 

@@ -87,11 +87,18 @@ class Engine {
   // A session being destroyed leaves the live ones first, so that no spill of the engine picks
   // it any more, but its id stays taken ("closing") until its last spill is stored: an open, a
   // delete or a look at the stored conversation waits for that (wait_until_closed), and so
-  // reads what the close stored, never a conversation about to change under it.
-  void begin_closing(const Session* session);  // never throws: room was kept at registration
+  // reads what the close stored, never a conversation about to change under it. Neither
+  // throws: room was kept at registration, and a session is in the closing ones once.
+  void begin_closing(const Session* session);
+  // The same, begun before the destructor: the session was closed while a call may still run
+  // on it, and is destroyed when that call returns. Until then the thread of whoever uses it
+  // (Session::user_thread) does not wait for its close; its destructor's begin_closing takes
+  // the entry over.
+  void begin_closing_in_use(const Session* session);
   void end_closing(const Session* session);
   // Waits while a session with this id is closing on another thread. The closing thread itself
-  // does not wait for its own close (a log handler called from its spill), so it never hangs.
+  // does not wait for its own close (a log handler called from its spill, the callback of the
+  // call it still runs), so it never hangs.
   void wait_until_closed(const std::string& id);
   // How many calls wait in wait_until_closed now (tests wait for a call to get there).
   size_t calls_waiting_for_close() const;
@@ -189,12 +196,18 @@ class Engine {
 
   // A session with this id is closing on a thread other than the caller's (mutex_ held).
   bool closing_elsewhere(const std::string& id) const;
+  // An open session has this id, or one whose close has not ended, on any thread (mutex_
+  // held): the closing thread's own calls find it still open.
+  bool open_or_closing(const std::string& id) const;
 
   mutable std::mutex mutex_;  // guards the members below
   std::unordered_map<std::string, Session*> sessions_;
   struct Closing {
     const Session* session;
-    std::thread::id thread;  // the one running its destructor
+    std::thread::id thread;  // the one running its destructor; none before it runs
+    // The thread whose calls do not wait for this close: its destructor's, or before that the
+    // thread of the call still running on the session.
+    std::thread::id closer() const;
   };
   // Its capacity covers every live and closing session, reserved at registration: a
   // destructor adds to it without allocating.

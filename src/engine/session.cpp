@@ -243,9 +243,15 @@ std::unique_ptr<Session> Session::open(std::shared_ptr<Engine> engine, const std
       new Session(std::move(engine), stored->session, std::move(stored->turns), OpenTag{}));
 }
 
+void Session::begin_close() {
+  interrupt_for_good();
+  engine_->begin_closing_in_use(this);
+}
+
 Session::~Session() {
   // No spill of the engine's picks the session from here on, yet its id stays taken until the
   // spill below is stored: an open or a delete of it waits, rather than read the store first.
+  // (After begin_close() this takes over its entry: the close now runs on this thread.)
   engine_->begin_closing(this);
   {
     std::lock_guard wait_for_spill(state_mutex_);
@@ -272,6 +278,7 @@ Session::Use Session::try_use() {
   use.caller_ = std::unique_lock(caller_mutex_, std::try_to_lock);
   if (!use.caller_) return use;
   use.state_ = std::unique_lock(state_mutex_);
+  use.mark_ = Use::UserMark(user_thread_);
   // An interrupt is for the call under way: one asked while none was is forgotten. A close's
   // is not: it holds for whatever call was still on its way.
   stop_.fetch_and(uint8_t(~kInterrupted), std::memory_order_relaxed);

@@ -15,6 +15,8 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <thread>
+#include <utility>
 #include <vector>
 
 #include "common/error.h"
@@ -109,7 +111,8 @@ class Session {
   // Throws Error: not_found, corrupt (an unreadable transcript), storage.
   static std::unique_ptr<Session> open(std::shared_ptr<Engine> engine, const std::string& id);
   // Waits for a spill running on another thread, then spills to the store and frees the KV.
-  // Until that spill is stored, an open or a delete of the id on another thread waits.
+  // Until that spill is stored, an open or a delete of the id on another thread waits (from
+  // begin_close() on, when that came first).
   ~Session();
   Session(const Session&) = delete;
   Session& operator=(const Session&) = delete;
@@ -123,8 +126,28 @@ class Session {
 
    private:
     friend class Session;
+    // Sets the session's user_thread while held (movable, as the locks are).
+    class UserMark {
+     public:
+      UserMark() = default;
+      explicit UserMark(std::atomic<std::thread::id>& user) : user_(&user) {
+        user.store(std::this_thread::get_id(), std::memory_order_relaxed);
+      }
+      UserMark(UserMark&& other) noexcept : user_(std::exchange(other.user_, nullptr)) {}
+      UserMark& operator=(UserMark&& other) noexcept {
+        std::swap(user_, other.user_);  // a mark this one held is cleared with `other`
+        return *this;
+      }
+      ~UserMark() {
+        if (user_) user_->store(std::thread::id(), std::memory_order_relaxed);
+      }
+
+     private:
+      std::atomic<std::thread::id>* user_ = nullptr;
+    };
     std::unique_lock<std::mutex> caller_;  // released last
     std::unique_lock<std::mutex> state_;
+    UserMark mark_;  // cleared first, while the session is still held
   };
   Use try_use();
   // The same right for the engine's spills: never waits; empty while anyone else has it.
@@ -242,6 +265,14 @@ class Session {
   void interrupt_for_good() {
     stop_.fetch_or(kInterrupted | kClosing, std::memory_order_relaxed);
   }
+  // The session is closed while a call may still run on it (on another thread, or the one
+  // whose callback closes it), and is destroyed when that call lets go of it: the call stops
+  // (interrupt_for_good), and the close begins now, not then, so that an open, a delete or a
+  // look at the stored conversation of the id on another thread waits for it from here on
+  // (Engine::begin_closing_in_use). Any thread; never throws.
+  void begin_close();
+  // The thread that holds the session's Use now; none while no caller does.
+  std::thread::id user_thread() const { return user_thread_.load(std::memory_order_relaxed); }
 
   const std::string& id() const { return id_; }
   const std::vector<Message>& messages() const { return messages_; }
@@ -471,6 +502,7 @@ class Session {
   static constexpr uint8_t kInterrupted = 1, kClosing = 2;
   std::atomic<uint8_t> stop_{0};  // kInterrupted, kClosing
   bool interrupted() const { return stop_.load(std::memory_order_relaxed) != 0; }
+  std::atomic<std::thread::id> user_thread_{};  // user_thread()
   std::mutex caller_mutex_;  // one caller at a time (try_use)
   std::mutex state_mutex_;   // whoever reads or changes the state: a caller, or a spill
 };

@@ -1,0 +1,234 @@
+// Closing a session while its send still runs: the close begins at once, so an open, a delete
+// or a look at the stored session of its id on another thread waits until the send has
+// returned and the close has stored the session, and then finds the kept turn. Calls made on
+// the send's own thread (its callback) do not wait for a close that waits for them: they find
+// the session still open.
+#include <doctest/doctest.h>
+
+#include <atomic>
+#include <chrono>
+#include <functional>
+#include <string>
+#include <thread>
+
+#include "abi_fixture.h"
+#include "parley.h"
+#include "support/shared_assets.h"
+
+using namespace parley::test;
+using namespace std::chrono_literals;
+
+namespace {
+
+constexpr const char* kId = "story";
+
+// Long enough for a call that does not wait to have returned; a waiting one never returns
+// before the send is let go, so only a failing run spends it whole.
+constexpr auto kReturnGrace = 300ms;
+
+parley_engine* open_with_store(const std::string& db) {
+  parley_engine_options o;
+  parley_engine_options_init(&o);
+  o.model_path = tiny_chat_model().c_str();
+  o.store_path = db.c_str();
+  o.n_threads = 1;
+  parley_engine* e = nullptr;
+  REQUIRE_MESSAGE(parley_engine_open(&o, &e) == PARLEY_OK, parley_last_error());
+  return e;
+}
+
+parley_session* create_story(parley_engine* e) {
+  parley_session_options so;
+  parley_session_options_init(&so);
+  so.id = kId;
+  so.chat_template = "raw";
+  parley_session* s = nullptr;
+  REQUIRE_MESSAGE(parley_session_create(e, &so, &s) == PARLEY_OK, parley_last_error());
+  return s;
+}
+
+// The send's callback: keeps the first piece, runs `inside` (on the send's thread), then
+// holds the send until the test lets it go, and runs `after_release` there.
+struct HeldSend {
+  std::function<void()> inside = [] {};
+  std::function<void()> after_release = [] {};
+  std::string streamed;
+  std::atomic<bool> held{false};
+  std::atomic<bool> release{false};
+
+  static int callback(const char* utf8, size_t len, void* user) {
+    auto* h = static_cast<HeldSend*>(user);
+    h->streamed.append(utf8, len);
+    if (h->held.load()) return 0;  // the close stops the send at its next check anyway
+    h->inside();
+    h->held.store(true);
+    while (!h->release.load()) std::this_thread::sleep_for(1ms);
+    h->after_release();
+    return 0;
+  }
+  void wait_held() const {
+    while (!held.load()) std::this_thread::sleep_for(1ms);
+  }
+};
+
+// Runs `call` on a thread of its own while the send is held; lets the send go once the call
+// has returned or kReturnGrace has passed. Returns whether the call returned before that.
+bool returned_while_held(HeldSend& send, const std::function<void()>& call) {
+  std::atomic<bool> returned{false};
+  std::thread other([&] {
+    call();
+    returned.store(true);
+  });
+  const auto give_up = std::chrono::steady_clock::now() + kReturnGrace;
+  while (!returned.load() && std::chrono::steady_clock::now() < give_up) {
+    std::this_thread::sleep_for(1ms);
+  }
+  const bool early = returned.load();
+  send.release.store(true);
+  other.join();
+  return early;
+}
+
+// An engine with a store and the session kId, whose greedy send runs on a thread of its own
+// and is held in its first callback.
+struct SendingSession {
+  TempDir dir;
+  parley_engine* e = open_with_store((dir / "close.db").string());
+  parley_session* s = create_story(e);
+  HeldSend send;
+  parley_status send_status = -1;
+  std::thread sender;
+
+  void start() {
+    sender = std::thread([this] {
+      const auto g = greedy_options(40);
+      send_status = parley_session_send(s, "Once upon a time", &g, HeldSend::callback, &send,
+                                        nullptr);
+    });
+    send.wait_held();
+  }
+  ~SendingSession() {
+    send.release.store(true);
+    if (sender.joinable()) sender.join();
+    parley_engine_close(e);
+  }
+};
+
+uint32_t stored_turns(parley_engine* e) {
+  parley_stored_session_info info;
+  info.struct_size = sizeof info;
+  REQUIRE_MESSAGE(parley_store_get_session_info(e, kId, &info) == PARLEY_OK, parley_last_error());
+  return info.n_turns;
+}
+
+}  // namespace
+
+TEST_CASE("an open right after closing a sending session waits and gets the kept turn") {
+  SendingSession run;
+  // The send's own thread does not wait for the close that waits for it: open there finds
+  // the session still open.
+  parley_status open_on_send_thread = -1;
+  run.send.after_release = [&] {
+    parley_session* again = nullptr;
+    open_on_send_thread = parley_session_open(run.e, kId, &again);
+    parley_session_close(again);
+  };
+  run.start();
+  parley_session_close(run.s);
+  parley_status status = -1;
+  std::string error;
+  parley_session* again = nullptr;
+  const bool early = returned_while_held(run.send, [&] {
+    status = parley_session_open(run.e, kId, &again);
+    if (status != PARLEY_OK) error = parley_last_error();
+  });
+  run.sender.join();
+  CHECK_FALSE(early);
+  CHECK_MESSAGE(status == PARLEY_OK, error);
+  CHECK(open_on_send_thread == PARLEY_E_INVALID_ARGUMENT);
+  CHECK(run.send_status == PARLEY_E_CANCELLED);
+  REQUIRE(again != nullptr);
+  parley_session_info info;
+  info.struct_size = sizeof info;
+  REQUIRE(parley_session_get_info(again, &info) == PARLEY_OK);
+  CHECK(info.n_turns == 2);
+  parley_turn turn;
+  turn.struct_size = sizeof turn;
+  REQUIRE(parley_session_get_turn(again, 1, &turn) == PARLEY_OK);
+  CHECK(turn.role == PARLEY_ROLE_ASSISTANT);
+  CHECK(std::string(turn.text) == run.send.streamed);
+  parley_session_close(again);
+}
+
+TEST_CASE("a delete right after closing a sending session waits and deletes it") {
+  SendingSession run;
+  run.start();
+  parley_session_close(run.s);
+  parley_status status = -1;
+  std::string error;
+  const bool early = returned_while_held(run.send, [&] {
+    status = parley_session_delete(run.e, kId);
+    if (status != PARLEY_OK) error = parley_last_error();
+  });
+  run.sender.join();
+  CHECK_FALSE(early);
+  CHECK_MESSAGE(status == PARLEY_OK, error);
+  parley_session* again = nullptr;
+  CHECK(parley_session_open(run.e, kId, &again) == PARLEY_E_NOT_FOUND);
+}
+
+TEST_CASE("stored info right after closing a sending session waits for the stored turn") {
+  SendingSession run;
+  run.start();
+  parley_session_close(run.s);
+  parley_status status = -1;
+  parley_stored_session_info info{};
+  info.struct_size = sizeof info;
+  const bool early = returned_while_held(
+      run.send, [&] { status = parley_store_get_session_info(run.e, kId, &info); });
+  run.sender.join();
+  CHECK_FALSE(early);
+  REQUIRE(status == PARLEY_OK);
+  CHECK(info.is_open == 0);
+  CHECK(info.n_turns == 2);
+  CHECK(info.kv_bytes_stored > 0);  // the close's spill, not only the send's commit
+}
+
+TEST_CASE("a close from the send's own callback: another thread's open waits for it") {
+  SendingSession run;
+  parley_status open_here = -1, delete_here = -1, info_here = -1;
+  parley_stored_session_info seen_here{};
+  seen_here.struct_size = sizeof seen_here;
+  run.send.inside = [&] {
+    parley_session_close(run.s);
+    // On the thread that runs the send: nothing waits, and the session is still open here.
+    parley_session* again = nullptr;
+    open_here = parley_session_open(run.e, kId, &again);
+    parley_session_close(again);
+    delete_here = parley_session_delete(run.e, kId);
+    info_here = parley_store_get_session_info(run.e, kId, &seen_here);
+  };
+  run.start();
+  CHECK(open_here == PARLEY_E_INVALID_ARGUMENT);
+  CHECK(delete_here == PARLEY_E_INVALID_ARGUMENT);
+  CHECK(info_here == PARLEY_OK);
+  CHECK(seen_here.is_open == 1);
+  parley_status status = -1;
+  std::string error;
+  parley_session* again = nullptr;
+  const bool early = returned_while_held(run.send, [&] {
+    status = parley_session_open(run.e, kId, &again);
+    if (status != PARLEY_OK) error = parley_last_error();
+  });
+  run.sender.join();
+  CHECK_FALSE(early);
+  CHECK_MESSAGE(status == PARLEY_OK, error);
+  CHECK(run.send_status == PARLEY_E_CANCELLED);
+  REQUIRE(again != nullptr);
+  parley_turn turn;
+  turn.struct_size = sizeof turn;
+  REQUIRE(parley_session_get_turn(again, 1, &turn) == PARLEY_OK);
+  CHECK(std::string(turn.text) == run.send.streamed);
+  parley_session_close(again);
+  CHECK(stored_turns(run.e) == 2);
+}
