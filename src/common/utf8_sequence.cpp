@@ -39,4 +39,13 @@ bool is_control_character(std::string_view sequence) {
   return lead == 0xC2 && uint8_t(sequence[1]) < 0xA0;  // C1 is C2 80..C2 9F
 }
 
+bool is_valid_utf8(std::string_view s) {
+  while (!s.empty()) {
+    const Utf8Sequence seq = next_utf8_sequence(s);
+    if (seq.kind != Utf8Sequence::whole) return false;
+    s.remove_prefix(seq.length);
+  }
+  return true;
+}
+
 }  // namespace parley

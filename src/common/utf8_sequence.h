@@ -23,6 +23,9 @@ struct Utf8Sequence {
 // `s` is not empty.
 Utf8Sequence next_utf8_sequence(std::string_view s);
 
+// Whether all of `s` is whole sequences (also when empty).
+bool is_valid_utf8(std::string_view s);
+
 // Whether a whole sequence is a control character: C0, DEL, or C1 (U+0080..U+009F).
 bool is_control_character(std::string_view sequence);
 

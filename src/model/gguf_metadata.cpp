@@ -63,8 +63,8 @@ void check_rope_scaling(const GgufFile& f) {
     // llama.cpp reads the factor as a float.
     if (factor && float(*factor) != 0.0f && float(*factor) != 1.0f) {
       rope_scaling_unsupported(std::string(key) + " " + shown_float(*factor) +
-                               " (linear RoPE scaling: llama.cpp's type where the file names "
-                               "none)");
+                               " (linear RoPE scaling, as llama.cpp reads a factor without a "
+                               "type)");
     }
   }
   const auto attn = f.get_float("llama.rope.scaling.attn_factor");

@@ -111,15 +111,6 @@ std::string directory_name(const fs::path& dir) {
   return p.filename().string();
 }
 
-bool is_valid_utf8(std::string_view text) {
-  while (!text.empty()) {
-    const Utf8Sequence seq = next_utf8_sequence(text);
-    if (seq.kind != Utf8Sequence::whole) return false;
-    text.remove_prefix(seq.length);
-  }
-  return true;
-}
-
 // transformers' save_pretrained writes the chat template to chat_template.jinja rather than
 // into tokenizer_config.json, and reads the file first where both have one. An empty file
 // leaves tokenizer_config.json's.

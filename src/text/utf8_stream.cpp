@@ -6,15 +6,6 @@
 #include "text/tokenizer.h"
 
 namespace parley::text {
-bool is_valid_utf8(std::string_view s) {
-  while (!s.empty()) {
-    const Utf8Sequence seq = next_utf8_sequence(s);
-    if (seq.kind != Utf8Sequence::whole) return false;
-    s.remove_prefix(seq.length);
-  }
-  return true;
-}
-
 size_t unfinished_tail_length(std::string_view s) {
   for (size_t n = 1; n <= std::min<size_t>(3, s.size()); ++n) {
     const Utf8Sequence seq = next_utf8_sequence(s.substr(s.size() - n));

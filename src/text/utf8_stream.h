@@ -5,13 +5,15 @@
 #include <string>
 #include <string_view>
 
+#include "common/utf8_sequence.h"
+
 namespace parley::text {
 
 class Tokenizer;
 
 inline constexpr std::string_view kReplacementCharacter = "\xEF\xBF\xBD";  // U+FFFD
 
-bool is_valid_utf8(std::string_view s);
+using parley::is_valid_utf8;  // (common/utf8_sequence.h)
 
 // How many bytes at the end of `s` start a code point that more bytes could complete: what a
 // Utf8Stream holds back, and its finish() turns into one U+FFFD. 0 when none.
