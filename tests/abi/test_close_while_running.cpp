@@ -13,6 +13,7 @@
 
 #include "abi_fixture.h"
 #include "parley.h"
+#include "support/c_api_sessions.h"
 #include "support/shared_assets.h"
 
 using namespace parley::test;
@@ -25,27 +26,6 @@ constexpr const char* kId = "story";
 // Long enough for a call that does not wait to have returned; a waiting one never returns
 // before the send is let go, so only a failing run spends it whole.
 constexpr auto kReturnGrace = 300ms;
-
-parley_engine* open_with_store(const std::string& db) {
-  parley_engine_options o;
-  parley_engine_options_init(&o);
-  o.model_path = tiny_chat_model().c_str();
-  o.store_path = db.c_str();
-  o.n_threads = 1;
-  parley_engine* e = nullptr;
-  REQUIRE_MESSAGE(parley_engine_open(&o, &e) == PARLEY_OK, parley_last_error());
-  return e;
-}
-
-parley_session* create_story(parley_engine* e) {
-  parley_session_options so;
-  parley_session_options_init(&so);
-  so.id = kId;
-  so.chat_template = "raw";
-  parley_session* s = nullptr;
-  REQUIRE_MESSAGE(parley_session_create(e, &so, &s) == PARLEY_OK, parley_last_error());
-  return s;
-}
 
 // The send's callback: keeps the first piece, runs `inside` (on the send's thread), then
 // holds the send until the test lets it go, and runs `after_release` there.
@@ -93,8 +73,8 @@ bool returned_while_held(HeldSend& send, const std::function<void()>& call) {
 // and is held in its first callback.
 struct SendingSession {
   TempDir dir;
-  parley_engine* e = open_with_store((dir / "close.db").string());
-  parley_session* s = create_story(e);
+  parley_engine* e = open_engine_with_store(tiny_chat_model(), (dir / "close.db").string());
+  parley_session* s = create_raw_session(e, kId);
   HeldSend send;
   parley_status send_status = -1;
   std::thread sender;
@@ -113,6 +93,22 @@ struct SendingSession {
     parley_engine_close(e);
   }
 };
+
+// parley_session_open of kId on another thread while the send is held.
+struct OpenElsewhere {
+  bool early = false;  // returned before the send was let go
+  parley_status status = -1;
+  std::string error;
+  parley_session* session = nullptr;
+};
+OpenElsewhere open_while_held(SendingSession& run) {
+  OpenElsewhere r;
+  r.early = returned_while_held(run.send, [&] {
+    r.status = parley_session_open(run.e, kId, &r.session);
+    if (r.status != PARLEY_OK) r.error = parley_last_error();
+  });
+  return r;
+}
 
 uint32_t stored_turns(parley_engine* e) {
   parley_stored_session_info info;
@@ -135,16 +131,11 @@ TEST_CASE("an open right after closing a sending session waits and gets the kept
   };
   run.start();
   parley_session_close(run.s);
-  parley_status status = -1;
-  std::string error;
-  parley_session* again = nullptr;
-  const bool early = returned_while_held(run.send, [&] {
-    status = parley_session_open(run.e, kId, &again);
-    if (status != PARLEY_OK) error = parley_last_error();
-  });
+  const OpenElsewhere opened = open_while_held(run);
+  parley_session* again = opened.session;
   run.sender.join();
-  CHECK_FALSE(early);
-  CHECK_MESSAGE(status == PARLEY_OK, error);
+  CHECK_FALSE(opened.early);
+  CHECK_MESSAGE(opened.status == PARLEY_OK, opened.error);
   CHECK(open_on_send_thread == PARLEY_E_INVALID_ARGUMENT);
   CHECK(run.send_status == PARLEY_E_CANCELLED);
   REQUIRE(again != nullptr);
@@ -213,16 +204,11 @@ TEST_CASE("a close from the send's own callback: another thread's open waits for
   CHECK(delete_here == PARLEY_E_INVALID_ARGUMENT);
   CHECK(info_here == PARLEY_OK);
   CHECK(seen_here.is_open == 1);
-  parley_status status = -1;
-  std::string error;
-  parley_session* again = nullptr;
-  const bool early = returned_while_held(run.send, [&] {
-    status = parley_session_open(run.e, kId, &again);
-    if (status != PARLEY_OK) error = parley_last_error();
-  });
+  const OpenElsewhere opened = open_while_held(run);
+  parley_session* again = opened.session;
   run.sender.join();
-  CHECK_FALSE(early);
-  CHECK_MESSAGE(status == PARLEY_OK, error);
+  CHECK_FALSE(opened.early);
+  CHECK_MESSAGE(opened.status == PARLEY_OK, opened.error);
   CHECK(run.send_status == PARLEY_E_CANCELLED);
   REQUIRE(again != nullptr);
   parley_turn turn;
