@@ -229,18 +229,12 @@ TEST_CASE("store migration: a version 1 file gets revisions that version 1 write
 
 namespace {
 
-// A file version 2 made: a session whose KV has a tail, stored without a tail hash.
+// A file version 2 made: version 1's, migrated as version 2 did, and the session's KV with a
+// tail, stored without a tail hash.
 void make_version_2_store(const std::string& path) {
+  make_version_1_store(path);
   RawDb raw(path);
-  raw.exec("PRAGMA application_id = " + std::to_string(kParleyApplicationId));
-  raw.exec(std::string(content_schema_v1()));
-  raw.exec(std::string(kv_schema_v1()));
-  raw.exec("INSERT INTO meta (key, value) VALUES ('compatible_version', 1)");
   raw.exec(std::string(revision_schema_v2()));
-  raw.exec("INSERT INTO sessions (id, model_fingerprint, chat_template, system_prompt,"
-           " cache_scope, overflow, created_ms, updated_ms, n_turns)"
-           " VALUES ('s', 0, 'raw', '', '', 0, 1, 1, 1)");
-  raw.exec("INSERT INTO turns VALUES ('s', 0, 1, 'old', x'01000000', 1)");
   raw.exec("INSERT INTO prefix_blocks VALUES (7, x'0102')");
   raw.exec("INSERT INTO kv_sessions (session_id, model_fingerprint, kv_type, n_tokens, tail_blob)"
            " VALUES ('s', 0, 1, 20, x'0304')");
