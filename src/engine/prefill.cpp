@@ -56,23 +56,4 @@ void Session::feed_last_token(StepBatcher::Decoder& decoder) {
   if (n_cached_ % kv::kBlockTokens == 0) blocks_.publish_full(tokens_, n_cached_);
 }
 
-void Session::prepare_write(kv::BlockTable& table, uint32_t from, uint32_t to) {
-  const auto write = [&] {
-    try {
-      table.prepare_write(from, to);
-      return true;
-    } catch (const Error& e) {
-      if (e.status() != Status::out_of_memory) throw;
-      return false;
-    }
-  };
-  if (write()) return;
-  // Short of KV memory: idle sessions go to the store, then this one tries again (a spill the
-  // store refused ends it with an out_of_memory error that says so).
-  const Engine::KvWrite kv_write{write, [&] { return table.blocks_to_write(from, to); },
-                                 table.n_blocks()};
-  if (engine_->write_with_room(this, kv_write)) return;
-  table.prepare_write(from, to);  // throws the pool's out_of_memory error, unless room came
-}
-
 }  // namespace parley::engine

@@ -6,7 +6,6 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
-#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -42,29 +41,6 @@ double log_probability(std::span<const float> row, std::span<const int32_t> targ
   double chosen = 0;
   for (const int32_t t : targets) chosen += weight_of(row[size_t(t)], top);
   return std::log(chosen) - std::log(sum);
-}
-
-// table.fork(n_filled), whose one allocation (the copy of a partly filled last block) makes
-// room as a session's writes do: idle sessions are spilled, and a block another thread takes
-// in the meantime is made up for. When the budget is held by sessions in use, it throws the
-// pool's out_of_memory error.
-kv::BlockTable fork_with_room(Engine& engine, const Session& writer, const kv::BlockTable& table,
-                              uint32_t n_filled) {
-  std::optional<kv::BlockTable> copy;
-  const auto fork = [&] {
-    try {
-      copy.emplace(table.fork(n_filled));
-      return true;
-    } catch (const Error& e) {
-      if (e.status() != Status::out_of_memory) throw;
-      return false;
-    }
-  };
-  if (fork()) return std::move(*copy);
-  // The table's blocks stay held beside the copy: no spill frees them.
-  const Engine::KvWrite kv_write{fork, [] { return size_t(1); }, table.n_blocks()};
-  if (engine.write_with_room(&writer, kv_write)) return std::move(*copy);
-  return table.fork(n_filled);  // throws the pool's out_of_memory error, unless room came
 }
 
 }  // namespace
@@ -117,7 +93,7 @@ std::vector<Session::ReplyScore> Session::score(
   //    each reply's first token, so it runs with each reply.
   const uint32_t last = uint32_t(prompt.size()) - 1;
   const uint32_t start = std::min(n_cached_, last);
-  kv::BlockTable base = fork_with_room(*engine_, *this, blocks_, start);
+  kv::BlockTable base = fork_blocks(blocks_, start);
   std::vector<float> scratch(size_t(engine_->config().n_vocab));
   uint32_t done = base.reuse_published(prompt, start, last);
   done = compute(base, prompt, done, last, scratch);
@@ -137,7 +113,7 @@ std::vector<Session::ReplyScore> Session::score(
     if (ids.empty()) continue;
     sequence.assign(prompt.begin(), prompt.end());
     sequence.insert(sequence.end(), ids.begin(), ids.end());
-    kv::BlockTable table = fork_with_room(*engine_, *this, base, last);
+    kv::BlockTable table = fork_blocks(base, last);
     const uint32_t end = uint32_t(sequence.size()) - 1;  // the reply's last token predicts none
     prepare_write(table, last, end);
     auto view = table.view(context);

@@ -76,7 +76,8 @@ Session::Session(std::shared_ptr<Engine> engine, const SessionOptions& options)
   }
 }
 
-Session::Session(const Session& source, const std::string& new_id, ForkTag)
+Session::Session(const Session& source, const std::string& new_id, kv::BlockTable blocks,
+                 ForkTag)
     : engine_(source.engine_),
       system_prompt_(source.system_prompt_),
       cache_scope_(source.cache_scope_),
@@ -86,7 +87,7 @@ Session::Session(const Session& source, const std::string& new_id, ForkTag)
       tokens_(source.tokens_),
       n_cached_(source.n_cached_),
       reply_closed_(source.reply_closed_),
-      blocks_(source.blocks_.fork(source.n_cached_)),
+      blocks_(std::move(blocks)),
       logits_(source.logits_),
       damaged_blocks_(source.damaged_blocks_) {  // its spill too rewrites them
   spilled_ = source.spilled();
@@ -292,8 +293,8 @@ std::unique_ptr<Session> Session::fork(const std::string& new_id) const {
   if (!new_id.empty()) engine_->require_free_session_id(new_id);
   // The copy of a partly filled last block is the fork's one allocation: idle sessions make
   // room for it as they do for a send.
-  if (n_cached_ % kv::kBlockTokens != 0) engine_->make_room(1, this);
-  return std::unique_ptr<Session>(new Session(*this, new_id, ForkTag{}));
+  return std::unique_ptr<Session>(
+      new Session(*this, new_id, fork_blocks(blocks_, n_cached_), ForkTag{}));
 }
 
 void Session::rewind(uint32_t n_messages) {

@@ -295,7 +295,7 @@ class Session {
 
  private:
   struct ForkTag {};
-  Session(const Session& source, const std::string& new_id, ForkTag);
+  Session(const Session& source, const std::string& new_id, kv::BlockTable blocks, ForkTag);
   struct OpenTag {};
   Session(std::shared_ptr<Engine> engine, const store::StoredSession& stored,
           std::vector<store::StoredTurn> turns, OpenTag);
@@ -398,6 +398,17 @@ class Session {
   // Makes positions [from, to) writable, spilling other sessions when the budget is short.
   void prepare_write(uint32_t from, uint32_t to) { prepare_write(blocks_, from, to); }
   void prepare_write(kv::BlockTable& table, uint32_t from, uint32_t to);
+  // table.fork(n_filled), whose one allocation (the copy of a partly filled last block)
+  // makes room as a write does.
+  kv::BlockTable fork_blocks(const kv::BlockTable& table, uint32_t n_filled) const;
+  // Runs `write`, a KV write into `table` that throws the pool's Error(out_of_memory) when the
+  // budget is short; then spills idle sessions and runs it again while there is room to make
+  // (Engine::write_with_room: `needed` says how many more blocks it takes, and the table's
+  // blocks are held, which no spill frees). Throws the pool's error when no room comes, or
+  // make_room's when a spill failed.
+  void write_kv_with_room(const std::function<void()>& write,
+                          const std::function<size_t()>& needed,
+                          const kv::BlockTable& table) const;
   // How a reply ended, when not by a stop token, a stop string or a limit.
   enum class ReplyCut { none, cancelled, out_of_kv_memory };
   // Samples, streams and feeds reply tokens until a stop; returns the new text (the prefix,

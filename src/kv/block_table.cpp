@@ -9,6 +9,15 @@ namespace {
 
 uint32_t blocks_for(uint32_t positions) { return (positions + kBlockTokens - 1) / kBlockTokens; }
 
+// A new block holding `source`'s bytes. The source is read before the allocation: a read that
+// brings it back from a device can throw, and a block taken by then would be lost.
+BlockId copy_of(BlockPool& pool, BlockId source) {
+  const std::byte* bytes = pool.read(source);  // stays put: the source is referenced
+  const BlockId copy = pool.allocate();
+  std::memcpy(pool.data(copy), bytes, pool.layout().block_bytes());
+  return copy;
+}
+
 }  // namespace
 
 BlockTable::BlockTable(BlockPool& pool, uint64_t prefix_root) : pool_(&pool), root_(prefix_root) {}
@@ -30,8 +39,7 @@ BlockTable BlockTable::fork(uint32_t n_filled) const {
   const uint32_t used = blocks_for(n_filled);
   require(used <= ids_.size(), Status::internal, "fork past the table's blocks");
   if (used > full) {  // the partial block is copied first: it is the only allocation
-    const BlockId partial = pool_->allocate();
-    std::memcpy(pool_->data(partial), pool_->read(ids_[full]), pool_->layout().block_bytes());
+    const BlockId partial = copy_of(*pool_, ids_[full]);
     for (uint32_t b = 0; b < full; ++b) {
       pool_->retain(ids_[b]);
       copy.ids_.push_back(ids_[b]);
@@ -69,8 +77,7 @@ void BlockTable::prepare_write(uint32_t from, uint32_t to) {
   if (first < ids_.size()) {
     const BlockId id = ids_[first];
     if (pool_->ref_count(id) > 1 || pool_->is_published(id)) {
-      const BlockId copy = pool_->allocate();
-      std::memcpy(pool_->data(copy), pool_->read(id), pool_->layout().block_bytes());
+      const BlockId copy = copy_of(*pool_, id);
       pool_->release(id);
       ids_[first] = copy;
       hashes_.resize(std::min(hashes_.size(), first));

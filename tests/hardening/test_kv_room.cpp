@@ -212,6 +212,60 @@ TEST_CASE("threads: no send fails for want of room while idle sessions can be sp
   parley_engine_close(e);
 }
 
+TEST_CASE("threads: no fork fails for want of room while idle sessions can be spilled") {
+  // Forks copy a partly filled last block while other threads' sends take blocks: the block a
+  // spill frees for a fork is not lost to a send. A conversation grows to three blocks; each
+  // thread holds at most one, and its fork's copy, at once.
+  constexpr int kThreads = 4;
+  const int forks = kSanitizerBuild ? 2 : 6;
+  TempDir dir;
+  parley_engine* e = open_engine((dir / "room.db").string(), 12);
+  std::atomic<int> failures{0};
+  std::vector<std::string> errors(kThreads);
+  const auto failed = [&](int t) {
+    ++failures;
+    errors[size_t(t)] = parley_last_error();
+  };
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      std::vector<parley_session*> mine;
+      for (int i = 0; i < 6; ++i) {
+        parley_session_options o;
+        parley_session_options_init(&o);
+        const std::string id = "npc-" + std::to_string(t) + "-" + std::to_string(i);
+        o.id = id.c_str();
+        parley_session* s = nullptr;
+        if (parley_session_create(e, &o, &s) != PARLEY_OK) {
+          failed(t);
+          continue;
+        }
+        mine.push_back(s);
+      }
+      for (int round = 0; round < 3; ++round) {
+        for (parley_session* s : mine) {
+          if (send(s, "The dog ran", 3) != PARLEY_OK) failed(t);
+          for (int i = 0; t % 2 == 0 && i < forks; ++i) {  // half the threads fork too
+            parley_session* fork = nullptr;
+            if (parley_session_fork(s, nullptr, &fork) != PARLEY_OK) {
+              failed(t);
+              break;
+            }
+            parley_session_close(fork);
+          }
+        }
+      }
+      for (parley_session* s : mine) parley_session_close(s);
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  for (const std::string& error : errors) {
+    if (!error.empty()) MESSAGE(error);
+  }
+  CHECK(failures.load() == 0);
+  parley_engine_close(e);
+}
+
 namespace {
 
 // What the warning of a failed spill says.

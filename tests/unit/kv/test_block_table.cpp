@@ -211,3 +211,18 @@ TEST_CASE("read() of a block newer on a device whose backend is gone fails, it d
   }
   pool.release(id);
 }
+
+TEST_CASE("a copy whose device read fails takes no block: fork and copy-on-write leave the pool") {
+  BlockPool pool(kLayout, 16 * kLayout.block_bytes());
+  BlockTable a(pool, 1);
+  fill(a, 0, 24);  // block 0 full, block 1 holds 8 positions
+  BlockTable shared = a.fork(16);  // shares block 0: a's next write into it copies it
+  for (BlockId id : a.ids()) pool.mark_device_newer(id);  // and no backend to bring them back
+  const uint64_t used = pool.stats().used;
+
+  CHECK_THROWS_AS(a.fork(24), parley::Error);  // the partial block's copy
+  CHECK(pool.stats().used == used);
+  CHECK_THROWS_AS(a.prepare_write(8, 12), parley::Error);  // the shared block's copy
+  CHECK(pool.stats().used == used);
+  CHECK(a.ids().size() == 2);
+}
