@@ -224,9 +224,11 @@ typedef struct parley_engine_options {
                                   and its message names the session and the store's error
                                   (since 0.8.5) */
   uint32_t    idle_spill_ms;   /* with a store: spill sessions idle this long to it, freeing
-                                  their KV memory; 0 = only under budget pressure. Spills
-                                  the store refuses (a full disk) are tried again after
-                                  twice as long each time, up to a minute (since 0.8.3) */
+                                  their KV memory (full blocks stay cached until the budget
+                                  needs them, as parley_session_suspend says); 0 = only
+                                  under budget pressure. Spills the store refuses (a full
+                                  disk) are tried again after twice as long each time, up
+                                  to a minute (since 0.8.3) */
   uint32_t    context_length;  /* 0 = the model's; larger than the model's is
                                   INVALID_ARGUMENT */
 } parley_engine_options;
@@ -401,8 +403,11 @@ PARLEY_API parley_status parley_session_fork(parley_session *s, const char *new_
                                              parley_session **out);
 
 /** Moves a session's KV to the store and frees its memory; the next send brings it back.
- *  A turn the store refused before (a send's STORAGE) is committed first. A session that
- *  holds no KV (nothing computed yet) has nothing to move: it stays ACTIVE (or IDLE).
+ *  Its full blocks, like every prefix block no session holds, stay cached (kv_blocks_cached)
+ *  until the KV budget needs them, and the next send takes those it still finds there
+ *  instead of reading them from the store. A turn the store refused before (a send's
+ *  STORAGE) is committed first. A session that holds no KV (nothing computed yet) has
+ *  nothing to move: it stays ACTIVE (or IDLE).
  *  Errors: UNSUPPORTED (the engine has no store), STORAGE (the KV stays in memory), BUSY,
  *  MISUSE. Thread-safety: one thread per session. Since: 0.1. */
 PARLEY_API parley_status parley_session_suspend(parley_session *s);

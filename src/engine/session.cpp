@@ -322,6 +322,7 @@ void Session::rewind(uint32_t n_messages) {
   messages_.resize(first_dropped);
   tokens_.resize(keep);
   truncate_kv(keep);
+  if (tokens_.empty()) spilled_ = false;  // no KV left to bring back from the store
 }
 
 void Session::truncate_kv(uint32_t n) {

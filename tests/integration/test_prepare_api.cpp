@@ -128,3 +128,28 @@ TEST_CASE("parley_session_prepare: stopped by parley_session_interrupt, with its
   parley_session_close(s);
   parley_engine_close(e);
 }
+
+TEST_CASE("a suspended session rewound to its system prompt holds no stored KV: not spilled") {
+  // It then reports what a session that was never suspended would: its opening is new.
+  PARLEY_SHARED_OR_SKIP(gguf, "models/stories260k/stories260k-f32.gguf");
+  const TempDir dir;
+  parley_engine* e = open_engine_with_store(gguf.string(), (dir / "s.db").string());
+  parley_session* s = create_session(e, "npc", kSystem);
+  const parley_generate_options g = greedy_options(8);
+  REQUIRE(parley_session_send(s, " Lily", &g, nullptr, nullptr, nullptr) == PARLEY_OK);
+  REQUIRE(parley_session_suspend(s) == PARLEY_OK);
+  REQUIRE(session_info(s).state == PARLEY_SESSION_SPILLED);
+  REQUIRE(parley_session_rewind(s, 2) == PARLEY_OK);
+  CHECK(session_info(s).n_tokens == 0);
+  CHECK(session_info(s).kv_bytes_stored == 0);
+  CHECK(session_info(s).state != PARLEY_SESSION_SPILLED);
+  parley_engine_stats st;
+  st.struct_size = sizeof st;
+  REQUIRE(parley_engine_get_stats(e, &st) == PARLEY_OK);
+  CHECK(st.sessions_spilled == 0);
+  parley_turn_stats prepared = new_stats();
+  REQUIRE_MESSAGE(parley_session_prepare(s, &prepared) == PARLEY_OK, parley_last_error());
+  CHECK(prepared.kv_source == PARLEY_KV_SOURCE_NEW);
+  parley_session_close(s);
+  parley_engine_close(e);
+}
