@@ -19,6 +19,8 @@ namespace {
 constexpr double kMaxCodecSeconds = 3600;
 // 64 GiB per array, two arrays: more than the memory of the machines this runs on.
 constexpr uint64_t kMaxCopyMib = 65536;
+// The most the library takes (parley.h, n_threads): the copy loop would fail to start more.
+constexpr uint64_t kMaxThreads = 1024;
 
 // Earlier names of scenarios, still accepted so that old command lines keep working.
 constexpr std::pair<std::string_view, std::string_view> kScenarioAliases[] = {
@@ -70,6 +72,25 @@ std::vector<uint32_t> parse_counts(std::string_view flag, std::string_view value
     counts.push_back(uint32_t(parse_count(flag, part, min)));
   }
   return counts;
+}
+
+// Keeps the first of equal items, in order: a value given twice is measured once.
+template <typename T>
+void remove_repeats(std::vector<T>& items) {
+  std::vector<T> kept;
+  for (const T& item : items) {
+    if (std::find(kept.begin(), kept.end(), item) == kept.end()) kept.push_back(item);
+  }
+  items = std::move(kept);
+}
+
+void remove_repeated_values(BenchArgs& a) {
+  remove_repeats(a.scenarios);
+  remove_repeats(a.kv_types);
+  remove_repeats(a.prompt_tokens);
+  remove_repeats(a.context_tokens);
+  remove_repeats(a.spill_tokens);
+  remove_repeats(a.concurrent_sessions);
 }
 
 // from_chars reads "inf" and "nan" too: neither is a time a scenario could ever reach.
@@ -149,7 +170,7 @@ BenchArgs parse_args(int argc, char** argv) {
     } else if (flag == "--scenario") {
       for (auto& s : split_commas(flag, value)) a.scenarios.push_back(canonical_scenario(s));
     } else if (flag == "--threads") {
-      a.threads = int32_t(parse_count(flag, value, 0, INT32_MAX));
+      a.threads = int32_t(parse_count(flag, value, 0, kMaxThreads));
     } else if (flag == "--kv") {
       for (auto& s : split_commas(flag, value)) a.kv_types.push_back(parse_kv(s));
     } else if (flag == "--repeat") {
@@ -163,7 +184,7 @@ BenchArgs parse_args(int argc, char** argv) {
     } else if (flag == "--turns") {
       a.turns = uint32_t(parse_count(flag, value, 1));
     } else if (flag == "--turn-tokens") {
-      a.turn_tokens = uint32_t(parse_count(flag, value, 1));
+      a.turn_tokens = uint32_t(parse_count(flag, value, 2));  // TPOT needs two tokens
     } else if (flag == "--prompt-tokens") {
       a.prompt_tokens = parse_counts(flag, value, 2);
     } else if (flag == "--context") {
@@ -181,6 +202,7 @@ BenchArgs parse_args(int argc, char** argv) {
     }
   }
   if (a.help || a.version) return a;
+  remove_repeated_values(a);
   if (a.model_path.empty() == a.synthetic.empty()) {
     throw std::invalid_argument("give exactly one of --model PATH and --synthetic NAME");
   }
@@ -203,20 +225,23 @@ const char* usage_text() {
   --scenario A[,B...]   prefill, decode, turn, prefix, spill, kv-bytes, codec, concurrent
                         (default: all; turns and shared-prefix are old names of turn and
                         prefix)
-  --threads N           CPU threads (default 0: one per core)
+  --threads N           CPU threads, 0 to 1024 (default 0: one per core)
   --kv T[,T...]         int8, f16, f32 (default: all three where a scenario compares
                         them, else int8)
   --repeat N            timed runs for prefill and decode (default 3)
   --out FILE            also append the JSON lines to FILE
-  --prompt-tokens N[,N...]  prefill: prompt lengths (default 128,512,2048, each capped to
-                        the context)
-  --context N[,N...]    decode: tokens already in the cache when decoding starts (default 128)
+  --prompt-tokens N[,N...]  prefill: prompt lengths (default 128,512,2048), each capped to
+                        the model's context
+  --context N[,N...]    decode: tokens already in the cache when decoding starts (default
+                        128), each capped so that --tokens still fit in the model's context
   --tokens N            decode: generated tokens (default 64; alias --gen-tokens)
   --turns N             turn: conversation length (default 10)
-  --turn-tokens N       turn: tokens per reply (default 32, less if the context is short)
+  --turn-tokens N       turn: tokens per reply, at least 2 (default 32, less if the context
+                        is short)
   --sessions N          prefix: sessions sharing the system prompt (default 8)
   --system-tokens N     prefix: system prompt length (default 200)
-  --spill-tokens N[,N...]  spill: conversation lengths (default 512,2048)
+  --spill-tokens N[,N...]  spill: conversation lengths (default 512,2048), each capped to
+                        the model's context
   --concurrent N[,N...]  concurrent: sessions generating at once (default 1,2,4,8); each
                         has a prompt of --context tokens (the first) and generates --tokens
   --codec-min-s S       codec: least seconds per timing (default 0.3, at most 3600)
@@ -225,6 +250,10 @@ const char* usage_text() {
                         smaller is for quick checks)
   --version             the library's version
   -h, --help            this text
+
+Each value of a list runs once: a repeated value, or lengths that capping makes equal, give
+one line. A prompt length that no cut of the prompt text reaches is measured at the nearest
+length below it (or above it, where none is below); lines report the length measured.
 )";
 }
 

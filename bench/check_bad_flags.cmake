@@ -14,8 +14,9 @@ set(cases
   "--tokens|4294967296" "--tokens|4294967297" "--sessions|4294967296" "--threads|2147483648"
   "--context|4294967296" "--spill-tokens|4294967297" "--turns|4294967296"
   "--turn-tokens|4294967296" "--system-tokens|4294967296" "--copy-mib|4294967296"
-  "--repeat|0" "--tokens|1" "--sessions|1" "--seed|18446744073709551616" "--repeat|-1"
-  "--repeat|2x" "--copy-mib|65537" "--copy-mib|4294967295")
+  "--repeat|0" "--tokens|1" "--turn-tokens|1" "--sessions|1" "--seed|18446744073709551616"
+  "--repeat|-1" "--repeat|2x" "--copy-mib|65537" "--copy-mib|4294967295" "--threads|1025"
+  "--threads|99999")
 # The same for values refused with other messages, each case flag|value|message (a regex).
 # Seconds must be finite (a codec timing of "inf" seconds never ends) and at most an hour.
 set(seconds "needs seconds from 0 to 3600, got '")
@@ -33,6 +34,10 @@ set(other_cases
 foreach(c IN LISTS cases)
   list(APPEND other_cases "${c}|needs an integer from [0-9]+ to [0-9]+, got '")
 endforeach()
+# Minimums and maximums said exactly: a reply needs two tokens for TPOT, and the library takes
+# at most 1024 threads.
+list(APPEND other_cases "--turn-tokens|1|needs an integer from 2 to 4294967295, got '1'"
+  "--threads|1025|needs an integer from 0 to 1024, got '1025'")
 
 foreach(c IN LISTS other_cases)
   string(REPLACE "|" ";" fields "${c}")

@@ -1,7 +1,8 @@
 # Runs every parley-bench scenario on the small synthetic stories15m shape with tiny sizes and
-# checks that every line of its output is a JSON object carrying every common key (DESIGN.md
-# section 9). A key may be null only where it does not apply to the scenario: the keys listed
-# for a scenario below must hold a value. Timings are never checked.
+# checks that every line of its output is a JSON object carrying every common key (listed in
+# bench/RESULTS.md). A key may be null only where it does not apply to the scenario: the keys
+# listed for a scenario below must hold a value. Timings are never checked; what they time is:
+# no prefill or decode run may find another run's blocks in the prefix cache.
 # Usage: cmake -DBENCH=path/to/parley-bench -P check_json_lines.cmake
 cmake_minimum_required(VERSION 3.25)  # script mode: IN_LIST and string(JSON) need the policies
 if(NOT BENCH)
@@ -11,9 +12,11 @@ endif()
 # Tiny sizes throughout: the shape of the output is the point, not its figures (a small copy
 # loop, one pass per codec timing, one run each). Under AddressSanitizer the run takes about
 # 35 s on two quiet cores: the timeout leaves room for a busy machine, and still ends a hang.
+# Prompts of 40 tokens and more share whole blocks with the longer ones, which starts with the
+# same words; 1000 and 2000 are both capped to the context; int8 is given twice.
 execute_process(
-  COMMAND ${BENCH} --synthetic stories15m --threads 1 --kv int8 --repeat 1 --copy-mib 8
-          --prompt-tokens 16,1000 --context 16 --tokens 4 --turns 2 --turn-tokens 4
+  COMMAND ${BENCH} --synthetic stories15m --threads 1 --kv int8,int8 --repeat 2 --copy-mib 8
+          --prompt-tokens 40,1000,2000 --context 40,1000,2000 --tokens 4 --turns 2 --turn-tokens 4
           --sessions 2 --system-tokens 16 --spill-tokens 48 --codec-min-s 0 --concurrent 1,2
   OUTPUT_VARIABLE out ERROR_VARIABLE err RESULT_VARIABLE rc TIMEOUT 200)
 if(NOT rc EQUAL 0)
@@ -89,6 +92,13 @@ foreach(line IN LISTS lines)
   if(NOT model STREQUAL "synthetic:stories15m")
     message(FATAL_ERROR "unexpected model '${model}'")
   endif()
+  if(scenario STREQUAL "prefill" OR scenario STREQUAL "decode")
+    # Each run is timed on its own: the whole prompt computed, none of it found cached.
+    string(JSON reused ERROR_VARIABLE json_err GET "${line}" reused_tokens)
+    if(json_err OR NOT reused EQUAL 0)
+      message(FATAL_ERROR "a ${scenario} run reused cached tokens (${reused}): ${line}")
+    endif()
+  endif()
   if(scenario STREQUAL "decode" OR scenario STREQUAL "turn"
      OR scenario STREQUAL "concurrent")
     string(JSON generated GET "${line}" generated_tokens)
@@ -98,11 +108,11 @@ foreach(line IN LISTS lines)
   endif()
 endforeach()
 
-# prefill: 16 and 1000 capped to the context; decode: one context; turn: one line a turn;
+# prefill and decode: 40, and 1000 and 2000 capped to the same length; turn: one line a turn;
 # prefix: two sessions, a prepared one and a summary; spill: one length; kv-bytes: one KV type;
 # codec: four zstd levels, with and without the filter; concurrent: 1 and 2 sessions, steps
 # shared or not, and a prompt beside a generating session.
-set(expected prefill 2 decode 1 turn 2 prefix 4 spill 1 kv-bytes 1 codec 8 concurrent 5)
+set(expected prefill 2 decode 2 turn 2 prefix 4 spill 1 kv-bytes 1 codec 8 concurrent 5)
 set(report "")
 while(expected)
   list(POP_FRONT expected s n)

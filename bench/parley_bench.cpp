@@ -1,5 +1,6 @@
 // parley-bench: runs the chosen scenarios on one model and prints one JSON object per line
-// for each measurement (DESIGN.md section 9). Writes nothing but stdout and --out.
+// for each measurement (bench/RESULTS.md says which and how). Writes nothing but stdout and
+// --out.
 #include <cerrno>
 #include <csignal>
 #include <cstdio>

@@ -1,9 +1,8 @@
 // decode: batch 1, with C tokens already in the cache (--context), then G generated
 // (--tokens). Besides speed, it reports how close decode comes to the memory bandwidth this
-// machine measures (DESIGN.md section 9): each step reads every weight and the whole K/V of
-// the context once. On the CPU the copy loop also runs right before and after each line's
-// timings (decode_adjacent_utilisation uses their mean).
-#include <algorithm>
+// machine measures (bench/RESULTS.md, "How figures are taken"): each step reads every weight
+// and the whole K/V of the context once. On the CPU the copy loop also runs right before and
+// after each line's timings (decode_adjacent_utilisation uses their mean).
 #include <optional>
 
 #include "decode_timing_fields.h"
@@ -26,13 +25,13 @@ void run_decode(BenchContext& ctx) {
     }
     warm_up(engine);
     const uint64_t weight_bytes = weight_bytes_per_token(engine->model().weights);
-    for (uint32_t wanted : a.context_tokens) {
-      // Capped, like prefill's prompts, so that the G tokens fit after it.
-      const uint32_t context = std::min(wanted, engine->context_length() - a.gen_tokens);
+    // Capped, like prefill's prompts, so that the G tokens fit after it.
+    const uint32_t cap = engine->context_length() - a.gen_tokens;
+    for (const std::string& prompt : distinct_prompts(engine->tokenizer(), a.context_tokens, cap)) {
       // The copy loop again on either side of the timings: a ratio to a bandwidth measured
       // minutes earlier says little where memory speed wanders (a virtual machine's does).
       const std::optional<CopyBandwidth> before = ctx.copy_bandwidth_now();
-      const GenerationRuns runs = run_generations(engine, context, a.gen_tokens, a.repeat);
+      const GenerationRuns runs = run_generations(engine, prompt, a.gen_tokens, a.repeat);
       const std::optional<CopyBandwidth> after = ctx.copy_bandwidth_now();
       const double kv_bytes = kv_bytes_read_per_token(engine->stats().kv_bytes_per_token,
                                                       runs.context_tokens, a.gen_tokens);
@@ -59,6 +58,7 @@ void run_decode(BenchContext& ctx) {
         if (adjacent > 0 && tok_s > 0) line["decode_adjacent_utilisation"] = used_gb_s / adjacent;
       }
       line["runs"] = runs.runs.size();
+      line["reused_tokens"] = runs.reused_tokens;
       line["weight_bytes_per_token"] = weight_bytes;
       line["kv_bytes_read_per_token"] = kv_bytes;
       line["decode_gbs"] = used_gb_s;

@@ -44,6 +44,13 @@ uint64_t parse_u64(std::string_view flag, const char* s) {
   return n;
 }
 
+// An empty id names no conversation: refused here, naming the flag, rather than by the
+// library once the model is loaded.
+std::string parse_session_id(std::string_view flag, const char* s) {
+  if (*s == '\0') throw bad_value(flag, s, "a conversation id, at least one character");
+  return s;
+}
+
 // A finite number in [lo, hi]; `want` says which in a refusal.
 struct Range {
   float lo, hi;
@@ -238,7 +245,7 @@ CliArgs parse_args(int argc, char** argv) {
     }
     else if (flag == "--print-ids") a.print_ids = true;
     else if (flag == "--store") a.store_path = value();
-    else if (flag == "--session") a.session_id = value();
+    else if (flag == "--session") a.session_id = parse_session_id(flag, value());
     else if (flag == "--idle-spill") a.idle_spill_ms = parse_u32(flag, value());
     else throw std::invalid_argument("unknown option '" + std::string(flag) + "' (see --help)");
   }

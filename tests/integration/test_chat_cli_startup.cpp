@@ -126,6 +126,26 @@ TEST_CASE("a number a float cannot hold is refused for that; a seed takes all of
   CHECK(run_chat("-m x --help --temp 1e-45").exit_code == 0);
 }
 
+TEST_CASE("an empty --session is refused at start, naming the flag") {
+  TempDir dir;
+  const std::string store = (dir / "chat.db").string();
+  // Before the model or the store is opened: "-m x" is never read.
+  const std::vector<std::string> runs = {"--session '' -p hi", "--session ''",
+                                         "--store " + quote(store) + " --session '' -p hi",
+                                         "--help --session ''"};
+  for (const std::string& flags : runs) {
+    CAPTURE(flags);
+    const ShellRun r = run_chat("-m x " + flags);
+    CHECK(r.exit_code == 1);
+    CHECK(r.out ==
+          "parley-chat: error: invalid value for --session: '' (expected a conversation id, "
+          "at least one character)\n");
+  }
+  CHECK_FALSE(fs::exists(store));
+  // A blank is an id like any other.
+  CHECK(run_chat("-m x --help --session ' '").exit_code == 0);
+}
+
 TEST_CASE("--help and --version that cannot be written fail the run") {
   if (!fs::exists("/dev/full")) {
     MESSAGE("skipped: no /dev/full");
