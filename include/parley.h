@@ -83,7 +83,7 @@ extern "C" {
 
 #define PARLEY_VERSION_MAJOR 0
 #define PARLEY_VERSION_MINOR 9
-#define PARLEY_VERSION_PATCH 2
+#define PARLEY_VERSION_PATCH 3
 #define PARLEY_VERSION_NUMBER \
   (PARLEY_VERSION_MAJOR * 10000 + PARLEY_VERSION_MINOR * 100 + PARLEY_VERSION_PATCH)
 
@@ -381,8 +381,10 @@ PARLEY_API parley_status parley_session_create(parley_engine *e, const parley_se
  *  store, or no such session, including ids no session can have: too long, invalid UTF-8),
  *  CORRUPT (its transcript cannot be read), MODEL_MISMATCH (since 0.8.2: it was started with
  *  another model and holds tokens this model's vocabulary lacks; before, CORRUPT), CONTEXT_FULL
- *  (since 0.8: the conversation is longer than this engine's context_length; an engine whose
- *  context holds it opens it, and nothing is changed; before, CORRUPT), STORAGE, MISUSE.
+ *  (since 0.8: the conversation is longer than this engine's context_length; since 0.9.3 also
+ *  when its opening (BOS, the template's markers and the system prompt) and a reply's first
+ *  token are, as parley_session_create() refuses; an engine whose context holds it opens it,
+ *  and nothing is changed; before, CORRUPT), STORAGE, MISUSE.
  *  Thread-safety: any thread. While another thread is closing a session of this id on the same
  *  engine, this waits until the close has stored it, and then reopens what it stored (since
  *  0.8.5; before, it could read the store before the close's spill). Since: 0.1. */
@@ -549,7 +551,9 @@ PARLEY_API parley_status parley_session_export(parley_session *s, char *buf, siz
  *  is computed by the next send (kv_source NEW, or REBUILT with a store) or by
  *  parley_session_prepare(); the ids are then what the model reads, and the texts are not
  *  checked against them: to edit a message's text (a save file's editor), leave out its
- *  "tokens", and the conversation is taken from its texts. Otherwise (another model, or texts
+ *  "tokens", and the conversation is taken from its texts. The system prompt is checked (since
+ *  0.9.3): the first user message's tokens must begin with it, as the template renders it,
+ *  so one edited needs the messages' "tokens" left out. Otherwise (another model, or texts
  *  only) each user message and the reply after it are added as parley_session_add_exchange()
  *  adds them, KV computed (since 0.8, a last user message without a reply stays one, awaiting
  *  its reply; since 0.8.1, a reply with "closed": true ends with the template's end token, as
@@ -563,11 +567,14 @@ PARLEY_API parley_status parley_session_export(parley_session *s, char *buf, siz
  *  @param[out] out     the session, or NULL on failure
  *  Ownership: close with parley_session_close().
  *  Errors: INVALID_ARGUMENT (not such JSON: the message names the first wrong field; since
- *  0.9, arrays and objects nested more than 64 deep, a "created_unix_ms" outside int64; an
- *  unknown template; messages out of order; a token outside this model's vocabulary; since
- *  0.8.1, a message with text, or the first one, whose "tokens" are empty; a bad or used id),
- *  CONTEXT_FULL (it does not fit the context, "overflow" being "error"; under "drop_oldest",
- *  its last exchange alone does not),
+ *  0.9, arrays and objects nested more than 64 deep, a "created_unix_ms" outside int64; since
+ *  0.9.3, a key given twice in one object; an unknown template; messages out of order; a
+ *  token outside this model's vocabulary; since 0.8.1, a message with text, or the first one,
+ *  whose "tokens" are empty; since 0.9.3, a system prompt the tokens do not begin with; a bad
+ *  or used id), CONTEXT_FULL (it does not fit the context, "overflow" being "error"; under
+ *  "drop_oldest", its last exchange alone does not; since 0.9.3 also when its opening and a
+ *  reply's first token do not, as parley_session_create() refuses; the message names the
+ *  message that does not fit, when the texts are added),
  *  OUT_OF_MEMORY, STORAGE, MISUSE; nothing is created then.
  *  Thread-safety: any thread. Since: 0.7. */
 PARLEY_API parley_status parley_session_import(parley_engine *e, const char *json,
@@ -835,7 +842,10 @@ PARLEY_API parley_status parley_session_score_replies(parley_session *s, const c
  *  would add before its reply (the message with the template's markers and what closes the
  *  previous reply, as stats->prompt_tokens would say), and how many of the context's tokens
  *  would then be left for the reply; 0 left means it does not fit (send then refuses it, or
- *  with PARLEY_OVERFLOW_DROP_OLDEST drops the oldest exchanges). Nothing is computed or changed.
+ *  with PARLEY_OVERFLOW_DROP_OLDEST drops the oldest exchanges). Since 0.9.3 a message whose
+ *  first bytes alone take more tokens than the context holds is not measured to its end (it
+ *  cannot fit, and send refuses it as quickly): *prompt_tokens is then a lower bound, larger
+ *  than the context, and *context_left 0. Nothing is computed or changed.
  *  @param[out] prompt_tokens  may be NULL
  *  @param[out] context_left   may be NULL
  *  Errors: INVALID_ARGUMENT (NULL or invalid UTF-8 text), BUSY, MISUSE.
@@ -846,22 +856,25 @@ PARLEY_API parley_status parley_session_count_tokens(parley_session *s, const ch
 
 /** Adds a user message and a reply to it that the caller wrote, without generating, as if the
  *  model had replied so: a character's scripted lines, or a conversation carried over from
- *  elsewhere. The reply is tokenized as plain text (as user text is) and left open, as one
- *  cut at max_tokens: the next turn closes it the way the template closes a reply. With the
- *  "raw" template the reply continues the message as the model's own reply would, and as a
- *  streamed raw reply reads: " there was" starts a word, ", and" joins the last one (since
- *  0.6; before, a space was put before every reply). In a chat template a leading space is
- *  taken as the one the reply's first word has (streaming drops it). The KV of both is computed
- *  before this returns (parley_session_interrupt() stops that part: the next turn computes the
- *  rest), so the next send() computes little more than its own message.
+ *  elsewhere. The reply is tokenized as plain text, as user text is, except that the spaces it
+ *  ends with are kept, as a reply_prefix's are (where the tokenizer drops trailing whitespace,
+ *  user text loses them), and it is left open, as one cut at max_tokens: the next turn closes
+ *  it the way the template closes a reply. With the "raw" template the reply continues the
+ *  message as the model's own reply would, and as a streamed raw reply reads: " there was"
+ *  starts a word, ", and" joins the last one (since 0.6; before, a space was put before every
+ *  reply). In a chat template a leading space is taken as the one the reply's first word has
+ *  (streaming drops it). The KV of both is computed before this returns
+ *  (parley_session_interrupt() stops that part: the next turn computes the rest), so the next
+ *  send() computes little more than its own message.
  *  Both are turns (parley_session_get_turn; rewinding 2 removes them).
  *  @param[in] s           the session
  *  @param[in] user_text   UTF-8 text ("" allowed)
  *  @param[in] reply_text  UTF-8 text ("" allowed)
  *  Errors: INVALID_ARGUMENT (NULL or invalid UTF-8), CONTEXT_FULL (the two do not fit, as in
- *  parley_session_send(); the session is left as before), OUT_OF_MEMORY (the session is left
- *  as before), STORAGE (kept in memory and committed with the next turn, as in
- *  parley_session_send()), BUSY, MISUSE, BACKEND.
+ *  parley_session_send(); since 0.9.3 a reply whose first bytes alone take more tokens than
+ *  the context holds is refused from them, as a message is; the session is left as before),
+ *  OUT_OF_MEMORY (the session is left as before), STORAGE (kept in memory and committed with
+ *  the next turn, as in parley_session_send()), BUSY, MISUSE, BACKEND.
  *  With a store, the exchange is committed (synchronous=FULL) before this returns.
  *  Thread-safety: one thread per session. Since: 0.3. */
 PARLEY_API parley_status parley_session_add_exchange(parley_session *s, const char *user_text,

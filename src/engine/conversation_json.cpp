@@ -5,6 +5,7 @@
 #include <cinttypes>
 #include <cstdio>
 #include <limits>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -46,29 +47,94 @@ size_t character_start(std::string_view text, size_t at) {
 }
 
 // The parser's message as one line of valid UTF-8: it quotes the bytes it read, whatever they
-// are, and is cut in the middle when long.
+// are, and is cut when long. What went wrong comes before that quote and is kept whole; the
+// quote keeps its end, where the parser stopped.
 std::string readable_parser_message(std::string_view message) {
   const std::string line = one_line_text(message);
   if (line.size() <= kParserMessageHead + kParserMessageTail) return line;
+  constexpr std::string_view kQuote = "; last read: '";
+  const size_t quote = line.find(kQuote);
+  if (quote != std::string::npos && quote <= kParserMessageHead + kParserMessageTail) {
+    const size_t tail_start = character_start(line, line.size() - kParserMessageTail);
+    const size_t quoted = quote + kQuote.size();
+    if (tail_start <= quoted) return line;
+    return line.substr(0, quoted) + "..." + line.substr(tail_start);
+  }
   const size_t head_end = character_start(line, kParserMessageHead);
   const size_t tail_start = character_start(line, line.size() - kParserMessageTail);
   return line.substr(0, head_end) + " ... " + line.substr(tail_start);
 }
 
-Json parse_shallow(std::string_view json) {
-  // Throwing from the callback ends the parse (which itself does not recurse) with the tree at
-  // most kMaxNesting deep.
-  const Json::parser_callback_t refuse_deep = [](int depth, Json::parse_event_t event, Json&) {
-    const bool opens =
-        event == Json::parse_event_t::object_start || event == Json::parse_event_t::array_start;
-    if (opens && depth >= kMaxNesting) {
+// Follows the parse, event by event, for what the value tree cannot show afterwards: how deep
+// it nests before it is built, and a key given twice in one object (the tree keeps the last
+// one, dropping the first without a word).
+class ParseWatch {
+ public:
+  // Throwing ends the parse (which itself does not recurse) with the tree at most kMaxNesting
+  // deep.
+  bool on_event(Json::parse_event_t event, const Json& parsed) {
+    switch (event) {
+      case Json::parse_event_t::object_start:
+      case Json::parse_event_t::array_start:
+        open(event == Json::parse_event_t::object_start);
+        break;
+      case Json::parse_event_t::object_end:
+      case Json::parse_event_t::array_end:
+        open_.pop_back();
+        break;
+      case Json::parse_event_t::key:
+        add_key(parsed.get_ref<const std::string&>());
+        break;
+      case Json::parse_event_t::value:
+        if (!open_.empty() && !open_.back().object) ++open_.back().n_items;
+        break;
+    }
+    return true;
+  }
+
+ private:
+  struct Container {
+    bool object;
+    std::string path;            // "" for the top level, else as "messages[2]"
+    std::set<std::string> keys;  // an object's, so far
+    std::string last_key;
+    size_t n_items = 0;          // an array's, so far
+  };
+
+  void open(bool object) {
+    if (open_.size() >= size_t(kMaxNesting)) {
       bad("nested too deep: more than " + std::to_string(kMaxNesting) +
           " arrays and objects one inside another");
     }
-    return true;
+    std::string path;
+    if (!open_.empty()) {
+      Container& parent = open_.back();
+      path = parent.object ? (parent.path.empty() ? "" : parent.path + ".") + parent.last_key
+                           : parent.path + "[" + std::to_string(parent.n_items++) + "]";
+    }
+    open_.push_back({object, std::move(path), {}, {}, 0});
+  }
+
+  void add_key(const std::string& key) {
+    Container& object = open_.back();
+    if (!object.keys.insert(key).second) {
+      bad(shown_id(object.path.empty() ? key : object.path + "." + key) +
+          " appears twice (a key may appear once in an object)");
+    }
+    object.last_key = key;
+  }
+
+  std::vector<Container> open_;  // the arrays and objects the parse is inside, outermost first
+};
+
+Json parse_shallow(std::string_view json) {
+  ParseWatch watch;
+  const Json::parser_callback_t watched = [&watch](int, Json::parse_event_t event,
+                                                   Json& parsed) {
+    return watch.on_event(event, parsed);
   };
   try {
-    return Json::parse(json.begin(), json.end(), refuse_deep);
+    return Json::parse(json.begin(), json.end(), watched);
   } catch (const Json::exception& e) {  // a syntax error, or a number no double holds
     bad("not valid JSON: " + readable_parser_message(e.what()));
   }

@@ -18,8 +18,10 @@ namespace {
 size_t check_order(const ConversationJson& c) {
   const auto& turns = c.turns;
   const size_t first = !turns.empty() && turns[0].role == int32_t(Role::system) ? 1 : 0;
-  const std::string system_text = first ? turns[0].text : "";
-  require(system_text == c.header.system_prompt, Status::invalid_argument,
+  require(first || c.header.system_prompt.empty(), Status::invalid_argument,
+          "conversation JSON: 'system_prompt' is given, but the system message (messages[0], "
+          "with the same text) is missing");
+  require(!first || turns[0].text == c.header.system_prompt, Status::invalid_argument,
           "conversation JSON: 'system_prompt' and the system message (messages[0]) differ");
   require(!first || turns[0].token_ids.empty(), Status::invalid_argument,
           "conversation JSON: the system message has tokens; its ids are the first user "
@@ -63,8 +65,9 @@ std::unique_ptr<Session> import_texts(std::shared_ptr<Engine> engine, const Conv
       } catch (const Error& e) {
         // Under DROP_OLDEST an older exchange too long for the context even alone would give
         // way to the later ones anyway: it is left out. The last one must fit.
-        if (e.status() != Status::context_full || !drops || last) throw;
-        continue;
+        if (e.status() == Status::context_full && drops && !last) continue;
+        fail(e.status(), "conversation JSON: messages[" + std::to_string(i) + "]" +
+                             (replied ? " and its reply" : "") + ": " + e.what());
       }
       // A conversation that ends with a user message awaits its reply, as after a rewind.
       if (!replied && i + 1 == c.turns.size()) session->rewind(1);

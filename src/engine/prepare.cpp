@@ -49,6 +49,8 @@ void Session::prepare(TurnStats& stats) {
 }
 
 void Session::prepare_opening(TurnStats& stats) {
+  // An opening the context cannot hold is no turn's beginning: nothing to compute ahead.
+  require_opening_fits("");
   // Only full blocks: they are what the first turn can take from the prefix cache (a partial
   // block is computed with the message that fills it).
   const std::vector<int32_t> ids = template_.render_system(system_prompt_);

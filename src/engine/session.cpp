@@ -49,16 +49,7 @@ Session::Session(std::shared_ptr<Engine> engine, const SessionOptions& options)
           "system prompt is not valid UTF-8");
   require(text::is_valid_utf8(cache_scope_), Status::invalid_argument,
           "cache_scope is not valid UTF-8");
-  const size_t start_tokens = template_.render_user_turn(system_prompt_, "", true).size();
-  if (start_tokens + 1 > engine_->context_length()) {
-    fail(Status::context_full,
-         "a conversation's opening (" +
-             std::string(system_prompt_.empty() ? "BOS and the template's markers"
-                                                : "BOS, the template's markers and the system "
-                                                  "prompt") +
-             ") takes " + std::to_string(start_tokens) + " tokens, and a reply at least 1 more: " +
-             "the context holds " + std::to_string(engine_->context_length()));
-  }
+  require_opening_fits("");
   if (!system_prompt_.empty()) messages_.push_back({Role::system, system_prompt_, 0, 0, true});
   created_ms_ = options.created_ms.value_or(unix_ms());
   last_used_ms_ = now_ms();
@@ -176,6 +167,34 @@ void Session::store_built() {
   rewrite_transcript_ = false;  // (a rebuild under DROP_OLDEST: what is stored is its result)
 }
 
+void Session::require_opening_fits(std::string_view note) const {
+  const size_t start_tokens = template_.render_user_turn(system_prompt_, "", true).size();
+  if (start_tokens + 1 <= engine_->context_length()) return;
+  fail(Status::context_full,
+       "a conversation's opening (" +
+           std::string(system_prompt_.empty() ? "BOS and the template's markers"
+                                              : "BOS, the template's markers and the system "
+                                                "prompt") +
+           ") takes " + std::to_string(start_tokens) + " tokens, and a reply at least 1 more: " +
+           "the context holds " + std::to_string(engine_->context_length()) + std::string(note));
+}
+
+uint32_t Session::imported_system_tokens(const Message& first) const {
+  const auto ids = std::span(tokens_).subspan(first.token_begin, first.n_tokens);
+  if (const uint32_t n = system_prefix_tokens(ids, system_prompt_)) return n;
+  // Where the template's rendering merges the prompt's last ids with the message's, the whole
+  // first turn tells (as the session that exported it rendered it). A text far longer than
+  // the ids cannot be theirs: it is not tokenized whole to find that out.
+  const bool rendered_so =
+      !head_beyond_context(first.text) &&
+      std::ranges::equal(template_.render_user_turn(system_prompt_, first.text, true), ids);
+  require(rendered_so, Status::invalid_argument,
+          "imported conversation: its system prompt is not the one the messages' tokens begin "
+          "with (they were rendered with another); leave out the messages' \"tokens\" to have "
+          "the conversation tokenized anew with this prompt");
+  return 0;
+}
+
 void Session::adopt_turns(std::vector<store::StoredTurn> turns, Status bad_status,
                           Status vocabulary_status) {
   const std::string whose = bad_status == Status::corrupt ? "stored" : "imported";
@@ -206,25 +225,33 @@ void Session::adopt_turns(std::vector<store::StoredTurn> turns, Status bad_statu
     if (m.role != Role::system) reply_closed_ = m.role == Role::assistant && m.closed;
     messages_.push_back(std::move(m));
   }
-  // The system prompt's own ids are stored with the first user message, which opens the
-  // conversation with them: each message's count is its own again, as in the live session.
-  if (messages_.size() > 1 && messages_[0].role == Role::system) {
-    Message& first = messages_[1];
-    const uint32_t system_tokens = system_prefix_tokens(
-        std::span(tokens_).subspan(first.token_begin, first.n_tokens), system_prompt_);
-    messages_[0].n_tokens = system_tokens;
-    first.n_tokens -= system_tokens;
-  }
   // A conversation from an engine with a longer context is whole, not corrupt: it is left
-  // as it is, for an engine whose context holds it.
+  // as it is, for an engine whose context holds it. So is one whose opening alone is longer
+  // (a system prompt and no message yet: no ids to count).
+  const std::string unchanged = bad_status == Status::corrupt
+                                    ? " (an engine with a context_length that holds it opens "
+                                      "it; nothing was changed)"
+                                    : "";
   require(tokens_.size() <= engine_->context_length(), Status::context_full, [&] {
     return whose + " conversation has " + std::to_string(tokens_.size()) +
            " tokens; this engine's context holds " +
-           std::to_string(engine_->context_length()) +
-           (bad_status == Status::corrupt ? " (an engine with a context_length that holds it "
-                                            "opens it; nothing was changed)"
-                                          : "");
+           std::to_string(engine_->context_length()) + unchanged;
   });
+  require_opening_fits(unchanged);
+  // The system prompt's own ids are stored with the first user message, which opens the
+  // conversation with them: each message's count is its own again, as in the live session.
+  // A stored conversation's ids are the model's to read as they are (another model's may not
+  // begin with the prompt's ids at all); an imported one's may have been edited.
+  if (messages_.size() > 1 && messages_[0].role == Role::system) {
+    Message& first = messages_[1];
+    const uint32_t system_tokens =
+        bad_status == Status::corrupt
+            ? system_prefix_tokens(std::span(tokens_).subspan(first.token_begin, first.n_tokens),
+                                   system_prompt_)
+            : imported_system_tokens(first);
+    messages_[0].n_tokens = system_tokens;
+    first.n_tokens -= system_tokens;
+  }
 }
 
 std::unique_ptr<Session> Session::open(std::shared_ptr<Engine> engine, const std::string& id) {
@@ -355,6 +382,8 @@ uint64_t Session::kv_bytes_stored() const {
 size_t Session::count_turn_tokens(std::string_view user_text) const {
   require(text::is_valid_utf8(user_text), Status::invalid_argument,
           "user text is not valid UTF-8");
+  // A text that cannot fit is not measured to its end: its answer is "does not fit" anyway.
+  if (const auto head = head_beyond_context(user_text)) return head->more_than + 1;
   return render_turn(user_text).size();
 }
 

@@ -208,8 +208,9 @@ class Session {
     return score(nullptr, texts, with_end);
   }
 
-  // How many ids a send of `user_text` would add before its reply (nothing changes). Throws
-  // Error(invalid_argument) for invalid UTF-8.
+  // How many ids a send of `user_text` would add before its reply (nothing changes); for a
+  // text whose beginning alone outnumbers the context's tokens, a lower bound above the
+  // context. Throws Error(invalid_argument) for invalid UTF-8.
   size_t count_turn_tokens(std::string_view user_text) const;
   uint32_t context_length() const;  // the engine's
 
@@ -302,20 +303,36 @@ class Session {
   struct ImportTag {};
   Session(std::shared_ptr<Engine> engine, const store::StoredSession& header,
           std::vector<store::StoredTurn> turns, ImportTag);
-  // Takes `turns` as the conversation (a stored or imported one): unknown roles and a
-  // conversation longer than the context are Error(bad_status), ids outside the vocabulary
-  // Error(vocabulary_status) (another model's conversation is not damaged).
+  // Takes `turns` as the conversation (a stored or imported one): unknown roles are
+  // Error(bad_status), ids outside the vocabulary Error(vocabulary_status) (another model's
+  // conversation is not damaged), a conversation or an opening longer than the context
+  // Error(context_full). An imported one whose first ids do not begin with its system prompt's
+  // is Error(invalid_argument).
   void adopt_turns(std::vector<store::StoredTurn> turns, Status bad_status,
                    Status vocabulary_status);
+  // Error(context_full) when the conversation's opening (BOS, the template's markers, the
+  // system prompt) and a reply's first token do not fit the context; `note` ends the message.
+  void require_opening_fits(std::string_view note) const;
+  // The system message's share of the first user message's ids, in an imported conversation:
+  // Error(invalid_argument) when those ids were rendered with another system prompt.
+  uint32_t imported_system_tokens(const Message& first) const;
 
   // send() and add_exchange(): a written reply when written_reply is set (ended with the
   // template's end ids when written_reply_ended), else generated.
   void run_turn(std::string_view user_text, const std::string_view* written_reply,
                 bool written_reply_ended, const GenerateParams& params, const TextSink& sink,
                 TurnStats& stats);
-  // Refuses (context_full), before tokenizing all of it, a message that alone is longer than
-  // the context (its UTF-8 already checked).
-  void refuse_message_beyond_context(std::string_view user_text) const;
+  // The first bytes of a text whose ids alone outnumber the context's tokens, found before
+  // all of it is tokenized (megabytes take seconds that nothing can interrupt).
+  struct HeadBeyondContext {
+    size_t bytes;      // of the head
+    size_t tokens;     // the head's ids
+    size_t more_than;  // the whole text has more ids than this, itself more than the context
+  };
+  std::optional<HeadBeyondContext> head_beyond_context(std::string_view text) const;
+  // Refuses (context_full), before tokenizing all of it, a text that alone is longer than the
+  // context (its UTF-8 already checked); `what` names it: "message", "reply".
+  void refuse_text_beyond_context(std::string_view text, std::string_view what) const;
   // The conversation as it stood before a change that renumbers it (a DROP_OLDEST rebuild, a
   // new system prompt), to put back when what follows fails. Its KV is not part of it: a
   // rebuild drops all KV, and the conversation put back computes it again.

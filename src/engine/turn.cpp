@@ -28,25 +28,31 @@ void Session::add_exchange(std::string_view user_text, std::string_view reply_te
   run_turn(user_text, &reply_text, reply_ended, GenerateParams{}, nullptr, stats);
 }
 
-void Session::refuse_message_beyond_context(std::string_view user_text) const {
-  // Tokenizing megabytes takes seconds that nothing can interrupt. A message whose beginning
-  // alone takes more tokens than the context holds is refused from that beginning: text is
-  // split into words before it is tokenized, so the ids of the words it ends before are the
-  // whole text's first ones (a few more allowed for where the cut falls).
+std::optional<Session::HeadBeyondContext> Session::head_beyond_context(
+    std::string_view text) const {
+  // A text whose beginning alone takes more tokens than the context holds is judged from that
+  // beginning: text is split into words before it is tokenized, so the ids of the words it
+  // ends before are the whole text's first ones (a few more allowed for where the cut falls).
   constexpr size_t kBytesPerToken = 64;  // far more than text has
   constexpr size_t kCutSlack = 8;
   const size_t limit = engine_->context_length() + kCutSlack;
-  if (user_text.size() <= limit * kBytesPerToken) return;
-  std::string_view head = user_text.substr(0, limit * kBytesPerToken);
+  if (text.size() <= limit * kBytesPerToken) return std::nullopt;
+  std::string_view head = text.substr(0, limit * kBytesPerToken);
   const size_t space = head.find_last_of(' ');
   if (space != std::string_view::npos && space > 0) head = head.substr(0, space);
   head = head.substr(0, head.size() - text::unfinished_tail_length(head));
   const size_t head_tokens = engine_->tokenizer().encode(head).size();
-  if (head_tokens <= limit) return;
+  if (head_tokens <= limit) return std::nullopt;
+  return HeadBeyondContext{head.size(), head_tokens, head_tokens - kCutSlack};
+}
+
+void Session::refuse_text_beyond_context(std::string_view text, std::string_view what) const {
+  const auto head = head_beyond_context(text);
+  if (!head) return;
   fail(Status::context_full,
-       "the message needs more than " + std::to_string(head_tokens - kCutSlack) +
-           " tokens (its first " + std::to_string(head.size()) + " of " +
-           std::to_string(user_text.size()) + " bytes take " + std::to_string(head_tokens) +
+       "the " + std::string(what) + " needs more than " + std::to_string(head->more_than) +
+           " tokens (its first " + std::to_string(head->bytes) + " of " +
+           std::to_string(text.size()) + " bytes take " + std::to_string(head->tokens) +
            "), and the context holds " + std::to_string(engine_->context_length()));
 }
 
@@ -115,7 +121,9 @@ void Session::run_turn(std::string_view user_text, const std::string_view* writt
           "reply text is not valid UTF-8");
   require(text::is_valid_utf8(params.reply_prefix), Status::invalid_argument,
           "reply_prefix is not valid UTF-8");
-  refuse_message_beyond_context(user_text);
+  refuse_text_beyond_context(user_text, "message");
+  // A written reply or a reply_prefix is tokenized whole too.
+  refuse_text_beyond_context(written_reply ? *written_reply : params.reply_prefix, "reply");
   std::optional<sample::Sampler> sampler;
   if (!written_reply) {
     sampler.emplace(params.sampler, seed_for(params), size_t(engine_->config().n_vocab));

@@ -309,3 +309,29 @@ TEST_CASE("raw after BOS alone: the streamed reply written back, scored or as a 
   CHECK(prefixed.tokens() == expected);
   CHECK(prefixed.messages().back().text == reply);
 }
+
+TEST_CASE("a written reply far longer than the context: CONTEXT_FULL from its first words") {
+  // As a message is: tokenizing megabytes would take seconds, and memory, for that answer.
+  PARLEY_SHARED_OR_SKIP(gguf, "models/stories260k/stories260k-f32.gguf");
+  auto engine = open_engine(gguf.string(), kv::KvType::f32);
+  std::string story;
+  while (story.size() < 1000000) story += "Once upon a time, there was a little girl. ";
+  for (const char* chat_template : {"raw", "chatml"}) {
+    CAPTURE(chat_template);
+    engine::Session s(engine, session_options("", chat_template));
+    s.add_exchange("Hello", " there.");
+    const auto before = s.tokens();
+    try {
+      s.add_exchange("Tell me a story.", story);
+      FAIL("added");
+    } catch (const Error& e) {
+      CHECK(e.status() == Status::context_full);
+      const std::string why = e.what();
+      CAPTURE(why);
+      CHECK(why.starts_with("the reply needs more than "));
+      CHECK(why.find("its first") != std::string::npos);
+    }
+    CHECK(s.tokens() == before);
+    CHECK(s.messages().size() == 2);
+  }
+}

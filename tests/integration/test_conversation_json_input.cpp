@@ -180,6 +180,17 @@ TEST_CASE("a missing system_prompt is the system message's") {
   } catch (const Error& e) {
     CHECK(std::string(e.what()).find("differ") != std::string::npos);
   }
+  // Given with no system message at all, it is that message that is missing.
+  Json no_system = exported;
+  no_system["messages"] = Json::array();
+  try {
+    engine::Session::import_json(engine, no_system.dump(), "no-system");
+    FAIL("imported");
+  } catch (const Error& e) {
+    CHECK(e.status() == Status::invalid_argument);
+    CHECK(std::string(e.what()).find("the system message (messages[0], with the same text) is "
+                                     "missing") != std::string::npos);
+  }
 }
 
 TEST_CASE("created_unix_ms is an integer of 64 bits; a larger one is refused") {
@@ -213,6 +224,53 @@ TEST_CASE("a refusal is one line of valid UTF-8, whatever bytes the file holds")
   const std::string overflow = head + R"("chat_template": "raw", "overflow": "a\rb"})";
   CHECK(refusal(overflow).find("'overflow'") != std::string::npos);
   check_one_line_of_utf8(refusal(overflow));
+}
+
+TEST_CASE("a parser's refusal keeps what went wrong whole, however long what it read") {
+  const std::string head = R"({"format": "parley-conversation", "version": 1, )";
+  const std::string lone_surrogate =
+      head + "\"chat_template\": \"" + std::string(100000, 'a') + "\\ud800\"}";
+  const std::string message = refusal(lone_surrogate);
+  CAPTURE(message);
+  CHECK(message.find("invalid string: surrogate U+D800..U+DBFF must be followed by "
+                     "U+DC00..U+DFFF") != std::string::npos);
+  CHECK(message.find("\\ud800") != std::string::npos);  // where the parser stopped
+  CHECK(message.size() < 1000);
+  check_one_line_of_utf8(message);
+}
+
+TEST_CASE("a key given twice in one object is refused, naming it and where it is") {
+  const std::string head = R"({"format": "parley-conversation", "version": 1, )";
+  const std::string exchange =
+      R"([{"role": "user", "text": "Once"}, {"role": "assistant", "text": " upon"}])";
+  struct Case {
+    std::string json;
+    const char* named;
+  };
+  const Case cases[] = {
+      {head + R"("chat_template": "raw", "messages": )" + exchange + R"(, "messages": []})",
+       "'messages' appears twice"},
+      {R"({"format": "parley-conversation", "version": 7, "version": 1, )"
+       R"("chat_template": "raw", "messages": []})",
+       "'version' appears twice"},
+      {head + R"("chat_template": "raw", "messages": [{"role": "user", "text": "a"}, )"
+              R"({"role": "assistant", "text": "b"}, {"role": "user", "text": "c", "text": "d"}]})",
+       "'messages[2].text' appears twice"},
+      {head + R"("chat_template": "raw", "messages": [], "extra": [1, {"k": {"x": 1, "x": 2}}]})",
+       "'extra[1].k.x' appears twice"},
+  };
+  for (const Case& c : cases) {
+    CAPTURE(c.json);
+    CHECK(refusal(c.json).find(c.named) != std::string::npos);
+  }
+  // The same key in different objects is no repeat; nesting is still limited.
+  const auto read = engine::read_conversation_json(
+      head + R"("chat_template": "raw", "messages": )" + exchange + "}");
+  REQUIRE(read.turns.size() == 2);
+  CHECK(read.turns[1].text == " upon");
+  CHECK(refusal(head + R"("chat_template": "raw", "messages": [], "x": )" + nested_arrays(64) +
+                "}")
+            .find("nested too deep") != std::string::npos);
 }
 
 TEST_CASE("C ABI: parley_last_error after a refused import is one line of valid UTF-8") {

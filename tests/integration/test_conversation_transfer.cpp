@@ -69,6 +69,24 @@ std::pair<Status, std::string> import_error(std::shared_ptr<engine::Engine> engi
   return {Status::ok, ""};
 }
 
+// An engine on `model` whose context holds `context` tokens (0: the model's), with a store at
+// `store_path`.
+std::shared_ptr<engine::Engine> open_engine_with_context(const std::string& model,
+                                                         const std::string& store_path,
+                                                         uint32_t context) {
+  engine::EngineOptions o;
+  o.model_path = model;
+  o.kv_type = kv::KvType::f32;
+  o.n_threads = 2;
+  o.store_path = store_path;
+  o.context_length = context;
+  return std::make_shared<engine::Engine>(o);
+}
+
+bool holds(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
 }  // namespace
 
 TEST_CASE("an imported conversation has the original's ids and goes on as the original does") {
@@ -282,8 +300,10 @@ TEST_CASE("texts under drop_oldest: an old exchange longer than the context is l
   CHECK(imported->messages()[0].text == "The dog");
   CHECK(imported->messages()[1].text == " ran home.");
 
-  c["overflow"] = "error";  // nothing gives way
-  CHECK(import_error(engine, c.dump()).first == Status::context_full);
+  c["overflow"] = "error";  // nothing gives way; the refusal says which message it is
+  const auto [status, message] = import_error(engine, c.dump());
+  CHECK(status == Status::context_full);
+  CHECK(message.starts_with("conversation JSON: messages[0] and its reply: "));
   c["overflow"] = "drop_oldest";
   c["messages"][3]["text"] = huge;  // the last exchange must fit
   CHECK(import_error(engine, c.dump()).first == Status::context_full);
@@ -420,4 +440,107 @@ TEST_CASE("C ABI: parley_session_export and parley_session_import") {
   parley_session_close(copy);
   parley_session_close(s);
   parley_engine_close(e);
+}
+
+TEST_CASE("a reply far longer than the context is refused from its first words, naming it") {
+  PARLEY_SHARED_OR_SKIP(gguf, "models/stories260k/stories260k-f32.gguf");
+  auto engine = open_engine(gguf.string(), kv::KvType::int8);
+  std::string story;
+  while (story.size() < 1000000) story += "Once upon a time, there was a little girl. ";
+  Json c = {{"format", "parley-conversation"}, {"version", 1}, {"chat_template", "raw"},
+            {"messages", {{{"role", "user"}, {"text", "Hello"}},
+                          {{"role", "assistant"}, {"text", ", she said."}},
+                          {{"role", "user"}, {"text", "Then"}},
+                          {{"role", "assistant"}, {"text", story}}}}};
+  const auto [status, message] = import_error(engine, c.dump(), "long-reply");
+  CHECK(status == Status::context_full);
+  CAPTURE(message);
+  CHECK(message.starts_with("conversation JSON: messages[2] and its reply: the reply needs "
+                            "more than "));
+  CHECK(holds(message, "its first"));
+}
+
+TEST_CASE("an opening longer than the context: import and open refuse it, as create does") {
+  PARLEY_SHARED_OR_SKIP(gguf, "models/stories260k/stories260k-f32.gguf");
+  TempDir dir;
+  const std::string store = (dir / "s.db").string();
+  const std::string prompt =
+      "The cat sat on the mat and the dog ran in the park and the bird sang in the tree. The "
+      "cat sat on the mat and the dog ran in the park and the bird sang in the tree.";
+  auto options = session_options(prompt, "raw");
+  options.id = "long-opening";
+  std::string exported;
+  {
+    auto roomy = open_engine_with_context(gguf.string(), store, 0);
+    engine::Session s(roomy, options);
+    exported = s.export_json();
+    REQUIRE(Json::parse(exported)["messages"].size() == 1);  // no ids to count: the prompt only
+  }
+  auto narrow = open_engine_with_context(gguf.string(), store, 32);
+  options.id = "created";
+  std::string created_refusal;
+  try {
+    engine::Session s(narrow, options);
+    FAIL("created");
+  } catch (const Error& e) {
+    CHECK(e.status() == Status::context_full);
+    created_refusal = e.what();
+  }
+  REQUIRE(holds(created_refusal, "opening"));
+  // With its ids (this model's fingerprint) or from its texts.
+  for (const Json& given : {Json::parse(exported), [&] {
+         Json j = Json::parse(exported);
+         j.erase("model_fingerprint");
+         return j;
+       }()}) {
+    const auto [status, message] = import_error(narrow, given.dump(), "imported");
+    CHECK(status == Status::context_full);
+    CHECK(message == created_refusal);
+  }
+  try {
+    engine::Session::open(narrow, "long-opening");
+    FAIL("opened");
+  } catch (const Error& e) {
+    CHECK(e.status() == Status::context_full);
+    CHECK(holds(e.what(), "opening"));
+    CHECK(holds(e.what(), "nothing was changed"));
+  }
+  // Left as it was, for an engine whose context holds it.
+  narrow.reset();
+  auto roomy = open_engine_with_context(gguf.string(), store, 0);
+  auto reopened = engine::Session::open(roomy, "long-opening");
+  CHECK(reopened->messages()[0].text == prompt);
+  engine::TurnStats stats;
+  reopened->prepare(stats);
+  CHECK(greedy_turn(*reopened, "Once", 4).generated_tokens == 4);
+}
+
+TEST_CASE("a file whose system prompt was edited and whose messages keep their ids is refused") {
+  PARLEY_SHARED_OR_SKIP(gguf, "models/stories260k/stories260k-f32.gguf");
+  auto engine = open_engine(gguf.string(), kv::KvType::int8);
+  for (const char* chat_template : {"raw", "llama2", "chatml", "zephyr", "mistral"}) {
+    CAPTURE(chat_template);
+    const auto original = conversation(engine, chat_template, "original");
+    const Json exported = Json::parse(original->export_json());
+    // As it was written, it is taken back, the prompt's ids counted as the original's.
+    check_same_messages(*original, *engine::Session::import_json(engine, exported.dump(), "same"));
+
+    Json edited = exported;
+    edited["system_prompt"] = "Lily is happy.";
+    edited["messages"][0]["text"] = "Lily is happy.";
+    const auto [status, message] = import_error(engine, edited.dump(), "edited");
+    CHECK(status == Status::invalid_argument);
+    CAPTURE(message);
+    CHECK(holds(message, "system prompt is not the one the messages' tokens begin with"));
+    CHECK(holds(message, "leave out the messages' \"tokens\""));
+    // Without them, the conversation is tokenized anew with the edited prompt.
+    for (auto& m : edited["messages"]) m.erase("tokens");
+    const auto anew = engine::Session::import_json(engine, edited.dump(), "anew");
+    CHECK(anew->messages()[0].text == "Lily is happy.");
+    CHECK(anew->messages()[0].n_tokens > 0);
+    engine::Session fresh(engine, session_options("Lily is happy.", chat_template));
+    fresh.add_exchange(anew->messages()[1].text, anew->messages()[2].text);
+    REQUIRE(anew->tokens().size() > fresh.tokens().size());
+    CHECK(std::equal(fresh.tokens().begin(), fresh.tokens().end(), anew->tokens().begin()));
+  }
 }

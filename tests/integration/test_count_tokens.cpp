@@ -110,3 +110,24 @@ TEST_CASE("a message far longer than the context: CONTEXT_FULL from its first wo
   parley_session_close(s);
   parley_engine_close(e);
 }
+
+// Its answer can only be "does not fit": a message far longer than the context is measured
+// from its first words, as a send refuses it, not tokenized whole.
+TEST_CASE("count_tokens: a message far longer than the context is measured from its beginning") {
+  PARLEY_SHARED_OR_SKIP(gguf, "models/stories260k/stories260k-f32.gguf");
+  parley_engine* e = open_engine(gguf.string(), PARLEY_KV_DEFAULT);
+  parley_model_info info{};
+  info.struct_size = sizeof info;
+  REQUIRE(parley_engine_get_model_info(e, &info) == PARLEY_OK);
+  parley_session* s = create_raw_session(e, "long");
+  std::string story;
+  while (story.size() < 1000000) story += "Once upon a time, there was a little girl. ";
+  size_t whole = 0;
+  REQUIRE(parley_tokenize(e, story.c_str(), 1, nullptr, 0, &whole) == PARLEY_OK);
+  const Measure m = measure(s, story.c_str());
+  CHECK(m.prompt_tokens > info.context_length);  // a lower bound that still says too many
+  CHECK(m.prompt_tokens < whole / 10);           // from the beginning only
+  CHECK(m.context_left == 0);
+  parley_session_close(s);
+  parley_engine_close(e);
+}
