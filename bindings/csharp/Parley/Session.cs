@@ -323,7 +323,9 @@ namespace Parley
             }
         }
 
-        // Moves the KV to the store and frees its memory; the next send brings it back.
+        // Moves the KV to the store and frees its memory; the next send brings it back. Its full
+        // blocks stay cached until the KV budget needs them (EngineStats' KvBlocksCached), and
+        // the next send takes those it still finds there.
         public void Suspend()
         {
             ParleyException.ThrowIfFailed(NativeMethods.parley_session_suspend(Handle));

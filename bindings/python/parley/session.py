@@ -476,7 +476,9 @@ class Session(NativeHandle):
             self._check(self._lib.parley_session_set_overflow(handle, value))
 
     def suspend(self):
-        """Moves the KV to the store and frees its memory; the next send brings it back."""
+        """Moves the KV to the store and frees its memory; the next send brings it back.
+        Its full blocks stay cached until the KV budget needs them (engine stats'
+        kv_blocks_cached), and the next send takes those it still finds there."""
         with self._use() as handle:
             self._check(self._lib.parley_session_suspend(handle))
 
