@@ -168,69 +168,24 @@ TEST_CASE("a fork makes room as a send does") {
   parley_engine_close(e);
 }
 
-TEST_CASE("threads: no send fails for want of room while idle sessions can be spilled") {
-  constexpr int kThreads = 4;
-  const int sessions_per_thread = kSanitizerBuild ? 6 : 30;
-  TempDir dir;
-  // Each thread's send holds up to two blocks at once; the rest of the budget turns over.
-  parley_engine* e = open_engine((dir / "room.db").string(), 10);
-  std::atomic<int> failures{0};
-  std::vector<std::string> errors(kThreads);
-  std::vector<std::thread> threads;
-  for (int t = 0; t < kThreads; ++t) {
-    threads.emplace_back([&, t] {
-      std::vector<parley_session*> mine;
-      for (int i = 0; i < sessions_per_thread; ++i) {
-        parley_session_options o;
-        parley_session_options_init(&o);
-        const std::string id = "npc-" + std::to_string(t) + "-" + std::to_string(i);
-        o.id = id.c_str();
-        parley_session* s = nullptr;
-        if (parley_session_create(e, &o, &s) != PARLEY_OK) {
-          ++failures;
-          errors[size_t(t)] = parley_last_error();
-          continue;
-        }
-        mine.push_back(s);
-      }
-      for (int round = 0; round < 3; ++round) {
-        for (parley_session* s : mine) {
-          if (send(s, "The dog ran", 4) != PARLEY_OK) {
-            ++failures;
-            errors[size_t(t)] = parley_last_error();
-          }
-        }
-      }
-      for (parley_session* s : mine) parley_session_close(s);
-    });
-  }
-  for (std::thread& t : threads) t.join();
-  for (const std::string& error : errors) {
-    if (!error.empty()) MESSAGE(error);
-  }
-  CHECK(failures.load() == 0);
-  parley_engine_close(e);
-}
+namespace {
 
-TEST_CASE("threads: no fork fails for want of room while idle sessions can be spilled") {
-  // Forks copy a partly filled last block while other threads' sends take blocks: the block a
-  // spill frees for a fork is not lost to a send. A conversation grows to three blocks; each
-  // thread holds at most one, and its fork's copy, at once.
-  constexpr int kThreads = 4;
-  const int forks = kSanitizerBuild ? 2 : 6;
-  TempDir dir;
-  parley_engine* e = open_engine((dir / "room.db").string(), 12);
+// Three rounds on `n_threads` threads, each with `n_sessions` sessions of its own: `step`
+// runs once per session and round, and returns false when a call failed. Checks that none
+// did, showing the last error of each thread that had one.
+void check_rounds_on_threads(parley_engine* e, int n_threads, int n_sessions,
+                             const std::function<bool(int thread, parley_session*)>& step) {
   std::atomic<int> failures{0};
-  std::vector<std::string> errors(kThreads);
+  std::vector<std::string> errors(static_cast<size_t>(n_threads));
   const auto failed = [&](int t) {
     ++failures;
     errors[size_t(t)] = parley_last_error();
   };
   std::vector<std::thread> threads;
-  for (int t = 0; t < kThreads; ++t) {
+  for (int t = 0; t < n_threads; ++t) {
     threads.emplace_back([&, t] {
       std::vector<parley_session*> mine;
-      for (int i = 0; i < 6; ++i) {
+      for (int i = 0; i < n_sessions; ++i) {
         parley_session_options o;
         parley_session_options_init(&o);
         const std::string id = "npc-" + std::to_string(t) + "-" + std::to_string(i);
@@ -244,15 +199,7 @@ TEST_CASE("threads: no fork fails for want of room while idle sessions can be sp
       }
       for (int round = 0; round < 3; ++round) {
         for (parley_session* s : mine) {
-          if (send(s, "The dog ran", 3) != PARLEY_OK) failed(t);
-          for (int i = 0; t % 2 == 0 && i < forks; ++i) {  // half the threads fork too
-            parley_session* fork = nullptr;
-            if (parley_session_fork(s, nullptr, &fork) != PARLEY_OK) {
-              failed(t);
-              break;
-            }
-            parley_session_close(fork);
-          }
+          if (!step(t, s)) failed(t);
         }
       }
       for (parley_session* s : mine) parley_session_close(s);
@@ -263,6 +210,36 @@ TEST_CASE("threads: no fork fails for want of room while idle sessions can be sp
     if (!error.empty()) MESSAGE(error);
   }
   CHECK(failures.load() == 0);
+}
+
+}  // namespace
+
+TEST_CASE("threads: no send fails for want of room while idle sessions can be spilled") {
+  TempDir dir;
+  // Each thread's send holds up to two blocks at once; the rest of the budget turns over.
+  parley_engine* e = open_engine((dir / "room.db").string(), 10);
+  check_rounds_on_threads(e, 4, kSanitizerBuild ? 6 : 30, [](int, parley_session* s) {
+    return send(s, "The dog ran", 4) == PARLEY_OK;
+  });
+  parley_engine_close(e);
+}
+
+TEST_CASE("threads: no fork fails for want of room while idle sessions can be spilled") {
+  // Forks copy a partly filled last block while other threads' sends take blocks: the block a
+  // spill frees for a fork is not lost to a send. A conversation grows to three blocks; each
+  // thread holds at most one, and its fork's copy, at once.
+  const int forks = kSanitizerBuild ? 2 : 6;
+  TempDir dir;
+  parley_engine* e = open_engine((dir / "room.db").string(), 12);
+  check_rounds_on_threads(e, 4, 6, [&](int t, parley_session* s) {
+    if (send(s, "The dog ran", 3) != PARLEY_OK) return false;
+    for (int i = 0; t % 2 == 0 && i < forks; ++i) {  // half the threads fork too
+      parley_session* fork = nullptr;
+      if (parley_session_fork(s, nullptr, &fork) != PARLEY_OK) return false;
+      parley_session_close(fork);
+    }
+    return true;
+  });
   parley_engine_close(e);
 }
 
