@@ -124,7 +124,8 @@ PARLEY_API const char *parley_status_name(parley_status s);
 /** A human-readable message for the last failed call on this thread; "" when none. It is
  *  valid UTF-8 on one line: an id it names is quoted, with invalid UTF-8 bytes and control
  *  characters as \xNN and cut after 64 characters with "..." (since 0.8.2); other text it
- *  quotes (a path, a template name, what a parser read) shows them as \xNN too (since 0.9).
+ *  quotes (a path, a template name, what a parser read) shows them as \xNN too (since 0.9),
+ *  and the line and paragraph separators U+2028 and U+2029 as well (since 0.9.3).
  *  Ownership: owned by the library; valid until the next failing Parley call on this thread.
  *  Thread-safety: thread-local. Since: 0.1. */
 PARLEY_API const char *parley_last_error(void);

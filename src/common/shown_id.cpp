@@ -17,12 +17,20 @@ void append_escaped_bytes(std::string& out, std::string_view bytes) {
   }
 }
 
-// Appends the character that starts `text` as a message shows it (invalid bytes and control
-// characters as \xNN; with `in_quotes`, a backslash or quote escaped); returns its bytes.
+// U+2028 and U+2029 end a line wherever Unicode's line breaking is followed (JSON readers,
+// log viewers, Python's splitlines), though they are not control characters.
+bool is_line_separator(std::string_view character) {
+  return character == "\xE2\x80\xA8" || character == "\xE2\x80\xA9";
+}
+
+// Appends the character that starts `text` as a message shows it (invalid bytes, control
+// characters and line separators as \xNN; with `in_quotes`, a backslash or quote escaped);
+// returns its bytes.
 size_t append_shown_character(std::string& out, std::string_view text, bool in_quotes) {
   const Utf8Sequence seq = next_utf8_sequence(text);
   const std::string_view character = text.substr(0, seq.length);
-  if (seq.kind != Utf8Sequence::whole || is_control_character(character)) {
+  if (seq.kind != Utf8Sequence::whole || is_control_character(character) ||
+      is_line_separator(character)) {
     append_escaped_bytes(out, character);
   } else {
     if (in_quotes && (character == "\\" || character == "'")) out += '\\';

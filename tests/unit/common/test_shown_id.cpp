@@ -21,6 +21,9 @@ TEST_CASE("shown_id escapes invalid UTF-8, control characters, quotes and backsl
   CHECK(shown_id("\xED\xA0\x80") == "'\\xED\\xA0\\x80'");  // a surrogate
   CHECK(shown_id("a\nb\tc\x7F") == "'a\\x0Ab\\x09c\\x7F'");
   CHECK(shown_id("c1 \xC2\x85") == "'c1 \\xC2\\x85'");  // NEL, a C1 control
+  // U+2028 and U+2029 break lines too
+  CHECK(shown_id("a\xE2\x80\xA8" "b\xE2\x80\xA9") == "'a\\xE2\\x80\\xA8b\\xE2\\x80\\xA9'");
+  CHECK(one_line_text("x\xE2\x80\xA8y") == "x\\xE2\\x80\\xA8y");
   CHECK(shown_id("it's a\\b") == "'it\\'s a\\\\b'");
 }
 
