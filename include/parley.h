@@ -560,8 +560,10 @@ PARLEY_API parley_status parley_session_export(parley_session *s, char *buf, siz
  *  its reply; since 0.8.1, a reply with "closed": true ends with the template's end token, as
  *  the model ends one); so too when the ids do not fit this engine's context and "overflow" is
  *  "drop_oldest" (the oldest exchanges give way, as to a send; since 0.8 one longer than the
- *  context by itself is left out, unless it is the last). With a store the session is stored
- *  as a new one.
+ *  context by itself is left out, unless it is the last). A user message right after another
+ *  has its missing reply recorded as an empty turn, as a send after a rewind records it (since
+ *  0.9.3 with the ids too: the same file gives the same turns). With a store the session is
+ *  stored as a new one.
  *  @param[in]  json    the conversation, NUL-terminated
  *  @param[in]  new_id  the session's id, or NULL to keep the conversation's (one is generated
  *                      when it has none)

@@ -217,6 +217,13 @@ void Session::adopt_turns(std::vector<store::StoredTurn> turns, Status bad_statu
                      (opens ? ", yet it opens the conversation (with BOS at least)"
                             : ", yet it has text");
             });
+    // A user message right after another (a hand-made file) has its missing reply recorded
+    // as an empty one, as a live session and an import of texts record it: the same file
+    // gives the same turns, with ids or without.
+    if (t.role == int32_t(Role::user) && !messages_.empty() &&
+        messages_.back().role == Role::user && bad_status != Status::corrupt) {
+      messages_.push_back({Role::assistant, std::string(), 0, uint32_t(tokens_.size()), false});
+    }
     Message m{Role(t.role), std::move(t.text), uint32_t(t.token_ids.size()),
               uint32_t(tokens_.size()), t.closed};
     tokens_.insert(tokens_.end(), t.token_ids.begin(), t.token_ids.end());

@@ -190,6 +190,36 @@ TEST_CASE("texts alone, or another model's ids, are added exchange by exchange")
   }
 }
 
+TEST_CASE("a user message right after another: its missing reply is an empty turn, ids or not") {
+  PARLEY_SHARED_OR_SKIP(gguf, "models/stories260k/stories260k-f32.gguf");
+  auto engine = open_engine(gguf.string(), kv::KvType::f32);
+  auto original = conversation(engine, "chatml", "original");
+  Json edited = Json::parse(original->export_json());
+  edited["messages"].erase(2);  // the first reply: two user messages in a row
+  Json texts_only = edited;
+  for (auto& message : texts_only["messages"]) message.erase("tokens");
+  texts_only.erase("model_fingerprint");
+  auto with_ids = engine::Session::import_json(engine, edited.dump(), "ids");
+  auto from_texts = engine::Session::import_json(engine, texts_only.dump(), "texts");
+  REQUIRE(with_ids->messages().size() == edited["messages"].size() + 1);
+  REQUIRE(with_ids->messages().size() == from_texts->messages().size());
+  for (size_t i = 0; i < with_ids->messages().size(); ++i) {
+    CAPTURE(i);
+    CHECK(with_ids->messages()[i].role == from_texts->messages()[i].role);
+    CHECK(with_ids->messages()[i].text == from_texts->messages()[i].text);
+  }
+  const auto& missing = with_ids->messages()[2];
+  CHECK(missing.role == engine::Role::assistant);
+  CHECK(missing.text.empty());
+  CHECK(missing.n_tokens == 0);
+  // The ids are the file's, as they were: the model reads what it was given.
+  size_t n_ids = 0;
+  for (const auto& message : edited["messages"]) {
+    n_ids += message.value("tokens", Json::array()).size();
+  }
+  CHECK(with_ids->tokens().size() == n_ids);
+}
+
 TEST_CASE("texts alone keep which replies are closed: those end as the model ends one") {
   PARLEY_SHARED_OR_SKIP(gguf, "models/stories260k/stories260k-f32.gguf");
   auto engine = open_engine(gguf.string(), kv::KvType::f32);
