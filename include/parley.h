@@ -260,7 +260,9 @@ PARLEY_API void parley_engine_options_init_sized(parley_engine_options *o, size_
  *  then takes its place as it is renamed aside, and a warning names what was lost. Until then the
  *  damaged file stays as it is (since 0.8.4): a recovery cut short (a crash, a full disk) is done
  *  again at the next open, and an engine opening the store meanwhile, in any process, waits for
- *  the copy and never sees part of it. While an engine is open, its store file, and the -wal and
+ *  the copy and never sees part of it. One cut short once the copy was whole, as the files
+ *  swapped, is finished by the next open, which puts the copy in place (since 0.9.3; before,
+ *  that open could begin an empty store). While an engine is open, its store file, and the -wal and
  *  -shm files SQLite keeps beside it (since 0.8.4), must stay where they are: once one is moved,
  *  replaced or deleted (another process's recovery renames a damaged file aside), every commit
  *  fails with STORAGE saying so, and the turns stay in memory (since 0.8.2; before, they went on

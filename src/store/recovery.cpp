@@ -275,6 +275,29 @@ std::string move_aside(const std::string& path) {
   return aside;
 }
 
+std::string ready_copy_name(const std::string& path) { return path + ".recovered"; }
+
+bool finish_interrupted_recovery(const std::string& path) {
+  const std::string ready = ready_copy_name(path);
+  std::error_code ec;
+  if (!fs::exists(ready, ec)) return false;
+  FolderLock swapping(path, FolderLock::exclusive);
+  // Gone meanwhile (another process finished it), or the damaged file was never moved aside:
+  // then the next recovery makes its copy again, in place of this one.
+  if (!fs::exists(ready, ec) || fs::exists(path, ec)) return false;
+  // The damaged file's companions, if its move aside was cut short between them: they go
+  // aside too (their commits are in the copy), never beside the copy, whose file they are not.
+  std::string aside;
+  for (const char* suffix : kCompanionSuffixes) {
+    if (!fs::exists(path + suffix, ec)) continue;
+    if (aside.empty()) aside = unused_aside_name(path);
+    rename_or_fail(path + suffix, aside + suffix);
+  }
+  rename_or_fail(ready, path);
+  sync_folder_of(path);
+  return true;
+}
+
 std::optional<RecoveryReport> recover_damaged_store(const std::string& path,
                                                     const StoreOptions& options,
                                                     const OpenFreshStore& open_fresh) {
@@ -303,15 +326,28 @@ std::optional<RecoveryReport> recover_damaged_store(const std::string& path,
   {
     FolderLock swapping(path, FolderLock::exclusive);
     if (file_id_of(path) != damaged_identity) return std::nullopt;
-    report.moved_aside_to = move_aside(path);
+    // The copy is named ready first: a process that dies once the damaged file is aside, and
+    // before the copy is in place, leaves it where the next open puts it in place
+    // (finish_interrupted_recovery), instead of beginning an empty store.
+    const std::string ready = ready_copy_name(path);
+    rename_or_fail(copy.path(), ready);
+    sync_folder_of(path);
+    try {
+      report.moved_aside_to = move_aside(path);
+    } catch (...) {
+      std::error_code ignored;
+      if (fs::exists(path, ignored)) fs::remove(ready, ignored);  // the damaged file stays
+      throw;
+    }
     std::error_code ec;
-    fs::rename(copy.path(), path, ec);
+    fs::rename(ready, path, ec);
     if (ec) {
       move_back(report.moved_aside_to, path);
-      fail(Status::storage, "cannot put the recovered copy " + copy.path() +
+      std::error_code ignored;
+      if (fs::exists(path, ignored)) fs::remove(ready, ignored);
+      fail(Status::storage, "cannot put the recovered copy " + ready +
                                 " in place of the damaged store " + path + ": " + ec.message());
     }
-    copy.keep();
     sync_folder_of(path);
   }
   damaged.close();

@@ -174,6 +174,11 @@ OpenedStore open_store(const std::string& path, const StoreOptions& options) {
   // waits for that recovery, so a few tries are enough.
   constexpr int kTries = 4;
   for (int tries = 1;; ++tries) {
+    if (finish_interrupted_recovery(path)) {
+      log::warn_line("session store " + path + ": a recovery cut short before its copy took the "
+                     "damaged file's place is finished: the copy " + ready_copy_name(path) +
+                     " is now the store");
+    }
     std::optional<std::string> damage;
     {
       FolderLock opening(path, FolderLock::shared);  // not while a recovery swaps files

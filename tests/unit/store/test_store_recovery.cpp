@@ -602,6 +602,46 @@ TEST_CASE("store recovery: copies left by a process that died while recovering a
   CHECK(fs::exists(live));  // its process is alive: perhaps still copying
 }
 
+TEST_CASE("store recovery: a swap cut short once the copy is ready is finished by the next "
+          "open, never begun anew as an empty store") {
+  // The state a process killed between moving the damaged file aside and renaming its copy
+  // into place leaves: no file at the store's path, the copy ready beside it, and the damaged
+  // file's -wal still there (its move aside cut short too).
+  test::TempDir dir;
+  const std::string path = (dir / "chat.db").string();
+  fill_store(path);
+  fs::rename(path, ready_copy_name(path));
+  std::ofstream(path + "-wal") << "the damaged file's WAL";
+  Store store(path);
+  CHECK_FALSE(store.recovery().has_value());
+  CHECK(store.list_sessions().size() == size_t(kSessions));
+  const auto turns = store.load_turns(session_id(7));
+  REQUIRE(turns.size() == size_t(kTurnsPerSession));
+  CHECK(turns.back().text == turns_of(7).back().text);
+  CHECK_FALSE(fs::exists(ready_copy_name(path)));
+  int asides = 0;  // the WAL went aside, whole
+  for (const auto& entry : fs::directory_iterator(dir.path())) {
+    const std::string name = entry.path().filename().string();
+    if (name.find(".corrupt-") == std::string::npos) continue;
+    ++asides;
+    CHECK(name.size() > 4);
+    CHECK(name.substr(name.size() - 4) == "-wal");
+    CHECK(contents_of(entry.path().string()) == "the damaged file's WAL");
+  }
+  CHECK(asides == 1);
+}
+
+TEST_CASE("store recovery: a copy made ready while the damaged file stayed is made again") {
+  test::TempDir dir;
+  const std::string path = damaged_store_in(dir);
+  std::ofstream(ready_copy_name(path)) << "a copy from a recovery cut short";
+  Store store(path);
+  REQUIRE(store.recovery().has_value());
+  CHECK(store.recovery()->recovered.size() + store.recovery()->truncated.size() ==
+        size_t(kSessions));
+  CHECK_FALSE(fs::exists(ready_copy_name(path)));
+}
+
 TEST_CASE("store: a -wal or -shm deleted while open refuses writes; what was committed stays") {
   for (const char* suffix : {"-wal", "-shm"}) {
     CAPTURE(suffix);
