@@ -791,7 +791,8 @@ PARLEY_API parley_status parley_session_continue(parley_session *s,
  *    all but the last one, which the next turn computes with its own message.
  *  - A conversation with no message yet computes the KV of its opening (BOS, the template's
  *    markers and the system prompt), in whole blocks of 16 tokens, and holds it for its first
- *    turn. Sessions of the same cache_scope that start alike find it too. Suspending the
+ *    turn (which reports kv_source RESIDENT since 0.9.3; before, NEW). Sessions of the same
+ *    cache_scope that start alike find it too. Suspending the
  *    session lets it go (it stays cached until the KV budget needs the memory).
  *  Calling it again when nothing is left to do costs nothing. Replies are those the session
  *  gives without it (on the CPU backend bit for bit: the work is only done earlier).
@@ -847,7 +848,9 @@ PARLEY_API parley_status parley_session_score_replies(parley_session *s, const c
  *  would add before its reply (the message with the template's markers and what closes the
  *  previous reply, as stats->prompt_tokens would say), and how many of the context's tokens
  *  would then be left for the reply; 0 left means it does not fit (send then refuses it, or
- *  with PARLEY_OVERFLOW_DROP_OLDEST drops the oldest exchanges). Since 0.9.3 a message whose
+ *  with PARLEY_OVERFLOW_DROP_OLDEST drops the oldest exchanges; when that drops every one, the
+ *  message opens the conversation again, with BOS and the system prompt, and the send's
+ *  prompt_tokens counts those too). Since 0.9.3 a message whose
  *  first bytes alone take more tokens than the context holds is not measured to its end (it
  *  cannot fit, and send refuses it as quickly): *prompt_tokens is then a lower bound, larger
  *  than the context, and *context_left 0. Nothing is computed or changed.

@@ -41,7 +41,7 @@ void Session::continue_reply(const GenerateParams& params, const TextSink& sink,
           "reply_prefix is not valid UTF-8");
   sample::Sampler sampler(params.sampler, seed_for(params), size_t(engine_->config().n_vocab));
   stats = TurnStats{};
-  stats.kv_source = n_cached_ > 0 ? KvSource::resident : KvSource::fresh;
+  stats.kv_source = kv_held();
 
   // 1. Nothing new to render but a prefix; the reply needs room for one token more.
   std::vector<int32_t> new_ids;

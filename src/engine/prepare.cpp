@@ -13,7 +13,7 @@ namespace parley::engine {
 
 void Session::prepare(TurnStats& stats) {
   stats = TurnStats{};
-  stats.kv_source = n_cached_ > 0 || opening_ ? KvSource::resident : KvSource::fresh;
+  stats.kv_source = kv_held();
   last_used_ms_ = now_ms();
   if (spilled()) {
     const double t0 = now_ms();

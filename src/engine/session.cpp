@@ -356,7 +356,11 @@ void Session::rewind(uint32_t n_messages) {
   messages_.resize(first_dropped);
   tokens_.resize(keep);
   truncate_kv(keep);
-  if (tokens_.empty()) spilled_ = false;  // no KV left to bring back from the store
+  if (tokens_.empty()) {
+    spilled_ = false;  // no KV left to bring back from the store
+    // The system prompt's ids went with the first user message: the next turn renders them.
+    if (n_system) messages_.front().n_tokens = 0;
+  }
 }
 
 void Session::truncate_kv(uint32_t n) {

@@ -409,6 +409,11 @@ class Session {
                    uint32_t end, std::vector<float>& logits);
   // prepare() for a conversation not yet begun: its opening's full blocks into opening_.
   void prepare_opening(TurnStats& stats);
+  // Where a call finds the KV it starts from, as long as none is in the store only: held in
+  // memory (the conversation's, or a prepared opening), or none yet.
+  KvSource kv_held() const {
+    return n_cached_ > 0 || opening_ ? KvSource::resident : KvSource::fresh;
+  }
   // Runs one token at position n_cached_ (the last of tokens_), as one of the decode steps
   // that `decoder` shares with other sessions, and publishes a filled block.
   void feed_last_token(StepBatcher::Decoder& decoder);

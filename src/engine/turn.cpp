@@ -75,11 +75,6 @@ std::optional<Session::ConversationCopy> Session::fit_turn(const std::string_vie
              std::to_string(context - std::min<size_t>(context, tokens_.size())) +
              " of the context's " + std::to_string(context) + " are left");
   }
-  if (spilled()) {  // bring the KV back from the store (or recompute what did not come)
-    const double t0 = now_ms();
-    stats.kv_source = restore_kv() ? KvSource::restored : KvSource::rebuilt;
-    stats.restore_ms = now_ms() - t0;
-  }
   // A reply that has only the room to start would end at the context's end after a few
   // tokens: older exchanges give way for all it may take, when that is in reach.
   const bool roomy = tokens_.size() + new_ids.size() + wanted_room <= context;
@@ -105,7 +100,17 @@ std::optional<Session::ConversationCopy> Session::fit_turn(const std::string_vie
                "needs " + alone + ")");
     }
   }
-  if (before_drop) stats.kv_source = KvSource::rebuilt;
+  // Only now, once the turn is known to fit: a refused one leaves a spilled session spilled.
+  if (before_drop) {
+    // The stored KV is of the positions before the drop: the rebuilt conversation's is
+    // computed anew (and the next spill replaces what is stored).
+    spilled_ = false;
+    stats.kv_source = KvSource::rebuilt;
+  } else if (spilled()) {  // bring the KV back from the store (or recompute what did not come)
+    const double t0 = now_ms();
+    stats.kv_source = restore_kv() ? KvSource::restored : KvSource::rebuilt;
+    stats.restore_ms = now_ms() - t0;
+  }
   return before_drop;
 }
 
@@ -129,28 +134,51 @@ void Session::run_turn(std::string_view user_text, const std::string_view* writt
     sampler.emplace(params.sampler, seed_for(params), size_t(engine_->config().n_vocab));
   }
   stats = TurnStats{};
-  stats.kv_source = n_cached_ > 0 ? KvSource::resident : KvSource::fresh;
+  stats.kv_source = kv_held();
 
   // 1. Render only what is new: what closes the previous reply, then the user message (and a
   //    reply's written text or prefix). When it does not fit, the overflow policy decides:
   //    refuse, or drop the oldest exchanges. A reply to generate needs room for one token more.
   std::vector<int32_t> new_ids = render_turn(user_text);
   const std::string_view reply_opening = written_reply ? *written_reply : params.reply_prefix;
-  const int32_t before_reply = !new_ids.empty() ? new_ids.back()
-                               : !tokens_.empty() ? tokens_.back()
-                                                  : -1;
-  std::vector<int32_t> reply_ids = reply_opening.empty()
-                                       ? std::vector<int32_t>()
-                                       : template_.render_reply(reply_opening, before_reply);
-  if (written_reply && written_reply_ended) {
-    const std::vector<int32_t> end = template_.end_reply();
-    reply_ids.insert(reply_ids.end(), end.begin(), end.end());
-  }
+  // The reply's written text or prefix, as it follows the last id before it (a raw reply
+  // joins the word it follows, or starts one).
+  const auto render_reply = [&] {
+    const int32_t before_reply = !new_ids.empty() ? new_ids.back()
+                                 : !tokens_.empty() ? tokens_.back()
+                                                    : -1;
+    std::vector<int32_t> ids = reply_opening.empty()
+                                   ? std::vector<int32_t>()
+                                   : template_.render_reply(reply_opening, before_reply);
+    if (written_reply && written_reply_ended) {
+      const std::vector<int32_t> end = template_.end_reply();
+      ids.insert(ids.end(), end.begin(), end.end());
+    }
+    return ids;
+  };
+  std::vector<int32_t> reply_ids = render_reply();
   const size_t reply_room = reply_ids.size() + (written_reply ? 0 : 1);
   const size_t wanted_room =
       written_reply ? reply_room : reply_ids.size() + std::max<size_t>(1, params.max_tokens);
+  const bool was_spilled = spilled();
   std::optional<ConversationCopy> before_drop =
       fit_turn(&user_text, new_ids, reply_room, wanted_room, written_reply != nullptr, stats);
+  if (before_drop && !reply_ids.empty()) {
+    // With every exchange dropped, the turn was rendered anew to open the conversation: the
+    // reply follows its last id now, and may take an id more or less than before the drop.
+    reply_ids = render_reply();
+    const size_t needed =
+        tokens_.size() + new_ids.size() + reply_ids.size() + (written_reply ? 0 : 1);
+    if (needed > engine_->context_length()) {
+      put_back(std::move(*before_drop));
+      spilled_ = was_spilled;  // its stored KV is the conversation's again
+      fail(Status::context_full,
+           "the message and its reply do not fit the context's " +
+               std::to_string(engine_->context_length()) +
+               " tokens even with every earlier exchange dropped (they need " +
+               std::to_string(needed) + ")");
+    }
+  }
   // A turn that adds no ids (an empty message under "raw", after a rewind) starts the reply
   // from the logits after the last kept token: computed again, as they are not kept.
   if (new_ids.empty() && reply_ids.empty() && !tokens_.empty() && n_cached_ == tokens_.size()) {

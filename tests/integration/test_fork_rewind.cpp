@@ -82,6 +82,40 @@ TEST_CASE("rewind then resend equals the original") {
   CHECK_THROWS_AS(s.rewind(5), Error);
 }
 
+// The system prompt's ids are rendered with the first user message: rewound past it, the
+// system turn holds none, as in a new session, and the turns' ids add up to the session's.
+TEST_CASE("rewound to its system prompt, a conversation's turns count what a new one's do") {
+  PARLEY_SHARED_OR_SKIP(gguf, "models/stories260k/stories260k-f32.gguf");
+  auto engine = open_engine(gguf.string(), kv::KvType::int8);
+  const auto token_sum = [](const engine::Session& s) {
+    size_t n = 0;
+    for (const auto& m : s.messages()) n += m.n_tokens;
+    return n;
+  };
+  engine::Session fresh(engine, session_options("Once upon a time"));
+  REQUIRE(fresh.messages().size() == 1);
+  for (const uint32_t exchanges : {1u, 2u}) {
+    CAPTURE(exchanges);
+    engine::Session s(engine, session_options("Once upon a time"));
+    greedy_turn(s, "there was a dog", 5);
+    REQUIRE(s.messages().front().n_tokens > 0);  // the system prompt's share of the first turn
+    if (exchanges == 2) greedy_turn(s, "The dog", 5);
+    s.rewind(2 * exchanges);
+    REQUIRE(s.tokens().empty());
+    REQUIRE(s.messages().size() == 1);
+    CHECK(s.messages().front().n_tokens == fresh.messages().front().n_tokens);
+    CHECK(token_sum(s) == s.tokens().size());
+
+    // The next turn renders the system prompt again, and counts it as a new session does.
+    greedy_turn(s, "there was a dog", 5);
+    engine::Session next(engine, session_options("Once upon a time"));
+    greedy_turn(next, "there was a dog", 5);
+    CHECK(s.tokens() == next.tokens());
+    CHECK(s.messages().front().n_tokens == next.messages().front().n_tokens);
+    CHECK(token_sum(s) == s.tokens().size());
+  }
+}
+
 TEST_CASE("rewinding only a reply leaves the message with an empty, closed reply") {
   auto engine = open_engine(small_synthetic_model(), kv::KvType::int8);
   engine::Session s(engine, session_options("", "llama2"));

@@ -90,6 +90,37 @@ TEST_CASE("parley_session_prepare: an opening, then a reopened conversation, in 
   parley_engine_close(e);
 }
 
+TEST_CASE("the send after parley_session_prepare starts from the prepared opening: RESIDENT") {
+  PARLEY_SHARED_OR_SKIP(gguf, "models/stories260k/stories260k-f32.gguf");
+  parley_engine* e = open_engine(gguf.string(), PARLEY_KV_F32);
+  const parley_generate_options g = greedy_options(8);
+  for (const int prepares : {1, 2}) {
+    CAPTURE(prepares);
+    parley_session* s = create_session(e, nullptr, kSystem);
+    parley_turn_stats prepared = new_stats();
+    for (int i = 0; i < prepares; ++i) {
+      REQUIRE_MESSAGE(parley_session_prepare(s, &prepared) == PARLEY_OK, parley_last_error());
+    }
+    // A second prepare finds the first one's opening held.
+    CHECK(prepared.kv_source ==
+          (prepares == 1 ? PARLEY_KV_SOURCE_NEW : PARLEY_KV_SOURCE_RESIDENT));
+    REQUIRE(session_info(s).kv_bytes_resident > 0);
+    REQUIRE(session_info(s).n_tokens == 0);
+    parley_turn_stats sent = new_stats();
+    REQUIRE(parley_session_send(s, " Lily", &g, nullptr, nullptr, &sent) == PARLEY_OK);
+    CHECK(sent.reused_tokens > 0);
+    CHECK(sent.kv_source == PARLEY_KV_SOURCE_RESIDENT);
+    parley_session_close(s);
+  }
+  // Without a prepare, the first send has nothing to start from.
+  parley_session* s = create_session(e, nullptr, kSystem);
+  parley_turn_stats sent = new_stats();
+  REQUIRE(parley_session_send(s, " Lily", &g, nullptr, nullptr, &sent) == PARLEY_OK);
+  CHECK(sent.kv_source == PARLEY_KV_SOURCE_NEW);
+  parley_session_close(s);
+  parley_engine_close(e);
+}
+
 TEST_CASE("parley_session_prepare: stopped by parley_session_interrupt, with its figures") {
   parley_engine_options eo;
   parley_engine_options_init(&eo);
