@@ -179,9 +179,8 @@ void Session::require_opening_fits(std::string_view note) const {
            "the context holds " + std::to_string(engine_->context_length()) + std::string(note));
 }
 
-uint32_t Session::imported_system_tokens(const Message& first) const {
-  const auto ids = std::span(tokens_).subspan(first.token_begin, first.n_tokens);
-  if (const uint32_t n = system_prefix_tokens(ids, system_prompt_)) return n;
+void Session::require_rendered_with_system_prompt(const Message& first,
+                                                  std::span<const int32_t> ids) const {
   // Where the template's rendering merges the prompt's last ids with the message's, the whole
   // first turn tells (as the session that exported it rendered it). A text far longer than
   // the ids cannot be theirs: it is not tokenized whole to find that out.
@@ -192,12 +191,12 @@ uint32_t Session::imported_system_tokens(const Message& first) const {
           "imported conversation: its system prompt is not the one the messages' tokens begin "
           "with (they were rendered with another); leave out the messages' \"tokens\" to have "
           "the conversation tokenized anew with this prompt");
-  return 0;
 }
 
 void Session::adopt_turns(std::vector<store::StoredTurn> turns, Status bad_status,
                           Status vocabulary_status) {
-  const std::string whose = bad_status == Status::corrupt ? "stored" : "imported";
+  const bool stored = bad_status == Status::corrupt;
+  const std::string whose = stored ? "stored" : "imported";
   for (auto& t : turns) {
     require(t.role >= 0 && t.role <= 2, bad_status, whose + " turn has an unknown role");
     for (int32_t id : t.token_ids) {
@@ -221,7 +220,7 @@ void Session::adopt_turns(std::vector<store::StoredTurn> turns, Status bad_statu
     // as an empty one, as a live session and an import of texts record it: the same file
     // gives the same turns, with ids or without.
     if (t.role == int32_t(Role::user) && !messages_.empty() &&
-        messages_.back().role == Role::user && bad_status != Status::corrupt) {
+        messages_.back().role == Role::user && !stored) {
       messages_.push_back({Role::assistant, std::string(), 0, uint32_t(tokens_.size()), false});
     }
     Message m{Role(t.role), std::move(t.text), uint32_t(t.token_ids.size()),
@@ -235,10 +234,9 @@ void Session::adopt_turns(std::vector<store::StoredTurn> turns, Status bad_statu
   // A conversation from an engine with a longer context is whole, not corrupt: it is left
   // as it is, for an engine whose context holds it. So is one whose opening alone is longer
   // (a system prompt and no message yet: no ids to count).
-  const std::string unchanged = bad_status == Status::corrupt
-                                    ? " (an engine with a context_length that holds it opens "
-                                      "it; nothing was changed)"
-                                    : "";
+  const std::string unchanged = stored ? " (an engine with a context_length that holds it "
+                                         "opens it; nothing was changed)"
+                                       : "";
   require(tokens_.size() <= engine_->context_length(), Status::context_full, [&] {
     return whose + " conversation has " + std::to_string(tokens_.size()) +
            " tokens; this engine's context holds " +
@@ -251,11 +249,9 @@ void Session::adopt_turns(std::vector<store::StoredTurn> turns, Status bad_statu
   // begin with the prompt's ids at all); an imported one's may have been edited.
   if (messages_.size() > 1 && messages_[0].role == Role::system) {
     Message& first = messages_[1];
-    const uint32_t system_tokens =
-        bad_status == Status::corrupt
-            ? system_prefix_tokens(std::span(tokens_).subspan(first.token_begin, first.n_tokens),
-                                   system_prompt_)
-            : imported_system_tokens(first);
+    const auto ids = std::span<const int32_t>(tokens_).subspan(first.token_begin, first.n_tokens);
+    const uint32_t system_tokens = system_prefix_tokens(ids, system_prompt_);
+    if (!stored && system_tokens == 0) require_rendered_with_system_prompt(first, ids);
     messages_[0].n_tokens = system_tokens;
     first.n_tokens -= system_tokens;
   }

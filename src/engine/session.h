@@ -313,9 +313,11 @@ class Session {
   // Error(context_full) when the conversation's opening (BOS, the template's markers, the
   // system prompt) and a reply's first token do not fit the context; `note` ends the message.
   void require_opening_fits(std::string_view note) const;
-  // The system message's share of the first user message's ids, in an imported conversation:
-  // Error(invalid_argument) when those ids were rendered with another system prompt.
-  uint32_t imported_system_tokens(const Message& first) const;
+  // Error(invalid_argument) unless the first user message's `ids`, which do not begin with
+  // the system prompt's own ids, are its text rendered with that prompt (an imported
+  // conversation whose prompt was edited after its ids were).
+  void require_rendered_with_system_prompt(const Message& first,
+                                           std::span<const int32_t> ids) const;
 
   // send() and add_exchange(): a written reply when written_reply is set (ended with the
   // template's end ids when written_reply_ended), else generated.
