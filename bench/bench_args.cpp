@@ -85,7 +85,6 @@ void remove_repeats(std::vector<T>& items) {
 }
 
 void remove_repeated_values(BenchArgs& a) {
-  remove_repeats(a.scenarios);
   remove_repeats(a.kv_types);
   remove_repeats(a.prompt_tokens);
   remove_repeats(a.context_tokens);
