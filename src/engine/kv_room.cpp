@@ -9,8 +9,8 @@
 
 namespace parley::engine {
 
-void Session::write_kv_with_room(const std::function<void()>& write,
-                                 const std::function<size_t()>& needed,
+template <class Write, class Needed>
+void Session::write_kv_with_room(const Write& write, const Needed& needed,
                                  const kv::BlockTable& table) const {
   const auto attempt = [&] {
     try {

@@ -429,9 +429,10 @@ class Session {
   // budget is short; then spills idle sessions and runs it again while there is room to make
   // (Engine::write_with_room: `needed` says how many more blocks it takes, and the table's
   // blocks are held, which no spill frees). Throws the pool's error when no room comes, or
-  // make_room's when a spill failed.
-  void write_kv_with_room(const std::function<void()>& write,
-                          const std::function<size_t()>& needed,
+  // make_room's when a spill failed. A template (kv_room.cpp, its only user): a decode step
+  // writes through it every token, and the first try needs no std::function.
+  template <class Write, class Needed>
+  void write_kv_with_room(const Write& write, const Needed& needed,
                           const kv::BlockTable& table) const;
   // How a reply ended, when not by a stop token, a stop string or a limit.
   enum class ReplyCut { none, cancelled, out_of_kv_memory };
