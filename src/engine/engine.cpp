@@ -268,6 +268,9 @@ Engine::SpillPass Engine::spill_where(SessionFilter filter, double arg, const Se
         ++pass.busy;
       }
     }
+    // A closing session is about to store its last spill and let its blocks go.
+    pass.busy += std::count_if(closing_.begin(), closing_.end(),
+                               [&](const Closing& c) { return c.session != except; });
   }
   std::sort(candidates.begin(), candidates.end(), [](const Candidate& a, const Candidate& b) {
     return a.session->last_used_ms() < b.session->last_used_ms();

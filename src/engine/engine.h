@@ -181,7 +181,7 @@ class Engine {
     bool changed_elsewhere = false;  // the store holds another engine's version of it
   };
   struct SpillPass {
-    size_t busy = 0;                     // sessions in use elsewhere: not tried
+    size_t busy = 0;                     // sessions in use elsewhere or closing: not tried
     std::vector<SpillFailure> failures;  // each logged
   };
   // Sessions named in `skip` (whose spill failed earlier in the same call) are not tried.

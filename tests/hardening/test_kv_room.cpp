@@ -393,3 +393,40 @@ TEST_CASE("a session in use is waited for after another's spill failed, which is
   CHECK_FALSE(failing->spilled());  // once refused, it was not tried again for this send
   CHECK(warnings.count(kSpillFailed) == 1);
 }
+
+TEST_CASE("a session closing elsewhere is waited for after another's spill failed") {
+  FaultyVfs vfs("parley-faulty-kv-closing");
+  TempDir dir;
+  auto e = engine_on((dir / "room.db").string(), vfs, 4);
+  auto failing = session_on(e, "A");  // least recently used: the first to be spilled
+  REQUIRE(send_to(*failing, "Hi", 2).status == parley::Status::ok);
+  auto closing = session_on(e, "B");
+  REQUIRE(send_to(*closing, "Hi", 2).status == parley::Status::ok);
+  auto big = session_on(e, "big");
+  REQUIRE(e->stats().blocks.used == 2);  // a block each
+  // Three blocks: two are free, the third is A's or B's.
+  const std::string message = message_for(*big, 32, 40);
+  LogCapture warnings;
+  vfs.fail_writes_after(0, SQLITE_FULL);
+  // B closes on a thread of its own, held before its spill until A's spill has failed; then
+  // the disk has room again and B's close stores it and lets its block go.
+  auto spill_held = closing->try_use_idle();
+  REQUIRE(spill_held);
+  std::thread closer([s = std::move(closing)]() mutable { s.reset(); });
+  const auto give_up = std::chrono::steady_clock::now() + std::chrono::minutes(1);
+  while (e->stats().sessions_idle > 2 && std::chrono::steady_clock::now() < give_up) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  Sent sent;
+  std::thread sender([&] { sent = send_to(*big, message, 6); });
+  warnings.wait_for(kSpillFailed);
+  vfs.clear();
+  spill_held.unlock();
+  sender.join();
+  closer.join();
+  CHECK_MESSAGE(sent.status == parley::Status::ok, sent.message);
+  CHECK(big->messages().size() == 2);
+  CHECK_FALSE(failing->spilled());  // once refused, it was not tried again for this send
+  CHECK(warnings.count(kSpillFailed) == 1);
+  CHECK(e->store()->load_turns("B").size() == 2);
+}
