@@ -134,6 +134,17 @@ void check_rope_entry_kind(const json& entry, const std::string& key) {
   }
 }
 
+// transformers rotates only this fraction of each head's dimensions; the kernels rotate all.
+void check_full_rotary(const json& j, const std::string& key) {
+  const json* factor = field(j, "partial_rotary_factor");
+  if (!factor) return;
+  if (!factor->is_number()) bad(key + " = " + json_shown(*factor) + " is not a number");
+  if (factor->get<double>() != 1.0) {
+    unsupported(key + " " + json_shown(*factor) +
+                " is not supported (RoPE over part of each head; only 1)");
+  }
+}
+
 // A RoPE base as a file gives it: the value and the key that names it in messages.
 struct RopeBase {
   const json* value = nullptr;  // a number; nullptr when not given
@@ -160,6 +171,7 @@ std::string shown_base(const RopeBase& b) {
 RopeBase entry_base(const json& entry, const std::string& key, const RopeBase& top) {
   if (!entry.is_object()) bad(key + " = " + json_shown(entry) + " is not an object");
   check_rope_entry_kind(entry, key);
+  check_full_rotary(entry, key + ".partial_rotary_factor");
   RopeBase own = number_at(entry, "rope_theta", key + ".rope_theta");
   if (!own.value) return {top.value, std::move(own.key)};
   if (top.value && !same_base(top, own))
@@ -209,6 +221,7 @@ void check_unsupported_features(const json& j) {
     unsupported("rope_scaling " + (kind ? "of type " + json_shown(*kind) : json_shown(*scaling)) +
                 " is not supported (only none or \"default\")");
   }
+  check_full_rotary(j, "partial_rotary_factor");
   // A Mixtral-style config can name model_type llama; its experts have no dense FFN to load.
   if (const auto experts = get_i32(j, "num_local_experts"); experts && *experts > 0) {
     unsupported("mixture-of-experts models (" + std::to_string(*experts) +

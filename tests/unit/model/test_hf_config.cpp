@@ -382,3 +382,22 @@ TEST_CASE("HF config: the stories260K config.json") {
   CHECK(c.add_bos);
   CHECK(hf.tie_word_embeddings);
 }
+
+TEST_CASE("HF config: RoPE over part of each head (partial_rotary_factor) is unsupported") {
+  json full = mistral();
+  full["partial_rotary_factor"] = 1.0;
+  CHECK_NOTHROW(parse(full));
+  json partial = mistral();
+  partial["partial_rotary_factor"] = 0.5;
+  CHECK_PARLEY_ERROR(parse(partial), Status::unsupported,
+                     "config.json: partial_rotary_factor 0.5 is not supported");
+  CHECK_PARLEY_ERROR(
+      parse(with_rope_parameters({{"rope_type", "default"}, {"partial_rotary_factor", 0.25}})),
+      Status::unsupported, "config.json: rope_parameters.partial_rotary_factor 0.25");
+  CHECK_NOTHROW(
+      parse(with_rope_parameters({{"rope_type", "default"}, {"partial_rotary_factor", 1}})));
+  json text = mistral();
+  text["partial_rotary_factor"] = "half";
+  CHECK_PARLEY_ERROR(parse(text), Status::bad_model,
+                     "config.json: partial_rotary_factor = \"half\" is not a number");
+}
