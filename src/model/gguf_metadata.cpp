@@ -48,14 +48,15 @@ float require_float(const GgufFile& f, std::string_view key) {
 // llama.cpp's RoPE scaling as it reads the keys: the type defaults to "linear", which divides
 // positions by rope.scaling.factor (else the older rope.scale_linear; 0 or 1 is no scaling),
 // "none" never scales, and attn_factor multiplies every cos and sin whatever the type. Only
-// what would change plain RoPE is refused: the YaRN keys (original_context_length, ...)
-// change nothing without YaRN.
+// what would change plain RoPE is refused: linear scaling by 1, and the YaRN keys
+// (original_context_length, ...) without YaRN, change nothing.
 void check_rope_scaling(const GgufFile& f) {
   const auto type = f.get_string("llama.rope.scaling.type");
-  if (type && *type != "none") {
+  const bool linear = !type || *type == "linear";
+  if (!linear && *type != "none") {
     rope_scaling_unsupported("llama.rope.scaling.type '" + std::string(*type) + "'");
   }
-  if (!type) {
+  if (linear) {
     const std::string_view key = f.find("llama.rope.scaling.factor")
                                      ? "llama.rope.scaling.factor"
                                      : "llama.rope.scale_linear";
@@ -63,8 +64,9 @@ void check_rope_scaling(const GgufFile& f) {
     // llama.cpp reads the factor as a float.
     if (factor && float(*factor) != 0.0f && float(*factor) != 1.0f) {
       rope_scaling_unsupported(std::string(key) + " " + shown_float(*factor) +
-                               " (linear RoPE scaling, as llama.cpp reads a factor without a "
-                               "type)");
+                               (type ? " (linear RoPE scaling)"
+                                     : " (linear RoPE scaling, as llama.cpp reads a factor "
+                                       "without a type)"));
     }
   }
   const auto attn = f.get_float("llama.rope.scaling.attn_factor");

@@ -288,8 +288,22 @@ TEST_CASE("GGUF metadata: other architectures, tokenizers and RoPE scaling are u
                      "architecture 'gpt2'");
   CHECK_PARLEY_ERROR(read(Metadata().str("tokenizer.ggml.model", "gpt2")), Status::unsupported,
                      "tokenizer.ggml.model 'gpt2'");
-  CHECK_PARLEY_ERROR(read(Metadata().str("llama.rope.scaling.type", "linear")), Status::unsupported,
-                     "llama.rope.scaling.type 'linear'");
+  CHECK_PARLEY_ERROR(read(Metadata().str("llama.rope.scaling.type", "yarn")), Status::unsupported,
+                     "llama.rope.scaling.type 'yarn'");
+}
+
+// Linear scaling divides positions by the factor: by 1 (or llama.cpp's 0, "not set") it
+// changes nothing.
+TEST_CASE("GGUF metadata: linear RoPE scaling is refused only with a factor other than 1") {
+  Metadata linear;
+  linear.str("llama.rope.scaling.type", "linear");
+  CHECK_NOTHROW(read(linear));
+  CHECK_NOTHROW(read(Metadata(linear).f32("llama.rope.scaling.factor", 1.0f)));
+  CHECK_NOTHROW(read(Metadata(linear).f32("llama.rope.scale_linear", 0.0f)));
+  CHECK_PARLEY_ERROR(read(Metadata(linear).f32("llama.rope.scaling.factor", 4.0f)),
+                     Status::unsupported, "llama.rope.scaling.factor 4 (linear RoPE scaling)");
+  CHECK_PARLEY_ERROR(read(Metadata(linear).f32("llama.rope.scale_linear", 2.0f)),
+                     Status::unsupported, "llama.rope.scale_linear 2 (linear RoPE scaling)");
 }
 
 // llama.cpp reads a scaling factor without a type as linear scaling, from the older key too.
