@@ -870,8 +870,11 @@ PARLEY_API parley_status parley_session_count_tokens(parley_session *s, const ch
  *  it the way the template closes a reply. With the "raw" template the reply continues the
  *  message as the model's own reply would, and as a streamed raw reply reads: " there was"
  *  starts a word, ", and" joins the last one (since 0.6; before, a space was put before every
- *  reply). In a chat template a leading space is taken as the one the reply's first word has
- *  (streaming drops it). The KV of both is computed before this returns
+ *  reply). With "llama2" and "mistral" a leading space is taken as the one the reply's first
+ *  word has (streaming drops it; "llama2" strips every leading whitespace, as its published
+ *  template does); with "chatml" and "zephyr" the reply follows "assistant\n" as is, as
+ *  their published templates render it (since 0.9.4; before, their replies were tokenized
+ *  as a text of their own, so a first word got a U+2581 the model never wrote). The KV of both is computed before this returns
  *  (parley_session_interrupt() stops that part: the next turn computes the rest), so the next
  *  send() computes little more than its own message.
  *  Both are turns (parley_session_get_turn; rewinding 2 removes them).

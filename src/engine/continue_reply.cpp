@@ -24,11 +24,11 @@ bool Session::continuation_starts_reply() const {
 }
 
 std::vector<int32_t> Session::render_continuation(std::string_view text, bool reply_start,
-                                                  int32_t after_id) const {
+                                                  int32_t after_id, bool whole) const {
   if (text.empty()) return {};
   // Encoded on its own, text in the middle of a reply would gain the space a text's first
   // word has: there it continues the reply's text.
-  return reply_start ? template_.render_reply(text, after_id)
+  return reply_start ? template_.render_reply(text, after_id, whole)
                      : engine_->tokenizer().encode_continuation(text);
 }
 

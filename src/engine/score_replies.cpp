@@ -70,7 +70,7 @@ std::vector<Session::ReplyScore> Session::score(
   std::vector<std::vector<int32_t>> reply_ids;
   const uint32_t context = engine_->context_length();
   for (size_t i = 0; i < replies.size(); ++i) {
-    auto ids = render_continuation(replies[i], reply_start, prompt.back());
+    auto ids = render_continuation(replies[i], reply_start, prompt.back(), with_end);
     if (with_end) ids.insert(ids.end(), ending.begin(), ending.end());
     if (prompt.size() + ids.size() > context) {
       const std::string reply = "reply " + std::to_string(i) + " (" +

@@ -372,10 +372,10 @@ class Session {
   // starts the reply (it has none yet).
   bool continuation_starts_reply() const;
   // Ids of text put at the end of the reply continuing goes on from: a reply's start
-  // (render_reply; `after_id` is the id it follows), or more of a reply under way
-  // (Tokenizer::encode_continuation).
+  // (render_reply; `after_id` is the id it follows, `whole` when the text is all of it), or
+  // more of a reply under way (Tokenizer::encode_continuation).
   std::vector<int32_t> render_continuation(std::string_view text, bool reply_start,
-                                           int32_t after_id) const;
+                                           int32_t after_id, bool whole = false) const;
   // The ids to prefill for a new user message, starting with what the previous reply left.
   std::vector<int32_t> render_turn(std::string_view user_text) const;
   // Makes room for a new turn of `new_ids` and `reply_room` reply tokens by dropping the

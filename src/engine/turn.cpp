@@ -149,7 +149,8 @@ void Session::run_turn(std::string_view user_text, const std::string_view* writt
                                                     : -1;
     std::vector<int32_t> ids = reply_opening.empty()
                                    ? std::vector<int32_t>()
-                                   : template_.render_reply(reply_opening, before_reply);
+                                   : template_.render_reply(reply_opening, before_reply,
+                                                            written_reply && written_reply_ended);
     if (written_reply && written_reply_ended) {
       const std::vector<int32_t> end = template_.end_reply();
       ids.insert(ids.end(), end.begin(), end.end());

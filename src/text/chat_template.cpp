@@ -5,6 +5,7 @@
 #include <string>
 
 #include "common/add_unique.h"
+#include "text/python_strip.h"
 #include "text/tokenizer.h"
 
 namespace parley::text {
@@ -16,6 +17,7 @@ constexpr std::array kAllKinds = {TemplateKind::raw, TemplateKind::llama2, Templ
 // Markers of the published formats; ids where the vocabulary has them as special tokens.
 constexpr std::string_view kInst = "[INST]";
 constexpr std::string_view kInstEnd = "[/INST]";
+constexpr std::string_view kSpacedInstEnd = " [/INST]";  // v0.1/v0.2; v0.3 writes no space
 constexpr std::string_view kSys = "<<SYS>>";
 constexpr std::string_view kSysEnd = "<</SYS>>";
 constexpr std::string_view kImStart = "<|im_start|>";
@@ -23,6 +25,7 @@ constexpr std::string_view kImEnd = "<|im_end|>";
 constexpr std::string_view kZephyrSystem = "<|system|>";
 constexpr std::string_view kZephyrUser = "<|user|>";
 constexpr std::string_view kZephyrAssistant = "<|assistant|>";
+constexpr std::string_view kPhi3End = "<|end|>";  // Phi-3's turns: <|user|> too, not zephyr's
 
 }  // namespace
 
@@ -47,9 +50,9 @@ std::optional<TemplateKind> template_from_name(std::string_view name) {
 TemplateKind template_from_model(std::string_view jinja) {
   const auto has = [&](std::string_view s) { return jinja.find(s) != std::string_view::npos; };
   if (has(kImStart)) return TemplateKind::chatml;
-  if (has(kZephyrUser)) return TemplateKind::zephyr;
+  if (has(kZephyrUser) && !has(kPhi3End)) return TemplateKind::zephyr;
   if (has(kInst) && has(kSys)) return TemplateKind::llama2;
-  if (has(kInst)) return TemplateKind::mistral;
+  if (has(kInst) && has(kSpacedInstEnd)) return TemplateKind::mistral;
   return TemplateKind::raw;
 }
 
@@ -68,6 +71,10 @@ std::vector<int32_t> ChatTemplate::render_user_turn(std::string_view system_prom
   const bool with_system = first && !system_prompt.empty();
   std::vector<Segment> segments;
   if (first) segments = start_segments(with_system ? system_prompt : std::string_view());
+  // Llama 2's template strips the system part and the message as one text: with no message
+  // after them, the system part's closing newlines go too.
+  if (kind_ == TemplateKind::llama2 && with_system && strip_python_space(user, true, true).empty())
+    segments.pop_back();
   auto turn = turn_segments(user, first, with_system);
   segments.insert(segments.end(), std::make_move_iterator(turn.begin()),
                   std::make_move_iterator(turn.end()));
@@ -79,9 +86,21 @@ std::vector<int32_t> ChatTemplate::render_system(std::string_view system_prompt)
   return tokenize(start_segments(system_prompt));
 }
 
-std::vector<int32_t> ChatTemplate::render_reply(std::string_view reply, int32_t after_id) const {
-  const bool starts_text = kind_ != TemplateKind::raw || after_id == tokenizer_.bos_id();
-  if (!starts_text) return tokenizer_.encode_continuation(reply);
+std::vector<int32_t> ChatTemplate::render_reply(std::string_view reply, int32_t after_id,
+                                                bool whole) const {
+  switch (kind_) {
+    case TemplateKind::raw:  // continues the message, but after BOS alone starts a text
+      if (after_id != tokenizer_.bos_id()) return tokenizer_.encode_continuation(reply);
+      break;
+    case TemplateKind::chatml:  // "...assistant\n{reply}": in the text run of the prefix
+    case TemplateKind::zephyr:
+      return tokenizer_.encode_continuation(reply);
+    case TemplateKind::llama2:  // "[/INST] " + reply.strip() + " </s>"
+      reply = strip_python_space(reply, true, whole);
+      break;
+    case TemplateKind::mistral:  // "[/INST] " + reply + "</s>"
+      break;
+  }
   // The space a reply's first word has is the one encoding puts before the text.
   if (reply.starts_with(' ')) reply.remove_prefix(1);
   return tokenizer_.keep_trailing_spaces(reply, tokenize({text(std::string(reply))}));
@@ -91,6 +110,11 @@ std::vector<int32_t> ChatTemplate::close_reply() const {
   switch (kind_) {
     case TemplateKind::raw: return {};
     case TemplateKind::chatml: return tokenize({marker(kImEnd)});
+    case TemplateKind::llama2: {  // " </s>": the space ends the reply's text run
+      std::vector<int32_t> ids = trailing_space();
+      ids.push_back(tokenizer_.eos_id());
+      return ids;
+    }
     default: return {tokenizer_.eos_id()};
   }
 }
@@ -100,8 +124,16 @@ std::vector<int32_t> ChatTemplate::end_reply() const {
   const auto is_stop = [&](int32_t id) {
     return std::find(stop_tokens_.begin(), stop_tokens_.end(), id) != stop_tokens_.end();
   };
-  if (close.size() == 1 && is_stop(close[0])) return close;
+  if (!close.empty() && is_stop(close.back())) return close;
   return {tokenizer_.eos_id()};
+}
+
+std::vector<int32_t> ChatTemplate::trailing_space() const {
+  const std::vector<int32_t> word = tokenizer_.encode("a");
+  const std::vector<int32_t> spaced = tokenizer_.encode("a ");
+  if (spaced.size() < word.size() || !std::equal(word.begin(), word.end(), spaced.begin()))
+    return {};
+  return {spaced.begin() + std::ptrdiff_t(word.size()), spaced.end()};
 }
 
 std::vector<ChatTemplate::Segment> ChatTemplate::start_segments(std::string_view system) const {
@@ -128,16 +160,22 @@ std::vector<ChatTemplate::Segment> ChatTemplate::start_segments(std::string_view
 std::vector<ChatTemplate::Segment> ChatTemplate::turn_segments(std::string_view user, bool first,
                                                                bool after_system) const {
   const std::string message(user);
+  // Llama 2's template strips the message; after the system part (one text with it) only its
+  // end.
+  const auto spoken = [&](std::string_view text, bool after_system) {
+    return kind_ == TemplateKind::llama2 ? std::string(strip_python_space(text, !after_system, true))
+                                         : std::string(text);
+  };
   std::vector<Segment> s;
   switch (kind_) {
     case TemplateKind::raw:
       s = {text(message)};
       break;
-    case TemplateKind::llama2:   // <s>[INST] {user} [/INST]; the first <s> is the start's
+    case TemplateKind::llama2:   // <s>[INST] {user.strip()} [/INST]; the first <s> is the start's
     case TemplateKind::mistral:  // [INST] {user} [/INST]; <s> only at the very start
       if (!first && kind_ == TemplateKind::llama2) s.push_back(token(tokenizer_.bos_id()));
       if (!after_system) s.insert(s.end(), {marker(kInst), text(" ")});
-      s.insert(s.end(), {text(message + " "), marker(kInstEnd)});
+      s.insert(s.end(), {text(spoken(user, after_system) + " "), marker(kInstEnd)});
       break;
     case TemplateKind::chatml:  // <|im_start|>user\n{user}<|im_end|>\n<|im_start|>assistant\n
       if (!first) s.push_back(text("\n"));  // follows the previous reply's <|im_end|>

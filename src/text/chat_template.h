@@ -43,19 +43,27 @@ class ChatTemplate {
   // for checking that it fits). Empty when there is no system prompt.
   std::vector<int32_t> render_system(std::string_view system_prompt) const;
 
-  // Ids of a reply the caller wrote, as the model would give them, so that a streamed reply
-  // written back gives the ids it came from. In a chat template the text is encoded on its
-  // own (a reply's first word has the leading space sentencepiece writes, which streaming
-  // drops; one written is taken as that space); with raw it continues the text before it
-  // (Tokenizer::encode_continuation: " so" starts a word, "," joins the last one), except
-  // after BOS (`after_id`, the id the reply follows), where it starts a text, as a chat
-  // reply does. Empty for "".
-  std::vector<int32_t> render_reply(std::string_view reply, int32_t after_id) const;
+  // Ids of a reply the caller wrote (or its beginning), as the published template renders
+  // it, so that a streamed reply written back gives the ids it came from:
+  //   chatml, zephyr: the reply continues the text run of "assistant\n"
+  //     (Tokenizer::encode_continuation: "Hi" gets no U+2581, " Hi" does);
+  //   llama2, mistral: the reply follows "[/INST] ", so it is encoded on its own (a reply's
+  //     first word has the leading space sentencepiece writes, which streaming drops; one
+  //     written is taken as that space); llama2 strips the reply first (str.strip()), its end
+  //     only when `whole` (the whole reply, not a beginning the model goes on from);
+  //   raw: it continues the text before it (" so" starts a word, "," joins the last one),
+  //     except after BOS (`after_id`, the id the reply follows), where it starts a text, as
+  //     a llama2 reply does.
+  // Empty for "".
+  std::vector<int32_t> render_reply(std::string_view reply, int32_t after_id,
+                                    bool whole = false) const;
 
-  // Ids that close an assistant reply which stopped before its end token (max_tokens, stop).
+  // Ids that close an assistant reply which stopped before its end token (max_tokens, stop):
+  // <|im_end|> (chatml), " </s>" (llama2: the space's piece, where the normalizer keeps a
+  // text's last space, and EOS), EOS (zephyr, mistral).
   std::vector<int32_t> close_reply() const;
-  // The id that ends a reply as the model ends one: close_reply()'s when that is one of the
-  // stop tokens (<|im_end|> where the vocabulary has it, the EOS of llama2); else the EOS
+  // The ids that end a reply as the model ends one: close_reply()'s when they end with one of
+  // the stop tokens (<|im_end|> where the vocabulary has it, llama2's " </s>"); else the EOS
   // (raw, and a marker the vocabulary lacks, which the model cannot write as one token).
   std::vector<int32_t> end_reply() const;
 
@@ -63,8 +71,11 @@ class ChatTemplate {
   // Tokenizer::end_ids; <|im_end|> for chatml; BOS for raw).
   const std::vector<int32_t>& stop_tokens() const { return stop_tokens_; }
 
-  // Whether a reply's first space is dropped when streamed (true for chat templates).
-  bool strip_reply_leading_space() const { return kind_ != TemplateKind::raw; }
+  // Whether a reply's first space is dropped when streamed: where the template puts a space
+  // between the prefix and the reply (llama2, mistral), as render_reply takes it back.
+  bool strip_reply_leading_space() const {
+    return kind_ == TemplateKind::llama2 || kind_ == TemplateKind::mistral;
+  }
 
  private:
   struct Segment {
@@ -76,6 +87,9 @@ class ChatTemplate {
   static Segment text(std::string text) { return {-1, std::move(text), false}; }
   std::vector<int32_t> tokenize(const std::vector<Segment>& segments) const;
   Segment marker(std::string_view piece) const;  // id when the vocabulary has it, else text
+  // The ids a space at the end of a text run gets: U+2581, or none where the normalizer drops
+  // trailing whitespace.
+  std::vector<int32_t> trailing_space() const;
   // BOS and, when not empty, the system prompt's part of the format.
   std::vector<Segment> start_segments(std::string_view system_prompt) const;
   // The user's message up to the assistant's prefix; `after_system` when start_segments

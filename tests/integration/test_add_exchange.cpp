@@ -83,11 +83,11 @@ TEST_CASE("a written reply is closed by the next turn as the template closes a r
     const size_t prompt = generated.tokens().size() - 1;
     CHECK(std::equal(written.tokens().begin(), written.tokens().begin() + long(prompt),
                      generated.tokens().begin()));
-    CHECK(std::equal(written.tokens().begin() + long(prompt),
-                     written.tokens().begin() + long(after_reply),
-                     tok.encode("Once upon a time, there was a cat.").begin()));
+    const std::vector<int32_t> reply_ids(written.tokens().begin() + long(prompt),
+                                         written.tokens().begin() + long(after_reply));
+    CHECK(tok.decode(reply_ids) == "Once upon a time, there was a cat.");
     if (std::string(chat_template) != "chatml") {  // EOS closes llama2's and zephyr's replies
-      CHECK(written.tokens()[after_reply] == tok.eos_id());
+      CHECK(written.tokens()[after_reply] == tok.eos_id());  // (this tokenizer drops a last space)
     }
     check_replies_follow_all_at_once(gguf.string(), kv::KvType::f32, written.tokens(),
                                      written.tokens().size() - 16);

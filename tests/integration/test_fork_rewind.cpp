@@ -16,7 +16,7 @@ TEST_CASE("a fork equals an independent copy, and the two go their own ways") {
   for (auto type : {kv::KvType::int8, kv::KvType::f32}) {
     CAPTURE(std::string(kv::kv_type_name(type)));
     auto engine = open_engine(small_synthetic_model(), type);
-    engine::Session original(engine, session_options("a b c d e f g", "llama2"));
+    engine::Session original(engine, session_options("a b c d e f g", "mistral"));
     greedy_turn(original, "h i j k", 13);  // the last block is partly filled
     greedy_turn(original, "l m", 9);
     auto fork = original.fork("copy");
@@ -30,7 +30,7 @@ TEST_CASE("a fork equals an independent copy, and the two go their own ways") {
     greedy_turn(original, "q", 30);
 
     // The fork continues exactly like a session that replayed the same turns from scratch.
-    engine::Session replay(engine, session_options("a b c d e f g", "llama2"));
+    engine::Session replay(engine, session_options("a b c d e f g", "mistral"));
     greedy_turn(replay, "h i j k", 13);
     greedy_turn(replay, "l m", 9);
     greedy_turn(replay, "r s", 15);
@@ -118,7 +118,7 @@ TEST_CASE("rewound to its system prompt, a conversation's turns count what a new
 
 TEST_CASE("rewinding only a reply leaves the message with an empty, closed reply") {
   auto engine = open_engine(small_synthetic_model(), kv::KvType::int8);
-  engine::Session s(engine, session_options("", "llama2"));
+  engine::Session s(engine, session_options("", "mistral"));
   greedy_turn(s, "a b", 5);
   const size_t before_reply = s.messages().back().token_begin;
   s.rewind(1);

@@ -54,6 +54,14 @@ std::vector<int32_t> published(const Tokenizer& tokenizer, std::string_view form
   return ids;
 }
 
+// `ids` without `prefix`, which they must begin with.
+std::vector<int32_t> after_prefix(const std::vector<int32_t>& ids,
+                                  const std::vector<int32_t>& prefix) {
+  REQUIRE(prefix.size() <= ids.size());
+  REQUIRE(std::equal(prefix.begin(), prefix.end(), ids.begin()));
+  return {ids.begin() + std::ptrdiff_t(prefix.size()), ids.end()};
+}
+
 constexpr std::string_view kSystem = "You are a helpful assistant.";
 constexpr std::string_view kUser1 = "Hello there!";
 constexpr std::string_view kUser2 = "What is 2+2?";
@@ -143,6 +151,69 @@ TEST_CASE("every template renders the published format (markers are control toke
   CHECK(std::count(ids.begin(), ids.end(), *tokenizer.find_special("<|im_start|>")) == 2);
 }
 
+namespace {
+
+// A conversation as a session renders it: the first turn, a whole written reply and its end,
+// the second turn.
+std::vector<int32_t> conversation(const ChatTemplate& chat, std::string_view system,
+                                  std::string_view user1, std::string_view reply,
+                                  std::string_view user2) {
+  std::vector<int32_t> ids = chat.render_user_turn(system, user1, true);
+  for (const auto& part : {chat.render_reply(reply, ids.back(), true), chat.end_reply(),
+                           chat.render_user_turn(system, user2, false)}) {
+    ids.insert(ids.end(), part.begin(), part.end());
+  }
+  return ids;
+}
+
+// Messages with the whitespace a user types, and a reply as one streams.
+constexpr std::string_view kSpacedUser1 = "  Hello there!\n";
+constexpr std::string_view kSpacedReply = "Hi! How can I help?  ";
+constexpr std::string_view kSpacedUser2 = "What is 2+2? ";
+
+}  // namespace
+
+// The formats the published Jinja templates render for [system, user, assistant, user] with
+// add_generation_prompt: Llama-2-chat's strips each message (the system part and the first
+// message as one text); ChatML's and Zephyr's keep them as they are.
+TEST_CASE("whole conversations render as the published templates render them") {
+  PARLEY_SHARED_OR_SKIP(model, test::kLlama2Model);
+  const Tokenizer plain(test::proto_source(model));
+  const ChatTemplate llama2(TemplateKind::llama2, plain);
+  CHECK(test::ids_text(conversation(llama2, kSystem, kSpacedUser1, kSpacedReply, kSpacedUser2)) ==
+        test::ids_text(published(plain,
+                                 "<s>[INST] <<SYS>>\nYou are a helpful assistant.\n<</SYS>>\n\n"
+                                 "  Hello there! [/INST] Hi! How can I help? </s>"
+                                 "<s>[INST] What is 2+2? [/INST]")));
+  CHECK(conversation(llama2, "", kSpacedUser1, " " + std::string(kSpacedReply), "\n") ==
+        published(plain, "<s>[INST] Hello there! [/INST] Hi! How can I help? </s><s>[INST]  [/INST]"));
+  // A message of whitespace alone strips the system part's closing newlines too.
+  CHECK(llama2.render_user_turn(kSystem, " \n", true) ==
+        published(plain, "<s>[INST] <<SYS>>\nYou are a helpful assistant.\n<</SYS>> [/INST]"));
+
+  const Tokenizer markers(llama2_with_control_markers(model));
+  const ChatTemplate chatml(TemplateKind::chatml, markers);
+  CHECK(test::ids_text(conversation(chatml, kSystem, kSpacedUser1, kSpacedReply, kSpacedUser2)) ==
+        test::ids_text(published(
+            markers,
+            "<s><|im_start|>system\nYou are a helpful assistant.<|im_end|>\n"
+            "<|im_start|>user\n  Hello there!\n<|im_end|>\n<|im_start|>assistant\n"
+            "Hi! How can I help?  <|im_end|>\n"
+            "<|im_start|>user\nWhat is 2+2? <|im_end|>\n<|im_start|>assistant\n")));
+  const ChatTemplate zephyr(TemplateKind::zephyr, markers);
+  CHECK(test::ids_text(conversation(zephyr, kSystem, kSpacedUser1, kSpacedReply, kSpacedUser2)) ==
+        test::ids_text(published(markers,
+                                 "<s><|system|>\nYou are a helpful assistant.</s>\n"
+                                 "<|user|>\n  Hello there!\n</s>\n<|assistant|>\n"
+                                 "Hi! How can I help?  </s>\n"
+                                 "<|user|>\nWhat is 2+2? </s>\n<|assistant|>\n")));
+  // A reply's own first space stays its own there.
+  CHECK(conversation(chatml, "", "Hi", " Hello", "More") ==
+        published(markers,
+                  "<s><|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n Hello<|im_end|>\n"
+                  "<|im_start|>user\nMore<|im_end|>\n<|im_start|>assistant\n"));
+}
+
 TEST_CASE("ChatML with tok512, where its markers are plain text") {
   PARLEY_SHARED_OR_SKIP(model, test::kTok512Model);
   const Tokenizer tokenizer(test::proto_source(model));
@@ -168,18 +239,27 @@ TEST_CASE("stop tokens and the ids that close an interrupted reply") {
   CHECK(raw.close_reply().empty());
   CHECK_FALSE(raw.strip_reply_leading_space());
 
+  // The reply follows "assistant\n": a space the model writes first is the reply's own.
   const ChatTemplate chatml(TemplateKind::chatml, tokenizer);
   CHECK(chatml.stop_tokens() == std::vector<int32_t>{im_end, eos});
   CHECK(chatml.close_reply() == std::vector<int32_t>{im_end});
-  CHECK(chatml.strip_reply_leading_space());
+  CHECK_FALSE(chatml.strip_reply_leading_space());
+  const ChatTemplate zephyr(TemplateKind::zephyr, tokenizer);
+  CHECK(zephyr.stop_tokens() == std::vector<int32_t>{eos});
+  CHECK(zephyr.close_reply() == std::vector<int32_t>{eos});
+  CHECK_FALSE(zephyr.strip_reply_leading_space());
 
-  for (TemplateKind kind : {TemplateKind::llama2, TemplateKind::mistral, TemplateKind::zephyr}) {
-    const ChatTemplate chat(kind, tokenizer);
-    CAPTURE(template_name(kind));
-    CHECK(chat.stop_tokens() == std::vector<int32_t>{eos});
-    CHECK(chat.close_reply() == std::vector<int32_t>{eos});
-    CHECK(chat.strip_reply_leading_space());
-  }
+  // The reply follows "[/INST] ": its first space is the template's.
+  const ChatTemplate mistral(TemplateKind::mistral, tokenizer);
+  CHECK(mistral.stop_tokens() == std::vector<int32_t>{eos});
+  CHECK(mistral.close_reply() == std::vector<int32_t>{eos});
+  CHECK(mistral.strip_reply_leading_space());
+  const ChatTemplate llama2(TemplateKind::llama2, tokenizer);
+  CHECK(llama2.stop_tokens() == std::vector<int32_t>{eos});
+  // Llama 2's reply ends " </s>": after the reply's text, in its text run.
+  CHECK(llama2.close_reply() ==
+        after_prefix(published(tokenizer, "Hi </s>"), published(tokenizer, "Hi")));
+  CHECK(llama2.strip_reply_leading_space());
 }
 
 // ChatML fine-tunes whose converter typed the markers USER_DEFINED and made <|im_end|> the EOS.
@@ -200,7 +280,7 @@ TEST_CASE("a GGUF EOS that is a user-defined <|im_end|> loads as control and end
   CHECK(chatml.close_reply() == std::vector<int32_t>{im_end});
 }
 
-TEST_CASE("a written reply: a chat reply's leading space is its first word's, raw continues") {
+TEST_CASE("a written reply after \"[/INST] \": its leading space is its first word's") {
   PARLEY_SHARED_OR_SKIP(model, test::kLlama2Model);  // a normalizer that keeps spaces
   PARLEY_SHARED_OR_SKIP(goldens_path, test::kLlama2Goldens);
   const Tokenizer tokenizer(test::proto_source(model));
@@ -213,15 +293,25 @@ TEST_CASE("a written reply: a chat reply's leading space is its first word's, ra
   }
   REQUIRE(hello.size() == 2);
   REQUIRE(leading.size() == 3);
-  for (TemplateKind kind : {TemplateKind::llama2, TemplateKind::chatml, TemplateKind::mistral,
-                            TemplateKind::zephyr}) {
+  const int32_t after = -1;  // such a reply follows the assistant's prefix, whatever it is
+  for (TemplateKind kind : {TemplateKind::llama2, TemplateKind::mistral}) {
     CAPTURE(template_name(kind));
     const ChatTemplate chat(kind, tokenizer);
-    const int32_t after = -1;  // a chat reply follows the assistant's prefix, whatever it is
     CHECK(chat.render_reply("Hello world", after) == hello);
     CHECK(chat.render_reply(" Hello world", after) == hello);  // as a streamed reply lost it
-    CHECK(chat.render_reply("  leading space", after) == leading);  // one space is the word's
   }
+  // Mistral keeps the rest ("[/INST] " + reply); one space is the word's.
+  CHECK(ChatTemplate(TemplateKind::mistral, tokenizer).render_reply("  leading space", after) ==
+        leading);
+  // Llama 2 strips the reply ("[/INST] " + reply.strip() + " </s>"): its end only when the
+  // reply is whole, not a beginning the model goes on from.
+  const ChatTemplate llama2(TemplateKind::llama2, tokenizer);
+  const std::vector<int32_t> words(leading.begin() + 1, leading.end());  // "▁leading ▁space"
+  CHECK(llama2.render_reply("  leading space", after) == words);
+  CHECK(llama2.render_reply("\n\t leading space \n", after, true) == words);
+  CHECK(llama2.render_reply("leading space ", after, false) ==
+        published(tokenizer, "leading space "));
+  CHECK(llama2.render_reply(" \n ", after, true).empty());
   const ChatTemplate raw(TemplateKind::raw, tokenizer);
   const int32_t word = hello.front();  // a message's last word
   CHECK(raw.render_reply(" Hello world", word) == hello);  // a new word after the message
@@ -328,6 +418,14 @@ TEST_CASE("template_from_model recognises the families of published Jinja templa
                             "message['role'] == 'assistant' %}{{ message['content'] + "
                             "eos_token}}") ==
         TemplateKind::mistral);
+  // Mistral-Instruct v0.3 writes no space before [/INST] and puts the system message in the
+  // last turn; Phi-3 has <|user|> but ends turns with <|end|>: neither is a built-in format.
+  CHECK(template_from_model("{{- bos_token }}{%- for message in loop_messages %}{%- if "
+                            "message[\"role\"] == \"user\" %}{{- \"[INST] \" + "
+                            "message[\"content\"] + \"[/INST]\" }}") == TemplateKind::raw);
+  CHECK(template_from_model("{% for message in messages %}{% if message['role'] == 'user' %}"
+                            "{{'<|user|>\n' + message['content'] + '<|end|>\n'}}") ==
+        TemplateKind::raw);
   CHECK(template_from_model("") == TemplateKind::raw);
   CHECK(template_from_model("{{ messages | join('\\n') }}") == TemplateKind::raw);
 }

@@ -3,6 +3,8 @@
 // own, checked to be control pieces, and ending replies in every chat template.
 #include <doctest/doctest.h>
 
+#include <algorithm>
+
 #include "common/error.h"
 #include "support/error_check.h"
 #include "text/chat_template.h"
@@ -106,6 +108,14 @@ TEST_CASE("a named special id outside the vocabulary or not a control piece is b
                      "outside the vocabulary");
 }
 
+// What a space after a word adds to its ids.
+std::vector<int32_t> space_after_word(const Tokenizer& tokenizer) {
+  const std::vector<int32_t> word = tokenizer.encode("b");
+  const std::vector<int32_t> spaced = tokenizer.encode("b ");
+  REQUIRE(std::equal(word.begin(), word.end(), spaced.begin()));
+  return {spaced.begin() + std::ptrdiff_t(word.size()), spaced.end()};
+}
+
 TEST_CASE("stop tokens hold every end id; a reply is still closed and ended with the one EOS") {
   auto source = hf_source();
   source.more_end_ids = {generation_eos(kImEnd), generation_eos(kEot)};
@@ -120,22 +130,32 @@ TEST_CASE("stop tokens hold every end id; a reply is still closed and ended with
   CHECK(chatml.close_reply() == std::vector<int32_t>{kImEnd});
   CHECK(chatml.end_reply() == std::vector<int32_t>{kImEnd});
 
-  for (TemplateKind kind : {TemplateKind::llama2, TemplateKind::mistral, TemplateKind::zephyr}) {
+  for (TemplateKind kind : {TemplateKind::mistral, TemplateKind::zephyr}) {
     CAPTURE(template_name(kind));
     const ChatTemplate chat(kind, tokenizer);
     CHECK(chat.stop_tokens() == std::vector<int32_t>{kEos, kImEnd, kEot});
     CHECK(chat.close_reply() == std::vector<int32_t>{kEos});
     CHECK(chat.end_reply() == std::vector<int32_t>{kEos});
   }
+  // Llama 2 ends a reply with " </s>": the space is text that continues the reply.
+  const ChatTemplate llama2(TemplateKind::llama2, tokenizer);
+  std::vector<int32_t> space_eos = space_after_word(tokenizer);
+  space_eos.push_back(kEos);
+  CHECK(llama2.stop_tokens() == std::vector<int32_t>{kEos, kImEnd, kEot});
+  CHECK(llama2.close_reply() == space_eos);
+  CHECK(llama2.end_reply() == space_eos);
 
   // An EOS config.json names closes and ends the templates that end with the EOS.
   auto im_end_eos = hf_source();
   im_end_eos.eos = config_eos(kImEnd);
   const Tokenizer configured(im_end_eos);
-  const ChatTemplate llama2(TemplateKind::llama2, configured);
-  CHECK(llama2.stop_tokens() == std::vector<int32_t>{kImEnd});
-  CHECK(llama2.close_reply() == std::vector<int32_t>{kImEnd});
-  CHECK(llama2.end_reply() == std::vector<int32_t>{kImEnd});
+  const ChatTemplate mistral(TemplateKind::mistral, configured);
+  CHECK(mistral.stop_tokens() == std::vector<int32_t>{kImEnd});
+  CHECK(mistral.close_reply() == std::vector<int32_t>{kImEnd});
+  CHECK(mistral.end_reply() == std::vector<int32_t>{kImEnd});
+  std::vector<int32_t> space_im_end = space_after_word(configured);
+  space_im_end.push_back(kImEnd);
+  CHECK(ChatTemplate(TemplateKind::llama2, configured).end_reply() == space_im_end);
 }
 
 }  // namespace parley::text
