@@ -1,9 +1,11 @@
 #include "model/gguf_metadata.h"
 
 #include <algorithm>
+#include <cctype>
 #include <limits>
 
 #include "common/error.h"
+#include "common/log.h"
 #include "common/shown_number.h"
 
 namespace parley::model {
@@ -157,12 +159,30 @@ std::vector<int32_t> types_from_special_ids(const GgufVocab& v) {
   return types;
 }
 
+bool is_byte_piece(const std::string& piece) {
+  const auto hex = [](char c) { return std::isxdigit(static_cast<unsigned char>(c)) != 0; };
+  return piece.size() == 6 && piece.starts_with("<0x") && hex(piece[3]) && hex(piece[4]) &&
+         piece[5] == '>';
+}
+
+// Read as llama.cpp reads it, but said: text such a model was trained to see as bytes (a
+// newline) then falls back to the unknown token.
+void warn_byte_pieces_untyped(const GgufVocab& v) {
+  const auto n_bytes = std::count_if(v.tokens.begin(), v.tokens.end(), is_byte_piece);
+  if (n_bytes == 0) return;
+  log::warn_line("GGUF: tokenizer.ggml.token_type is missing: its " + std::to_string(n_bytes) +
+                 " byte pieces (<0x0A>, ...) are read as plain text, as llama.cpp reads them, "
+                 "so characters without a piece of their own (a newline) become the unknown "
+                 "token");
+}
+
 // After read_special_ids.
 void read_token_types(const GgufFile& f, GgufVocab& v) {
   const GgufValue* types = f.get_array("tokenizer.ggml.token_type");
   if (!types) {
     if (!f.get_int("tokenizer.ggml.unknown_token_id")) v.unk_id = unk_piece_id(v);
     v.token_types = types_from_special_ids(v);
+    warn_byte_pieces_untyped(v);
     return;
   }
   const uint64_t n = v.tokens.size();

@@ -357,6 +357,17 @@ TEST_CASE("GGUF metadata: mixture-of-experts models are unsupported, expert_coun
   CHECK(read(Metadata().u32("llama.expert_count", 0)).config.n_layers == 3);
 }
 
+TEST_CASE("GGUF metadata: byte pieces without token types are plain text, with a warning") {
+  parley::test::LogCapture log;
+  CHECK(read(Metadata()).vocab.token_types[258] == 6);
+  CHECK(log.count("token_type") == 0);
+  Metadata untyped;
+  untyped.erase("tokenizer.ggml.token_type");
+  const auto info = read(untyped);
+  CHECK(info.vocab.token_types[258] == 1);  // NORMAL, as llama.cpp reads it
+  CHECK(log.count("GGUF: tokenizer.ggml.token_type is missing: its 256 byte pieces") == 1);
+}
+
 TEST_CASE("GGUF metadata: a padding id outside the vocabulary is dropped with a warning") {
   parley::test::LogCapture log;
   const auto info = read(Metadata().u32("tokenizer.ggml.padding_token_id", 300));
