@@ -25,12 +25,18 @@ endif()
 
 install(EXPORT ParleyTargets NAMESPACE Parley:: FILE ParleyTargets.cmake
   DESTINATION ${PARLEY_INSTALL_CMAKEDIR})
+# The package files are made for the installed tree only, in a folder of the build tree that
+# find_package does not search: found there (Parley_DIR=build), they would name a
+# ParleyTargets.cmake the build tree does not have.
+set(parley_package_dir ${PROJECT_BINARY_DIR}/installed-package)
 configure_package_config_file(${PROJECT_SOURCE_DIR}/cmake/ParleyConfig.cmake.in
-  ${PROJECT_BINARY_DIR}/ParleyConfig.cmake INSTALL_DESTINATION ${PARLEY_INSTALL_CMAKEDIR})
-# Every 0.x release shares the SONAME libparley.so.0, so any 0.x satisfies a request for 0.y.
-write_basic_package_version_file(${PROJECT_BINARY_DIR}/ParleyConfigVersion.cmake
+  ${parley_package_dir}/ParleyConfig.cmake INSTALL_DESTINATION ${PARLEY_INSTALL_CMAKEDIR})
+# Every 0.x release shares the SONAME libparley.so.0: a later 0.y serves a request for an
+# earlier one of the same major version (0.9 for 0.8, not 0.8 for 0.9), as the header's
+# PARLEY_VERSION rule says.
+write_basic_package_version_file(${parley_package_dir}/ParleyConfigVersion.cmake
   VERSION ${PROJECT_VERSION} COMPATIBILITY SameMajorVersion)
-install(FILES ${PROJECT_BINARY_DIR}/ParleyConfig.cmake ${PROJECT_BINARY_DIR}/ParleyConfigVersion.cmake
+install(FILES ${parley_package_dir}/ParleyConfig.cmake ${parley_package_dir}/ParleyConfigVersion.cmake
   DESTINATION ${PARLEY_INSTALL_CMAKEDIR})
 
 # parley.pc finds its prefix from its own place (${pcfiledir}), so the tree still works when

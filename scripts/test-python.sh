@@ -25,10 +25,11 @@ export PARLEY_CHAT="$build_dir/bin/parley-chat"
 # -p no:cacheprovider: leave no .pytest_cache in the source tree.
 "$python" -m pytest -p no:cacheprovider -q -rs bindings/python/tests "$@"
 
-# The README's offline install into a virtual environment (python3-venv, python3-setuptools),
-# from a copy: pip builds in the tree it is given.
-if ! "$python" -c "import ensurepip, setuptools" 2>/dev/null; then
-  echo "test-python: skipped the virtual environment install (no python3-venv or setuptools)"
+# The README's offline install into a virtual environment (python3-venv, python3-setuptools,
+# python3-wheel: the setuptools before 70.1 cannot build a wheel without it), from a copy: pip
+# builds in the tree it is given.
+if ! "$python" -c "import ensurepip, setuptools, wheel" 2>/dev/null; then
+  echo "test-python: skipped the virtual environment install (no python3-venv, setuptools or wheel)"
   exit 0
 fi
 scratch=$(mktemp -d)
