@@ -2,6 +2,7 @@
 
 #include <dlfcn.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <mutex>
@@ -42,25 +43,31 @@ const Module& module() {
       if (!dir.empty()) candidates.push_back((dir / kModuleName).string());
       candidates.push_back(kModuleName);  // the loader's search path (LD_LIBRARY_PATH, ...)
     }
-    std::string tried;
+    std::vector<std::string> reasons;
+    // The search path may lead to the file tried first: its reason is said once.
+    const auto add_reason = [&](const std::string& why) {
+      if (std::find(reasons.begin(), reasons.end(), why) == reasons.end()) reasons.push_back(why);
+    };
     for (const std::string& path : candidates) {
       void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
       if (!handle) {
         const char* why = dlerror();
-        tried += (tried.empty() ? "" : "; ") + std::string(why ? why : path);
+        add_reason(why ? why : path);
         continue;
       }
       // Kept loaded for the life of the process: backends may outlive any one owner.
       auto fn = reinterpret_cast<parley_cuda_module_api_fn>(dlsym(handle, "parley_cuda_module_api"));
       const parley_cuda_api* api = fn ? fn() : nullptr;
       if (!api || api->abi_version != PARLEY_CUDA_MODULE_ABI) {
-        tried += (tried.empty() ? "" : "; ") + path + ": not a Parley CUDA module of ABI " +
-                 std::to_string(PARLEY_CUDA_MODULE_ABI);
+        add_reason(path + ": not a Parley CUDA module of ABI " +
+                   std::to_string(PARLEY_CUDA_MODULE_ABI));
         continue;
       }
       m.api = api;
       return;
     }
+    std::string tried;
+    for (const std::string& why : reasons) tried += (tried.empty() ? "" : "; ") + why;
     m.problem = "cannot load " + std::string(kModuleName) + " (" + tried + ")";
   });
   return m;
