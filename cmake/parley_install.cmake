@@ -36,8 +36,8 @@ configure_package_config_file(${PROJECT_SOURCE_DIR}/cmake/ParleyConfig.cmake.in
 # PARLEY_VERSION rule says.
 write_basic_package_version_file(${parley_package_dir}/ParleyConfigVersion.cmake
   VERSION ${PROJECT_VERSION} COMPATIBILITY SameMajorVersion)
-install(FILES ${parley_package_dir}/ParleyConfig.cmake ${parley_package_dir}/ParleyConfigVersion.cmake
-  DESTINATION ${PARLEY_INSTALL_CMAKEDIR})
+install(FILES ${parley_package_dir}/ParleyConfig.cmake
+  ${parley_package_dir}/ParleyConfigVersion.cmake DESTINATION ${PARLEY_INSTALL_CMAKEDIR})
 
 # parley.pc finds its prefix from its own place (${pcfiledir}), so the tree still works when
 # installed with `cmake --install --prefix` elsewhere than CMAKE_INSTALL_PREFIX, or moved.

@@ -162,10 +162,7 @@ std::vector<ChatTemplate::Segment> ChatTemplate::turn_segments(std::string_view 
   const std::string message(user);
   // Llama 2's template strips the message; after the system part (one text with it) only its
   // end.
-  const auto spoken = [&](std::string_view text, bool after_system) {
-    return kind_ == TemplateKind::llama2 ? std::string(strip_python_space(text, !after_system, true))
-                                         : std::string(text);
-  };
+  const std::string stripped(strip_python_space(user, !after_system, true));
   std::vector<Segment> s;
   switch (kind_) {
     case TemplateKind::raw:
@@ -175,7 +172,8 @@ std::vector<ChatTemplate::Segment> ChatTemplate::turn_segments(std::string_view 
     case TemplateKind::mistral:  // [INST] {user} [/INST]; <s> only at the very start
       if (!first && kind_ == TemplateKind::llama2) s.push_back(token(tokenizer_.bos_id()));
       if (!after_system) s.insert(s.end(), {marker(kInst), text(" ")});
-      s.insert(s.end(), {text(spoken(user, after_system) + " "), marker(kInstEnd)});
+      s.insert(s.end(), {text((kind_ == TemplateKind::llama2 ? stripped : message) + " "),
+                         marker(kInstEnd)});
       break;
     case TemplateKind::chatml:  // <|im_start|>user\n{user}<|im_end|>\n<|im_start|>assistant\n
       if (!first) s.push_back(text("\n"));  // follows the previous reply's <|im_end|>

@@ -58,7 +58,8 @@ CHATML = (
 ZEPHYR = (
     "{% for message in messages %}\n{% if message['role'] == 'user' %}\n"
     "{{ '<|user|>\n' + message['content'] + eos_token }}\n"
-    "{% elif message['role'] == 'system' %}\n{{ '<|system|>\n' + message['content'] + eos_token }}\n"
+    "{% elif message['role'] == 'system' %}\n"
+    "{{ '<|system|>\n' + message['content'] + eos_token }}\n"
     "{% elif message['role'] == 'assistant' %}\n"
     "{{ '<|assistant|>\n'  + message['content'] + eos_token }}\n{% endif %}\n"
     "{% if loop.last and add_generation_prompt %}\n{{ '<|assistant|>' }}\n{% endif %}\n"

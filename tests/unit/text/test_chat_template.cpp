@@ -186,7 +186,8 @@ TEST_CASE("whole conversations render as the published templates render them") {
                                  "  Hello there! [/INST] Hi! How can I help? </s>"
                                  "<s>[INST] What is 2+2? [/INST]")));
   CHECK(conversation(llama2, "", kSpacedUser1, " " + std::string(kSpacedReply), "\n") ==
-        published(plain, "<s>[INST] Hello there! [/INST] Hi! How can I help? </s><s>[INST]  [/INST]"));
+        published(plain,
+                  "<s>[INST] Hello there! [/INST] Hi! How can I help? </s><s>[INST]  [/INST]"));
   // A message of whitespace alone strips the system part's closing newlines too.
   CHECK(llama2.render_user_turn(kSystem, " \n", true) ==
         published(plain, "<s>[INST] <<SYS>>\nYou are a helpful assistant.\n<</SYS>> [/INST]"));
