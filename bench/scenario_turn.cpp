@@ -17,7 +17,8 @@ uint32_t reply_tokens_that_fit(const engine::Engine& engine, uint32_t turns, uin
   size_t prompts = 0;
   for (uint32_t t = 0; t < turns; ++t) {
     prompts += tmpl.render_user_turn("", messages[t % messages.size()], t == 0).size();
-    prompts += tmpl.close_reply().size() + 1;  // what ends each reply, and the pending token
+    // What ends each reply (at most: the close of an empty one), and the pending token.
+    prompts += tmpl.close_reply({}).size() + 1;
   }
   const size_t context = engine.context_length();
   if (prompts >= context) return 0;

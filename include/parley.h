@@ -866,15 +866,17 @@ PARLEY_API parley_status parley_session_count_tokens(parley_session *s, const ch
  *  model had replied so: a character's scripted lines, or a conversation carried over from
  *  elsewhere. The reply is tokenized as plain text, as user text is, except that the spaces it
  *  ends with are kept, as a reply_prefix's are (where the tokenizer drops trailing whitespace,
- *  user text loses them), and it is left open, as one cut at max_tokens: the next turn closes
- *  it the way the template closes a reply. With the "raw" template the reply continues the
- *  message as the model's own reply would, and as a streamed raw reply reads: " there was"
- *  starts a word, ", and" joins the last one (since 0.6; before, a space was put before every
- *  reply). With "llama2" and "mistral" a leading space is taken as the one the reply's first
- *  word has (streaming drops it; "llama2" strips every leading whitespace, as its published
- *  template does); with "chatml" and "zephyr" the reply follows "assistant\n" as is, as
- *  their published templates render it (since 0.9.4; before, their replies were tokenized
- *  as a text of their own, so a first word got a U+2581 the model never wrote). The KV of
+ *  user text loses them; "llama2" strips them, see below), and it is left open, as one cut at
+ *  max_tokens: the next turn closes it the way the template closes a reply. With the "raw"
+ *  template the reply continues the message as the model's own reply would, and as a
+ *  streamed raw reply reads: " there was" starts a word, ", and" joins the last one (since
+ *  0.6; before, a space was put before every reply). With "llama2" and "mistral" a leading
+ *  space is taken as the one the reply's first word has (streaming drops it); since 0.9.4
+ *  "llama2" strips the reply, its end too, as its published template does (a reply of
+ *  whitespace alone then has no ids, and parley_session_continue() starts it anew), and
+ *  "chatml" and "zephyr" put the reply after "assistant\n" as is, as their published
+ *  templates render it (before, their replies were tokenized as a text of their own, so a
+ *  first word got a U+2581 the model never wrote). The KV of
  *  both is computed before this returns (parley_session_interrupt() stops that part: the next
  *  turn computes the rest), so the next send() computes little more than its own message.
  *  Both are turns (parley_session_get_turn; rewinding 2 removes them).

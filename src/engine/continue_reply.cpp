@@ -20,7 +20,7 @@ bool Session::continuation_starts_reply() const {
   require(last.role == Role::user || !last.closed, Status::invalid_argument,
           "the last reply is complete (the model ended it): send a message, or rewind the "
           "reply to have it generated anew");
-  return last.role == Role::user || last.text.empty();
+  return last.role == Role::user || last.n_tokens == 0;
 }
 
 std::vector<int32_t> Session::render_continuation(std::string_view text, bool reply_start,

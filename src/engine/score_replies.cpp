@@ -56,7 +56,6 @@ std::vector<Session::ReplyScore> Session::score(
     require(text::is_valid_utf8(replies[i]), Status::invalid_argument,
             [&] { return "reply " + std::to_string(i) + " is not valid UTF-8"; });
   }
-  const std::vector<int32_t> ending = template_.end_reply();
   // A generated reply ends at any of the stop tokens (the template's end marker, EOS, the other
   // end ids the model's files name, for raw BOS, which starts the next document), so the end
   // scores them together: the chance that the reply ends there as generation would end it.
@@ -71,7 +70,14 @@ std::vector<Session::ReplyScore> Session::score(
   const uint32_t context = engine_->context_length();
   for (size_t i = 0; i < replies.size(); ++i) {
     auto ids = render_continuation(replies[i], reply_start, prompt.back(), with_end);
-    if (with_end) ids.insert(ids.end(), ending.begin(), ending.end());
+    if (with_end) {
+      // The end follows the whole reply: what it has already, when this goes on from it.
+      std::vector<int32_t> whole;
+      if (!reply_start) whole.assign(open_reply_ids().begin(), open_reply_ids().end());
+      whole.insert(whole.end(), ids.begin(), ids.end());
+      const std::vector<int32_t> ending = template_.end_reply(whole);
+      ids.insert(ids.end(), ending.begin(), ending.end());
+    }
     if (prompt.size() + ids.size() > context) {
       const std::string reply = "reply " + std::to_string(i) + " (" +
                                 std::to_string(ids.size()) +

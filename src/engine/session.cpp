@@ -8,6 +8,7 @@
 #include "common/utf8_sequence.h"
 #include "engine/clock.h"
 #include "engine/engine.h"
+#include "text/python_strip.h"
 #include "text/utf8_stream.h"
 
 namespace parley::engine {
@@ -208,9 +209,10 @@ void Session::adopt_turns(std::vector<store::StoredTurn> turns, Status bad_statu
     }
     // Text comes from ids, and a conversation opens with at least BOS: a message that says
     // something, or opens the conversation, without them would leave text and ids apart.
+    // (Whitespace alone may have none: llama2 strips a reply.)
     const bool opens = tokens_.empty() && t.role != int32_t(Role::system);
-    require(t.role == int32_t(Role::system) || !t.token_ids.empty() ||
-                (t.text.empty() && !opens),
+    const bool says_nothing = text::strip_python_space(t.text, true, true).empty();
+    require(t.role == int32_t(Role::system) || !t.token_ids.empty() || (says_nothing && !opens),
             bad_status, [&] {
               return whose + " message " + std::to_string(messages_.size()) + " has no token ids" +
                      (opens ? ", yet it opens the conversation (with BOS at least)"
@@ -396,9 +398,15 @@ size_t Session::count_turn_tokens(std::string_view user_text) const {
 
 uint32_t Session::context_length() const { return engine_->context_length(); }
 
+std::span<const int32_t> Session::open_reply_ids() const {
+  if (messages_.empty() || messages_.back().role != Role::assistant) return {};
+  const Message& reply = messages_.back();
+  return std::span<const int32_t>(tokens_).subspan(reply.token_begin, reply.n_tokens);
+}
+
 std::vector<int32_t> Session::render_turn(std::string_view user_text) const {
   std::vector<int32_t> ids;
-  if (!reply_closed_) ids = template_.close_reply();
+  if (!reply_closed_) ids = template_.close_reply(open_reply_ids());
   const bool first = tokens_.empty();
   const auto turn = template_.render_user_turn(system_prompt_, user_text, first);
   ids.insert(ids.end(), turn.begin(), turn.end());

@@ -369,13 +369,16 @@ class Session {
                                 std::span<const std::string_view> replies, bool with_end);
   // What continuing goes on from: a missing reply (the last message is the user's) or an open
   // one. Throws Error(invalid_argument) when there is neither; returns whether new text
-  // starts the reply (it has none yet).
+  // starts the reply (it has no ids yet: no text, or whitespace its template strips).
   bool continuation_starts_reply() const;
   // Ids of text put at the end of the reply continuing goes on from: a reply's start
   // (render_reply; `after_id` is the id it follows, `whole` when the text is all of it), or
   // more of a reply under way (Tokenizer::encode_continuation).
   std::vector<int32_t> render_continuation(std::string_view text, bool reply_start,
                                            int32_t after_id, bool whole = false) const;
+  // The ids of the last reply when it is the last message; none after a user message (whose
+  // missing reply the next turn closes as an empty one).
+  std::span<const int32_t> open_reply_ids() const;
   // The ids to prefill for a new user message, starting with what the previous reply left.
   std::vector<int32_t> render_turn(std::string_view user_text) const;
   // Makes room for a new turn of `new_ids` and `reply_room` reply tokens by dropping the

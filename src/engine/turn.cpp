@@ -150,9 +150,9 @@ void Session::run_turn(std::string_view user_text, const std::string_view* writt
     std::vector<int32_t> ids = reply_opening.empty()
                                    ? std::vector<int32_t>()
                                    : template_.render_reply(reply_opening, before_reply,
-                                                            written_reply && written_reply_ended);
+                                                            written_reply != nullptr);
     if (written_reply && written_reply_ended) {
-      const std::vector<int32_t> end = template_.end_reply();
+      const std::vector<int32_t> end = template_.end_reply(ids);
       ids.insert(ids.end(), end.begin(), end.end());
     }
     return ids;

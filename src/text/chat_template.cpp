@@ -106,12 +106,13 @@ std::vector<int32_t> ChatTemplate::render_reply(std::string_view reply, int32_t 
   return tokenizer_.keep_trailing_spaces(reply, tokenize({text(std::string(reply))}));
 }
 
-std::vector<int32_t> ChatTemplate::close_reply() const {
+std::vector<int32_t> ChatTemplate::close_reply(std::span<const int32_t> reply) const {
   switch (kind_) {
     case TemplateKind::raw: return {};
     case TemplateKind::chatml: return tokenize({marker(kImEnd)});
     case TemplateKind::llama2: {  // " </s>": the space ends the reply's text run
-      std::vector<int32_t> ids = trailing_space();
+      const bool spaced = !reply.empty() && tokenizer_.piece_bytes(reply.back()).ends_with(' ');
+      std::vector<int32_t> ids = trailing_spaces(reply.empty() ? 2 : spaced ? 0 : 1);
       ids.push_back(tokenizer_.eos_id());
       return ids;
     }
@@ -119,8 +120,8 @@ std::vector<int32_t> ChatTemplate::close_reply() const {
   }
 }
 
-std::vector<int32_t> ChatTemplate::end_reply() const {
-  std::vector<int32_t> close = close_reply();
+std::vector<int32_t> ChatTemplate::end_reply(std::span<const int32_t> reply) const {
+  std::vector<int32_t> close = close_reply(reply);
   const auto is_stop = [&](int32_t id) {
     return std::find(stop_tokens_.begin(), stop_tokens_.end(), id) != stop_tokens_.end();
   };
@@ -128,9 +129,10 @@ std::vector<int32_t> ChatTemplate::end_reply() const {
   return {tokenizer_.eos_id()};
 }
 
-std::vector<int32_t> ChatTemplate::trailing_space() const {
+std::vector<int32_t> ChatTemplate::trailing_spaces(size_t n) const {
+  if (n == 0) return {};
   const std::vector<int32_t> word = tokenizer_.encode("a");
-  const std::vector<int32_t> spaced = tokenizer_.encode("a ");
+  const std::vector<int32_t> spaced = tokenizer_.encode("a" + std::string(n, ' '));
   if (spaced.size() < word.size() || !std::equal(word.begin(), word.end(), spaced.begin()))
     return {};
   return {spaced.begin() + std::ptrdiff_t(word.size()), spaced.end()};

@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -58,14 +59,16 @@ class ChatTemplate {
   std::vector<int32_t> render_reply(std::string_view reply, int32_t after_id,
                                     bool whole = false) const;
 
-  // Ids that close an assistant reply which stopped before its end token (max_tokens, stop):
-  // <|im_end|> (chatml), " </s>" (llama2: the space's piece, where the normalizer keeps a
-  // text's last space, and EOS), EOS (zephyr, mistral).
-  std::vector<int32_t> close_reply() const;
+  // Ids that close an assistant reply which stopped before its end token (max_tokens, stop),
+  // after `reply`, the ids it has: <|im_end|> (chatml), EOS (zephyr, mistral), " </s>"
+  // (llama2: "[/INST] " + reply.strip() + " </s>": the pieces of one space where the
+  // normalizer keeps a text's last spaces, of none after a reply whose last piece ends with
+  // a space, of two after an empty reply, then EOS).
+  std::vector<int32_t> close_reply(std::span<const int32_t> reply) const;
   // The ids that end a reply as the model ends one: close_reply()'s when they end with one of
   // the stop tokens (<|im_end|> where the vocabulary has it, llama2's " </s>"); else the EOS
   // (raw, and a marker the vocabulary lacks, which the model cannot write as one token).
-  std::vector<int32_t> end_reply() const;
+  std::vector<int32_t> end_reply(std::span<const int32_t> reply) const;
 
   // Ids that end a reply when generated (EOS and the model's other end ids always,
   // Tokenizer::end_ids; <|im_end|> for chatml; BOS for raw).
@@ -87,9 +90,9 @@ class ChatTemplate {
   static Segment text(std::string text) { return {-1, std::move(text), false}; }
   std::vector<int32_t> tokenize(const std::vector<Segment>& segments) const;
   Segment marker(std::string_view piece) const;  // id when the vocabulary has it, else text
-  // The ids a space at the end of a text run gets: U+2581, or none where the normalizer drops
-  // trailing whitespace.
-  std::vector<int32_t> trailing_space() const;
+  // The ids `n` spaces at the end of a text run get: U+2581 pieces, or none where the
+  // normalizer drops trailing whitespace.
+  std::vector<int32_t> trailing_spaces(size_t n) const;
   // BOS and, when not empty, the system prompt's part of the format.
   std::vector<Segment> start_segments(std::string_view system_prompt) const;
   // The user's message up to the assistant's prefix; `after_system` when start_segments

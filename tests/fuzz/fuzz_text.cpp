@@ -112,7 +112,7 @@ void render_all(const text::Tokenizer& tok, text::TemplateKind kind, std::string
   } catch (const Error& e) {
     if (e.status() != Status::invalid_argument) throw;
   }
-  stream_ids(tok, tmpl.close_reply(), false);
+  stream_ids(tok, tmpl.close_reply({}), false);
   try {
     const int32_t after_id = first ? tok.bos_id() : -1;
     stream_ids(tok, tmpl.render_reply(user, after_id), tmpl.strip_reply_leading_space());

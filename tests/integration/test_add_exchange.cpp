@@ -225,14 +225,14 @@ TEST_CASE("a reply prefix or a written reply ending with a space: its ids keep t
   PARLEY_SHARED_OR_SKIP(gguf, "models/stories260k/stories260k-f32.gguf");
   auto engine = open_engine(gguf.string(), kv::KvType::f32);
   const auto& tok = engine->tokenizer();
-  for (const char* chat_template : {"raw", "llama2"}) {
+  const auto reply_ids = [](const engine::Session& s) {
+    const auto& reply = s.messages().back();
+    return std::vector<int32_t>(s.tokens().begin() + reply.token_begin,
+                                s.tokens().begin() + reply.token_begin + reply.n_tokens);
+  };
+  for (const char* chat_template : {"raw", "mistral"}) {
     CAPTURE(chat_template);
     const bool raw = std::string(chat_template) == "raw";
-    const auto reply_ids = [](const engine::Session& s) {
-      const auto& reply = s.messages().back();
-      return std::vector<int32_t>(s.tokens().begin() + reply.token_begin,
-                                  s.tokens().begin() + reply.token_begin + reply.n_tokens);
-    };
     engine::Session s(engine, session_options("", chat_template));
     engine::GenerateParams params;
     params.sampler.temperature = 0;
@@ -250,6 +250,10 @@ TEST_CASE("a reply prefix or a written reply ending with a space: its ids keep t
     s.add_exchange("And then?", "She smiled. ");
     CHECK(tok.decode(reply_ids(s)) == "She smiled. ");
   }
+  // Llama 2's template strips a written reply, its last spaces too.
+  engine::Session stripped(engine, session_options("", "llama2"));
+  stripped.add_exchange("And then?", "She smiled. ");
+  CHECK(tok.decode(reply_ids(stripped)) == "She smiled.");
 }
 
 TEST_CASE("raw after BOS alone: the streamed reply written back, scored or as a prefix, is the "

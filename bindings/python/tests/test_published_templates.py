@@ -89,6 +89,8 @@ CONVERSATIONS = {
     "a reply's first word": (None, [("Hi", "Hello there")], "Next"),
     "a reply of punctuation first": (None, [("Hi", "...well, ok")], "Next"),
     "a non-ASCII reply": (None, [("Hi", "日本語です")], "Next"),
+    "an empty reply": (None, [("Hi", "")], "Next"),
+    "a reply of whitespace": (SYSTEM, [("Hi", " \n "), ("More", "Sure.")], "Next"),
 }
 
 
@@ -153,12 +155,17 @@ def write_model(path, sp, added):
 
 
 @pytest.fixture(scope="module")
-def engines(sp, tmp_path_factory):
-    """Engines on the Llama 2 vocabulary alone, and with ChatML's markers."""
+def models(sp, tmp_path_factory):
+    """Models of the Llama 2 vocabulary alone, and with ChatML's markers."""
     folder = tmp_path_factory.mktemp("published-templates")
-    plain = write_model(folder / "plain.gguf", sp, [])
-    markers = write_model(folder / "chatml.gguf", sp, ["<|im_start|>", "<|im_end|>"])
-    with parley.Engine(plain, threads=1) as p, parley.Engine(markers, threads=1) as m:
+    return {"plain": write_model(folder / "plain.gguf", sp, []),
+            "markers": write_model(folder / "chatml.gguf", sp, ["<|im_start|>", "<|im_end|>"])}
+
+
+@pytest.fixture(scope="module")
+def engines(models):
+    with parley.Engine(models["plain"], threads=1) as p, \
+            parley.Engine(models["markers"], threads=1) as m:
         yield {"plain": p, "markers": m}
 
 
@@ -221,7 +228,29 @@ def test_a_conversation_has_the_ids_of_its_published_template(sp, engines, templ
     expected = published_ids(sp, published, system, exchanges, last_user, specials)
     engine = engines[vocabulary]
     assert imported_ids(engine, template, system, exchanges, last_user) == expected
-    # Written replies are left open; their close is the template's only where nothing is
-    # stripped from their end (a reply that may go on keeps its last spaces).
-    if all(reply == reply.rstrip() or template != "llama2" for _, reply in exchanges):
-        assert written_ids(engine, template, system, exchanges, last_user) == expected
+    assert written_ids(engine, template, system, exchanges, last_user) == expected
+
+
+def test_a_llama2_reply_of_whitespace_is_stored_reopened_and_imported_again(models, tmp_path):
+    """Its template strips it to nothing: a reply with text and no ids, which a store and an
+    import take back."""
+    store = str(tmp_path / "store.db")
+    with parley.Engine(models["plain"], store=store, threads=1) as e:
+        with e.session(id="ws", template="llama2") as s:
+            s.add_exchange("Hi", " \n ")
+            s.send("Next", max_tokens=1, temperature=0, ignore_eos=True)
+            before = list(s.tokens)
+            exported = s.export()
+        with e.open_session("ws") as s:
+            assert list(s.tokens) == before
+        with e.import_session(exported, id="copy") as s:
+            assert list(s.tokens) == before
+
+
+def test_a_llama2_reply_of_whitespace_goes_on_as_a_new_reply(sp, engines):
+    """Text after whitespace the template stripped starts the reply: "Sure" is a word."""
+    with engines["plain"].session(template="llama2") as s:
+        s.add_exchange("Hi", "  ")
+        before = len(s.tokens)
+        s.continue_reply(reply_prefix="Sure", max_tokens=1, temperature=0, ignore_eos=True)
+        assert list(s.tokens)[before:before + len(sp.encode("Sure"))] == sp.encode("Sure")

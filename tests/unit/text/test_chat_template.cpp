@@ -159,8 +159,9 @@ std::vector<int32_t> conversation(const ChatTemplate& chat, std::string_view sys
                                   std::string_view user1, std::string_view reply,
                                   std::string_view user2) {
   std::vector<int32_t> ids = chat.render_user_turn(system, user1, true);
-  for (const auto& part : {chat.render_reply(reply, ids.back(), true), chat.end_reply(),
-                           chat.render_user_turn(system, user2, false)}) {
+  const std::vector<int32_t> reply_ids = chat.render_reply(reply, ids.back(), true);
+  for (const auto& part :
+       {reply_ids, chat.end_reply(reply_ids), chat.render_user_turn(system, user2, false)}) {
     ids.insert(ids.end(), part.begin(), part.end());
   }
   return ids;
@@ -222,7 +223,7 @@ TEST_CASE("ChatML with tok512, where its markers are plain text") {
   check_format(tokenizer, kFormats[3]);
   const ChatTemplate chat(TemplateKind::chatml, tokenizer);
   CHECK(chat.stop_tokens() == std::vector<int32_t>{tokenizer.eos_id()});
-  CHECK(chat.close_reply() == tokenizer.encode("<|im_end|>"));
+  CHECK(chat.close_reply({}) == tokenizer.encode("<|im_end|>"));
   for (int32_t id : chat.render_user_turn(kSystem, kUser1, true)) {
     if (id != tokenizer.bos_id()) CHECK_FALSE(tokenizer.is_control(id));
   }
@@ -237,30 +238,45 @@ TEST_CASE("stop tokens and the ids that close an interrupted reply") {
 
   const ChatTemplate raw(TemplateKind::raw, tokenizer);
   CHECK(raw.stop_tokens() == std::vector<int32_t>{eos, bos});
-  CHECK(raw.close_reply().empty());
+  CHECK(raw.close_reply({}).empty());
   CHECK_FALSE(raw.strip_reply_leading_space());
 
   // The reply follows "assistant\n": a space the model writes first is the reply's own.
   const ChatTemplate chatml(TemplateKind::chatml, tokenizer);
   CHECK(chatml.stop_tokens() == std::vector<int32_t>{im_end, eos});
-  CHECK(chatml.close_reply() == std::vector<int32_t>{im_end});
+  CHECK(chatml.close_reply({}) == std::vector<int32_t>{im_end});
   CHECK_FALSE(chatml.strip_reply_leading_space());
   const ChatTemplate zephyr(TemplateKind::zephyr, tokenizer);
   CHECK(zephyr.stop_tokens() == std::vector<int32_t>{eos});
-  CHECK(zephyr.close_reply() == std::vector<int32_t>{eos});
+  CHECK(zephyr.close_reply({}) == std::vector<int32_t>{eos});
   CHECK_FALSE(zephyr.strip_reply_leading_space());
 
   // The reply follows "[/INST] ": its first space is the template's.
   const ChatTemplate mistral(TemplateKind::mistral, tokenizer);
   CHECK(mistral.stop_tokens() == std::vector<int32_t>{eos});
-  CHECK(mistral.close_reply() == std::vector<int32_t>{eos});
+  CHECK(mistral.close_reply({}) == std::vector<int32_t>{eos});
   CHECK(mistral.strip_reply_leading_space());
   const ChatTemplate llama2(TemplateKind::llama2, tokenizer);
   CHECK(llama2.stop_tokens() == std::vector<int32_t>{eos});
-  // Llama 2's reply ends " </s>": after the reply's text, in its text run.
-  CHECK(llama2.close_reply() ==
-        after_prefix(published(tokenizer, "Hi </s>"), published(tokenizer, "Hi")));
   CHECK(llama2.strip_reply_leading_space());
+}
+
+// "[/INST] " + reply.strip() + " </s>", in Llama 2's vocabulary, where the markers are text:
+// the reply and the spaces around it are one text run.
+TEST_CASE("llama2 closes a reply with the space its template puts before EOS") {
+  PARLEY_SHARED_OR_SKIP(model, test::kLlama2Model);
+  const Tokenizer tokenizer(test::proto_source(model));
+  const ChatTemplate llama2(TemplateKind::llama2, tokenizer);
+  const std::vector<int32_t> hi = published(tokenizer, "Hi");
+  CHECK(llama2.close_reply(hi) == after_prefix(published(tokenizer, "Hi </s>"), hi));
+  CHECK(llama2.end_reply(hi) == llama2.close_reply(hi));
+  // A reply cut right after a space piece has the space already.
+  const std::vector<int32_t> hi_spaced = published(tokenizer, "Hi ");
+  REQUIRE(hi_spaced.size() == hi.size() + 1);
+  CHECK(llama2.close_reply(hi_spaced) == std::vector<int32_t>{tokenizer.eos_id()});
+  // An empty reply: the template's space before it and the one after are one piece.
+  const std::vector<int32_t> inst = published(tokenizer, "[/INST]");
+  CHECK(llama2.close_reply({}) == after_prefix(published(tokenizer, "[/INST]  </s>"), inst));
 }
 
 // ChatML fine-tunes whose converter typed the markers USER_DEFINED and made <|im_end|> the EOS.
@@ -278,7 +294,7 @@ TEST_CASE("a GGUF EOS that is a user-defined <|im_end|> loads as control and end
 
   const ChatTemplate chatml(TemplateKind::chatml, tokenizer);
   CHECK(chatml.stop_tokens() == std::vector<int32_t>{im_end});
-  CHECK(chatml.close_reply() == std::vector<int32_t>{im_end});
+  CHECK(chatml.close_reply({}) == std::vector<int32_t>{im_end});
 }
 
 TEST_CASE("a written reply after \"[/INST] \": its leading space is its first word's") {

@@ -65,8 +65,8 @@ TEST_CASE("the chatml template ends replies with the added <|im_end|>") {
   const Tokenizer tokenizer(source);
   CHECK(tokenizer.eos_id() == kImEnd);
   const ChatTemplate chatml(TemplateKind::chatml, tokenizer);
-  CHECK(chatml.end_reply() == std::vector<int32_t>{kImEnd});
-  CHECK(chatml.close_reply() == std::vector<int32_t>{kImEnd});
+  CHECK(chatml.end_reply({}) == std::vector<int32_t>{kImEnd});
+  CHECK(chatml.close_reply({}) == std::vector<int32_t>{kImEnd});
   CHECK(contains(chatml.stop_tokens(), kImEnd));
   const std::vector<int32_t> turn = chatml.render_user_turn("", "a", true);
   CHECK(contains(turn, kImStart));

@@ -120,30 +120,31 @@ TEST_CASE("stop tokens hold every end id; a reply is still closed and ended with
   auto source = hf_source();
   source.more_end_ids = {generation_eos(kImEnd), generation_eos(kEot)};
   const Tokenizer tokenizer(source);
+  const std::vector<int32_t> reply = tokenizer.encode("b");  // a reply the end follows
 
   const ChatTemplate raw(TemplateKind::raw, tokenizer);
   CHECK(raw.stop_tokens() == std::vector<int32_t>{kEos, kImEnd, kEot, kBos});
-  CHECK(raw.end_reply() == std::vector<int32_t>{kEos});
+  CHECK(raw.end_reply(reply) == std::vector<int32_t>{kEos});
 
   const ChatTemplate chatml(TemplateKind::chatml, tokenizer);
   CHECK(chatml.stop_tokens() == std::vector<int32_t>{kImEnd, kEos, kEot});
-  CHECK(chatml.close_reply() == std::vector<int32_t>{kImEnd});
-  CHECK(chatml.end_reply() == std::vector<int32_t>{kImEnd});
+  CHECK(chatml.close_reply(reply) == std::vector<int32_t>{kImEnd});
+  CHECK(chatml.end_reply(reply) == std::vector<int32_t>{kImEnd});
 
   for (TemplateKind kind : {TemplateKind::mistral, TemplateKind::zephyr}) {
     CAPTURE(template_name(kind));
     const ChatTemplate chat(kind, tokenizer);
     CHECK(chat.stop_tokens() == std::vector<int32_t>{kEos, kImEnd, kEot});
-    CHECK(chat.close_reply() == std::vector<int32_t>{kEos});
-    CHECK(chat.end_reply() == std::vector<int32_t>{kEos});
+    CHECK(chat.close_reply(reply) == std::vector<int32_t>{kEos});
+    CHECK(chat.end_reply(reply) == std::vector<int32_t>{kEos});
   }
   // Llama 2 ends a reply with " </s>": the space is text that continues the reply.
   const ChatTemplate llama2(TemplateKind::llama2, tokenizer);
   std::vector<int32_t> space_eos = space_after_word(tokenizer);
   space_eos.push_back(kEos);
   CHECK(llama2.stop_tokens() == std::vector<int32_t>{kEos, kImEnd, kEot});
-  CHECK(llama2.close_reply() == space_eos);
-  CHECK(llama2.end_reply() == space_eos);
+  CHECK(llama2.close_reply(reply) == space_eos);
+  CHECK(llama2.end_reply(reply) == space_eos);
 
   // An EOS config.json names closes and ends the templates that end with the EOS.
   auto im_end_eos = hf_source();
@@ -151,11 +152,12 @@ TEST_CASE("stop tokens hold every end id; a reply is still closed and ended with
   const Tokenizer configured(im_end_eos);
   const ChatTemplate mistral(TemplateKind::mistral, configured);
   CHECK(mistral.stop_tokens() == std::vector<int32_t>{kImEnd});
-  CHECK(mistral.close_reply() == std::vector<int32_t>{kImEnd});
-  CHECK(mistral.end_reply() == std::vector<int32_t>{kImEnd});
+  CHECK(mistral.close_reply(reply) == std::vector<int32_t>{kImEnd});
+  CHECK(mistral.end_reply(reply) == std::vector<int32_t>{kImEnd});
   std::vector<int32_t> space_im_end = space_after_word(configured);
   space_im_end.push_back(kImEnd);
-  CHECK(ChatTemplate(TemplateKind::llama2, configured).end_reply() == space_im_end);
+  CHECK(ChatTemplate(TemplateKind::llama2, configured).end_reply(configured.encode("b")) ==
+        space_im_end);
 }
 
 }  // namespace parley::text
