@@ -1,11 +1,11 @@
 #include "model/gguf_metadata.h"
 
 #include <algorithm>
-#include <cctype>
+#include <array>
+#include <optional>
 #include <limits>
 
 #include "common/error.h"
-#include "common/log.h"
 #include "common/shown_number.h"
 
 namespace parley::model {
@@ -19,6 +19,7 @@ constexpr int32_t kTypeUndefined = 0;
 constexpr int32_t kTypeNormal = 1;
 constexpr int32_t kTypeUnknown = 2;
 constexpr int32_t kTypeControl = 3;
+constexpr int32_t kTypeByte = 6;
 
 std::string key_text(std::string_view key) { return "metadata key '" + std::string(key) + "'"; }
 
@@ -149,31 +150,42 @@ int32_t unk_piece_id(const GgufVocab& v) {
   return unk == v.tokens.end() ? v.unk_id : int32_t(unk - v.tokens.begin());
 }
 
-// GGUF may leave token_type out; llama.cpp then reads every token as normal and still knows
-// the unknown, BOS and EOS tokens by their ids, which sentencepiece needs typed.
+// The byte a piece "<0xNN>" stands for, as sentencepiece writes byte pieces (upper-case hex).
+std::optional<int> byte_of_piece(const std::string& piece) {
+  const auto hex = [](char c) { return (c >= '0' && c <= '9') || (c >= 'A' && c <= 'F'); };
+  if (piece.size() != 6 || !piece.starts_with("<0x") || !hex(piece[3]) || !hex(piece[4]) ||
+      piece[5] != '>')
+    return std::nullopt;
+  return std::stoi(piece.substr(3, 2), nullptr, 16);
+}
+
+// Marks the pieces <0x00>..<0xFF> BYTE when each is there once, as sentencepiece's byte
+// fallback needs them all.
+void type_byte_pieces(const GgufVocab& v, std::vector<int32_t>& types) {
+  std::vector<size_t> ids;
+  std::array<bool, 256> seen{};
+  for (size_t i = 0; i < v.tokens.size(); ++i) {
+    const auto byte = byte_of_piece(v.tokens[i]);
+    if (!byte) continue;
+    if (seen[size_t(*byte)]) return;
+    seen[size_t(*byte)] = true;
+    ids.push_back(i);
+  }
+  if (ids.size() != seen.size()) return;
+  for (size_t id : ids) types[id] = kTypeByte;
+}
+
+// GGUF may leave token_type out; llama.cpp then reads every token as normal, but still knows
+// the unknown, BOS and EOS tokens by their ids, which sentencepiece needs typed, and its byte
+// fallback finds the byte pieces by their text, as a BYTE type lets sentencepiece's do: a
+// newline is <0x0A>, not the unknown token.
 std::vector<int32_t> types_from_special_ids(const GgufVocab& v) {
   std::vector<int32_t> types(v.tokens.size(), kTypeNormal);
+  type_byte_pieces(v, types);
   set_type(types, v.unk_id, kTypeUnknown);
   set_type(types, v.bos_id, kTypeControl);
   set_type(types, v.eos_id, kTypeControl);
   return types;
-}
-
-bool is_byte_piece(const std::string& piece) {
-  const auto hex = [](char c) { return std::isxdigit(static_cast<unsigned char>(c)) != 0; };
-  return piece.size() == 6 && piece.starts_with("<0x") && hex(piece[3]) && hex(piece[4]) &&
-         piece[5] == '>';
-}
-
-// Read as llama.cpp reads it, but said: text such a model was trained to see as bytes (a
-// newline) then falls back to the unknown token.
-void warn_byte_pieces_untyped(const GgufVocab& v) {
-  const auto n_bytes = std::count_if(v.tokens.begin(), v.tokens.end(), is_byte_piece);
-  if (n_bytes == 0) return;
-  log::warn_line("GGUF: tokenizer.ggml.token_type is missing: its " + std::to_string(n_bytes) +
-                 " byte pieces (<0x0A>, ...) are read as plain text, as llama.cpp reads them, "
-                 "so characters without a piece of their own (a newline) become the unknown "
-                 "token");
 }
 
 // After read_special_ids.
@@ -182,7 +194,6 @@ void read_token_types(const GgufFile& f, GgufVocab& v) {
   if (!types) {
     if (!f.get_int("tokenizer.ggml.unknown_token_id")) v.unk_id = unk_piece_id(v);
     v.token_types = types_from_special_ids(v);
-    warn_byte_pieces_untyped(v);
     return;
   }
   const uint64_t n = v.tokens.size();

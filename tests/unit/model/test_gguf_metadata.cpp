@@ -357,17 +357,6 @@ TEST_CASE("GGUF metadata: mixture-of-experts models are unsupported, expert_coun
   CHECK(read(Metadata().u32("llama.expert_count", 0)).config.n_layers == 3);
 }
 
-TEST_CASE("GGUF metadata: byte pieces without token types are plain text, with a warning") {
-  parley::test::LogCapture log;
-  CHECK(read(Metadata()).vocab.token_types[258] == 6);
-  CHECK(log.count("token_type") == 0);
-  Metadata untyped;
-  untyped.erase("tokenizer.ggml.token_type");
-  const auto info = read(untyped);
-  CHECK(info.vocab.token_types[258] == 1);  // NORMAL, as llama.cpp reads it
-  CHECK(log.count("GGUF: tokenizer.ggml.token_type is missing: its 256 byte pieces") == 1);
-}
-
 TEST_CASE("GGUF metadata: a padding id outside the vocabulary is dropped with a warning") {
   parley::test::LogCapture log;
   const auto info = read(Metadata().u32("tokenizer.ggml.padding_token_id", 300));
@@ -405,7 +394,7 @@ TEST_CASE("GGUF metadata: a padding id of any integer outside the vocabulary is 
   }
 }
 
-TEST_CASE("GGUF metadata: without token types, all are normal but UNK, BOS and EOS (llama.cpp)") {
+TEST_CASE("GGUF metadata: without token types, all are normal but UNK, BOS, EOS and bytes") {
   Metadata m;
   m.erase("tokenizer.ggml.token_type").u32("tokenizer.ggml.unknown_token_id", 7);
   m.u32("tokenizer.ggml.bos_token_id", 260).u32("tokenizer.ggml.eos_token_id", 261);
@@ -415,10 +404,13 @@ TEST_CASE("GGUF metadata: without token types, all are normal but UNK, BOS and E
   CHECK(types[7] == 2);
   CHECK(types[260] == 3);
   CHECK(types[261] == 3);
-  for (size_t id : {0, 1, 2, 3, 258, 299}) {
+  for (size_t id : {0, 1, 2, 299}) {
     CAPTURE(id);
-    CHECK(types[id] == 1);  // the byte pieces too: they are text to llama.cpp
+    CHECK(types[id] == 1);
   }
+  // llama.cpp's byte fallback finds <0x00>..<0xFF> by their text, as BYTE pieces are found.
+  CHECK(types[3] == 6);
+  CHECK(types[258] == 6);
   CHECK(info.config.unk_id == 7);
 }
 
