@@ -666,7 +666,9 @@ typedef struct parley_generate_options {
    * spaces it ends with are kept, also where the tokenizer drops trailing whitespace), and
    * the model goes on from it: a format or a voice to keep ("{", "*nods* "). With the "raw"
    * template it continues the message (" and" starts a word, "," joins the last one; since
-   * 0.6, before which a space was put before it). It is streamed first and kept as the
+   * 0.6, before which a space was put before it); since 0.9.4 it follows "assistant\n" as is
+   * with "chatml" and "zephyr" ("{" gets no U+2581), and "llama2" drops the whitespace it
+   * starts with, as its template strips a reply. It is streamed first and kept as the
    * reply's start; max_tokens and the stop strings apply to what follows it (a stop string
    * that begins in the prefix and ends after it ends the reply right after it). NULL or ""
    * = none. Read during the call only. */

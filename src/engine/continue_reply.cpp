@@ -29,7 +29,7 @@ std::vector<int32_t> Session::render_continuation(std::string_view text, bool re
   // Encoded on its own, text in the middle of a reply would gain the space a text's first
   // word has: there it continues the reply's text.
   return reply_start ? template_.render_reply(text, after_id, whole)
-                     : engine_->tokenizer().encode_continuation(text);
+                     : template_.render_more_of_reply(text, whole);
 }
 
 void Session::continue_reply(const GenerateParams& params, const TextSink& sink,
@@ -82,7 +82,9 @@ void Session::continue_reply(const GenerateParams& params, const TextSink& sink,
       const size_t unfinished = goes_on ? unfinished_character_ids() : 0;
       if (unfinished > 0) text.resize(text.size() - text::kReplacementCharacter.size());
       // Stop strings may begin in the reply's earlier text; it is never cut.
-      text += decode(sampler, params, text, unfinished, sink, stats, started_ms, cut);
+      const bool reply_has_ids = reply_message.n_tokens > 0 || !reply_ids.empty();
+      text += decode(sampler, params, text, unfinished, reply_has_ids, sink, stats, started_ms,
+                     cut);
     }
     reply_message.n_tokens = uint32_t(tokens_.size()) - reply_message.token_begin;
     reply_message.closed = reply_closed_;

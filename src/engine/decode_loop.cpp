@@ -122,17 +122,16 @@ class ReplyText {
 }  // namespace
 
 std::string Session::decode(sample::Sampler& sampler, const GenerateParams& params,
-                            std::string_view earlier, size_t unfinished_ids,
+                            std::string_view earlier, size_t unfinished_ids, bool reply_has_ids,
                             const TextSink& sink, TurnStats& stats, double started_ms,
                             ReplyCut& cut) {
   const uint32_t context = engine_->context_length();
   const uint32_t limit = params.max_tokens ? params.max_tokens : UINT32_MAX;
   const auto& stops = template_.stop_tokens();
-  // A reply with a prefix, or one that goes on, does not start at the first generated token:
-  // its space stays.
-  text::DetokenizeStream stream(engine_->tokenizer(), template_.strip_reply_leading_space() &&
-                                                          earlier.empty() &&
-                                                          params.reply_prefix.empty());
+  // A reply with ids before (a prefix, or one that goes on) does not start at the first
+  // generated token: its space stays.
+  text::DetokenizeStream stream(engine_->tokenizer(),
+                                template_.strip_reply_leading_space() && !reply_has_ids);
   // A raw reply to BOS alone starts a text: the stream decodes it as sentencepiece would.
   if (!tokens_.empty() && tokens_.back() == engine_->tokenizer().bos_id()) stream.push(tokens_.back());
   // (They complete no character yet: the stream gives nothing for them.)

@@ -69,7 +69,8 @@ std::vector<Session::ReplyScore> Session::score(
   std::vector<std::vector<int32_t>> reply_ids;
   const uint32_t context = engine_->context_length();
   for (size_t i = 0; i < replies.size(); ++i) {
-    auto ids = render_continuation(replies[i], reply_start, prompt.back(), with_end);
+    auto ids = render_continuation(replies[i], reply_start, prompt.back(),
+                                    reply_start || with_end);
     if (with_end) {
       // The end follows the whole reply: what it has already, when this goes on from it.
       std::vector<int32_t> whole;

@@ -209,9 +209,12 @@ void Session::adopt_turns(std::vector<store::StoredTurn> turns, Status bad_statu
     }
     // Text comes from ids, and a conversation opens with at least BOS: a message that says
     // something, or opens the conversation, without them would leave text and ids apart.
-    // (Whitespace alone may have none: llama2 strips a reply.)
+    // (A llama2 reply of whitespace alone has none: its template strips it.)
     const bool opens = tokens_.empty() && t.role != int32_t(Role::system);
-    const bool says_nothing = text::strip_python_space(t.text, true, true).empty();
+    const bool stripped_reply = t.role == int32_t(Role::assistant) &&
+                                template_.kind() == text::TemplateKind::llama2;
+    const bool says_nothing =
+        t.text.empty() || (stripped_reply && text::strip_python_space(t.text, true, true).empty());
     require(t.role == int32_t(Role::system) || !t.token_ids.empty() || (says_nothing && !opens),
             bad_status, [&] {
               return whose + " message " + std::to_string(messages_.size()) + " has no token ids" +

@@ -372,8 +372,8 @@ class Session {
   // starts the reply (it has no ids yet: no text, or whitespace its template strips).
   bool continuation_starts_reply() const;
   // Ids of text put at the end of the reply continuing goes on from: a reply's start
-  // (render_reply; `after_id` is the id it follows, `whole` when the text is all of it), or
-  // more of a reply under way (Tokenizer::encode_continuation).
+  // (render_reply; `after_id` is the id it follows), or more of a reply under way
+  // (ChatTemplate::render_more_of_reply); `whole` when the text ends the reply.
   std::vector<int32_t> render_continuation(std::string_view text, bool reply_start,
                                            int32_t after_id, bool whole = false) const;
   // The ids of the last reply when it is the last message; none after a user message (whose
@@ -442,14 +442,16 @@ class Session {
   // Samples, streams and feeds reply tokens until a stop; returns the new text (the prefix,
   // then what was generated) of a reply that had the `earlier` text so far, whose last
   // `unfinished_ids` ids are the first bytes of a character `earlier` does not hold (see
-  // unfinished_character_ids). A reply that shows a stop string ends before it: the text
-  // from there on is not streamed, and the tokens that brought only that text are dropped
-  // (with their KV); one whose text the stop string begins inside is respelled
-  // (respell_split_token). A sink that asks to stop likewise ends the reply at the text it
-  // was given: text held back as a possible stop string's start is not the reply's.
+  // unfinished_character_ids). Without ids yet (`reply_has_ids` false: no text and no
+  // prefix, or whitespace the template stripped), the first token starts the reply. A reply
+  // that shows a stop string ends before it: the text from there on is not streamed, and the
+  // tokens that brought only that text are dropped (with their KV); one whose text the stop
+  // string begins inside is respelled (respell_split_token). A sink that asks to stop
+  // likewise ends the reply at the text it was given: text held back as a possible stop
+  // string's start is not the reply's.
   std::string decode(sample::Sampler& sampler, const GenerateParams& params,
-                     std::string_view earlier, size_t unfinished_ids, const TextSink& sink,
-                     TurnStats& stats, double started_ms, ReplyCut& cut);
+                     std::string_view earlier, size_t unfinished_ids, bool reply_has_ids,
+                     const TextSink& sink, TurnStats& stats, double started_ms, ReplyCut& cut);
   // How many of the conversation's last ids are byte pieces that begin a character and do
   // not finish it (a reply cut inside a character: its text ends with one U+FFFD for them).
   size_t unfinished_character_ids() const;

@@ -221,7 +221,7 @@ void Session::run_turn(std::string_view user_text, const std::string_view* writt
       reply = params.reply_prefix;
       reply_closed_ = false;
     } else {
-      reply = decode(*sampler, params, "", 0, sink, stats, started_ms, cut);
+      reply = decode(*sampler, params, "", 0, !reply_ids.empty(), sink, stats, started_ms, cut);
     }
 
     if (first && !messages_.empty() && messages_.front().role == Role::system) {

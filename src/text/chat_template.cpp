@@ -106,12 +106,20 @@ std::vector<int32_t> ChatTemplate::render_reply(std::string_view reply, int32_t 
   return tokenizer_.keep_trailing_spaces(reply, tokenize({text(std::string(reply))}));
 }
 
+std::vector<int32_t> ChatTemplate::render_more_of_reply(std::string_view text,
+                                                        bool ends_reply) const {
+  if (kind_ == TemplateKind::llama2 && ends_reply) text = strip_python_space(text, false, true);
+  return tokenizer_.encode_continuation(text);
+}
+
 std::vector<int32_t> ChatTemplate::close_reply(std::span<const int32_t> reply) const {
   switch (kind_) {
     case TemplateKind::raw: return {};
     case TemplateKind::chatml: return tokenize({marker(kImEnd)});
     case TemplateKind::llama2: {  // " </s>": the space ends the reply's text run
-      const bool spaced = !reply.empty() && tokenizer_.piece_bytes(reply.back()).ends_with(' ');
+      // (The unknown piece's text, " ⁇ ", is not the reply's.)
+      const bool spaced = !reply.empty() && !tokenizer_.is_unknown(reply.back()) &&
+                          tokenizer_.piece_bytes(reply.back()).ends_with(' ');
       std::vector<int32_t> ids = trailing_spaces(reply.empty() ? 2 : spaced ? 0 : 1);
       ids.push_back(tokenizer_.eos_id());
       return ids;

@@ -58,6 +58,10 @@ class ChatTemplate {
   // Empty for "".
   std::vector<int32_t> render_reply(std::string_view reply, int32_t after_id,
                                     bool whole = false) const;
+  // Ids of text that goes on from a reply's ids (Tokenizer::encode_continuation: " and"
+  // starts a word, "," joins the last one); llama2 strips the end of the text that
+  // `ends_reply`, as its template strips the reply.
+  std::vector<int32_t> render_more_of_reply(std::string_view text, bool ends_reply) const;
 
   // Ids that close an assistant reply which stopped before its end token (max_tokens, stop),
   // after `reply`, the ids it has: <|im_end|> (chatml), EOS (zephyr, mistral), " </s>"

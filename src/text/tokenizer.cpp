@@ -243,6 +243,10 @@ bool Tokenizer::is_control(int32_t id) const {
   return id >= 0 && id < n_vocab() && impl_->types[size_t(id)] == PieceType::control;
 }
 
+bool Tokenizer::is_unknown(int32_t id) const {
+  return id >= 0 && id < n_vocab() && impl_->types[size_t(id)] == PieceType::unknown;
+}
+
 bool Tokenizer::adds_dummy_prefix() const { return impl_->add_dummy_prefix; }
 
 }  // namespace parley::text

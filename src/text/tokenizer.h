@@ -64,6 +64,7 @@ class Tokenizer {
   // files name (an eos_token_id list, generation_config.json, GGUF end-of-turn/message).
   const std::vector<int32_t>& end_ids() const;
   bool is_control(int32_t id) const;
+  bool is_unknown(int32_t id) const;
   // Whether encode() puts U+2581 before the text (the normalizer's add_dummy_prefix).
   bool adds_dummy_prefix() const;
 

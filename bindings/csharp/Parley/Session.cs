@@ -226,8 +226,9 @@ namespace Parley
         // as plain text and left open; the next send closes it as the template closes a reply,
         // and only computes its own message. With the "raw" template the reply continues the
         // message, as a streamed raw reply reads: " there was" starts a word, ", and" joins the
-        // last one. ParleyStatus.ContextFull when the two do not fit; the session is then as
-        // before.
+        // last one; "llama2" strips the reply, as its template does, and "chatml" and "zephyr"
+        // put it after "assistant\n" as is. ParleyStatus.ContextFull when the two do not fit;
+        // the session is then as before.
         public void AddExchange(string userText, string replyText)
         {
             byte[] user = Utf8.ToNative(userText, "userText");

@@ -378,7 +378,8 @@ class Session(NativeHandle):
         tokenized as plain text and left open; the next send closes it as the template
         closes a reply, and only computes its own message. With the "raw" template the
         reply continues the message, as a streamed raw reply reads: " there was" starts a
-        word, ", and" joins the last one.
+        word, ", and" joins the last one; "llama2" strips the reply, as its template does, and
+        "chatml" and "zephyr" put it after "assistant\n" as is.
         Raises ContextFullError when the two do not fit; the session is then as before."""
         user = _options.text_arg("user_text", user_text, optional=False)
         reply = _options.text_arg("reply_text", reply_text, optional=False)

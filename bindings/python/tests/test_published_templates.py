@@ -174,11 +174,12 @@ def published_ids(sp, template, system, exchanges, last_user, specials):
     messages = [{"role": "system", "content": system}] if system is not None else []
     for user, reply in exchanges:
         messages += [{"role": "user", "content": user}, {"role": "assistant", "content": reply}]
-    messages.append({"role": "user", "content": last_user})
+    if last_user is not None:
+        messages.append({"role": "user", "content": last_user})
     env = jinja2.Environment(trim_blocks=True, lstrip_blocks=True)
     env.globals["raise_exception"] = raise_exception
-    text = env.from_string(template).render(messages=messages, bos_token="<s>",
-                                            eos_token="</s>", add_generation_prompt=True)
+    text = env.from_string(template).render(messages=messages, bos_token="<s>", eos_token="</s>",
+                                            add_generation_prompt=last_user is not None)
     split = "(" + "|".join(re.escape(s) for s in sorted(specials, key=len, reverse=True)) + ")"
     ids = []
     for part in re.split(split, text):
@@ -248,9 +249,44 @@ def test_a_llama2_reply_of_whitespace_is_stored_reopened_and_imported_again(mode
 
 
 def test_a_llama2_reply_of_whitespace_goes_on_as_a_new_reply(sp, engines):
-    """Text after whitespace the template stripped starts the reply: "Sure" is a word."""
+    """Text after whitespace the template stripped starts the reply: "Sure" is a word, and a
+    generated first word is streamed without the space its piece has, as a new reply's."""
+    sure = sp.piece_to_id("\u2581Sure")
     with engines["plain"].session(template="llama2") as s:
         s.add_exchange("Hi", "  ")
         before = len(s.tokens)
         s.continue_reply(reply_prefix="Sure", max_tokens=1, temperature=0, ignore_eos=True)
         assert list(s.tokens)[before:before + len(sp.encode("Sure"))] == sp.encode("Sure")
+    with engines["plain"].session(template="llama2") as s:
+        s.add_exchange("Hi", "  ")
+        assert s.continue_reply(max_tokens=1, temperature=0, logit_bias={sure: 100.0}) == "Sure"
+    with engines["plain"].session(template="llama2") as s:
+        assert s.send("Hi", reply_prefix=" ", max_tokens=1, temperature=0,
+                      logit_bias={sure: 100.0}) == " Sure"
+
+
+def test_a_scored_llama2_continuation_ends_as_the_template_ends_the_whole_reply(sp, engines):
+    """"Hello" + " world\n" ends as "[/INST] Hello world </s>": the text's last newline goes."""
+    with engines["plain"].session(template="llama2") as s:
+        s.add_exchange("Hi", "Hello")
+        opened = list(s.tokens)
+        whole = published_ids(sp, LLAMA2, None, [("Hi", "Hello world\n")], None,
+                              {"<s>": 1, "</s>": 2})
+        assert whole[:len(opened)] == opened
+        [scored] = s.score_replies(None, [" world\n"], with_end=True)
+        assert scored.n_tokens == len(whole) - len(opened)
+
+
+def test_only_a_llama2_reply_may_have_text_and_no_ids(engines):
+    """Imported ids are checked against the text: whitespace with no ids is a stripped llama2
+    reply, never a message of another kind."""
+    with engines["markers"].session(template="chatml") as s:
+        s.add_exchange("Hi", "Hello")
+        s.send("More", max_tokens=2, temperature=0, ignore_eos=True)
+        exported = json.loads(s.export())
+    for message in (2, 3):  # the second user message, then its reply
+        changed = json.loads(json.dumps(exported))
+        changed["messages"][message]["text"] = "   "
+        changed["messages"][message]["tokens"] = []
+        with pytest.raises(parley.InvalidArgumentError, match="has no token ids"):
+            engines["markers"].import_session(json.dumps(changed), id="changed").close()

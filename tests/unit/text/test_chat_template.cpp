@@ -274,6 +274,9 @@ TEST_CASE("llama2 closes a reply with the space its template puts before EOS") {
   const std::vector<int32_t> hi_spaced = published(tokenizer, "Hi ");
   REQUIRE(hi_spaced.size() == hi.size() + 1);
   CHECK(llama2.close_reply(hi_spaced) == std::vector<int32_t>{tokenizer.eos_id()});
+  // The unknown piece reads " ⁇ ", but the reply's text does not end with a space there.
+  REQUIRE(tokenizer.is_unknown(0));
+  CHECK(llama2.close_reply(std::vector<int32_t>{0}) == llama2.close_reply(hi));
   // An empty reply: the template's space before it and the one after are one piece.
   const std::vector<int32_t> inst = published(tokenizer, "[/INST]");
   CHECK(llama2.close_reply({}) == after_prefix(published(tokenizer, "[/INST]  </s>"), inst));
