@@ -290,3 +290,14 @@ def test_only_a_llama2_reply_may_have_text_and_no_ids(engines):
         changed["messages"][message]["tokens"] = []
         with pytest.raises(parley.InvalidArgumentError, match="has no token ids"):
             engines["markers"].import_session(json.dumps(changed), id="changed").close()
+
+
+def test_a_rewound_llama2_reply_is_closed_as_an_empty_one(sp, engines):
+    """rewind(1) leaves the message with an empty reply, which the next message closes as
+    the template renders an empty reply: "[/INST]  </s>"."""
+    with engines["plain"].session(template="llama2") as s:
+        s.send("Hi", max_tokens=3, temperature=0, ignore_eos=True)
+        s.rewind(1)
+        s.send("Next", max_tokens=1, temperature=0, ignore_eos=True)
+        expected = published_ids(sp, LLAMA2, None, [("Hi", "")], "Next", {"<s>": 1, "</s>": 2})
+        assert list(s.tokens)[:-1] == expected
