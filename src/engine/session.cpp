@@ -254,7 +254,7 @@ void Session::adopt_turns(std::vector<store::StoredTurn> turns, Status bad_statu
   // begin with the prompt's ids at all); an imported one's may have been edited.
   if (messages_.size() > 1 && messages_[0].role == Role::system) {
     Message& first = messages_[1];
-    const auto ids = std::span<const int32_t>(tokens_).subspan(first.token_begin, first.n_tokens);
+    const auto ids = message_ids(first);
     const uint32_t system_tokens = system_prefix_tokens(ids, system_prompt_);
     if (!stored && system_tokens == 0) require_rendered_with_system_prompt(first, ids);
     messages_[0].n_tokens = system_tokens;
@@ -401,10 +401,13 @@ size_t Session::count_turn_tokens(std::string_view user_text) const {
 
 uint32_t Session::context_length() const { return engine_->context_length(); }
 
+std::span<const int32_t> Session::message_ids(const Message& m) const {
+  return std::span<const int32_t>(tokens_).subspan(m.token_begin, m.n_tokens);
+}
+
 std::span<const int32_t> Session::open_reply_ids() const {
   if (messages_.empty() || messages_.back().role != Role::assistant) return {};
-  const Message& reply = messages_.back();
-  return std::span<const int32_t>(tokens_).subspan(reply.token_begin, reply.n_tokens);
+  return message_ids(messages_.back());
 }
 
 std::vector<int32_t> Session::render_turn(std::string_view user_text) const {

@@ -376,6 +376,8 @@ class Session {
   // (ChatTemplate::render_more_of_reply); `whole` when the text ends the reply.
   std::vector<int32_t> render_continuation(std::string_view text, bool reply_start,
                                            int32_t after_id, bool whole = false) const;
+  // The ids a message took in the conversation.
+  std::span<const int32_t> message_ids(const Message& m) const;
   // The ids of the last reply when it is the last message; none after a user message (whose
   // missing reply the next turn closes as an empty one).
   std::span<const int32_t> open_reply_ids() const;
