@@ -352,20 +352,38 @@ TEST_CASE("a spill the full disk refuses is tried once, and the error names it")
   CHECK(e->store()->load_turns("big").size() == 2);
 }
 
-TEST_CASE("a session in use is waited for after another's spill failed, which is not retried") {
-  FaultyVfs vfs("parley-faulty-kv-busy");
+namespace {
+
+// A budget of four blocks: A and B hold one each, and big's message needs three, so one of
+// theirs must be spilled. A is the least recently used: the first tried, and its spill fails
+// (the disk is full from the start).
+struct SpillFailsForRoom {
+  explicit SpillFailsForRoom(const char* vfs_name) : vfs(vfs_name) {
+    e = engine_on((dir / "room.db").string(), vfs, 4);
+    failing = session_on(e, "A");
+    REQUIRE(send_to(*failing, "Hi", 2).status == parley::Status::ok);
+    other = session_on(e, "B");
+    REQUIRE(send_to(*other, "Hi", 2).status == parley::Status::ok);
+    big = session_on(e, "big");
+    REQUIRE(e->stats().blocks.used == 2);  // a block each
+    message = message_for(*big, 32, 40);
+    vfs.fail_writes_after(0, SQLITE_FULL);
+  }
+
+  FaultyVfs vfs;
   TempDir dir;
-  auto e = engine_on((dir / "room.db").string(), vfs, 4);
-  auto failing = session_on(e, "A");  // least recently used: the first to be spilled
-  REQUIRE(send_to(*failing, "Hi", 2).status == parley::Status::ok);
-  auto busy = session_on(e, "B");
-  REQUIRE(send_to(*busy, "Hi", 2).status == parley::Status::ok);
-  auto big = session_on(e, "big");
-  REQUIRE(e->stats().blocks.used == 2);  // a block each
-  // Three blocks: two are free, the third is A's or B's.
-  const std::string message = message_for(*big, 32, 40);
+  std::shared_ptr<parley::engine::Engine> e;
+  std::unique_ptr<parley::engine::Session> failing, other, big;
+  std::string message;
+};
+
+}  // namespace
+
+TEST_CASE("a session in use is waited for after another's spill failed, which is not retried") {
   LogCapture warnings;
-  vfs.fail_writes_after(0, SQLITE_FULL);
+  SpillFailsForRoom room("parley-faulty-kv-busy");
+  auto& vfs = room.vfs;
+  auto& busy = room.other;
   // B is in use until A's spill has failed; then the disk has room again and B is let go.
   std::mutex holding;
   std::condition_variable held;
@@ -386,28 +404,19 @@ TEST_CASE("a session in use is waited for after another's spill failed, which is
     held.wait(lock, [&] { return tried; });
   }
   REQUIRE(taken);
-  const Sent sent = send_to(*big, message, 6);
+  const Sent sent = send_to(*room.big, room.message, 6);
   user.join();
   CHECK_MESSAGE(sent.status == parley::Status::ok, sent.message);
   CHECK(busy->spilled());
-  CHECK_FALSE(failing->spilled());  // once refused, it was not tried again for this send
+  CHECK_FALSE(room.failing->spilled());  // once refused, it was not tried again for this send
   CHECK(warnings.count(kSpillFailed) == 1);
 }
 
 TEST_CASE("a session closing elsewhere is waited for after another's spill failed") {
-  FaultyVfs vfs("parley-faulty-kv-closing");
-  TempDir dir;
-  auto e = engine_on((dir / "room.db").string(), vfs, 4);
-  auto failing = session_on(e, "A");  // least recently used: the first to be spilled
-  REQUIRE(send_to(*failing, "Hi", 2).status == parley::Status::ok);
-  auto closing = session_on(e, "B");
-  REQUIRE(send_to(*closing, "Hi", 2).status == parley::Status::ok);
-  auto big = session_on(e, "big");
-  REQUIRE(e->stats().blocks.used == 2);  // a block each
-  // Three blocks: two are free, the third is A's or B's.
-  const std::string message = message_for(*big, 32, 40);
   LogCapture warnings;
-  vfs.fail_writes_after(0, SQLITE_FULL);
+  SpillFailsForRoom room("parley-faulty-kv-closing");
+  auto& e = room.e;
+  auto& closing = room.other;
   // B closes on a thread of its own, held before its spill until A's spill has failed; then
   // the disk has room again and B's close stores it and lets its block go.
   auto spill_held = closing->try_use_idle();
@@ -418,15 +427,15 @@ TEST_CASE("a session closing elsewhere is waited for after another's spill faile
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
   Sent sent;
-  std::thread sender([&] { sent = send_to(*big, message, 6); });
+  std::thread sender([&] { sent = send_to(*room.big, room.message, 6); });
   warnings.wait_for(kSpillFailed);
-  vfs.clear();
+  room.vfs.clear();
   spill_held.unlock();
   sender.join();
   closer.join();
   CHECK_MESSAGE(sent.status == parley::Status::ok, sent.message);
-  CHECK(big->messages().size() == 2);
-  CHECK_FALSE(failing->spilled());  // once refused, it was not tried again for this send
+  CHECK(room.big->messages().size() == 2);
+  CHECK_FALSE(room.failing->spilled());  // once refused, it was not tried again for this send
   CHECK(warnings.count(kSpillFailed) == 1);
   CHECK(e->store()->load_turns("B").size() == 2);
 }
