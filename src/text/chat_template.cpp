@@ -64,6 +64,9 @@ ChatTemplate::ChatTemplate(TemplateKind kind, const Tokenizer& tokenizer)
   for (int32_t id : tokenizer_.end_ids()) add_unique(stop_tokens_, id);
   // Raw models (TinyStories-style) delimit documents with BOS.
   if (kind_ == TemplateKind::raw) add_unique(stop_tokens_, tokenizer_.bos_id());
+  if (kind_ == TemplateKind::llama2) {
+    for (size_t n = 1; n < trailing_spaces_.size(); ++n) trailing_spaces_[n] = trailing_spaces(n);
+  }
 }
 
 std::vector<int32_t> ChatTemplate::render_user_turn(std::string_view system_prompt,
@@ -120,7 +123,7 @@ std::vector<int32_t> ChatTemplate::close_reply(std::span<const int32_t> reply) c
       // (The unknown piece's text, " ⁇ ", is not the reply's.)
       const bool spaced = !reply.empty() && !tokenizer_.is_unknown(reply.back()) &&
                           tokenizer_.piece_bytes(reply.back()).ends_with(' ');
-      std::vector<int32_t> ids = trailing_spaces(reply.empty() ? 2 : spaced ? 0 : 1);
+      std::vector<int32_t> ids = trailing_spaces_[reply.empty() ? 2 : spaced ? 0 : 1];
       ids.push_back(tokenizer_.eos_id());
       return ids;
     }

@@ -6,6 +6,7 @@
 // control tokens; otherwise they are text.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <optional>
 #include <span>
@@ -106,6 +107,8 @@ class ChatTemplate {
   TemplateKind kind_;
   const Tokenizer& tokenizer_;
   std::vector<int32_t> stop_tokens_;
+  // llama2's close: trailing_spaces(n) for n = 0, 1, 2, computed once.
+  std::array<std::vector<int32_t>, 3> trailing_spaces_;
 };
 
 }  // namespace parley::text
