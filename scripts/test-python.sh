@@ -39,3 +39,26 @@ cp -r bindings/python "$scratch/package"
 "$scratch/venv/bin/pip" install -q --no-build-isolation --no-index "$scratch/package"
 (cd "$scratch" && venv/bin/python -c "import parley; assert '/venv/' in parley.__file__; \
   print('installed parley', parley.__version__, 'in a virtual environment:', parley.version())")
+
+# A wheel with libparley.so.0 copied into the package is tagged for this platform (a pure
+# py3-none-any one would install a Linux x86-64 library anywhere), and once installed the
+# package loads the library it carries.
+cp -r bindings/python "$scratch/bundling"
+rm -rf "$scratch/bundling/build" "$scratch/bundling/tests"
+strip --strip-debug -o "$scratch/bundling/parley/libparley.so.0" "$library" 2>/dev/null ||
+  cp "$library" "$scratch/bundling/parley/libparley.so.0"
+"$scratch/venv/bin/pip" wheel -q --no-build-isolation --no-index --no-deps \
+  -w "$scratch/wheels" "$scratch/bundling"
+platform=$("$python" -c "import sysconfig; print(sysconfig.get_platform().replace('-', '_') \
+  .replace('.', '_'))")
+wheel=$(ls "$scratch"/wheels/parley-*.whl)
+case $wheel in
+  *-py3-none-"$platform".whl) ;;
+  *) echo "test-python: a wheel bundling libparley.so.0 is $(basename "$wheel"), not" \
+       "tagged py3-none-$platform" >&2; exit 1 ;;
+esac
+"$scratch/venv/bin/pip" install -q --no-index --force-reinstall --no-deps "$wheel"
+(cd "$scratch" && env -u PARLEY_LIBRARY venv/bin/python -c "import parley, pathlib; \
+  here = pathlib.Path(parley.__file__).parent; \
+  assert pathlib.Path(parley.library_path()) == here / 'libparley.so.0', parley.library_path(); \
+  print('installed', pathlib.Path('$wheel').name, 'loads', parley.library_path())")
