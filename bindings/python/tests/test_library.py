@@ -193,3 +193,23 @@ def test_generation_docstrings_say_what_matters():
     assert "tpot_ms" in parley.TurnStats.__doc__ and "on_text" in parley.TurnStats.__doc__
     for method in (parley.Session.stream, parley.Session.stream_continue):
         assert "contextlib.closing" in method.__doc__
+
+
+def test_a_broken_cuda_module_is_named_once_with_its_reason(tmp_path, model_path):
+    # The module is looked for beside libparley, then on the loader's search path: here both
+    # lead to the same broken file, whose reason the error gives once.
+    shutil.copy(parley.library_path(), tmp_path / "libparley.so.0")
+    broken = tmp_path / "libparley_cuda.so"
+    broken.write_bytes(b"not a shared object\n")
+    env = {k: v for k, v in os.environ.items() if k != "PARLEY_CUDA_MODULE"}
+    env.update(PARLEY_LIBRARY=str(tmp_path / "libparley.so.0"), LD_LIBRARY_PATH=str(tmp_path))
+    code = ("import parley\n"
+            "try:\n"
+            "    parley.Engine(%r, device='cuda')\n"
+            "except parley.BackendError as e:\n"
+            "    print(e.message)\n" % str(model_path))
+    out = subprocess.run([sys.executable, "-c", code], cwd=BINDINGS_DIR, env=env,
+                         capture_output=True, text=True, timeout=60)
+    message = out.stdout.strip()
+    assert "cannot load libparley_cuda.so" in message, (message, out.stderr)
+    assert message.count(str(broken)) == 1, message
