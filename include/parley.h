@@ -143,9 +143,12 @@ PARLEY_API const char *parley_last_error(void);
 #define PARLEY_KV_SOURCE_NEW      0 /* the session had no KV before this turn */
 #define PARLEY_KV_SOURCE_RESIDENT 1 /* KV was in memory */
 #define PARLEY_KV_SOURCE_RESTORED 2 /* KV was read back from the store */
-#define PARLEY_KV_SOURCE_REBUILT  3 /* KV was recomputed from the conversation's tokens: the
-                                        store's was missing, damaged or another model's, or the
-                                        conversation was rebuilt (DROP_OLDEST) */
+#define PARLEY_KV_SOURCE_REBUILT  3 /* KV was recomputed from the conversation's tokens, all
+                                        of it or the part the store's did not cover: the
+                                        store's was missing, damaged or another model's, or
+                                        of the conversation before parley_session_rewind()
+                                        or parley_session_set_system_prompt() changed it, or
+                                        the conversation was rebuilt (DROP_OLDEST) */
 
 /* Limits on parley_generate_options.stop (since 0.3) */
 #define PARLEY_MAX_STOP_STRINGS 16  /* strings */
@@ -196,7 +199,10 @@ typedef struct parley_session parley_session; /* one conversation */
  *  Called on the thread that logs: the caller's, or for lines of the library's own threads
  *  (the idle spiller) a thread made for that one call, which ends as it returns (runtimes
  *  such as Mono and Unity adopt a thread that calls into them and wait for it at exit, so
- *  they never hold one of the library's). It must not call back into Parley. */
+ *  they never hold one of the library's). It must not call back into Parley, nor wait for a
+ *  thread that may be in a Parley call, which may be waiting for the call that logs (an open
+ *  of a session waits for its close). Lines of the library's own threads come while they
+ *  hold no session (since 0.9.5). */
 typedef void (*parley_log_fn)(int level, const char *msg, void *user);
 
 /** Installs the log callback (NULL restores the default: warnings and errors to stderr).
@@ -270,9 +276,10 @@ PARLEY_API void parley_engine_options_init_sized(parley_engine_options *o, size_
  *  Thread-safety: any thread. Since: 0.1. */
 PARLEY_API parley_status parley_engine_open(const parley_engine_options *o, parley_engine **out);
 
-/** Closes an engine. With a store, the KV of every open session is spilled to it first.
- *  Sessions still open stay usable; the engine is freed when the last of them closes. NULL is
- *  a no-op.
+/** Closes an engine. With a store, the KV of every open session is spilled to it first, but
+ *  for a session in a call at that moment (on another thread): its KV stays in memory until
+ *  it is spilled later (its close spills it), and its turns are stored as they end. Sessions still open stay usable; the engine is freed when the last of them closes.
+ *  NULL is a no-op.
  *  fork(): an engine and its sessions belong to the process that opened them (since 0.8.5;
  *  before, a child that closed them could hang or write the parent's sessions to the store).
  *  In a child, every call on an inherited engine or session returns MISUSE ("this engine was

@@ -151,6 +151,7 @@ std::string Engine::register_session(Session* session, const std::string& reques
 void Engine::require_free_session_id(const std::string& id) {
   const bool in_use = [&] {
     std::lock_guard lock(mutex_);
+    require_not_closing_here(id);
     return sessions_.count(id) > 0;
   }();
   // An open session is named first: "open it instead" would send the caller to a refusal.
@@ -162,6 +163,7 @@ void Engine::require_free_session_id(const std::string& id) {
 
 void Engine::require_not_open(const std::string& id) {
   std::lock_guard lock(mutex_);
+  require_not_closing_here(id);
   require(!open_or_closing(id), Status::invalid_argument,
           "session id " + shown_id(id) + " is already in use by an open session");
 }
@@ -212,6 +214,17 @@ bool Engine::closing_elsewhere(const std::string& id) const {
   const auto self = std::this_thread::get_id();
   return std::any_of(closing_.begin(), closing_.end(),
                      [&](const Closing& c) { return c.session->id() == id && c.closer() != self; });
+}
+
+void Engine::require_not_closing_here(const std::string& id) const {
+  const auto self = std::this_thread::get_id();
+  const bool here = std::any_of(closing_.begin(), closing_.end(), [&](const Closing& c) {
+    return c.session->id() == id && c.closer() == self;
+  });
+  require(!here, Status::invalid_argument,
+          "session " + shown_id(id) +
+              " is still being closed: a call of its own under way on this thread (this "
+              "callback's) holds it, and it is stored when that call returns");
 }
 
 bool Engine::open_or_closing(const std::string& id) const {
@@ -280,12 +293,17 @@ Engine::SpillPass Engine::spill_where(SessionFilter filter, double arg, const Se
     try {
       c.session->spill();
     } catch (const std::exception& e) {  // storage, or memory ran out: the KV stays resident
-      log::warn_line("cannot spill session " + shown_id(c.session->id()) + ": " + e.what());
       const bool changed_elsewhere = dynamic_cast<const ChangedElsewhere*>(&e) != nullptr;
       pass.failures.push_back({c.session->id(), e.what(), changed_elsewhere});
     }
+    c.use.unlock();  // its caller, waiting for the spill, goes on
   }
   return pass;
+}
+
+void Engine::log_spill_failures(const std::vector<SpillFailure>& failures) {
+  for (const SpillFailure& f : failures)
+    log::warn_line("cannot spill session " + shown_id(f.session_id) + ": " + f.reason);
 }
 
 bool Engine::make_room(size_t n_blocks, const Session* except) {
@@ -310,6 +328,7 @@ bool Engine::write_with_room(const Session* writer, const KvWrite& kv_write) {
     if (beyond_budget()) return false;
     SpillPass pass = spill_where([](const Session&, double) { return true; }, 0, writer,
                                  kv_write.needed(), failed);
+    log_spill_failures(pass.failures);
     std::move(pass.failures.begin(), pass.failures.end(), std::back_inserter(failed));
     if (written()) return true;
     // Sessions in use elsewhere may be idle, or spilled by the janitor, a moment later. Once
@@ -344,13 +363,16 @@ void Engine::fail_for_failed_spills(const std::vector<SpillFailure>& failures) c
 }
 
 size_t Engine::spill_idle(double idle_since_ms) {
-  return spill_where([](const Session& s, double since) { return s.last_used_ms() <= since; },
-                     idle_since_ms, nullptr, 0)
-      .failures.size();
+  const SpillPass pass = spill_where(
+      [](const Session& s, double since) { return s.last_used_ms() <= since; }, idle_since_ms,
+      nullptr, 0);
+  log_spill_failures(pass.failures);
+  return pass.failures.size();
 }
 
 void Engine::spill_all() {
-  spill_where([](const Session&, double) { return true; }, 0, nullptr, 0);
+  log_spill_failures(
+      spill_where([](const Session&, double) { return true; }, 0, nullptr, 0).failures);
 }
 
 void Engine::delete_stored_session(const std::string& id) {
@@ -360,6 +382,7 @@ void Engine::delete_stored_session(const std::string& id) {
   const auto no_open_meanwhile = hold_stored_id(id);
   {
     std::lock_guard lock(mutex_);
+    require_not_closing_here(id);
     require(!open_or_closing(id), Status::invalid_argument,
             "session " + shown_id(id) + " is open; close it before deleting it");
   }

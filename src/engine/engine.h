@@ -182,11 +182,15 @@ class Engine {
   };
   struct SpillPass {
     size_t busy = 0;                     // sessions in use elsewhere or closing: not tried
-    std::vector<SpillFailure> failures;  // each logged
+    std::vector<SpillFailure> failures;
   };
   // Sessions named in `skip` (whose spill failed earlier in the same call) are not tried.
+  // Each session is given back as soon as its spill ends. Failures are not logged here: the
+  // caller logs them once it holds no session (log_spill_failures), since a log callback may
+  // wait for a thread whose call waits for one of them.
   SpillPass spill_where(SessionFilter filter, double arg, const Session* except,
                         size_t stop_at_blocks, const std::vector<SpillFailure>& skip = {});
+  static void log_spill_failures(const std::vector<SpillFailure>& failures);
   // The budget is exhausted and the spills that would have made room failed.
   [[noreturn]] void fail_for_failed_spills(const std::vector<SpillFailure>& failures) const;
 
@@ -199,6 +203,9 @@ class Engine {
   // An open session has this id, or one whose close has not ended, on any thread (mutex_
   // held): the closing thread's own calls find it still open.
   bool open_or_closing(const std::string& id) const;
+  // Refuses (invalid_argument) an id whose close waits for a call of the session's own on
+  // this thread to return (closed from its callback): waiting for that close would never end.
+  void require_not_closing_here(const std::string& id) const;
 
   mutable std::mutex mutex_;  // guards the members below
   std::unordered_map<std::string, Session*> sessions_;

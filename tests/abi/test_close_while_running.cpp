@@ -2,7 +2,7 @@
 // or a look at the stored session of its id on another thread waits until the send has
 // returned and the close has stored the session, and then finds the kept turn. Calls made on
 // the send's own thread (its callback) do not wait for a close that waits for them: they find
-// the session still open.
+// the session still being closed, and are refused saying so.
 #include <doctest/doctest.h>
 
 #include <atomic>
@@ -187,21 +187,37 @@ TEST_CASE("stored info right after closing a sending session waits for the store
 
 TEST_CASE("a close from the send's own callback: another thread's open waits for it") {
   SendingSession run;
-  parley_status open_here = -1, delete_here = -1, info_here = -1;
+  parley_status open_here = -1, delete_here = -1, create_here = -1, info_here = -1;
+  std::string open_error, delete_error, create_error;
   parley_stored_session_info seen_here{};
   seen_here.struct_size = sizeof seen_here;
   run.send.inside = [&] {
     parley_session_close(run.s);
     // On the thread that runs the send: nothing waits, and the session is still open here.
+    // Each refusal says why, rather than send the caller from open to create and back.
     parley_session* again = nullptr;
     open_here = parley_session_open(run.e, kId, &again);
+    open_error = parley_last_error();
     parley_session_close(again);
     delete_here = parley_session_delete(run.e, kId);
+    delete_error = parley_last_error();
+    parley_session_options o;
+    parley_session_options_init(&o);
+    o.id = kId;
+    create_here = parley_session_create(run.e, &o, &again);
+    create_error = parley_last_error();
+    parley_session_close(again);
     info_here = parley_store_get_session_info(run.e, kId, &seen_here);
   };
   run.start();
+  const std::string closing_here = "is still being closed: a call of its own under way on this "
+                                   "thread (this callback's) holds it";
   CHECK(open_here == PARLEY_E_INVALID_ARGUMENT);
+  CHECK_MESSAGE(open_error.find(closing_here) != std::string::npos, open_error);
   CHECK(delete_here == PARLEY_E_INVALID_ARGUMENT);
+  CHECK_MESSAGE(delete_error.find(closing_here) != std::string::npos, delete_error);
+  CHECK(create_here == PARLEY_E_INVALID_ARGUMENT);
+  CHECK_MESSAGE(create_error.find(closing_here) != std::string::npos, create_error);
   CHECK(info_here == PARLEY_OK);
   CHECK(seen_here.is_open == 1);
   const OpenElsewhere opened = open_while_held(run);
@@ -217,4 +233,35 @@ TEST_CASE("a close from the send's own callback: another thread's open waits for
   CHECK(std::string(turn.text) == run.send.streamed);
   parley_session_close(again);
   CHECK(stored_turns(run.e) == 2);
+}
+
+TEST_CASE("an engine closed during a send spills the others; the sending one at its close") {
+  SendingSession run;
+  parley_session* idle = create_raw_session(run.e, "idle");
+  const auto g = greedy_options(4);
+  REQUIRE(parley_session_send(idle, "Hello", &g, nullptr, nullptr, nullptr) == PARLEY_OK);
+  run.start();
+  parley_engine_close(run.e);  // does not wait for the send
+  run.e = nullptr;             // (a closed handle is kept nowhere)
+  parley_session_info info;
+  info.struct_size = sizeof info;
+  REQUIRE(parley_session_get_info(idle, &info) == PARLEY_OK);
+  CHECK(info.state == PARLEY_SESSION_SPILLED);
+  run.send.release.store(true);
+  run.sender.join();
+  CHECK(run.send_status == PARLEY_OK);
+  REQUIRE(parley_session_get_info(run.s, &info) == PARLEY_OK);
+  CHECK(info.state != PARLEY_SESSION_SPILLED);  // in the send's call as the engine closed
+  CHECK(info.kv_bytes_resident > 0);
+  parley_session_close(run.s);  // spills it
+  parley_session_close(idle);
+
+  parley_engine* reopened =
+      open_engine_with_store(tiny_chat_model(), (run.dir / "close.db").string());
+  parley_stored_session_info stored;
+  stored.struct_size = sizeof stored;
+  REQUIRE(parley_store_get_session_info(reopened, kId, &stored) == PARLEY_OK);
+  CHECK(stored.n_turns == 2);
+  CHECK(stored.kv_bytes_stored > 0);
+  parley_engine_close(reopened);
 }

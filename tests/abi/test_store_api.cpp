@@ -4,8 +4,10 @@
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstring>
 #include <filesystem>
+#include <mutex>
 #include <string>
 #include <thread>
 
@@ -306,4 +308,53 @@ TEST_CASE("idle spills the store refuses are tried again less and less often") {
   CHECK(info_of(s).state != PARLEY_SESSION_SPILLED);  // its KV stays in memory
   parley_session_close(s);
   parley_engine_close(e);
+}
+
+// A log callback that hands each line to the program's main thread and waits until that
+// thread has gone on, as a UI's dispatcher does. The spiller says its failure while it holds
+// no session: the main thread's calls on the session go on meanwhile.
+TEST_CASE("the idle spiller's warning lets calls on the session it names go on") {
+  TempDir dir;
+  const std::string db = (dir / "moved.db").string();
+  parley_engine* e = open_with_store(db, 20);
+  parley_session* s = nullptr;
+  REQUIRE(parley_session_create(e, nullptr, &s) == PARLEY_OK);
+  const auto g = greedy_options(4);
+  REQUIRE(parley_session_send(s, "Hello", &g, nullptr, nullptr, nullptr) == PARLEY_OK);
+
+  static std::mutex m;
+  static std::condition_variable changed;
+  static bool waiting = false, answered = false, answered_in_time = false;
+  static std::thread::id main_thread;
+  waiting = answered = answered_in_time = false;
+  main_thread = std::this_thread::get_id();
+  parley_set_log_callback(
+      [](int, const char* msg, void*) {
+        if (std::this_thread::get_id() == main_thread || !std::strstr(msg, "cannot spill"))
+          return;
+        std::unique_lock lock(m);
+        if (waiting) return;  // the first line only
+        waiting = true;
+        changed.notify_all();
+        answered_in_time = changed.wait_for(lock, std::chrono::seconds(5), [] { return answered; });
+      },
+      nullptr);
+  std::filesystem::rename(db, db + ".elsewhere");  // every spill is refused from now on
+  {
+    std::unique_lock lock(m);
+    REQUIRE(changed.wait_for(lock, std::chrono::seconds(10), [] { return waiting; }));
+  }
+  parley_session_info info;
+  info.struct_size = sizeof info;
+  CHECK(parley_session_get_info(s, &info) == PARLEY_OK);  // while the callback waits
+  {
+    std::lock_guard lock(m);
+    answered = true;
+  }
+  changed.notify_all();
+  parley_session_close(s);
+  parley_engine_close(e);
+  parley_set_log_callback(nullptr, nullptr);
+  std::lock_guard lock(m);
+  CHECK(answered_in_time);
 }

@@ -20,7 +20,7 @@ namespace Parley
         New = 0,       // the session had no KV before this turn
         Resident = 1,  // KV was in memory
         Restored = 2,  // KV was read back from the store
-        Rebuilt = 3,   // KV was recomputed from the stored transcript
+        Rebuilt = 3,   // KV was recomputed from the transcript, all or in part (see parley.h)
     }
 
     // Why a reply ended (TurnStats.StopReason).

@@ -55,7 +55,8 @@ def set_log_callback(fn):
     """Sends the library's log lines to fn(level, message) (level: 0 error, 1 warn, 2 info,
     3 debug); None restores the default (warnings and errors to stderr). Call it before the
     first Engine opens. fn runs on whichever thread logs (for the calls a Ctrl-C stops, made
-    on the main thread, a worker of the binding's) and must not call into Parley; what it
+    on the main thread, a worker of the binding's) and must not call into Parley, nor wait
+    for a thread that may be in a Parley call (an open waits for a close that logs); what it
     raises is dropped, but for a KeyboardInterrupt (Ctrl-C) on the main thread, which the
     Parley call that logged raises as it returns. Raises InvalidArgumentError when fn is
     neither callable nor None (the callback in force is then kept)."""
