@@ -6,7 +6,7 @@ from ctypes import (CFUNCTYPE, POINTER, Structure, c_char, c_char_p, c_double, c
                     c_int32, c_int64, c_size_t, c_uint32, c_uint64, c_void_p)
 
 # The version this binding was written against (PARLEY_VERSION_NUMBER of parley.h).
-VERSION_NUMBER = 0 * 10000 + 9 * 100 + 4
+VERSION_NUMBER = 0 * 10000 + 9 * 100 + 5
 SCORE_WITH_END = 1  # PARLEY_SCORE_WITH_END: parley_session_score_replies scores each end
 
 parley_status = c_int32
