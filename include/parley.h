@@ -278,8 +278,9 @@ PARLEY_API parley_status parley_engine_open(const parley_engine_options *o, parl
 
 /** Closes an engine. With a store, the KV of every open session is spilled to it first, but
  *  for a session in a call at that moment (on another thread): its KV stays in memory until
- *  it is spilled later (its close spills it), and its turns are stored as they end. Sessions still open stay usable; the engine is freed when the last of them closes.
- *  NULL is a no-op.
+ *  it is spilled later (its close spills it), and its turns are stored as they end. Sessions
+ *  still open stay usable; the engine is freed when the last of them closes. NULL is a
+ *  no-op.
  *  fork(): an engine and its sessions belong to the process that opened them (since 0.8.5;
  *  before, a child that closed them could hang or write the parent's sessions to the store).
  *  In a child, every call on an inherited engine or session returns MISUSE ("this engine was
