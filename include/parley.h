@@ -887,8 +887,9 @@ PARLEY_API parley_status parley_session_count_tokens(parley_session *s, const ch
  *  "chatml" and "zephyr" put the reply after "assistant\n" as is, as their published
  *  templates render it (before, their replies were tokenized as a text of their own, so a
  *  first word got a U+2581 the model never wrote). The KV of
- *  both is computed before this returns (parley_session_interrupt() stops that part: the next
- *  turn computes the rest), so the next send() computes little more than its own message.
+ *  both is computed before this returns (parley_session_interrupt() stops that part, and the
+ *  call still returns PARLEY_OK: the next turn computes the rest), so the next send()
+ *  computes little more than its own message.
  *  Both are turns (parley_session_get_turn; rewinding 2 removes them).
  *  @param[in] s           the session
  *  @param[in] user_text   UTF-8 text ("" allowed)

@@ -1,8 +1,9 @@
 // interrupt() during a prompt longer than one prefill chunk stops the send between chunks:
 // it returns CANCELLED before the whole prompt is computed, keeps the message with an empty
 // reply, and the next turn computes the rest and goes on exactly as a conversation whose
-// reply to that message was rewound. An interrupt no call saw is forgotten by the next caller;
-// a closing session's holds for a call still on its way.
+// reply to that message was rewound. A written exchange's KV stops as well, the exchange
+// kept. An interrupt no call saw is forgotten by the next caller; a closing session's holds
+// for a call still on its way.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -84,4 +85,33 @@ TEST_CASE("an interrupt while no call runs is forgotten; a closing session's is 
     CHECK(status == Status::cancelled);
     CHECK(stats.generated_tokens == 0);
   }
+}
+
+TEST_CASE("interrupt() stops an exchange's KV between chunks; the next turn computes the rest") {
+  auto engine = open_long_context_engine();
+  engine::Session stopped(engine, session_options("", "raw", "stopped"));
+  engine::Session whole(engine, session_options("", "raw", "whole"));
+  std::string message;
+  for (int i = 0; i < 360; ++i) message += "a b c ";  // over two chunks
+  const std::string reply = "Yes, a b c.";
+  {
+    const auto use = whole.try_use();
+    whole.add_exchange(message, reply, true);
+  }
+  const Status status =
+      run_while_stopping(stopped, [&] { stopped.add_exchange(message, reply, true); });
+  // The exchange is added all the same (OK); only its KV is left to compute.
+  CHECK(status == Status::ok);
+  REQUIRE(stopped.messages().size() == 2);
+  CHECK(stopped.messages()[0].text.size() == message.size());
+  CHECK(stopped.messages()[1].text == reply);
+  CHECK(stopped.tokens() == whole.tokens());
+
+  const auto a = greedy_turn(stopped, "c d", 8);
+  const auto b = greedy_turn(whole, "c d", 8);
+  CHECK(a.computed_tokens > b.computed_tokens);  // the rest of the stopped exchange
+  CHECK(stopped.tokens() == whole.tokens());
+  const auto la = stopped.last_logits();
+  const auto lb = whole.last_logits();
+  CHECK(std::equal(la.begin(), la.end(), lb.begin(), lb.end()));
 }
