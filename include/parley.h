@@ -450,6 +450,7 @@ PARLEY_API parley_status parley_session_rewind(parley_session *s, uint32_t n_tur
  *  Errors: INVALID_ARGUMENT (not a PARLEY_OVERFLOW_* value), STORAGE (nothing changed; also
  *  when another engine on the same store file deleted the conversation, or deleted it and
  *  started another under its id; turns it added do not matter to the policy), BUSY, MISUSE.
+ *  The policy the session already has is a no-op: PARLEY_OK, and the store is not read.
  *  Thread-safety: one thread per session. Since: 0.8. */
 PARLEY_API parley_status parley_session_set_overflow(parley_session *s, int32_t overflow);
 

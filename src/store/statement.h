@@ -4,6 +4,7 @@
 
 #include <sqlite3.h>
 
+#include <cerrno>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -21,14 +22,23 @@ namespace parley::store {
 // out of memory is Error(out_of_memory), as C++ allocations are.
 class SqliteError : public Error {
  public:
-  SqliteError(int code, const std::string& message)
+  SqliteError(int code, const std::string& message, int os_error = 0)
       : Error((code & 0xff) == SQLITE_NOMEM ? Status::out_of_memory : Status::storage, message),
-        code_(code) {}
+        code_(code),
+        os_error_(os_error) {}
   int code() const noexcept { return code_; }
   int primary_code() const noexcept { return code_ & 0xff; }
+  int os_error() const noexcept { return os_error_; }  // errno behind an I/O failure, or 0
+  // The disk (or the process's file size limit, or a quota) had no room for a write.
+  bool out_of_room() const noexcept {
+    return primary_code() == SQLITE_FULL ||
+           (primary_code() == SQLITE_IOERR &&
+            (os_error_ == ENOSPC || os_error_ == EFBIG || os_error_ == EDQUOT));
+  }
 
  private:
   int code_;
+  int os_error_;
 };
 
 // The OS error (errno) behind an I/O failure that just happened, read from the connection's
@@ -63,8 +73,9 @@ inline std::string sqlite_message(sqlite3* db) {
 
 // "<what>: <SQLite's message>", read at once: a later call (even ROLLBACK) replaces it.
 [[noreturn]] inline void throw_sqlite_error(sqlite3* db, std::string_view what) {
+  const int os_error = current_os_error(db);
   const std::string message = sqlite_message(db);
-  throw SqliteError(sqlite3_extended_errcode(db), std::string(what) + ": " + message);
+  throw SqliteError(sqlite3_extended_errcode(db), std::string(what) + ": " + message, os_error);
 }
 
 inline bool is_damaged_file_code(int code) {

@@ -104,7 +104,7 @@ struct Store::Impl {
       if (durability) db->set_synchronous(*durability);
       return body(*db);
     } catch (const SqliteError& e) {
-      throw SqliteError(e.code(), std::string(name) + ": " + e.what());
+      throw SqliteError(e.code(), std::string(name) + ": " + e.what(), e.os_error());
     }
   }
 };
@@ -115,7 +115,11 @@ Store::Store(const std::string& path, const StoreOptions& options)
   try {
     opened = open_store(path, options);
   } catch (const SqliteError& e) {
-    throw SqliteError(e.code(), "opening " + path + ": " + e.what());
+    const std::string remedy =
+        e.out_of_room() ? "; free space on its disk (or raise the file size limit) and open "
+                          "the engine again"
+                        : "";
+    throw SqliteError(e.code(), "opening " + path + ": " + e.what() + remedy, e.os_error());
   }
   impl_->db = std::move(opened.db);
   impl_->recovery = std::move(opened.recovery);

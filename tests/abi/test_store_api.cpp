@@ -255,6 +255,11 @@ TEST_CASE("parley_session_set_overflow: the stored updated_unix_ms moves with it
   REQUIRE(parley_session_set_overflow(s, PARLEY_OVERFLOW_DROP_OLDEST) == PARLEY_OK);
   CHECK(stored_info(e, "x").updated_unix_ms > before);
   CHECK(stored_info(e, "x").updated_unix_ms <= unix_ms_now());
+  // The policy it already has: a no-op, nothing written.
+  const int64_t set = stored_info(e, "x").updated_unix_ms;
+  std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  REQUIRE(parley_session_set_overflow(s, PARLEY_OVERFLOW_DROP_OLDEST) == PARLEY_OK);
+  CHECK(stored_info(e, "x").updated_unix_ms == set);
   parley_session_close(s);
   parley_engine_close(e);
 }

@@ -257,3 +257,32 @@ TEST_CASE("store: a database locked by another connection is Error(storage) afte
   CHECK(store.load_turns("s").size() == 2);
   CHECK_FALSE(store.load_session("t").has_value());
 }
+
+TEST_CASE("store: opening a store on a disk without room says to free space") {
+  struct Case {
+    const char* name;
+    int code;
+    int os_error;
+    bool remedy;
+  };
+  for (const Case& c : {Case{"disk full", SQLITE_FULL, 0, true},
+                        Case{"ENOSPC", SQLITE_IOERR_WRITE, ENOSPC, true},
+                        Case{"file size limit", SQLITE_IOERR_WRITE, EFBIG, true},
+                        Case{"failing disk", SQLITE_IOERR_WRITE, EIO, false}}) {
+    const std::string name = c.name;
+    CAPTURE(name);
+    test::TempDir dir;
+    test::FaultyVfs vfs("parley-faulty-open");
+    vfs.fail_writes_after(0, c.code);
+    if (c.os_error) vfs.report_os_error(c.os_error);
+    const std::string path = (dir / "new.db").string();
+    const std::string message =
+        storage_error_of([&] { Store store(path, StoreOptions{vfs.name()}); });
+    CAPTURE(message);
+    CHECK(contains(message, "opening " + path));
+    CHECK(contains(message, "free space on its disk") == c.remedy);
+    vfs.clear();
+    Store store(path, StoreOptions{vfs.name()});  // with room, the same open works
+    store.create_session(session_named("s"));
+  }
+}
