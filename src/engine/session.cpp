@@ -341,7 +341,18 @@ void Session::rewind(uint32_t n_messages) {
   if (n_messages == 0) return;
   const size_t first_dropped = messages_.size() - n_messages;
   const uint32_t keep = messages_[first_dropped].token_begin;
-  if (auto* store = engine_->store(); store && n_stored_ > first_dropped) {
+  auto* store = engine_->store();
+  if (store && rewrite_transcript_ && !unstored_) {
+    // The store still holds the conversation from before a rebuild (DROP_OLDEST) whose commit
+    // failed, numbered otherwise: the rewound conversation replaces it whole, as the next
+    // commit would have. First: a failure changes nothing.
+    auto turns = stored_turns(0);
+    turns.resize(first_dropped);
+    write_own_rows(
+        [&] { revision_ = store->replace_turns(id_, uint32_t(n_stored_), turns, revision_); });
+    rewrite_transcript_ = false;
+    n_committed_ = n_stored_ = first_dropped;
+  } else if (store && n_stored_ > first_dropped) {
     // First: a failure changes nothing. The stored KV keeps the blocks before the kept ids'
     // last one (which the next turn recomputes anyway for its logits).
     write_own_rows([&] {

@@ -313,3 +313,58 @@ TEST_CASE("rewind, system prompt and spill after another engine's turn: STORAGE"
   CHECK(status_of([&] { mine->set_overflow(engine::OverflowPolicy::error); }) ==
         Status::storage);
 }
+
+// A rebuild under DROP_OLDEST whose commit failed leaves the store with the conversation from
+// before it, whose turn numbers are not the rebuilt one's: a rewind then must not cut the
+// stored turns at the rebuilt conversation's numbers.
+TEST_CASE("a rewind after a DROP_OLDEST rebuild the disk refused stores what memory holds") {
+  FaultyVfs vfs("parley-faulty-rebuild");
+  TempDir dir;
+  engine::EngineOptions eo;
+  eo.model_path = small_synthetic_model();
+  eo.kv_type = kv::KvType::f32;
+  eo.n_threads = 2;
+  eo.context_length = 64;
+  eo.store_path = (dir / "s.db").string();
+  eo.store_options.vfs = vfs.name();
+  auto engine = std::make_shared<engine::Engine>(eo);
+  auto o = session_options("", "raw");
+  o.id = "rebuilt";
+  o.overflow = engine::OverflowPolicy::drop_oldest;
+  engine::Session s(engine, o);
+  // Exchanges until the next one needs a drop.
+  const std::string message = "a b c d e f";
+  size_t stored_before = 0;
+  for (int i = 0; i < 16 && s.tokens().size() + 20 < eo.context_length; ++i) {
+    greedy_turn(s, message, 4);
+    stored_before = s.messages().size();
+  }
+  REQUIRE(engine->store()->load_turns("rebuilt").size() == stored_before);
+  vfs.fail_writes_after(0, SQLITE_FULL);
+  CHECK(status_of([&] { greedy_turn(s, message + " g h i j k l m n o p", 12); }) ==
+        Status::storage);
+  REQUIRE(s.messages().size() < stored_before + 2);  // older exchanges were dropped
+  const auto stored_is_session = [&] {
+    const auto stored = engine->store()->load_turns("rebuilt");
+    REQUIRE(stored.size() == s.messages().size());
+    for (size_t i = 0; i < stored.size(); ++i) {
+      CAPTURE(i);
+      CHECK(stored[i].text == s.messages()[i].text);
+    }
+  };
+  const auto rewind = [&](uint32_t n) {
+    const auto use = s.try_use();
+    s.rewind(n);
+  };
+  // Still full: refused, and nothing changed.
+  const size_t rebuilt_size = s.messages().size();
+  CHECK(status_of([&] { rewind(2); }) == Status::storage);
+  CHECK(s.messages().size() == rebuilt_size);
+  CHECK(engine->store()->load_turns("rebuilt").size() == stored_before);
+  vfs.clear();
+  // What the store then holds is a conversation the session had: all of the rewound one.
+  rewind(2);
+  stored_is_session();
+  greedy_turn(s, "z", 3);
+  stored_is_session();
+}
