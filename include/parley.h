@@ -200,9 +200,10 @@ typedef struct parley_session parley_session; /* one conversation */
  *  (the idle spiller) a thread made for that one call, which ends as it returns (runtimes
  *  such as Mono and Unity adopt a thread that calls into them and wait for it at exit, so
  *  they never hold one of the library's). It must not call back into Parley, nor wait for a
- *  thread that may be in a Parley call, which may be waiting for the call that logs (an open
- *  of a session waits for its close). Lines of the library's own threads come while they
- *  hold no session (since 0.9.5). */
+ *  thread that may be in a Parley call which waits for the call that logs: an open of a
+ *  session waits for its close, and closing an engine (or its last session) waits for the
+ *  idle spiller's line. The idle spiller holds no session while its line is logged (since
+ *  0.9.5; before, a call on the session it named waited for the callback). */
 typedef void (*parley_log_fn)(int level, const char *msg, void *user);
 
 /** Installs the log callback (NULL restores the default: warnings and errors to stderr).
@@ -277,10 +278,10 @@ PARLEY_API void parley_engine_options_init_sized(parley_engine_options *o, size_
 PARLEY_API parley_status parley_engine_open(const parley_engine_options *o, parley_engine **out);
 
 /** Closes an engine. With a store, the KV of every open session is spilled to it first, but
- *  for a session in a call at that moment (on another thread): its KV stays in memory until
- *  it is spilled later (its close spills it), and its turns are stored as they end. Sessions
- *  still open stay usable; the engine is freed when the last of them closes. NULL is a
- *  no-op.
+ *  for a session in a call at that moment (the caller's own callback's included): its KV
+ *  stays in memory until it is spilled later (its close spills it), and its turns are
+ *  stored as they end. Sessions still open stay usable; the engine is freed when the last
+ *  of them closes. NULL is a no-op.
  *  fork(): an engine and its sessions belong to the process that opened them (since 0.8.5;
  *  before, a child that closed them could hang or write the parent's sessions to the store).
  *  In a child, every call on an inherited engine or session returns MISUSE ("this engine was
@@ -483,7 +484,10 @@ PARLEY_API parley_status parley_session_set_system_prompt(parley_session *s,
  *  before, it ran to its end) and the session is freed when it returns. In a child made by
  *  fork(), closing a session of the parent's returns at once (see parley_engine_close()).
  *  Until the close has stored the session, parley_session_open(), parley_session_delete() and
- *  parley_store_get_session_info() of its id on other threads wait for it (since 0.8.5).
+ *  parley_store_get_session_info() of its id on other threads wait for it (since 0.8.5). On
+ *  the thread of the call it stops (from its callback), which the close waits for, the
+ *  open, the delete and a parley_session_create() of its id with a store return
+ *  INVALID_ARGUMENT saying so (since 0.9.5; before, that the session was open or stored).
  *  Thread-safety: any thread. Since: 0.1. */
 PARLEY_API void parley_session_close(parley_session *s);
 

@@ -19,7 +19,6 @@ except ImportError:
 BUNDLED = (pathlib.Path(__file__).resolve().parent / "parley" / "libparley.so.0").is_file()
 
 
-
 class BundlingDistribution(Distribution):
     """A distribution holding native code (installed as platform files) when bundling."""
 

@@ -151,7 +151,7 @@ std::string Engine::register_session(Session* session, const std::string& reques
 void Engine::require_free_session_id(const std::string& id) {
   const bool in_use = [&] {
     std::lock_guard lock(mutex_);
-    require_not_closing_here(id);
+    if (store_) require_not_closing_here(id);  // (without a store, nothing waits for the close)
     return sessions_.count(id) > 0;
   }();
   // An open session is named first: "open it instead" would send the caller to a refusal.
@@ -274,6 +274,12 @@ Engine::SpillPass Engine::spill_where(SessionFilter filter, double arg, const Se
     std::lock_guard lock(mutex_);
     for (auto& [id, s] : sessions_) {
       if (s == except || s->spilled() || !filter(*s, arg) || failed_before(id)) continue;
+      // A session in a call on this thread (closed from its callback) holds its state
+      // already: try_lock on a mutex this thread owns is undefined.
+      if (s->user_thread() == std::this_thread::get_id()) {
+        ++pass.busy;
+        continue;
+      }
       auto use = s->try_use_idle();
       if (use) {
         candidates.push_back({s, std::move(use)});
@@ -292,11 +298,14 @@ Engine::SpillPass Engine::spill_where(SessionFilter filter, double arg, const Se
     if (stop_at_blocks && pool_->can_allocate(stop_at_blocks)) break;
     try {
       c.session->spill();
+      // Room made for a write stays held until the write is tried, lest its session take
+      // it back.
+      if (stop_at_blocks) pass.held.push_back(std::move(c.use));
     } catch (const std::exception& e) {  // storage, or memory ran out: the KV stays resident
       const bool changed_elsewhere = dynamic_cast<const ChangedElsewhere*>(&e) != nullptr;
       pass.failures.push_back({c.session->id(), e.what(), changed_elsewhere});
     }
-    c.use.unlock();  // its caller, waiting for the spill, goes on
+    if (c.use) c.use.unlock();  // its caller, waiting for the spill, goes on
   }
   return pass;
 }
@@ -328,9 +337,11 @@ bool Engine::write_with_room(const Session* writer, const KvWrite& kv_write) {
     if (beyond_budget()) return false;
     SpillPass pass = spill_where([](const Session&, double) { return true; }, 0, writer,
                                  kv_write.needed(), failed);
-    log_spill_failures(pass.failures);
+    const bool room_taken = written();
+    pass.held.clear();
+    log_spill_failures(pass.failures);  // with no session held but the writer
     std::move(pass.failures.begin(), pass.failures.end(), std::back_inserter(failed));
-    if (written()) return true;
+    if (room_taken) return true;
     // Sessions in use elsewhere may be idle, or spilled by the janitor, a moment later. Once
     // spills fail, nothing else is worth the wait.
     const bool worth_waiting = pass.busy > 0 || failed.empty();

@@ -183,10 +183,12 @@ class Engine {
   struct SpillPass {
     size_t busy = 0;                     // sessions in use elsewhere or closing: not tried
     std::vector<SpillFailure> failures;
+    std::vector<std::unique_lock<std::mutex>> held;  // spilled for room (stop_at_blocks)
   };
   // Sessions named in `skip` (whose spill failed earlier in the same call) are not tried.
-  // Each session is given back as soon as its spill ends. Failures are not logged here: the
-  // caller logs them once it holds no session (log_spill_failures), since a log callback may
+  // Each session is given back as soon as its spill ends, but those spilled to make room
+  // (stop_at_blocks), which come back in `held`. Failures are not logged here: the caller
+  // logs them once it holds no other session (log_spill_failures), since a log callback may
   // wait for a thread whose call waits for one of them.
   SpillPass spill_where(SessionFilter filter, double arg, const Session* except,
                         size_t stop_at_blocks, const std::vector<SpillFailure>& skip = {});
@@ -204,7 +206,8 @@ class Engine {
   // held): the closing thread's own calls find it still open.
   bool open_or_closing(const std::string& id) const;
   // Refuses (invalid_argument) an id whose close waits for a call of the session's own on
-  // this thread to return (closed from its callback): waiting for that close would never end.
+  // this thread to return (closed from its callback): that close cannot end before this call
+  // does, and until then the store holds the session as it was.
   void require_not_closing_here(const std::string& id) const;
 
   mutable std::mutex mutex_;  // guards the members below

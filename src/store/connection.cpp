@@ -16,7 +16,7 @@ Connection::Connection(const std::string& path, const std::string& vfs, int busy
   const int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX;
   const int rc = sqlite3_open_v2(path.c_str(), &db_, flags, vfs.empty() ? nullptr : vfs.c_str());
   if (rc != SQLITE_OK) {
-    const int os_error = db_ ? current_os_error(db_) : 0;
+    const int os_error = db_ ? os_error_of_failure(db_) : 0;
     const std::string message =
         "cannot open " + path + ": " + (db_ ? sqlite_message(db_) : sqlite3_errstr(rc));
     sqlite3_close(db_);

@@ -28,11 +28,11 @@ class SqliteError : public Error {
         os_error_(os_error) {}
   int code() const noexcept { return code_; }
   int primary_code() const noexcept { return code_ & 0xff; }
-  int os_error() const noexcept { return os_error_; }  // errno behind an I/O failure, or 0
+  int os_error() const noexcept { return os_error_; }  // os_error_of_failure()
   // The disk (or the process's file size limit, or a quota) had no room for a write.
   bool out_of_room() const noexcept {
     return primary_code() == SQLITE_FULL ||
-           (primary_code() == SQLITE_IOERR &&
+           ((primary_code() == SQLITE_IOERR || primary_code() == SQLITE_CANTOPEN) &&
             (os_error_ == ENOSPC || os_error_ == EFBIG || os_error_ == EDQUOT));
   }
 
@@ -54,18 +54,25 @@ inline int current_os_error(sqlite3* db) {
   return vfs->xGetLastError(vfs, 0, nullptr);
 }
 
+// The OS error behind the failure that just happened when a system call failed (I/O, opening
+// a file, a full disk), else 0: the one kept from an earlier call is not this failure's cause.
+// SQLite's own out-of-memory during I/O comes from no system call.
+inline int os_error_of_failure(sqlite3* db) {
+  const int code = sqlite3_extended_errcode(db);
+  const int primary = code & 0xff;
+  const bool from_system_call = (primary == SQLITE_IOERR && code != SQLITE_IOERR_NOMEM) ||
+                                primary == SQLITE_CANTOPEN || primary == SQLITE_FULL;
+  return from_system_call ? current_os_error(db) : 0;
+}
+
 // SQLite's message for the failure that just happened, with the OS error behind an I/O
 // failure: "disk I/O error" alone does not tell a full disk (ENOSPC), a file-size limit
 // (EFBIG) and a failing disk (EIO) apart. Call it first, before anything can change errno.
 inline std::string sqlite_message(sqlite3* db) {
-  const int os_error = current_os_error(db);
+  const int os_error = os_error_of_failure(db);
   std::string message = sqlite3_errmsg(db);
-  const int code = sqlite3_extended_errcode(db);
-  const int primary = code & 0xff;
-  // SQLite's own out-of-memory during I/O comes from no system call: errno is not its cause.
-  const bool from_system_call = code != SQLITE_IOERR_NOMEM;
-  if ((primary == SQLITE_IOERR || primary == SQLITE_CANTOPEN) && from_system_call &&
-      os_error != 0) {
+  // ("database or disk is full" says it already.)
+  if (os_error != 0 && (sqlite3_extended_errcode(db) & 0xff) != SQLITE_FULL) {
     message += " (" + std::string(std::strerror(os_error)) + ")";
   }
   return message;
@@ -73,7 +80,7 @@ inline std::string sqlite_message(sqlite3* db) {
 
 // "<what>: <SQLite's message>", read at once: a later call (even ROLLBACK) replaces it.
 [[noreturn]] inline void throw_sqlite_error(sqlite3* db, std::string_view what) {
-  const int os_error = current_os_error(db);
+  const int os_error = os_error_of_failure(db);
   const std::string message = sqlite_message(db);
   throw SqliteError(sqlite3_extended_errcode(db), std::string(what) + ": " + message, os_error);
 }

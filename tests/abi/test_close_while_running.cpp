@@ -265,3 +265,32 @@ TEST_CASE("an engine closed during a send spills the others; the sending one at 
   CHECK(stored.kv_bytes_stored > 0);
   parley_engine_close(reopened);
 }
+
+TEST_CASE("without a store, a session closed from its callback leaves its id free at once") {
+  parley_engine* e = open_engine(tiny_chat_model(), PARLEY_KV_DEFAULT);
+  parley_session* s = create_raw_session(e, kId);
+  struct Inside {
+    parley_engine* e;
+    parley_session* s;
+    parley_status created = -1;
+    parley_session* again = nullptr;
+  } inside{e, s};
+  const auto g = greedy_options(8);
+  const parley_status sent = parley_session_send(
+      s, "Once upon a time", &g,
+      [](const char*, size_t, void* user) {
+        auto* in = static_cast<Inside*>(user);
+        if (in->created != -1) return 0;
+        parley_session_close(in->s);
+        parley_session_options o;
+        parley_session_options_init(&o);
+        o.id = kId;
+        in->created = parley_session_create(in->e, &o, &in->again);
+        return 0;
+      },
+      &inside, nullptr);
+  CHECK(sent == PARLEY_E_CANCELLED);
+  CHECK_MESSAGE(inside.created == PARLEY_OK, parley_last_error());
+  parley_session_close(inside.again);
+  parley_engine_close(e);
+}
