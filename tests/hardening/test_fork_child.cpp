@@ -152,6 +152,13 @@ TEST_CASE("a forked child refuses the parent's engine, closes it at once, and op
 }
 
 TEST_CASE("a child forked while a parent thread is mid-send closes the inherited handles") {
+  if (kAddressSanitizerBuild) {
+    // GCC 12's AddressSanitizer does not lock its allocator across fork() (its runtime has no
+    // fork interceptor): a child forked while another thread allocates may hang in malloc.
+    MESSAGE("skipped under AddressSanitizer: its allocator is not fork-safe while a thread "
+            "allocates");
+    return;
+  }
   TempDir dir;
   const std::string db = (dir / "mid_send.db").string();
   const auto o = engine_options(hardening_model(), db, 0, kIdleSpillMs, 2);
