@@ -210,18 +210,17 @@ std::thread::id Engine::Closing::closer() const {
   return thread != std::thread::id() ? thread : session->user_thread();
 }
 
-bool Engine::closing_elsewhere(const std::string& id) const {
+bool Engine::closing_on(const std::string& id, bool this_thread) const {
   const auto self = std::this_thread::get_id();
-  return std::any_of(closing_.begin(), closing_.end(),
-                     [&](const Closing& c) { return c.session->id() == id && c.closer() != self; });
+  return std::any_of(closing_.begin(), closing_.end(), [&](const Closing& c) {
+    return c.session->id() == id && (c.closer() == self) == this_thread;
+  });
 }
 
+bool Engine::closing_elsewhere(const std::string& id) const { return closing_on(id, false); }
+
 void Engine::require_not_closing_here(const std::string& id) const {
-  const auto self = std::this_thread::get_id();
-  const bool here = std::any_of(closing_.begin(), closing_.end(), [&](const Closing& c) {
-    return c.session->id() == id && c.closer() == self;
-  });
-  require(!here, Status::invalid_argument,
+  require(!closing_on(id, true), Status::invalid_argument,
           "session " + shown_id(id) +
               " is still being closed: a call of its own under way on this thread (this "
               "callback's) holds it, and it is stored when that call returns");

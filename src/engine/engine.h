@@ -200,6 +200,9 @@ class Engine {
   std::mutex room_mutex_;
   std::mutex stored_ids_mutex_;  // hold_stored_ids
 
+  // A session with this id is closing, its close run (or waited for) on the caller's thread
+  // or on another (mutex_ held).
+  bool closing_on(const std::string& id, bool this_thread) const;
   // A session with this id is closing on a thread other than the caller's (mutex_ held).
   bool closing_elsewhere(const std::string& id) const;
   // An open session has this id, or one whose close has not ended, on any thread (mutex_

@@ -17,13 +17,35 @@
 using namespace parley;
 using namespace parley::test;
 
+namespace {
+
+// A message over two prefill chunks of the long-context model.
+std::string long_message() {
+  std::string message;
+  for (int i = 0; i < 360; ++i) message += "a b c ";
+  return message;
+}
+
+// The next turn of a session whose prompt was stopped computes the rest and goes on as the
+// one that computed it all: the same ids and the same logits.
+void check_next_turn_catches_up(engine::Session& stopped, engine::Session& whole) {
+  const auto a = greedy_turn(stopped, "c d", 8);
+  const auto b = greedy_turn(whole, "c d", 8);
+  CHECK(a.computed_tokens > b.computed_tokens);  // the rest of the stopped prompt
+  CHECK(stopped.tokens() == whole.tokens());
+  const auto la = stopped.last_logits();
+  const auto lb = whole.last_logits();
+  CHECK(std::equal(la.begin(), la.end(), lb.begin(), lb.end()));
+}
+
+}  // namespace
+
 TEST_CASE("interrupt() stops a long prompt between chunks; the message keeps an empty reply") {
   auto engine = open_long_context_engine();
   // Scopes of their own: neither finds the other's prompt in the prefix cache.
   engine::Session stopped(engine, session_options("", "raw", "stopped"));
   engine::Session rewound(engine, session_options("", "raw", "rewound"));
-  std::string message;
-  for (int i = 0; i < 360; ++i) message += "a b c ";  // over two chunks
+  const std::string message = long_message();
   const auto [status, stats] = send_stopped_beside_rewound(stopped, rewound, message);
 
   CHECK(status == Status::cancelled);
@@ -35,13 +57,7 @@ TEST_CASE("interrupt() stops a long prompt between chunks; the message keeps an 
   CHECK(stopped.messages()[1].text.empty());
   CHECK(stopped.tokens() == rewound.tokens());
 
-  const auto a = greedy_turn(stopped, "c d", 8);
-  const auto b = greedy_turn(rewound, "c d", 8);
-  CHECK(a.computed_tokens > b.computed_tokens);  // the rest of the stopped prompt
-  CHECK(stopped.tokens() == rewound.tokens());
-  const auto la = stopped.last_logits();
-  const auto lb = rewound.last_logits();
-  CHECK(std::equal(la.begin(), la.end(), lb.begin(), lb.end()));
+  check_next_turn_catches_up(stopped, rewound);
   REQUIRE(stopped.messages().size() == rewound.messages().size());
   for (size_t i = 0; i < stopped.messages().size(); ++i) {
     CAPTURE(i);
@@ -91,8 +107,7 @@ TEST_CASE("interrupt() stops an exchange's KV between chunks; the next turn comp
   auto engine = open_long_context_engine();
   engine::Session stopped(engine, session_options("", "raw", "stopped"));
   engine::Session whole(engine, session_options("", "raw", "whole"));
-  std::string message;
-  for (int i = 0; i < 360; ++i) message += "a b c ";  // over two chunks
+  const std::string message = long_message();
   const std::string reply = "Yes, a b c.";
   {
     const auto use = whole.try_use();
@@ -107,11 +122,5 @@ TEST_CASE("interrupt() stops an exchange's KV between chunks; the next turn comp
   CHECK(stopped.messages()[1].text == reply);
   CHECK(stopped.tokens() == whole.tokens());
 
-  const auto a = greedy_turn(stopped, "c d", 8);
-  const auto b = greedy_turn(whole, "c d", 8);
-  CHECK(a.computed_tokens > b.computed_tokens);  // the rest of the stopped exchange
-  CHECK(stopped.tokens() == whole.tokens());
-  const auto la = stopped.last_logits();
-  const auto lb = whole.last_logits();
-  CHECK(std::equal(la.begin(), la.end(), lb.begin(), lb.end()));
+  check_next_turn_catches_up(stopped, whole);
 }
