@@ -82,8 +82,8 @@ extern "C" {
  * (PARLEY_DEPRECATED) stays exported and working until the next major version. */
 
 #define PARLEY_VERSION_MAJOR 0
-#define PARLEY_VERSION_MINOR 9
-#define PARLEY_VERSION_PATCH 5
+#define PARLEY_VERSION_MINOR 10
+#define PARLEY_VERSION_PATCH 0
 #define PARLEY_VERSION_NUMBER \
   (PARLEY_VERSION_MAJOR * 10000 + PARLEY_VERSION_MINOR * 100 + PARLEY_VERSION_PATCH)
 
@@ -214,6 +214,17 @@ PARLEY_API void parley_set_log_callback(parley_log_fn fn, void *user);
 
 /* ---- Engine ------------------------------------------------------------------------------ */
 
+/** Receives how far parley_engine_open() has come (parley_engine_options.on_load_progress,
+ *  since 0.10): for a loading screen, or to give up a long load. Called on the thread that
+ *  calls parley_engine_open(): first with 0; then as the model's weights are converted and
+ *  taken by the backend, in proportion to their bytes (about once per weight on the CPU; on
+ *  a GPU in larger steps, the weights being copied to the device first); last with exactly 1,
+ *  once the engine is ready, its store opened. `fraction` never decreases, and only the last
+ *  report is 1. Return 0 to go on, non-zero to stop: the open then returns PARLEY_E_CANCELLED
+ *  and lets go of everything it took, also when stopped at 1. Other engines and their
+ *  sessions may be used from here. */
+typedef int (*parley_progress_fn)(float fraction, void *user);
+
 typedef struct parley_engine_options {
   size_t      struct_size;     /* sizeof(parley_engine_options) as the caller compiled it */
   const char *model_path;      /* GGUF file or Hugging Face model directory (required) */
@@ -239,6 +250,9 @@ typedef struct parley_engine_options {
                                   to a minute (since 0.8.3) */
   uint32_t    context_length;  /* 0 = the model's; larger than the model's is
                                   INVALID_ARGUMENT */
+  /* Since 0.10. */
+  parley_progress_fn on_load_progress;  /* NULL = no reports */
+  void       *load_progress_user;       /* passed to on_load_progress */
 } parley_engine_options;
 
 /** Fills `o` with defaults. Use the macro parley_engine_options_init(o), which passes the
@@ -258,11 +272,12 @@ PARLEY_API void parley_engine_options_init_sized(parley_engine_options *o, size_
  *  process: see parley_engine_close() for fork().
  *  Errors: INVALID_ARGUMENT (NULL, bad struct_size, unknown non-zero fields, bad device or kv_type,
  *  a store_path of "" or ":memory:", a context_length larger than the model's, a kv_budget_bytes
- *  too small for one KV block), NOT_FOUND / IO (model path), BAD_MODEL (the message names the
- *  offending field), UNSUPPORTED (architecture, tensor type), BACKEND ("cuda" or "cuda:N" when the
- *  CUDA module libparley_cuda.so cannot be loaded or that device is absent; the message says
- *  which), STORAGE (the store file cannot be opened or created), CORRUPT (store_path is not a
- *  Parley store, or one from a newer, incompatible version), OUT_OF_MEMORY. A store that fails its
+ *  too small for one KV block), CANCELLED (on_load_progress asked to stop; since 0.10), NOT_FOUND /
+ *  IO (model path), BAD_MODEL (the message names the offending field), UNSUPPORTED (architecture,
+ *  tensor type), BACKEND ("cuda" or "cuda:N" when the CUDA module libparley_cuda.so cannot be
+ *  loaded or that device is absent; the message says which), STORAGE (the store file cannot be
+ *  opened or created), CORRUPT (store_path is not a Parley store, or one from a newer, incompatible
+ *  version), OUT_OF_MEMORY. A store that fails its
  *  integrity check is never deleted: what can be read is copied into a new file beside it, which
  *  then takes its place as it is renamed aside, and a warning names what was lost. Until then the
  *  damaged file stays as it is (since 0.8.4): a recovery cut short (a crash, a full disk) is done

@@ -6,6 +6,7 @@
 
 #include "cli_args.h"
 #include "console.h"
+#include "load_meter.h"
 #include "one_shot.h"
 #include "output.h"
 #include "parley.h"
@@ -102,6 +103,7 @@ int main(int argc, char** argv) {
   eo.context_length = args.context_length;
   if (args.store_path) eo.store_path = args.store_path->c_str();
   eo.idle_spill_ms = args.idle_spill_ms;
+  eo.on_load_progress = chat::show_load_progress;
   parley_engine* engine = nullptr;
   const parley_status st = parley_engine_open(&eo, &engine);
   if (st != PARLEY_OK) {

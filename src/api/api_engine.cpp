@@ -6,6 +6,7 @@
 #include "api/buffers.h"
 #include "api/handles.h"
 #include "api/options.h"
+#include "common/load_progress.h"
 #include "common/log.h"
 #include "common/utf8_sequence.h"
 #include "parley.h"
@@ -92,9 +93,19 @@ PARLEY_API parley_status parley_engine_open(const parley_engine_options* o, parl
   return guarded(__func__, [&] {
     check_arg(out, "out is NULL");
     *out = nullptr;
-    const auto options = engine_options_from(read_options(o, "options"));
+    const parley_engine_options given = read_options(o, "options");
+    auto options = engine_options_from(given);
+    LoadProgress progress;
+    if (given.on_load_progress) {
+      progress = LoadProgress([fn = given.on_load_progress, user = given.load_progress_user](
+                                  float fraction) { return fn(fraction, user) == 0; });
+    }
+    options.load_progress = &progress;
+    progress.start();
     auto handle = std::make_shared<parley_engine>();
     handle->engine = std::make_shared<engine::Engine>(options);
+    // Stopped at 1, the engine goes as it came: closed by its last reference, here.
+    progress.finish();
     *out = register_engine(std::move(handle));
   });
 }

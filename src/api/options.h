@@ -20,6 +20,10 @@ constexpr bool is_earlier_size(size_t) {
   return false;
 }
 template <>
+constexpr bool is_earlier_size<parley_engine_options>(size_t size) {
+  return size == offsetof(parley_engine_options, on_load_progress);  // 0.1 - 0.9
+}
+template <>
 constexpr bool is_earlier_size<parley_engine_stats>(size_t size) {
   return size == offsetof(parley_engine_stats, decode_steps);  // 0.1
 }

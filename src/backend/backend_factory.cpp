@@ -62,6 +62,7 @@ std::unique_ptr<Backend> make_backend(std::string_view device, const model::Load
       try {
         return cuda_backend(model, 0, let_go);
       } catch (const Error& e) {
+        if (e.status() == Status::cancelled) throw;  // the caller stopped the opening
         log::warn_line(std::string("device auto: CUDA device 0 failed (") + e.what() +
                        "); running on the CPU");
       }

@@ -9,6 +9,7 @@
 #include <new>
 #include <random>
 #include <thread>
+#include <unordered_set>
 #include <vector>
 
 #include "common/error.h"
@@ -50,7 +51,18 @@ std::string random_session_id() {
 // The device string is checked before the model loads, so that a typo costs no load.
 std::unique_ptr<model::LoadedModel> load_for(const EngineOptions& options) {
   backend::parse_device(options.device);
-  return model::load_model(options.model_path);
+  return model::load_model(options.model_path, options.load_progress);
+}
+
+// The bytes a backend takes: every distinct weight once (a tied output matrix is the
+// embedding's bytes).
+uint64_t backend_weight_bytes(const model::Weights& weights) {
+  std::unordered_set<const std::byte*> seen;
+  uint64_t bytes = 0;
+  for (const model::TensorView* v : model::weight_views(weights)) {
+    if (!v->empty() && seen.insert(v->data).second) bytes += v->n_bytes;
+  }
+  return bytes;
 }
 
 }  // namespace
@@ -96,9 +108,16 @@ Engine::Engine(std::unique_ptr<model::LoadedModel> model, const EngineOptions& o
         "sessions that name no template use 'raw', plain continuation");
   }
   // The engine's model serves this backend only: what the backend copies, the model lets go.
+  // Progress follows the bytes the backend takes, as it lets go of the model's copy.
+  LoadProgress silent;
+  LoadProgress& progress = options.load_progress ? *options.load_progress : silent;
+  progress.begin_stage(backend_weight_bytes(model_->weights), 1.0);
   backend_ = backend::make_backend(
-      options.device, *model_, options.n_threads,
-      [this](const model::TensorView& v) { model::release_weight_bytes(*model_, v); });
+      options.device, *model_, options.n_threads, [&](const model::TensorView& v) {
+        const uint64_t bytes = v.empty() ? 0 : v.n_bytes;
+        model::release_weight_bytes(*model_, v);
+        progress.advance(bytes);
+      });
   step_batcher_ = std::make_unique<StepBatcher>(*backend_, options.batch_decode);
   if (!options.store_path.empty()) {
     store_ = std::make_unique<store::Store>(options.store_path, options.store_options);

@@ -36,6 +36,7 @@ struct EngineOptions {
   store::StoreOptions store_options;
   uint32_t idle_spill_ms = 0;       // spill sessions idle this long; 0 = only under pressure
   bool batch_decode = true;         // sessions generating at once share decode steps
+  LoadProgress* load_progress = nullptr;  // reports the model's loading; not owned
 };
 
 struct EngineStats {

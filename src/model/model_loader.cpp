@@ -46,7 +46,19 @@ void drop_rewritten_sources(const std::vector<FileTensor>& tensors, const Loaded
   }
 }
 
-void load_gguf(const GgufFile& file, LoadedModel& m) {
+// Converting a tensor of ggml blocks reads its bytes and writes a larger copy; the backend
+// then reads every weight again. The conversion's share of the opening follows that.
+void begin_conversion_stage(const std::vector<FileTensor>& tensors, LoadProgress& progress) {
+  uint64_t converted = 0, all = 0;
+  for (const FileTensor& t : tensors) {
+    all += t.n_bytes;
+    if (t.blocks) converted += t.n_bytes;
+  }
+  const uint64_t whole = converted + all;
+  progress.begin_stage(converted, whole ? double(converted) / double(whole) : 0.0);
+}
+
+void load_gguf(const GgufFile& file, LoadedModel& m, LoadProgress& progress) {
   GgufModelInfo info = read_gguf_metadata(file);
   m.config = std::move(info.config);
   m.config.validate();
@@ -59,8 +71,12 @@ void load_gguf(const GgufFile& file, LoadedModel& m) {
   }
   // A tensor of ggml blocks leaves its file pages as soon as it is converted, so that the
   // process never holds the file and the converted model at once.
+  begin_conversion_stage(tensors, progress);
   m.weights = build_weights(tensors, TensorNaming::gguf, m.config, /*tie_output=*/false,
-                            [&](const FileTensor& t) { drop_source_pages(m, t); });
+                            [&](const FileTensor& t) {
+                              drop_source_pages(m, t);
+                              progress.advance(t.n_bytes);
+                            });
   drop_rewritten_sources(tensors, m);
   m.tokenizer.kind = TokenizerSource::Kind::gguf_vocab;
   m.tokenizer.vocab = std::move(info.vocab);
@@ -162,7 +178,9 @@ void load_hf(const fs::path& dir, LoadedModel& m) {
 
 }  // namespace
 
-std::unique_ptr<LoadedModel> load_model(const std::string& path) {
+std::unique_ptr<LoadedModel> load_model(const std::string& path, LoadProgress* progress) {
+  LoadProgress silent;
+  LoadProgress& reports = progress ? *progress : silent;
   std::error_code ec;
   const fs::file_status st = fs::status(path, ec);
   if (!fs::exists(st)) fail(Status::not_found, "model path '" + path + "' does not exist");
@@ -175,7 +193,7 @@ std::unique_ptr<LoadedModel> load_model(const std::string& path) {
     if (bytes.size() < 4 || std::memcmp(bytes.data(), "GGUF", 4) != 0) {
       fail(Status::bad_model, "'" + path + "' is not a GGUF file or a Hugging Face directory");
     }
-    load_gguf(parse_gguf(bytes), *m);
+    load_gguf(parse_gguf(bytes), *m, reports);
   }
   m->n_params = count_parameters(m->weights);
   m->fingerprint = model_fingerprint(m->config, m->tokenizer, m->weights);

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "common/load_progress.h"
 #include "model/mapped_file.h"
 #include "model/model_config.h"
 #include "model/tokenizer_source.h"
@@ -22,7 +23,10 @@ struct LoadedModel {
   std::vector<std::shared_ptr<MappedFile>> files;  // keep the mappings alive (shared by views)
 };
 
-// Throws Error: not_found (no such path), io, bad_model (names the field), unsupported.
-std::unique_ptr<LoadedModel> load_model(const std::string& path);
+// Throws Error: not_found (no such path), io, bad_model (names the field), unsupported;
+// cancelled when `progress` is stopped. `progress`, when given, runs a stage over the weights
+// converted at load (GGUF blocks of 4 to 6 bits), taking their share of the whole opening:
+// the backend later reads every weight once more.
+std::unique_ptr<LoadedModel> load_model(const std::string& path, LoadProgress* progress = nullptr);
 
 }  // namespace parley::model

@@ -174,15 +174,19 @@ void init_rows(MisuseRows& r, const char* fn, void (*init)(T*, size_t)) {
 
 MisuseRows struct_size_rows() {
   MisuseRows r;
-  option_rows<parley_engine_options>(
-      r, "parley_engine_open", "engine options", [](MisuseWorld& w, parley_engine_options* o) {
-        o->model_path = w.model().c_str();
-        o->n_threads = 1;
-        parley_engine* e = nullptr;
-        const parley_status st = parley_engine_open(o, &e);
-        parley_engine_close(e);
-        return st;
-      });
+  const auto open_with = [](MisuseWorld& w, parley_engine_options* o) {
+    o->model_path = w.model().c_str();
+    o->n_threads = 1;
+    parley_engine* e = nullptr;
+    const parley_status st = parley_engine_open(o, &e);
+    parley_engine_close(e);
+    return st;
+  };
+  option_rows<parley_engine_options>(r, "parley_engine_open", "engine options", open_with);
+  // 0.9's struct ended before the load progress callback.
+  earlier_options_row<parley_engine_options>(
+      r, "parley_engine_open", "engine options: 0.9's size, garbage behind it",
+      offsetof(parley_engine_options, on_load_progress), open_with);
   option_rows<parley_session_options>(
       r, "parley_session_create", "session options",
       [](MisuseWorld& w, parley_session_options* o) {

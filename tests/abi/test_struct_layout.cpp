@@ -18,7 +18,9 @@ static_assert(offsetof(parley_engine_options, kv_type) == 36);
 static_assert(offsetof(parley_engine_options, kv_budget_bytes) == 40);
 static_assert(offsetof(parley_engine_options, idle_spill_ms) == 48);
 static_assert(offsetof(parley_engine_options, context_length) == 52);
-static_assert(sizeof(parley_engine_options) == 56);
+static_assert(offsetof(parley_engine_options, on_load_progress) == 56);
+static_assert(offsetof(parley_engine_options, load_progress_user) == 64);
+static_assert(sizeof(parley_engine_options) == 72);
 
 static_assert(offsetof(parley_session_options, id) == 8);
 static_assert(offsetof(parley_session_options, system_prompt) == 16);

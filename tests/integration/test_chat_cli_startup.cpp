@@ -8,6 +8,7 @@
 #include <utility>
 #include <vector>
 
+#include "chat_cli_support.h"
 #include "support/shared_assets.h"
 #include "support/shell.h"
 
@@ -180,6 +181,30 @@ TEST_CASE("a store that cannot be opened is named, not the model") {
   const ShellRun no_model = run_chat("-m " + quote((dir / "none.gguf").string()) + " -p hi");
   CHECK(no_model.exit_code == 1);
   CHECK(no_model.out.rfind("parley-chat: error: cannot open the model: ", 0) == 0);
+}
+
+TEST_CASE("console: the model's loading is shown on a terminal, then cleared; not in a pipe") {
+  PARLEY_SHARED_OR_SKIP(gguf, "models/stories260k/stories260k-f32.gguf");
+  const std::string flags = "--prompt 'Once upon'";
+  const ShellRun piped = run_shell(raw_chat_command(gguf, flags) + " 2>&1");
+  CHECK(piped.exit_code == 0);
+  CHECK(piped.out.find("loading") == std::string::npos);
+
+  PARLEY_SCRIPT_OR_SKIP();
+  TempDir dir;
+  const ShellRun r =
+      run_on_terminal(raw_chat_command(gguf, flags), "sleep 0.1", quote((dir / "out").string()));
+  CHECK(r.exit_code == 0);
+  const size_t first = r.out.find("\rloading the model:   0 %");
+  const size_t cleared = r.out.find("\r" + std::string(30, ' ') + "\r");
+  REQUIRE(first != std::string::npos);
+  REQUIRE(cleared != std::string::npos);
+  CHECK(first < cleared);
+  CHECK(r.out.find("loading", cleared) == std::string::npos);  // nothing after the clearing
+  // The reply follows, as the pipe got it (its first line: a terminal ends lines with \r\n).
+  const std::string reply = piped.out.substr(0, piped.out.find('\n'));
+  REQUIRE_FALSE(reply.empty());
+  CHECK(r.out.find(reply, cleared) != std::string::npos);
 }
 
 #endif  // PARLEY_CHAT_EXE

@@ -2,6 +2,7 @@
 // may use it. Dispose closes it; sessions still open stay usable, and the native engine is
 // freed when the last of them closes.
 using System;
+using System.Runtime.ExceptionServices;
 using System.Runtime.InteropServices;
 
 namespace Parley
@@ -11,7 +12,8 @@ namespace Parley
         private readonly EngineHandle _handle;
 
         // Loads a model: a GGUF file or a Hugging Face model directory. LibraryVersionException
-        // when the native library is a version this binding cannot use.
+        // when the native library is a version this binding cannot use; ParleyStatus.Cancelled
+        // when EngineOptions.LoadProgress stopped the load, and what it threw when it threw.
         public Engine(string modelPath, EngineOptions options = null)
         {
             if (modelPath == null) throw new ArgumentNullException("modelPath");
@@ -20,7 +22,26 @@ namespace Parley
             using (var strings = new NativeStrings())
             {
                 NativeEngineOptions o = options.ToNative(modelPath, strings);
-                ParleyException.ThrowIfFailed(NativeMethods.parley_engine_open(ref o, out _handle));
+                LoadProgressSink sink = null;
+                GCHandle pin = default(GCHandle);
+                try
+                {
+                    if (options.LoadProgress != null)
+                    {
+                        sink = new LoadProgressSink(options.LoadProgress);
+                        pin = GCHandle.Alloc(sink);
+                        o.on_load_progress = LoadProgressSink.Trampoline;
+                        o.load_progress_user = GCHandle.ToIntPtr(pin);
+                    }
+                    int status = NativeMethods.parley_engine_open(ref o, out _handle);
+                    if (sink != null && sink.HandlerError != null)
+                        ExceptionDispatchInfo.Capture(sink.HandlerError).Throw();
+                    ParleyException.ThrowIfFailed(status);
+                }
+                finally
+                {
+                    if (pin.IsAllocated) pin.Free();
+                }
             }
         }
 

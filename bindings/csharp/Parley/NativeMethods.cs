@@ -21,6 +21,10 @@ namespace Parley
         [UnmanagedFunctionPointer(CallingConvention.Cdecl)]
         internal delegate int TextCallback(IntPtr utf8, UIntPtr len, IntPtr user);
 
+        // Since 0.10: parley_engine_options.on_load_progress.
+        [UnmanagedFunctionPointer(CallingConvention.Cdecl)]
+        internal delegate int ProgressCallback(float fraction, IntPtr user);
+
         // ---- Version, status, logging
 
         [DllImport(Library, CallingConvention = CallingConvention.Cdecl)]

@@ -19,6 +19,8 @@ namespace Parley
         public ulong kv_budget_bytes;
         public uint idle_spill_ms;
         public uint context_length;
+        public IntPtr on_load_progress;  // since 0.10: parley_progress_fn
+        public IntPtr load_progress_user;
 
         internal static NativeEngineOptions Defaults()
         {

@@ -15,6 +15,19 @@ namespace Parley
         public long KvBudgetBytes { get; set; }   // 0 = automatic
         public int IdleSpillMs { get; set; }      // with a store: spill sessions idle this long; 0 = under pressure only
 
+        // Told how far the Engine constructor has come, for a loading screen or to give up a
+        // long load: first 0, then fractions below 1 as the weights are converted and taken by
+        // the backend, never lower than the one before, last exactly 1 once the engine is
+        // ready, its store opened (only the last is 1). It runs on the thread constructing the
+        // engine, inside that call: for a screen to redraw, construct the engine on another
+        // thread and hand the fraction over (in Unity, to the main thread). Return true to go
+        // on, false to stop: the constructor then throws ParleyException with Status
+        // Cancelled, also when stopped at 1, and keeps nothing loaded. A load is given up with
+        // a CancellationToken by `f => !token.IsCancellationRequested`. An exception it throws
+        // stops the load too and comes out of the constructor as thrown. It may use other
+        // engines and their sessions. null = no reports.
+        public Func<float, bool> LoadProgress { get; set; }
+
         internal NativeEngineOptions ToNative(string modelPath, NativeStrings strings)
         {
             if (Threads < 0) throw new ArgumentOutOfRangeException("Threads");

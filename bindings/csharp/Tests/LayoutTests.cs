@@ -20,6 +20,23 @@ namespace Parley.Tests
                   AppendedFields);
             r.Add("the 0.8 session info fields are where parley.h documents them",
                   SessionInfoFields);
+            r.Add("the 0.10 engine options fields are where parley.h documents them",
+                  EngineOptionsFields);
+        }
+
+        // parley_engine_options since 0.10: the load progress callback and its user pointer
+        // came last.
+        private static void EngineOptionsFields()
+        {
+            if (IntPtr.Size != 8) throw new SkipException("the documented layouts are for 64-bit");
+            Type options = NativeType(typeof(Engine).Assembly, "parley_engine_options");
+            Assert.Equal(72, Marshal.SizeOf(options), "sizeof parley_engine_options");
+            string[] fields = { "kv_budget_bytes", "idle_spill_ms", "context_length",
+                                "on_load_progress", "load_progress_user" };
+            int[] offsets = { 40, 48, 52, 56, 64 };
+            for (int i = 0; i < fields.Length; i++)
+                Assert.Equal(offsets[i], (int)Marshal.OffsetOf(options, fields[i]),
+                             "offsetof " + fields[i]);
         }
 
         // parley_session_info since 0.8: overflow took reserved0's place, chat_template came last.

@@ -50,22 +50,27 @@ namespace Parley.Tests
         {
             // As the Python binding: any later 0.x serves; an older library may lack what the
             // binding calls, another major may differ in layout.
-            const int Binding = 905;
+            const int Binding = 1000;
             CheckVersion(Binding);
             CheckVersion(Binding + 1);
             CheckVersion(Binding + 100);
+            CheckVersion(9999);
             CheckVersion(Library.VersionNumber);
             var e = Assert.Throws<LibraryVersionException>(() => CheckVersion(10000),
                                                            "Parley 1.0.0");
-            Assert.True(e.Message.Contains("is Parley 1.0.0, another major version than the 0.9.5"),
-                        "the message says why: " + e.Message);
+            Assert.True(
+                e.Message.Contains("is Parley 1.0.0, another major version than the 0.10.0"),
+                "the message says why: " + e.Message);
             Assert.Equal(10000, e.FoundVersionNumber, "the version found");
-            e = Assert.Throws<LibraryVersionException>(() => CheckVersion(Binding - 100),
-                                                       "Parley 0.8.5");
-            Assert.True(e.Message.Contains("is Parley 0.8.5, older than the 0.9.5"),
+            // The last release before this binding's.
+            e = Assert.Throws<LibraryVersionException>(() => CheckVersion(905), "Parley 0.9.5");
+            Assert.True(e.Message.Contains("is Parley 0.9.5, older than the 0.10.0"),
                         "the message says why: " + e.Message);
+            Assert.Equal(905, e.FoundVersionNumber, "the version found");
+            Assert.Throws<LibraryVersionException>(() => CheckVersion(Binding - 100),
+                                                   "Parley 0.9.0");
             Assert.Throws<LibraryVersionException>(() => CheckVersion(Binding - 1),
-                                                   "Parley 0.9.4");
+                                                   "Parley 0.9.99");
         }
 
         private static void LogHandler()

@@ -46,6 +46,7 @@ namespace Parley.Tests
             LogitBiasTests.Register(runner);
             EndIdsTests.Register(runner);
             ErrorTests.Register(runner);
+            LoadProgressTests.Register(runner);
             KeptTurnTests.Register(runner);
             StoreTests.Register(runner);
             StoredSessionInfoTests.Register(runner);

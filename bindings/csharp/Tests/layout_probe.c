@@ -21,6 +21,8 @@ int main(void) {
   FIELD(parley_engine_options, kv_budget_bytes);
   FIELD(parley_engine_options, idle_spill_ms);
   FIELD(parley_engine_options, context_length);
+  FIELD(parley_engine_options, on_load_progress);
+  FIELD(parley_engine_options, load_progress_user);
 
   SIZE(parley_engine_stats);
   FIELD(parley_engine_stats, struct_size);

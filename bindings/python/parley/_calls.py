@@ -1,4 +1,5 @@
-"""Calls into the library that interrupt() stops, made from the main thread, run on a worker.
+"""Calls into the library that can be stopped (those interrupt() stops, and opening an engine,
+which its progress callback stops), made from the main thread, run on a worker.
 
 Python runs signal handlers on the main thread only, between bytecodes: while that thread is
 inside the library, Ctrl-C (or any other signal with a Python handler) waits for the call to

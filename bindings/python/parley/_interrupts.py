@@ -3,11 +3,11 @@
 Python raises KeyboardInterrupt for a SIGINT at the next bytecode the main thread runs.
 During a call into the library that is the first bytecode of a ctypes callback (the log
 callback), before any try in it can catch the exception: ctypes then prints and drops it,
-and the library reads a return value that was never set. So around such calls (opening an
-engine, closing, the short calls) the default SIGINT handler is swapped for one that only
-notes the signal, and KeyboardInterrupt is raised once the call has returned. The calls that
-interrupt() stops run on a worker instead when made from the main thread (_calls), and are
-stopped by Ctrl-C at once.
+and the library reads a return value that was never set. So around such calls (closing, the
+short calls) the default SIGINT handler is swapped for one that only notes the signal, and
+KeyboardInterrupt is raised once the call has returned. The calls that can be stopped (those
+interrupt() stops, opening an engine) run on a worker instead when made from the main thread
+(_calls), and are stopped by Ctrl-C at once.
 """
 
 import signal

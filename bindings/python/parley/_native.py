@@ -6,7 +6,7 @@ from ctypes import (CFUNCTYPE, POINTER, Structure, c_char, c_char_p, c_double, c
                     c_int32, c_int64, c_size_t, c_uint32, c_uint64, c_void_p)
 
 # The version this binding was written against (PARLEY_VERSION_NUMBER of parley.h).
-VERSION_NUMBER = 0 * 10000 + 9 * 100 + 5
+VERSION_NUMBER = 0 * 10000 + 10 * 100 + 0
 SCORE_WITH_END = 1  # PARLEY_SCORE_WITH_END: parley_session_score_replies scores each end
 
 parley_status = c_int32
@@ -16,6 +16,7 @@ session_p = c_void_p  # parley_session *
 # The utf8 argument is a raw pointer so the exact `len` bytes can be read with string_at.
 parley_text_fn = CFUNCTYPE(c_int, c_void_p, c_size_t, c_void_p)
 parley_log_fn = CFUNCTYPE(None, c_int, c_char_p, c_void_p)
+parley_progress_fn = CFUNCTYPE(c_int, c_float, c_void_p)  # since 0.10
 
 
 class EngineOptions(Structure):
@@ -29,6 +30,8 @@ class EngineOptions(Structure):
         ("kv_budget_bytes", c_uint64),
         ("idle_spill_ms", c_uint32),
         ("context_length", c_uint32),
+        ("on_load_progress", parley_progress_fn),  # since 0.10
+        ("load_progress_user", c_void_p),
     ]
 
 

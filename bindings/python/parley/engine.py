@@ -1,11 +1,12 @@
 """Engine: a loaded model, its backend and its sessions."""
 
 import ctypes
+import threading
 
-from . import _interrupts, _library, _native, _options
+from . import _calls, _interrupts, _library, _native, _options
 from ._buffers import read_ids, read_text
 from ._handle import NativeHandle
-from .errors import check
+from .errors import check, error_for, last_error
 from .info import EngineStats, ModelInfo, StoredSessionInfo
 from .session import Session
 
@@ -18,20 +19,88 @@ class Engine(NativeHandle):
     Sessions stay usable after the engine is closed: the library frees it when the last one
     closes, so handles may be closed (or garbage-collected) in any order.
 
-    Nothing stops a model's load: Ctrl-C during Engine(...) raises KeyboardInterrupt once the
-    load has ended (the engine is then closed as it is collected).
+    Ctrl-C stops a model's load: made on the main thread, the load runs on a worker thread
+    of the binding's while the caller waits where Python runs signal handlers at once. What a
+    handler raises there (KeyboardInterrupt, a program's own SIGINT handler's exception) stops
+    the load at the library's next progress report (about once per weight on the CPU, in
+    larger steps on a GPU), as on_load_progress returning True would, and Engine(...) raises
+    it once the load has let go of what it took: no engine is left open, also when the load
+    had just ended. Loads on other threads run on them: signals are not theirs.
     """
 
     def __init__(self, model, store=None, device="auto", kv="int8", threads=0, kv_budget=0,
-                 idle_spill_ms=0, context=0):
+                 idle_spill_ms=0, context=0, *, on_load_progress=None):
+        """Loads `model` (a GGUF file or a Hugging Face model directory) and starts its backend.
+
+        on_load_progress(fraction) is called as the load goes on, on this thread (also when
+        the load itself runs on a worker: see the class): first with 0.0, then with growing
+        fractions below 1 as the weights are converted and taken by the backend, last with
+        exactly 1.0 once the engine is ready (its store opened). A fraction never decreases,
+        and only the last one is 1.0. Returning True (the bool itself) stops the load, also
+        at 1.0: Engine(...) then raises CancelledError and nothing stays loaded; any other
+        value (None, a count) goes on. An exception it raises stops the load the same way and
+        propagates from Engine(...) as it was raised; it is not called again after that. It
+        may use other engines and their sessions.
+        Arguments of the wrong type (a non-callable on_load_progress included) raise
+        InvalidArgumentError before anything is loaded."""
         lib = _library.lib()
         o = _options.engine_options(lib, model, store, device, kv, threads, kv_budget,
                                     idle_spill_ms, context)
-        handle = _native.engine_p()
-        # Loading may take long and log: Ctrl-C is raised once the handle has an owner.
-        with _interrupts.deferred():
-            check(lib.parley_engine_open(ctypes.byref(o), ctypes.byref(handle)))
-            super().__init__(lib, handle.value, lib.parley_engine_close, "engine")
+        _options.callable_arg("on_load_progress", on_load_progress)
+        stopping = threading.Event()  # set once the caller stopped waiting for the load
+        owned = []
+
+        def work(ask):
+            raised = []
+
+            def on_progress(fraction, _user):
+                # Nothing may propagate into C: stop. An exception of the program's callback
+                # run here (no worker) is kept for the open to raise as it returns.
+                try:
+                    if raised or stopping.is_set():
+                        return 1
+                    if ask is None:
+                        return 0
+                    return 0 if ask(fraction) is False else 1
+                except BaseException as e:  # noqa: B902 - raised once the open returns
+                    raised.append(e)
+                    return 1
+
+            # Passed even without a callback of the program's: reports are where a Ctrl-C
+            # stops the load. The struct keeps it alive (ctypes' _objects) during the call.
+            o.on_load_progress = _native.parley_progress_fn(on_progress)
+            handle = _native.engine_p()
+            status = lib.parley_engine_open(ctypes.byref(o), ctypes.byref(handle))
+            if status == 0:
+                # Owned here, at once: the waiting thread may have stopped waiting as the
+                # open ended, and then only this object can close the engine.
+                NativeHandle.__init__(self, lib, handle.value, lib.parley_engine_close,
+                                      "engine")
+                owned.append(True)
+            if raised:
+                raise raised[0]
+            # Read here: parley_last_error() belongs to the thread that made the call.
+            return error_for(status, last_error()) if status else None
+
+        def report(fraction):
+            # Only True itself stops, as with on_text.
+            return on_load_progress(fraction) is True
+
+        on_report = None if on_load_progress is None else report
+        try:
+            if _calls.on_worker():
+                error = _calls.run(work, on_report, stopping.set)
+            else:
+                # No worker (another thread, or the main one as the interpreter exits): on the
+                # main thread a Ctrl-C is then raised once the handle has an owner.
+                with _interrupts.deferred():
+                    error = work(on_report)
+            if error is not None:
+                raise error
+        except BaseException:  # noqa: B902 - whatever ended the wait, the engine goes
+            if owned:
+                self.close()
+            raise
 
     def __repr__(self):
         return "<parley.Engine %s>" % ("closed" if self._handle is None else hex(self._handle))

@@ -67,10 +67,10 @@ class BusyError(ParleyError):
 
 
 class CancelledError(ParleyError):
-    """The reply was stopped by Session.interrupt() (or by closing the session while it ran).
-    `reply` holds the partial reply, which the session keeps as the turn ("" when it was
-    stopped before its first text); None from calls that make no reply (prepare,
-    score_replies)."""
+    """The reply was stopped by Session.interrupt() (or by closing the session while it ran),
+    or a load by Engine's on_load_progress (since 0.10). `reply` holds the partial reply,
+    which the session keeps as the turn ("" when it was stopped before its first text); None
+    from calls that make no reply (prepare, score_replies, Engine)."""
     status = 9
 
 

@@ -1,11 +1,13 @@
 """Ctrl-C (a real SIGINT) during a call into the library raises KeyboardInterrupt from the call
-and leaves the session usable."""
+and leaves the session usable; during Engine(...) it stops the load, and no engine is left."""
 
 import contextlib
 import os
 import signal
 import sys
 import threading
+import time
+import types
 
 import pytest
 
@@ -133,7 +135,116 @@ def test_ctrl_c_during_a_call_that_logs_is_raised_by_the_call(model_path):
             parley.Engine(model_path)
     finally:
         parley.set_log_callback(None)
-    assert len(lines) > 1  # the engine opened on, and the interrupt came after
+    assert lines  # the callback ran on: the interrupt came after it
+
+
+@pytest.fixture
+def engine_opens(monkeypatch):
+    """The status of each parley_engine_open and the engines it gave, then closed; after() is
+    run on the opening thread as each open returns."""
+    lib = parley._library.lib()
+    open_engine, close_engine = lib.parley_engine_open, lib.parley_engine_close
+    record = types.SimpleNamespace(statuses=[], opened=[], closed=[], after=lambda: None)
+
+    def opening(options, out):
+        status = open_engine(options, out)
+        record.statuses.append(status)
+        if status == 0:
+            record.opened.append(out._obj.value)
+        record.after()
+        return status
+
+    def closing(handle):
+        record.closed.append(handle)
+        close_engine(handle)
+
+    monkeypatch.setattr(lib, "parley_engine_open", opening)
+    monkeypatch.setattr(lib, "parley_engine_close", closing)
+    return record
+
+
+def sigint_to_the_main_thread_and_wait():
+    """Ctrl-C as a terminal sends it, from a thread of the library's call: the main thread,
+    waiting for the call, handles it meanwhile."""
+    signal.pthread_kill(threading.main_thread().ident, signal.SIGINT)
+    time.sleep(0.5)
+
+
+def stop_in_the_first_log_line():
+    """Installs a log callback whose first line sends Ctrl-C; returns the lines it gets."""
+    lines = []
+
+    def on_log(level, message):
+        if not lines:
+            sigint_to_the_main_thread_and_wait()
+        lines.append(message)
+    parley.set_log_callback(on_log)
+    return lines
+
+
+def test_ctrl_c_stops_a_load(model_path, engine_opens):
+    # On the CPU the first line says the engine is loaded, before the last report (1):
+    # without a callback of the program's, the binding's own stops the load there.
+    lines = stop_in_the_first_log_line()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            parley.Engine(model_path, device="cpu")
+    finally:
+        parley.set_log_callback(None)
+    assert lines and engine_opens.statuses == [parley.CancelledError.status]
+    assert engine_opens.opened == []
+
+
+def test_ctrl_c_stops_a_load_before_the_next_report(model_path, engine_opens):
+    fractions = []
+    lines = stop_in_the_first_log_line()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            parley.Engine(model_path, device="cpu", on_load_progress=fractions.append)
+    finally:
+        parley.set_log_callback(None)
+    assert lines and engine_opens.statuses == [parley.CancelledError.status]
+    assert fractions and 1.0 not in fractions  # the last report stopped it, unseen
+
+
+def test_ctrl_c_in_on_load_progress_stops_the_load(model_path, engine_opens):
+    fractions = []
+
+    def on_load_progress(fraction):
+        fractions.append(fraction)
+        signal.raise_signal(signal.SIGINT)
+
+    with pytest.raises(KeyboardInterrupt):
+        parley.Engine(model_path, on_load_progress=on_load_progress)
+    assert fractions == [0.0]
+    assert engine_opens.statuses == [parley.CancelledError.status]
+
+
+class Quit(Exception):
+    pass
+
+
+def test_a_sigint_handler_of_the_programs_stops_a_load(model_path, engine_opens):
+    def handler(signum, frame):
+        raise Quit
+
+    signal.signal(signal.SIGINT, handler)
+    lines = stop_in_the_first_log_line()
+    try:
+        with pytest.raises(Quit):
+            parley.Engine(model_path, device="cpu")
+    finally:
+        parley.set_log_callback(None)
+    assert lines and engine_opens.statuses == [parley.CancelledError.status]
+
+
+def test_ctrl_c_as_a_load_ends_closes_the_engine(model_path, engine_opens):
+    # The last report said go on, and the Ctrl-C came as the open returned.
+    engine_opens.after = sigint_to_the_main_thread_and_wait
+    with pytest.raises(KeyboardInterrupt):
+        parley.Engine(model_path)
+    assert engine_opens.statuses == [0]
+    assert engine_opens.closed == engine_opens.opened != []
 
 
 def test_the_sigint_handler_is_restored(engine):

@@ -19,8 +19,9 @@ from parley import _library, _native
 
 # Sizes and offsets documented by parley.h for 64-bit targets (tests/abi asserts the same).
 LAYOUT = {
-    _native.EngineOptions: (56, {"model_path": 8, "n_threads": 32, "kv_budget_bytes": 40,
-                                 "context_length": 52}),
+    _native.EngineOptions: (72, {"model_path": 8, "n_threads": 32, "kv_budget_bytes": 40,
+                                 "context_length": 52, "on_load_progress": 56,
+                                 "load_progress_user": 64}),
     _native.SessionOptions: (48, {"id": 8, "overflow": 40, "reserved0": 44}),
     _native.GenerateOptions: (88, {"seed": 8, "max_tokens": 16, "temperature": 20,
                                    "ignore_eos": 44, "stop": 48, "n_stop": 56,

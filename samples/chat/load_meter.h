@@ -1,0 +1,11 @@
+// The model's loading shown on a terminal, one line redrawn in place.
+#pragma once
+
+namespace chat {
+
+// A parley_progress_fn: "loading the model: N %" on stderr while that is a terminal (nothing
+// otherwise, so that logs and pipes get no carriage returns); the line is cleared at 1.
+// Always goes on (returns 0).
+int show_load_progress(float fraction, void* user);
+
+}  // namespace chat
