@@ -217,9 +217,9 @@ PARLEY_API void parley_set_log_callback(parley_log_fn fn, void *user);
 /** Receives how far parley_engine_open() has come (parley_engine_options.on_load_progress,
  *  since 0.10): for a loading screen, or to give up a long load. Called on the thread that
  *  calls parley_engine_open(): first with 0; then as the model's weights are converted and
- *  taken by the backend, in proportion to their bytes (about once per weight on the CPU; on
- *  a GPU in larger steps, the weights being copied to the device first); last with exactly 1,
- *  once the engine is ready, its store opened. `fraction` never decreases, and only the last
+ *  taken by the backend, in proportion to their bytes (on the CPU as each layer's weights are
+ *  copied, on a GPU as each layer reaches the device); last with exactly 1, once the engine is
+ *  ready, its store opened. `fraction` never decreases, and only the last
  *  report is 1. Return 0 to go on, non-zero to stop: the open then returns PARLEY_E_CANCELLED
  *  and lets go of everything it took, also when stopped at 1. Other engines and their
  *  sessions may be used from here. */

@@ -16,8 +16,9 @@ namespace {
 // The CUDA backend holds every weight on the device once made (the norms and the embedding
 // too), so the host's bytes all go.
 std::unique_ptr<Backend> cuda_backend(const model::LoadedModel& model, int32_t device,
-                                      const WeightRelease& release) {
-  auto backend = make_cuda_backend(model, device);
+                                      const WeightRelease& release,
+                                      const WeightUploaded& uploaded) {
+  auto backend = make_cuda_backend(model, device, uploaded);
   // The views themselves may be emptied on the way: copies are given.
   std::vector<model::TensorView> views;
   for (const model::TensorView* v : model::weight_views(model.weights)) views.push_back(*v);
@@ -49,7 +50,8 @@ DeviceName parse_device(std::string_view device) {
 }
 
 std::unique_ptr<Backend> make_backend(std::string_view device, const model::LoadedModel& model,
-                                      int32_t n_threads, const WeightRelease& release) {
+                                      int32_t n_threads, const WeightRelease& release,
+                                      const WeightUploaded& uploaded) {
   const WeightRelease let_go =
       release ? release
               : WeightRelease([&model](const model::TensorView& v) {
@@ -60,7 +62,7 @@ std::unique_ptr<Backend> make_backend(std::string_view device, const model::Load
     // The GPU when the CUDA module and a device are there; otherwise the CPU, saying why.
     if (cuda_device_count() > 0) {
       try {
-        return cuda_backend(model, 0, let_go);
+        return cuda_backend(model, 0, let_go, uploaded);
       } catch (const Error& e) {
         if (e.status() == Status::cancelled) throw;  // the caller stopped the opening
         log::warn_line(std::string("device auto: CUDA device 0 failed (") + e.what() +
@@ -85,7 +87,7 @@ std::unique_ptr<Backend> make_backend(std::string_view device, const model::Load
   require(name.index < count, Status::backend,
           "device '" + std::string(device) + "': only " + std::to_string(count) +
               " CUDA device(s) are visible");
-  return cuda_backend(model, name.index, let_go);
+  return cuda_backend(model, name.index, let_go, uploaded);
 }
 
 }  // namespace parley::backend

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <exception>
 #include <filesystem>
 #include <mutex>
 #include <vector>
@@ -213,6 +214,24 @@ class CudaModuleBackend final : public Backend {
   std::shared_ptr<HostSyncForward> host_sync_;  // write-back only
 };
 
+// The module's upload reports, passed on to a WeightUploaded; what it throws is kept for the
+// host to throw once create() has returned.
+struct UploadReports {
+  const WeightUploaded* uploaded;
+  std::exception_ptr thrown;
+
+  static int32_t tell(uint64_t host_bytes, void* user) {
+    auto& self = *static_cast<UploadReports*>(user);
+    try {
+      (*self.uploaded)(host_bytes);
+      return 0;
+    } catch (...) {
+      self.thrown = std::current_exception();
+      return 1;
+    }
+  }
+};
+
 }  // namespace
 
 int32_t cuda_device_count() {
@@ -222,7 +241,8 @@ int32_t cuda_device_count() {
 
 std::string cuda_module_problem() { return module().problem; }
 
-std::unique_ptr<Backend> make_cuda_backend(const model::LoadedModel& model, int32_t device) {
+std::unique_ptr<Backend> make_cuda_backend(const model::LoadedModel& model, int32_t device,
+                                           const WeightUploaded& uploaded) {
   const Module& m = module();
   require(m.api != nullptr, Status::backend, m.problem);
   const model::ModelConfig& c = model.config;
@@ -250,9 +270,19 @@ std::unique_ptr<Backend> make_cuda_backend(const model::LoadedModel& model, int3
   cm.output_norm = tensor(w.output_norm);
   cm.output = tensor(w.output.empty() ? w.tok_embd : w.output);
   cm.layers = layers.data();
+  // No exception may cross into the module: what `uploaded` throws waits here.
+  UploadReports reports{&uploaded, nullptr};
+  if (uploaded) {
+    cm.uploaded = &UploadReports::tell;
+    cm.uploaded_user = &reports;
+  }
   parley_cuda_backend* b = nullptr;
   char err[512] = "";
   const int32_t st = m.api->create(&cm, device, &b, err, sizeof err);
+  if (reports.thrown) {
+    if (b) m.api->destroy(b);
+    std::rethrow_exception(reports.thrown);
+  }
   if (st != 0 || !b) fail(st ? Status(st) : Status::backend, err);
   return std::make_unique<CudaModuleBackend>(m.api, b, device, c.n_vocab, kv_write_back_from_env());
 }

@@ -108,16 +108,20 @@ Engine::Engine(std::unique_ptr<model::LoadedModel> model, const EngineOptions& o
         "sessions that name no template use 'raw', plain continuation");
   }
   // The engine's model serves this backend only: what the backend copies, the model lets go.
-  // Progress follows the bytes the backend takes, as it lets go of the model's copy.
+  // Progress follows the bytes the backend takes: as it lets go of the model's copy, or as
+  // they reach its device.
   LoadProgress silent;
   LoadProgress& progress = options.load_progress ? *options.load_progress : silent;
   progress.begin_stage(backend_weight_bytes(model_->weights), 1.0);
   backend_ = backend::make_backend(
-      options.device, *model_, options.n_threads, [&](const model::TensorView& v) {
+      options.device, *model_, options.n_threads,
+      [&](const model::TensorView& v) {
         const uint64_t bytes = v.empty() ? 0 : v.n_bytes;
         model::release_weight_bytes(*model_, v);
         progress.advance(bytes);
-      });
+      },
+      // A GPU's upload comes first, its releases after: the stage ends with the upload.
+      [&](uint64_t host_bytes) { progress.advance(host_bytes); });
   step_batcher_ = std::make_unique<StepBatcher>(*backend_, options.batch_decode);
   if (!options.store_path.empty()) {
     store_ = std::make_unique<store::Store>(options.store_path, options.store_options);

@@ -12,7 +12,7 @@ extern "C" {
 #endif
 
 /* Raised whenever a struct or the table below changes shape. */
-#define PARLEY_CUDA_MODULE_ABI 4
+#define PARLEY_CUDA_MODULE_ABI 5
 
 /* Weight element types as the model holds them (F32, F16, BF16, Q8_0, Q4_1, Q5_1, Q4_0; a
    file's other 4- to 6-bit blocks arrive in one of those). */
@@ -47,6 +47,11 @@ typedef struct parley_cuda_model {
   int32_t use_graphs;  /* capture the decode step in a CUDA graph */
   parley_cuda_tensor tok_embd, output_norm, output;
   const parley_cuda_layer *layers; /* [n_layers] */
+  /* Told the host bytes of each part of the model once it is on the device (the embedding,
+     output and final norm, then each layer), so that a long upload can be followed; a
+     non-zero answer stops it: create() then returns PARLEY_E_CANCELLED. NULL = none. */
+  int32_t (*uploaded)(uint64_t host_bytes, void *user);
+  void *uploaded_user;
 } parley_cuda_model;
 
 /* One sequence's cache as the host holds it: the blocks of positions [0, start_pos + n). */

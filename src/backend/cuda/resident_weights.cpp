@@ -78,6 +78,17 @@ class Uploader {
   DeviceBuffer raw_;
 };
 
+// A part of the model is on the device: the host hears of it, and may stop the upload.
+void report_uploaded(const parley_cuda_model& m,
+                     std::initializer_list<const parley_cuda_tensor*> parts) {
+  if (!m.uploaded) return;
+  uint64_t bytes = 0;
+  for (const parley_cuda_tensor* t : parts) bytes += t->n_bytes;
+  if (m.uploaded(bytes, m.uploaded_user) != 0) {
+    parley::fail(parley::Status::cancelled, "the upload of the weights was stopped");
+  }
+}
+
 }  // namespace
 
 int32_t resident_type(const parley_cuda_model& m) {
@@ -112,6 +123,11 @@ ResidentWeights upload_weights(const parley_cuda_model& m, cudaStream_t stream) 
   w.tok_embd = up.stack({&m.tok_embd}, w.type);
   w.output = m.output.data == m.tok_embd.data ? w.tok_embd : up.stack({&m.output}, w.type);
   w.output_norm = up.vector(m.output_norm);
+  if (m.output.data == m.tok_embd.data) {
+    report_uploaded(m, {&m.tok_embd, &m.output_norm});
+  } else {
+    report_uploaded(m, {&m.tok_embd, &m.output, &m.output_norm});
+  }
   for (int32_t l = 0; l < m.n_layers; ++l) {
     const parley_cuda_layer& L = m.layers[l];
     ResidentLayer r;
@@ -122,6 +138,8 @@ ResidentWeights upload_weights(const parley_cuda_model& m, cudaStream_t stream) 
     r.attn_norm = up.vector(L.attn_norm);
     r.ffn_norm = up.vector(L.ffn_norm);
     w.layers.push_back(r);
+    report_uploaded(m, {&L.attn_norm, &L.wq, &L.wk, &L.wv, &L.wo, &L.ffn_norm, &L.w_gate,
+                        &L.w_up, &L.w_down});
   }
   return w;
 }
