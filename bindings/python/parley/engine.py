@@ -23,9 +23,9 @@ class Engine(NativeHandle):
     of the binding's while the caller waits where Python runs signal handlers at once. What a
     handler raises there (KeyboardInterrupt, a program's own SIGINT handler's exception) stops
     the load at the library's next progress report (about once per layer of the model), as
-    on_load_progress returning True would, and Engine(...) raises
-    it once the load has let go of what it took: no engine is left open, also when the load
-    had just ended. Loads on other threads run on them: signals are not theirs.
+    on_load_progress returning True would, and Engine(...) raises it once the load has let
+    go of what it took: no engine is left open, also when the load had just ended. Loads on
+    other threads run on them: signals are not theirs.
     """
 
     def __init__(self, model, store=None, device="auto", kv="int8", threads=0, kv_budget=0,
