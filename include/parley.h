@@ -234,9 +234,12 @@ typedef struct parley_engine_options {
   const char *device;          /* NULL, "" or "auto" (default), "cpu", "cuda", "cuda:N" */
   int32_t     n_threads;       /* CPU threads; 0 = one per core; at most 1024 */
   int32_t     kv_type;         /* PARLEY_KV_DEFAULT (= INT8), _INT8, _F16, _F32 */
-  uint64_t    kv_budget_bytes; /* resident KV budget; 0 = automatic. A send that needs more
-                                  takes cached prefix blocks no session uses first (least
-                                  recently used: free to drop), then, with a store, spills
+  uint64_t    kv_budget_bytes; /* resident KV budget; 0 = automatic: a quarter of the memory
+                                  the process may use (since 0.10, of its memory cgroup's
+                                  limit where that is lower than the machine's). A send
+                                  that needs more takes cached prefix blocks no session uses
+                                  first (least recently used: free to drop), then, with a
+                                  store, spills
                                   the other sessions not in use, least recently used first.
                                   A spill the store refuses (a full disk) is not tried again
                                   by that call; when no room comes, the call is OUT_OF_MEMORY
@@ -277,18 +280,21 @@ PARLEY_API void parley_engine_options_init_sized(parley_engine_options *o, size_
  *  tensor type), BACKEND ("cuda" or "cuda:N" when the CUDA module libparley_cuda.so cannot be
  *  loaded or that device is absent; the message says which), STORAGE (the store file cannot be
  *  opened or created), CORRUPT (store_path is not a Parley store, or one from a newer, incompatible
- *  version), OUT_OF_MEMORY. A store that fails its
- *  integrity check is never deleted: what can be read is copied into a new file beside it, which
- *  then takes its place as it is renamed aside, and a warning names what was lost. Until then the
- *  damaged file stays as it is (since 0.8.4): a recovery cut short (a crash, a full disk) is done
- *  again at the next open, and an engine opening the store meanwhile, in any process, waits for
- *  the copy and never sees part of it. One cut short once the copy was whole, as the files
- *  swapped, is finished by the next open, which puts the copy in place (since 0.9.3; before,
- *  that open could begin an empty store). While an engine is open, its store file, and the -wal and
- *  -shm files SQLite keeps beside it (since 0.8.4), must stay where they are: once one is moved,
- *  replaced or deleted (another process's recovery renames a damaged file aside), every commit
- *  fails with STORAGE saying so, and the turns stay in memory (since 0.8.2; before, they went on
- *  into the moved or deleted file).
+ *  version), OUT_OF_MEMORY (since 0.10 also before the weights are converted or copied, when they
+ *  would need more memory than the process can get, the machine's available memory and swap or its
+ *  memory cgroup's limit, which an overcommitting kernel would answer by ending the process: the
+ *  message gives both sizes; the environment variable PARLEY_MEMORY_CHECK=0 skips this check).
+ *  A store that fails its integrity check is never deleted: what can be read is copied into a new
+ *  file beside it, which then takes its place as it is renamed aside, and a warning names what was
+ *  lost. Until then the damaged file stays as it is (since 0.8.4): a recovery cut short (a crash, a
+ *  full disk) is done again at the next open, and an engine opening the store meanwhile, in any
+ *  process, waits for the copy and never sees part of it. One cut short once the copy was whole, as
+ *  the files swapped, is finished by the next open, which puts the copy in place (since 0.9.3;
+ *  before, that open could begin an empty store). While an engine is open, its store file, and the
+ *  -wal and -shm files SQLite keeps beside it (since 0.8.4), must stay where they are: once one is
+ *  moved, replaced or deleted (another process's recovery renames a damaged file aside), every
+ *  commit fails with STORAGE saying so, and the turns stay in memory (since 0.8.2; before, they
+ *  went on into the moved or deleted file).
  *  Thread-safety: any thread. Since: 0.1. */
 PARLEY_API parley_status parley_engine_open(const parley_engine_options *o, parley_engine **out);
 

@@ -106,6 +106,7 @@ int main(int argc, char** argv) {
   eo.on_load_progress = chat::show_load_progress;
   parley_engine* engine = nullptr;
   const parley_status st = parley_engine_open(&eo, &engine);
+  chat::end_load_meter();
   if (st != PARLEY_OK) {
     chat::print_error(open_failure(args, st).c_str(), st);
     return 1;

@@ -66,10 +66,12 @@ class Backend {
 // own copy of those bytes and will not read them through the view again.
 using WeightRelease = std::function<void(const model::TensorView&)>;
 
-// Called by a backend that copies the weights to another device with the host bytes of each
-// part as it arrives there (an upload takes seconds); it may throw to stop the backend's
-// making, which then throws that.
-using WeightUploaded = std::function<void(uint64_t host_bytes)>;
+// Told, as a backend is made, how many bytes of the model's weights it has taken so far:
+// copied into its own layouts, uploaded to its device, or (an embedding read where it lies)
+// taken as they are; every distinct weight once, so the count ends at their sum. Making a
+// backend takes seconds for a large model. It may throw to stop the making, which then
+// throws that.
+using WeightsTaken = std::function<void(uint64_t bytes_so_far)>;
 
 // A device string read without touching any device.
 struct DeviceName {
@@ -85,13 +87,13 @@ DeviceName parse_device(std::string_view device);
 // Each weight the backend copies is then given to `release`: a model that serves this backend
 // only passes model::release_weight_bytes, so that the process holds its weights once. Without
 // one, a copied weight's file pages are dropped (model::drop_file_pages; they come back if read
-// again) and the model can serve further backends. A GPU backend tells `uploaded` of its
-// upload as it goes (a CPU backend's copies are told by `release`).
+// again) and the model can serve further backends. `taken` follows the making (a backend
+// tried and given up for another, "auto" falling back to the CPU, counts anew from 0).
 // Throws Error(invalid_argument) for an unknown device, Error(backend) for a CUDA device this
 // machine lacks (no module, no driver, no such GPU) or one that cannot hold the model; what
-// `release` or `uploaded` throws.
+// `release` or `taken` throws.
 std::unique_ptr<Backend> make_backend(std::string_view device, const model::LoadedModel& model,
                                       int32_t n_threads, const WeightRelease& release = {},
-                                      const WeightUploaded& uploaded = {});
+                                      const WeightsTaken& taken = {});
 
 }  // namespace parley::backend

@@ -16,9 +16,8 @@ namespace {
 // The CUDA backend holds every weight on the device once made (the norms and the embedding
 // too), so the host's bytes all go.
 std::unique_ptr<Backend> cuda_backend(const model::LoadedModel& model, int32_t device,
-                                      const WeightRelease& release,
-                                      const WeightUploaded& uploaded) {
-  auto backend = make_cuda_backend(model, device, uploaded);
+                                      const WeightRelease& release, const WeightsTaken& taken) {
+  auto backend = make_cuda_backend(model, device, taken);
   // The views themselves may be emptied on the way: copies are given.
   std::vector<model::TensorView> views;
   for (const model::TensorView* v : model::weight_views(model.weights)) views.push_back(*v);
@@ -51,7 +50,7 @@ DeviceName parse_device(std::string_view device) {
 
 std::unique_ptr<Backend> make_backend(std::string_view device, const model::LoadedModel& model,
                                       int32_t n_threads, const WeightRelease& release,
-                                      const WeightUploaded& uploaded) {
+                                      const WeightsTaken& taken) {
   const WeightRelease let_go =
       release ? release
               : WeightRelease([&model](const model::TensorView& v) {
@@ -62,7 +61,7 @@ std::unique_ptr<Backend> make_backend(std::string_view device, const model::Load
     // The GPU when the CUDA module and a device are there; otherwise the CPU, saying why.
     if (cuda_device_count() > 0) {
       try {
-        return cuda_backend(model, 0, let_go, uploaded);
+        return cuda_backend(model, 0, let_go, taken);
       } catch (const Error& e) {
         if (e.status() == Status::cancelled) throw;  // the caller stopped the opening
         log::warn_line(std::string("device auto: CUDA device 0 failed (") + e.what() +
@@ -75,7 +74,8 @@ std::unique_ptr<Backend> make_backend(std::string_view device, const model::Load
     }
   }
   if (name.kind != DeviceName::Kind::cuda) {
-    return std::make_unique<cpu::CpuBackend>(model.config, model.weights, n_threads, let_go);
+    return std::make_unique<cpu::CpuBackend>(model.config, model.weights, n_threads, let_go,
+                                             taken);
   }
   const std::string problem = cuda_module_problem();
   require(problem.empty(), Status::backend,
@@ -87,7 +87,7 @@ std::unique_ptr<Backend> make_backend(std::string_view device, const model::Load
   require(name.index < count, Status::backend,
           "device '" + std::string(device) + "': only " + std::to_string(count) +
               " CUDA device(s) are visible");
-  return cuda_backend(model, name.index, let_go, uploaded);
+  return cuda_backend(model, name.index, let_go, taken);
 }
 
 }  // namespace parley::backend

@@ -214,25 +214,30 @@ class CudaModuleBackend final : public Backend {
   std::shared_ptr<HostSyncForward> host_sync_;  // write-back only
 };
 
-// The module's upload reports, passed on to a WeightUploaded; what it throws is kept for the
+// The module's upload reports, summed for a WeightsTaken; what it throws is kept for the
 // host to throw once create() has returned.
 struct UploadReports {
-  const WeightUploaded* uploaded;
+  const WeightsTaken* taken;
+  uint64_t bytes_so_far = 0;
   std::exception_ptr thrown;
-
-  static int32_t tell(uint64_t host_bytes, void* user) {
-    auto& self = *static_cast<UploadReports*>(user);
-    try {
-      (*self.uploaded)(host_bytes);
-      return 0;
-    } catch (...) {
-      self.thrown = std::current_exception();
-      return 1;
-    }
-  }
 };
 
 }  // namespace
+
+// C linkage, as the module's table declares the function it calls.
+extern "C" {
+static int32_t parley_tell_uploaded(uint64_t host_bytes, void* user) {
+  auto& reports = *static_cast<UploadReports*>(user);
+  try {
+    reports.bytes_so_far += host_bytes;
+    (*reports.taken)(reports.bytes_so_far);
+    return 0;
+  } catch (...) {
+    reports.thrown = std::current_exception();
+    return 1;
+  }
+}
+}
 
 int32_t cuda_device_count() {
   const Module& m = module();
@@ -242,7 +247,7 @@ int32_t cuda_device_count() {
 std::string cuda_module_problem() { return module().problem; }
 
 std::unique_ptr<Backend> make_cuda_backend(const model::LoadedModel& model, int32_t device,
-                                           const WeightUploaded& uploaded) {
+                                           const WeightsTaken& taken) {
   const Module& m = module();
   require(m.api != nullptr, Status::backend, m.problem);
   const model::ModelConfig& c = model.config;
@@ -270,10 +275,10 @@ std::unique_ptr<Backend> make_cuda_backend(const model::LoadedModel& model, int3
   cm.output_norm = tensor(w.output_norm);
   cm.output = tensor(w.output.empty() ? w.tok_embd : w.output);
   cm.layers = layers.data();
-  // No exception may cross into the module: what `uploaded` throws waits here.
-  UploadReports reports{&uploaded, nullptr};
-  if (uploaded) {
-    cm.uploaded = &UploadReports::tell;
+  // No exception may cross into the module: what `taken` throws waits here.
+  UploadReports reports{&taken};
+  if (taken) {
+    cm.uploaded = parley_tell_uploaded;
     cm.uploaded_user = &reports;
   }
   parley_cuda_backend* b = nullptr;

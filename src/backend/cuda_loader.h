@@ -18,10 +18,10 @@ int32_t cuda_device_count();
 std::string cuda_module_problem();
 
 // Throws Error(backend) with the module's message when the model cannot go to the device.
-// `uploaded` is told the host bytes of each part of the model once it is on the device; what
+// `taken` is told the bytes on the device so far as each part of the model gets there; what
 // it throws stops the upload and is thrown from here.
 std::unique_ptr<Backend> make_cuda_backend(const model::LoadedModel& model, int32_t device,
-                                           const WeightUploaded& uploaded = {});
+                                           const WeightsTaken& taken = {});
 
 struct CudaCeilings {
   std::string device_name;

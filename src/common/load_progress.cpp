@@ -23,9 +23,11 @@ void LoadProgress::begin_stage(uint64_t total_units, double end_fraction) {
   }
 }
 
-void LoadProgress::advance(uint64_t units) {
-  if (stage_total_ == 0) return;
-  stage_done_ = std::min(stage_total_, stage_done_ + units);
+void LoadProgress::advance(uint64_t units) { reach(stage_done_ + units); }
+
+void LoadProgress::reach(uint64_t units_done) {
+  if (stage_total_ == 0 || units_done <= stage_done_) return;
+  stage_done_ = std::min(stage_total_, units_done);
   const double share = double(stage_done_) / double(stage_total_);
   fraction_ = std::max(fraction_, stage_start_ + (stage_end_ - stage_start_) * share);
   report(fraction_);

@@ -25,6 +25,9 @@ class LoadProgress {
   // `units` more of the current stage done; reports the new fraction when it moved (values
   // below 1 only: 1 is finish()'s). Throws Error(cancelled) when the caller asks to stop.
   void advance(uint64_t units);
+  // As advance(), given the units done in all; a count below the stage's so far changes
+  // nothing.
+  void reach(uint64_t units_done);
   // Reports 1, once. Throws Error(cancelled) when the caller asks to stop.
   void finish();
 

@@ -1,7 +1,5 @@
 #include "engine/engine.h"
 
-#include <unistd.h>
-
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -14,6 +12,7 @@
 
 #include "common/error.h"
 #include "common/log.h"
+#include "common/memory_room.h"
 #include "common/shown_id.h"
 #include "common/thread_count.h"
 #include "engine/clock.h"
@@ -34,11 +33,11 @@ bool stored_with(const store::StoredSummary& summary, uint64_t fingerprint, kv::
 }
 
 // Automatic KV budget: a quarter of physical memory, so a desktop app never swaps for KV.
+// A quarter of the memory the process may use: the machine's, or its memory cgroup's limit
+// (a container's), which the KV must not fill until the kernel ends the process.
 uint64_t automatic_kv_budget() {
-  const long pages = ::sysconf(_SC_PHYS_PAGES);
-  const long page_size = ::sysconf(_SC_PAGESIZE);
-  if (pages <= 0 || page_size <= 0) return uint64_t(1) << 30;
-  return uint64_t(pages) * uint64_t(page_size) / 4;
+  const uint64_t limit = memory_limit();
+  return limit > 0 ? limit / 4 : uint64_t(1) << 30;
 }
 
 std::string random_session_id() {
@@ -108,20 +107,15 @@ Engine::Engine(std::unique_ptr<model::LoadedModel> model, const EngineOptions& o
         "sessions that name no template use 'raw', plain continuation");
   }
   // The engine's model serves this backend only: what the backend copies, the model lets go.
-  // Progress follows the bytes the backend takes: as it lets go of the model's copy, or as
-  // they reach its device.
+  // Progress follows the bytes the backend has taken (a backend given up for another, CUDA
+  // for the CPU, counts anew: the bar waits until the new count passes the old).
   LoadProgress silent;
   LoadProgress& progress = options.load_progress ? *options.load_progress : silent;
   progress.begin_stage(backend_weight_bytes(model_->weights), 1.0);
   backend_ = backend::make_backend(
       options.device, *model_, options.n_threads,
-      [&](const model::TensorView& v) {
-        const uint64_t bytes = v.empty() ? 0 : v.n_bytes;
-        model::release_weight_bytes(*model_, v);
-        progress.advance(bytes);
-      },
-      // A GPU's upload comes first, its releases after: the stage ends with the upload.
-      [&](uint64_t host_bytes) { progress.advance(host_bytes); });
+      [this](const model::TensorView& v) { model::release_weight_bytes(*model_, v); },
+      [&](uint64_t bytes_so_far) { progress.reach(bytes_so_far); });
   step_batcher_ = std::make_unique<StepBatcher>(*backend_, options.batch_decode);
   if (!options.store_path.empty()) {
     store_ = std::make_unique<store::Store>(options.store_path, options.store_options);

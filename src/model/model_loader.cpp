@@ -8,6 +8,7 @@
 
 #include "common/error.h"
 #include "common/log.h"
+#include "common/memory_room.h"
 #include "common/utf8_sequence.h"
 #include "model/fingerprint.h"
 #include "model/gguf_metadata.h"
@@ -46,6 +47,19 @@ void drop_rewritten_sources(const std::vector<FileTensor>& tensors, const Loaded
   }
 }
 
+// The memory the tensors of ggml blocks take once converted (the process's own, unlike the
+// file's pages), asked for before any is converted.
+void require_room_for_conversion(const std::vector<FileTensor>& tensors) {
+  uint64_t held = 0;
+  for (const FileTensor& t : tensors) {
+    if (!t.blocks || t.shape.empty()) continue;
+    uint64_t rows = 1;
+    for (size_t d = 0; d + 1 < t.shape.size(); ++d) rows *= uint64_t(t.shape[d]);
+    held += rows * row_bytes(t.blocks->held, size_t(t.shape.back()));
+  }
+  if (held > 0) require_memory_room(held, "converting the model's 4- to 6-bit weights");
+}
+
 // Converting a tensor of ggml blocks reads its bytes and writes a larger copy; the backend
 // then reads every weight again. The conversion's share of the opening follows that.
 void begin_conversion_stage(const std::vector<FileTensor>& tensors, LoadProgress& progress) {
@@ -71,6 +85,7 @@ void load_gguf(const GgufFile& file, LoadedModel& m, LoadProgress& progress) {
   }
   // A tensor of ggml blocks leaves its file pages as soon as it is converted, so that the
   // process never holds the file and the converted model at once.
+  require_room_for_conversion(tensors);
   begin_conversion_stage(tensors, progress);
   m.weights = build_weights(tensors, TensorNaming::gguf, m.config, /*tie_output=*/false,
                             [&](const FileTensor& t) {

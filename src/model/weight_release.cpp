@@ -42,15 +42,10 @@ void drop_file_pages(const LoadedModel& model, const TensorView& view) {
 void release_weight_bytes(LoadedModel& model, const TensorView& view) {
   const std::byte* const data = view.data;  // `view` may be one of the views emptied below
   if (data == nullptr) return;
-  std::vector<OwnedBytes>& owned = model.weights.owned;
-  const auto buffer = std::find_if(owned.begin(), owned.end(), [&](const OwnedBytes& b) {
+  const size_t freed = std::erase_if(model.weights.owned, [&](const OwnedBytes& b) {
     return b.data() == data && b.size() == view.n_bytes;
   });
-  if (buffer != owned.end()) {
-    owned.erase(buffer);
-  } else {
-    drop_file_pages(model, view);
-  }
+  if (freed == 0) drop_file_pages(model, view);
   for (TensorView* v : weight_views(model.weights)) {
     if (v->data == data) v->data = nullptr;
   }

@@ -197,6 +197,13 @@ class Builder {
 
 }  // namespace
 
+bool owns_bytes_of(const Weights& weights, const TensorView& view) {
+  return view.data != nullptr &&
+         std::any_of(weights.owned.begin(), weights.owned.end(), [&](const OwnedBytes& b) {
+           return b.data() == view.data && b.size() == view.n_bytes;
+         });
+}
+
 Weights build_weights(const std::vector<FileTensor>& tensors, TensorNaming naming,
                       const ModelConfig& c, bool tie_output,
                       const std::function<void(const FileTensor&)>& converted) {

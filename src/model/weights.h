@@ -75,6 +75,10 @@ struct Weights {
   std::vector<OwnedBytes> owned;
 };
 
+// Whether `view`'s bytes are a buffer the weights own (a tensor converted or rewritten at
+// load, which release_weight_bytes frees) rather than a file's pages.
+bool owns_bytes_of(const Weights& weights, const TensorView& view);
+
 // Every view of `weights`: tok_embd, each layer's in declaration order, output_norm, output.
 std::vector<TensorView*> weight_views(Weights& weights);
 std::vector<const TensorView*> weight_views(const Weights& weights);

@@ -194,7 +194,6 @@ TEST_CASE("console: the model's loading is shown on a terminal, then cleared; no
   TempDir dir;
   const ShellRun r =
       run_on_terminal(raw_chat_command(gguf, flags), "sleep 0.1", quote((dir / "out").string()));
-  CHECK(r.exit_code == 0);
   const size_t first = r.out.find("\rloading the model:   0 %");
   const size_t cleared = r.out.find("\r" + std::string(30, ' ') + "\r");
   REQUIRE(first != std::string::npos);
@@ -205,6 +204,18 @@ TEST_CASE("console: the model's loading is shown on a terminal, then cleared; no
   const std::string reply = piped.out.substr(0, piped.out.find('\n'));
   REQUIRE_FALSE(reply.empty());
   CHECK(r.out.find(reply, cleared) != std::string::npos);
+}
+
+TEST_CASE("console: on a terminal, a load that fails clears its line before the error") {
+  PARLEY_SHARED_OR_SKIP(gguf, "models/stories260k/stories260k-f32.gguf");
+  PARLEY_SCRIPT_OR_SKIP();
+  TempDir dir;
+  const auto truncated = dir / "truncated.gguf";
+  std::ofstream(truncated, std::ios::binary) << read_file(gguf).substr(0, 3000);
+  const ShellRun r = run_on_terminal(raw_chat_command(truncated, "--prompt 'Once upon'"),
+                                     "sleep 0.1", quote((dir / "out").string()));
+  const std::string cleared = "\r" + std::string(30, ' ') + "\r";
+  CHECK(r.out.find(cleared + "parley-chat: error: cannot open the model: ") != std::string::npos);
 }
 
 #endif  // PARLEY_CHAT_EXE

@@ -14,6 +14,7 @@
 #include "backend/cpu/ops_norm_rope.h"
 #include "backend/cpu/thread_pool.h"
 #include "common/error.h"
+#include "common/memory_room.h"
 
 namespace parley::backend::cpu {
 namespace {
@@ -105,7 +106,8 @@ struct CpuBackend::Impl {
   size_t kv_dim() const { return size_t(config.n_kv_heads) * size_t(config.head_dim); }
 
   void validate_model();
-  void prepare_matrices(const WeightRelease& release);
+  void require_room_for_copies(size_t arena_bytes, const WeightRelease& release) const;
+  void prepare_matrices(const WeightRelease& release, const WeightsTaken& taken);
   void embed(int32_t token, float* out) const;
   void validate_batch(const Batch& batch, const kv::KvView& kv, size_t n_logits) const;
   std::unique_ptr<Workspace> take_workspace(size_t n);
@@ -147,30 +149,61 @@ void CpuBackend::Impl::validate_model() {
   check_shape(output_weights, "output", c.n_vocab, c.dim);
 }
 
+// The copies need memory beyond what the model holds already, less the buffers of its own
+// (converted weights) that `release` frees as their copies are made. An overcommitting
+// kernel would grant the arena and end the process as it fills: refused here instead.
+void CpuBackend::Impl::require_room_for_copies(size_t arena_bytes,
+                                               const WeightRelease& release) const {
+  uint64_t freed = 0;
+  if (release) {
+    for (const model::LayerWeights& lw : weights.layers) {
+      for (const model::TensorView* v : {&lw.wq, &lw.wk, &lw.wv, &lw.wo, &lw.w_gate, &lw.w_up,
+                                         &lw.w_down}) {
+        if (model::owns_bytes_of(weights, *v)) freed += v->n_bytes;
+      }
+    }
+    if (model::owns_bytes_of(weights, output_weights)) freed += output_weights.n_bytes;
+  }
+  if (arena_bytes > freed) {
+    require_memory_room(arena_bytes - freed, "the CPU backend's copy of the model's weights");
+  }
+}
+
 // Copies the matrices into the layouts the products read (cpu_matrix.h) a layer at a time,
 // each layer's sources (the norms, already floats) released as soon as they are copied, so
-// that the process holds its weights about once.
-void CpuBackend::Impl::prepare_matrices(const WeightRelease& release) {
+// that the process holds its weights about once; `taken` hears of each layer.
+void CpuBackend::Impl::prepare_matrices(const WeightRelease& release, const WeightsTaken& taken) {
+  uint64_t bytes_taken = 0;
+  const auto took = [&](std::initializer_list<const model::TensorView*> views) {
+    for (const model::TensorView* v : views) bytes_taken += v->n_bytes;
+    if (taken) taken(bytes_taken);
+  };
   size_t arena_bytes = MatrixArena::bytes_for(CpuMatrix::copy_bytes(output_weights));
   for (const model::LayerWeights& lw : weights.layers) {
     arena_bytes += LayerMatrices::arena_bytes(lw);
   }
+  require_room_for_copies(arena_bytes, release);
   arena = std::make_unique<MatrixArena>(arena_bytes);
   layers.reserve(weights.layers.size());
   for (const model::LayerWeights& lw : weights.layers) {
     layers.emplace_back(lw, pool, arena.get());
-    if (!release) continue;
-    for (const model::TensorView* v : {&lw.attn_norm, &lw.wq, &lw.wk, &lw.wv, &lw.wo,
-                                       &lw.ffn_norm, &lw.w_gate, &lw.w_up, &lw.w_down}) {
-      release(*v);
+    const std::initializer_list<const model::TensorView*> views = {
+        &lw.attn_norm, &lw.wq, &lw.wk, &lw.wv, &lw.wo, &lw.ffn_norm, &lw.w_gate, &lw.w_up,
+        &lw.w_down};
+    took(views);  // before release() empties them
+    if (release) {
+      for (const model::TensorView* v : views) release(*v);
     }
   }
-  // A tied embedding is looked up in the backend's copy from now on (embed()).
+  // A tied embedding is looked up in the backend's copy from now on (embed()); an untied one
+  // is read where it lies, taken as it is.
   output = std::make_unique<CpuMatrix>(output_weights, &pool, arena.get());
+  took({&output_weights, &weights.output_norm});
   if (release) {
     release(output_weights);
     release(weights.output_norm);
   }
+  if (!tied) took({&weights.tok_embd});
 }
 
 void CpuBackend::Impl::embed(int32_t token, float* out) const {
@@ -284,10 +317,11 @@ void CpuBackend::Impl::run_layer(int32_t l, std::span<const SequenceStep> steps,
 }
 
 CpuBackend::CpuBackend(const model::ModelConfig& config, const model::Weights& weights,
-                       int32_t n_threads, const WeightRelease& release)
+                       int32_t n_threads, const WeightRelease& release,
+                       const WeightsTaken& taken)
     : impl_(std::make_unique<Impl>(config, weights, n_threads)) {
   impl_->validate_model();
-  impl_->prepare_matrices(release);
+  impl_->prepare_matrices(release, taken);
 }
 
 CpuBackend::~CpuBackend() = default;

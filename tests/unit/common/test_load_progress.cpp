@@ -57,6 +57,20 @@ TEST_CASE("load progress: no report repeats or goes back; units past a stage's t
   CHECK(r.seen == std::vector<float>{0.0f, 0.5f, 0.625f, 0.75f, 1.0f});
 }
 
+TEST_CASE("load progress: reach() counts the units done in all, never going back") {
+  Recorder r;
+  LoadProgress p = r.progress();
+  p.start();
+  p.begin_stage(8, 1.0);
+  p.reach(2);
+  p.reach(1);  // a count begun anew (a backend given up for another) waits to pass it
+  p.reach(2);
+  p.reach(4);
+  p.advance(2);
+  p.reach(100);
+  CHECK(r.seen == std::vector<float>{0.0f, 0.25f, 0.5f, 0.75f, std::nextafter(1.0f, 0.0f)});
+}
+
 TEST_CASE("load progress: a caller's false stops with Error(cancelled), also at 1") {
   for (size_t stop_at : {0u, 1u, 2u}) {
     Recorder r;
