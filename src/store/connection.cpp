@@ -17,10 +17,9 @@ Connection::Connection(const std::string& path, const std::string& vfs, int busy
   const int rc = sqlite3_open_v2(path.c_str(), &db_, flags, vfs.empty() ? nullptr : vfs.c_str());
   if (rc != SQLITE_OK) {
     const int os_error = db_ ? os_error_of_failure(db_) : 0;
-    const std::string message =
-        "cannot open " + path + ": " + (db_ ? sqlite_message(db_) : sqlite3_errstr(rc));
+    const std::string text = db_ ? sqlite_message(db_) : sqlite3_errstr(rc);
     sqlite3_close(db_);
-    throw SqliteError(rc, message, os_error);
+    throw SqliteError(rc, "cannot open " + path + ": " + text, os_error, text);
   }
   sqlite3_extended_result_codes(db_, 1);
   // DEFENSIVE: no statement can corrupt the file on purpose (writable_schema, ...).

@@ -22,13 +22,22 @@ namespace parley::store {
 // out of memory is Error(out_of_memory), as C++ allocations are.
 class SqliteError : public Error {
  public:
-  SqliteError(int code, const std::string& message, int os_error = 0)
+  // `sqlite_text`: SQLite's own words for the failure (sqlite_message()), which `message`
+  // holds after the name of what failed.
+  SqliteError(int code, const std::string& message, int os_error = 0,
+              std::string sqlite_text = "")
       : Error((code & 0xff) == SQLITE_NOMEM ? Status::out_of_memory : Status::storage, message),
         code_(code),
-        os_error_(os_error) {}
+        os_error_(os_error),
+        sqlite_text_(std::move(sqlite_text)) {}
+  // The same failure, described by `message`.
+  SqliteError reworded(const std::string& message) const {
+    return SqliteError(code_, message, os_error_, sqlite_text_);
+  }
   int code() const noexcept { return code_; }
   int primary_code() const noexcept { return code_ & 0xff; }
   int os_error() const noexcept { return os_error_; }  // os_error_of_failure()
+  const std::string& sqlite_text() const noexcept { return sqlite_text_; }
   // The disk (or the process's file size limit, or a quota) had no room for a write.
   bool out_of_room() const noexcept {
     return primary_code() == SQLITE_FULL ||
@@ -39,6 +48,7 @@ class SqliteError : public Error {
  private:
   int code_;
   int os_error_;
+  std::string sqlite_text_;
 };
 
 // The OS error (errno) behind an I/O failure that just happened, read from the connection's
@@ -82,7 +92,8 @@ inline std::string sqlite_message(sqlite3* db) {
 [[noreturn]] inline void throw_sqlite_error(sqlite3* db, std::string_view what) {
   const int os_error = os_error_of_failure(db);
   const std::string message = sqlite_message(db);
-  throw SqliteError(sqlite3_extended_errcode(db), std::string(what) + ": " + message, os_error);
+  throw SqliteError(sqlite3_extended_errcode(db), std::string(what) + ": " + message, os_error,
+                    message);
 }
 
 inline bool is_damaged_file_code(int code) {

@@ -104,7 +104,7 @@ struct Store::Impl {
       if (durability) db->set_synchronous(*durability);
       return body(*db);
     } catch (const SqliteError& e) {
-      throw SqliteError(e.code(), std::string(name) + ": " + e.what(), e.os_error());
+      throw e.reworded(std::string(name) + ": " + e.what());
     }
   }
 };
@@ -115,11 +115,14 @@ Store::Store(const std::string& path, const StoreOptions& options)
   try {
     opened = open_store(path, options);
   } catch (const SqliteError& e) {
-    const std::string remedy =
-        e.out_of_room() ? "; free space on its disk (or raise the file size limit) and open "
-                          "the engine again"
-                        : "";
-    throw SqliteError(e.code(), "opening " + path + ": " + e.what() + remedy, e.os_error());
+    // Where the disk is full, which step of the opening met it tells the reader nothing.
+    if (e.out_of_room()) {
+      const std::string why = e.sqlite_text().empty() ? "" : " (" + e.sqlite_text() + ")";
+      throw e.reworded("opening " + path + ": its disk has no room for the store" + why +
+                       "; free space on its disk (or raise the file size limit) and open the "
+                       "engine again");
+    }
+    throw e.reworded("opening " + path + ": " + e.what());
   }
   impl_->db = std::move(opened.db);
   impl_->recovery = std::move(opened.recovery);
