@@ -209,7 +209,8 @@ typedef void (*parley_log_fn)(int level, const char *msg, void *user);
 /** Installs the log callback (NULL restores the default: warnings and errors to stderr).
  *  @param[in] fn    the callback, or NULL
  *  @param[in] user  passed back to every call of fn
- *  Thread-safety: call before the first engine opens. Since: 0.1. */
+ *  Thread-safety: any thread, at any time: a line logged meanwhile reaches the callback before
+ *  or the one after (each call keeps a few bytes for the life of the process). Since: 0.1. */
 PARLEY_API void parley_set_log_callback(parley_log_fn fn, void *user);
 
 /* ---- Engine ------------------------------------------------------------------------------ */
@@ -236,7 +237,9 @@ typedef struct parley_engine_options {
   int32_t     kv_type;         /* PARLEY_KV_DEFAULT (= INT8), _INT8, _F16, _F32 */
   uint64_t    kv_budget_bytes; /* resident KV budget; 0 = automatic: a quarter of the memory
                                   the process may use (since 0.10, of its memory cgroup's
-                                  limit where that is lower than the machine's). A send
+                                  limit where that is lower than the machine's, and at most
+                                  three quarters of what is left once the model is loaded;
+                                  at least one block). A send
                                   that needs more takes cached prefix blocks no session uses
                                   first (least recently used: free to drop), then, with a
                                   store, spills

@@ -74,8 +74,9 @@ std::unique_ptr<Backend> make_backend(std::string_view device, const model::Load
     }
   }
   if (name.kind != DeviceName::Kind::cuda) {
+    // Only a caller's `release` frees the model's buffers: let_go's own drops file pages.
     return std::make_unique<cpu::CpuBackend>(model.config, model.weights, n_threads, let_go,
-                                             taken);
+                                             taken, /*release_frees_buffers=*/bool(release));
   }
   const std::string problem = cuda_module_problem();
   require(problem.empty(), Status::backend,

@@ -14,9 +14,9 @@ struct Target {
   const Target* older = nullptr;
 };
 
-// Installed once before engines open (documented), read on every log line. A target is never
-// freed, as a concurrent writer may still be reading it; each links to the one it replaced,
-// so that none is ever unreachable (a leak checker would report those).
+// Installed at any time (a program may change it while lines are logged), read on every
+// line. A target is never freed, as a concurrent writer may still be reading it; each links to
+// the one it replaced, so that none is ever unreachable (a leak checker would report those).
 std::atomic<Target*> g_target{nullptr};
 
 thread_local bool t_library_thread = false;

@@ -121,9 +121,14 @@ std::optional<uint64_t> group_room(const Group& g) {
   return *limit > held ? *limit - held : 0;
 }
 
-std::string shown_gb(uint64_t bytes) {
+// Whole megabytes below 10 GB, so that two sizes near each other still read apart.
+std::string shown_size(uint64_t bytes) {
   char text[32];
-  std::snprintf(text, sizeof text, "%.2f GB", double(bytes) / 1e9);
+  if (bytes < uint64_t(10) * 1000 * 1000 * 1000) {
+    std::snprintf(text, sizeof text, "%.0f MB", double(bytes) / 1e6);
+  } else {
+    std::snprintf(text, sizeof text, "%.1f GB", double(bytes) / 1e9);
+  }
   return text;
 }
 
@@ -131,16 +136,15 @@ std::string shown_gb(uint64_t bytes) {
 
 std::optional<MemoryRoom> memory_room(const fs::path& root) {
   const fs::path meminfo = root / "proc/meminfo";
-  const auto available_kib = keyed_value(meminfo, "MemAvailable");
-  if (!available_kib) return std::nullopt;
-  MemoryRoom room;
-  room.bytes = (*available_kib + keyed_value(meminfo, "SwapFree").value_or(0)) * 1024;
-  room.limited_by = "the system's available memory and swap";
+  std::optional<MemoryRoom> room;
+  if (const auto available_kib = keyed_value(meminfo, "MemAvailable")) {
+    room = MemoryRoom{(*available_kib + keyed_value(meminfo, "SwapFree").value_or(0)) * 1024,
+                      "the system's available memory and swap"};
+  }
   for (const Group& g : memory_groups(root)) {
     const auto group = group_room(g);
-    if (group && *group < room.bytes) {
-      room.bytes = *group;
-      room.limited_by = "the limit of the memory cgroup " + g.name;
+    if (group && (!room || *group < room->bytes)) {
+      room = MemoryRoom{*group, "the limit of the memory cgroup " + g.name};
     }
   }
   return room;
@@ -163,10 +167,14 @@ void require_memory_room(uint64_t bytes, const std::string& what) {
   const char* check = std::getenv("PARLEY_MEMORY_CHECK");
   if (check && std::string(check) == "0") return;
   const auto room = memory_room();
-  if (!room || bytes <= room->bytes) return;
+  // Headroom for what the work takes besides (threads, the allocator's own, page tables): a
+  // load that fits only without it is ended by the kernel part way (measured under cgroup
+  // limits), and would leave no room for a conversation's KV anyway.
+  const uint64_t headroom = bytes / 16 + (uint64_t(16) << 20);
+  if (!room || bytes + headroom <= room->bytes) return;
   fail(Status::out_of_memory,
-       what + " needs " + shown_gb(bytes) + " more memory, but this process can take about " +
-           shown_gb(room->bytes) + " more (" + room->limited_by +
+       what + " needs " + shown_size(bytes) + " more memory, but this process can take about " +
+           shown_size(room->bytes) + " more (" + room->limited_by +
            "): free memory, or load a smaller or more quantized model (PARLEY_MEMORY_CHECK=0 "
            "skips this check)");
 }

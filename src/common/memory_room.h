@@ -19,16 +19,17 @@ struct MemoryRoom {
 // The least of the system's MemAvailable plus free swap and, for each memory cgroup (v1 or
 // v2) the process or one of its ancestors is in that has a limit, that limit less what the
 // group holds that cannot be reclaimed (its usage less its file pages). Read under `root`
-// (tests give a folder of their own). nullopt where /proc/meminfo cannot be read.
+// (tests give a folder of their own). nullopt where neither can be read.
 std::optional<MemoryRoom> memory_room(const std::filesystem::path& root = "/");
 
 // The memory the process may use in all: physical memory, or less where a memory cgroup of
 // the process limits it. Read under `root`.
 uint64_t memory_limit(const std::filesystem::path& root = "/");
 
-// Throws Error(out_of_memory) when `bytes` more than memory_room() gives are needed for
-// `what` ("the CPU backend's copy of the weights"), saying both sizes and what limits the
-// room. Skipped when PARLEY_MEMORY_CHECK is "0", for a machine whose figures mislead.
+// Throws Error(out_of_memory) when `bytes` (and some headroom: a sixteenth, and 16 MiB) are
+// more than memory_room() gives, for `what` ("the CPU backend's copy of the weights"),
+// saying both sizes and what limits the room. Skipped when PARLEY_MEMORY_CHECK is "0", for a
+// machine whose figures mislead.
 void require_memory_room(uint64_t bytes, const std::string& what);
 
 }  // namespace parley

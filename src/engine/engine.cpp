@@ -32,12 +32,22 @@ bool stored_with(const store::StoredSummary& summary, uint64_t fingerprint, kv::
   return summary.session.model_fingerprint == fingerprint;
 }
 
-// Automatic KV budget: a quarter of physical memory, so a desktop app never swaps for KV.
-// A quarter of the memory the process may use: the machine's, or its memory cgroup's limit
-// (a container's), which the KV must not fill until the kernel ends the process.
-uint64_t automatic_kv_budget() {
+// A quarter of the memory the process may use (the machine's, or its memory cgroup's limit:
+// a container's), and at most three quarters of what is left once the model is in memory:
+// the KV must not grow until the machine swaps or the kernel ends the process. At least one
+// block.
+uint64_t automatic_kv_budget(uint64_t block_bytes) {
   const uint64_t limit = memory_limit();
-  return limit > 0 ? limit / 4 : uint64_t(1) << 30;
+  uint64_t budget = limit > 0 ? limit / 4 : uint64_t(1) << 30;
+  if (const auto room = memory_room()) budget = std::min(budget, room->bytes / 4 * 3);
+  return std::max(budget, block_bytes);
+}
+
+void require_budget_holds_a_block(uint64_t budget, const kv::BlockLayout& layout) {
+  require(budget >= layout.block_bytes(), Status::invalid_argument,
+          "kv_budget_bytes " + std::to_string(budget) + " holds no KV block: a block of " +
+              std::to_string(kv::kBlockTokens) + " tokens takes " +
+              std::to_string(layout.block_bytes()) + " bytes with this model and KV type");
 }
 
 std::string random_session_id() {
@@ -84,21 +94,8 @@ Engine::Engine(std::unique_ptr<model::LoadedModel> model, const EngineOptions& o
 
   const kv::BlockLayout layout(options.kv_type,
                                kv::KvShape{cfg.n_layers, cfg.n_kv_heads, cfg.head_dim});
-  const uint64_t budget = options.kv_budget_bytes ? options.kv_budget_bytes : automatic_kv_budget();
-  require(budget >= layout.block_bytes(), Status::invalid_argument,
-          "kv_budget_bytes " + std::to_string(budget) + " holds no KV block: a block of " +
-              std::to_string(kv::kBlockTokens) + " tokens takes " +
-              std::to_string(layout.block_bytes()) + " bytes with this model and KV type");
-  try {
-    pool_ = std::make_unique<kv::BlockPool>(layout, budget);
-  } catch (const std::bad_alloc&) {
-    // The pool keeps a few words per block it may hold, from the start.
-    fail(Status::out_of_memory,
-         "kv_budget_bytes " + std::to_string(budget) + " holds " +
-             std::to_string(budget / layout.block_bytes()) +
-             " KV blocks, more than the memory for their bookkeeping allows: give a budget "
-             "the machine's memory can hold (0 = automatic)");
-  }
+  // Checked before the weights load: a wrong budget costs no load.
+  if (options.kv_budget_bytes) require_budget_holds_a_block(options.kv_budget_bytes, layout);
   default_template_ = text::template_from_model(cfg.chat_template);
   if (default_template_ == text::TemplateKind::raw && !cfg.chat_template.empty()) {
     // A chat model fed as plain continuation answers badly; nothing else would show why.
@@ -116,6 +113,18 @@ Engine::Engine(std::unique_ptr<model::LoadedModel> model, const EngineOptions& o
       options.device, *model_, options.n_threads,
       [this](const model::TensorView& v) { model::release_weight_bytes(*model_, v); },
       [&](uint64_t bytes_so_far) { progress.reach(bytes_so_far); });
+  const uint64_t budget = options.kv_budget_bytes ? options.kv_budget_bytes
+                                                  : automatic_kv_budget(layout.block_bytes());
+  try {
+    pool_ = std::make_unique<kv::BlockPool>(layout, budget);
+  } catch (const std::bad_alloc&) {
+    // The pool keeps a few words per block it may hold, from the start.
+    fail(Status::out_of_memory,
+         "kv_budget_bytes " + std::to_string(budget) + " holds " +
+             std::to_string(budget / layout.block_bytes()) +
+             " KV blocks, more than the memory for their bookkeeping allows: give a budget "
+             "the machine's memory can hold (0 = automatic)");
+  }
   step_batcher_ = std::make_unique<StepBatcher>(*backend_, options.batch_decode);
   if (!options.store_path.empty()) {
     store_ = std::make_unique<store::Store>(options.store_path, options.store_options);

@@ -128,33 +128,44 @@ std::optional<Outcome> open_in_group(const fs::path& group, const std::string& m
   return out;
 }
 
+// A synthetic F32 model of `n_layers` layers of about 13.6 MB each, written in `dir`.
+std::string layered_model(const TempDir& dir, int32_t n_layers) {
+  SynthSpec spec;
+  spec.dim = 512;
+  spec.hidden_dim = 1536;
+  spec.n_layers = n_layers;
+  spec.n_heads = 8;
+  spec.n_kv_heads = 8;
+  spec.n_vocab = 320;
+  spec.context_length = 64;
+  const auto path = dir / ("layers-" + std::to_string(n_layers) + ".gguf");
+  write_gguf(spec, make_synth_weights(spec), make_spm_vocab(spec.n_vocab), path);
+  return path.string();
+}
+
+// Why a cgroup test cannot run here, or "" where it can.
+std::string cgroup_test_refusal(const LimitedGroup& group) {
+  if (kSanitizerBuild) return "a sanitizer's own memory does not fit the test's small cgroup";
+  if (group.path().empty()) {
+    return "no memory cgroup can be made here (needs root and a memory controller)";
+  }
+  return "";
+}
+
 }  // namespace
 
 TEST_CASE("a memory cgroup's limit: too large a model is OUT_OF_MEMORY, one that fits opens") {
-  if (kSanitizerBuild) {
-    MESSAGE("skipped: a sanitizer's own memory does not fit the test's small cgroup");
-    return;
-  }
   const LimitedGroup limited(kLimit);
   const fs::path& group = limited.path();
-  if (group.empty()) {
-    MESSAGE("skipped: no memory cgroup can be made here (needs root and a memory controller)");
+  if (const std::string why = cgroup_test_refusal(limited); !why.empty()) {
+    MESSAGE("skipped: " << why);
     return;
   }
   TempDir dir;
   SUBCASE("weights of about twice the limit") {
-    SynthSpec spec;
-    spec.dim = 512;
-    spec.hidden_dim = 1536;
-    spec.n_layers = 10;
-    spec.n_heads = 8;
-    spec.n_kv_heads = 8;
-    spec.n_vocab = 320;
-    spec.context_length = 64;
-    const auto path = dir / "large.gguf";
-    write_gguf(spec, make_synth_weights(spec), make_spm_vocab(spec.n_vocab), path);
+    const std::string path = layered_model(dir, 10);
     REQUIRE(fs::file_size(path) > 2 * kLimit);
-    const auto out = open_in_group(group, path.string());
+    const auto out = open_in_group(group, path);
     REQUIRE_MESSAGE(out, "the child was ended instead of refused");
     INFO(out->message);
     CHECK(out->status == PARLEY_E_OUT_OF_MEMORY);
@@ -170,4 +181,22 @@ TEST_CASE("a memory cgroup's limit: too large a model is OUT_OF_MEMORY, one that
     CHECK(out->status == PARLEY_OK);
     CHECK(out->kv_budget == kLimit / 4);
   }
+}
+
+TEST_CASE("a memory cgroup's limit: weights that take most of it leave a smaller KV budget") {
+  constexpr uint64_t kRoomier = 128ull << 20;
+  const LimitedGroup limited(kRoomier);
+  if (const std::string why = cgroup_test_refusal(limited); !why.empty()) {
+    MESSAGE("skipped: " << why);
+    return;
+  }
+  TempDir dir;
+  const auto out = open_in_group(limited.path(), layered_model(dir, 7));
+  REQUIRE(out);
+  INFO(out->message);
+  CHECK(out->status == PARLEY_OK);
+  // The weights (about 96 MB) leave about 35 MB of the 134 MB: three quarters of that is
+  // below a quarter of the limit.
+  CHECK(out->kv_budget < kRoomier / 4);
+  CHECK(out->kv_budget > 0);
 }

@@ -106,8 +106,9 @@ struct CpuBackend::Impl {
   size_t kv_dim() const { return size_t(config.n_kv_heads) * size_t(config.head_dim); }
 
   void validate_model();
-  void require_room_for_copies(size_t arena_bytes, const WeightRelease& release) const;
-  void prepare_matrices(const WeightRelease& release, const WeightsTaken& taken);
+  void require_room_for_copies(bool frees_buffers) const;
+  void prepare_matrices(const WeightRelease& release, const WeightsTaken& taken,
+                        bool frees_buffers);
   void embed(int32_t token, float* out) const;
   void validate_batch(const Batch& batch, const kv::KvView& kv, size_t n_logits) const;
   std::unique_ptr<Workspace> take_workspace(size_t n);
@@ -149,30 +150,35 @@ void CpuBackend::Impl::validate_model() {
   check_shape(output_weights, "output", c.n_vocab, c.dim);
 }
 
-// The copies need memory beyond what the model holds already, less the buffers of its own
-// (converted weights) that `release` frees as their copies are made. An overcommitting
-// kernel would grant the arena and end the process as it fills: refused here instead.
-void CpuBackend::Impl::require_room_for_copies(size_t arena_bytes,
-                                               const WeightRelease& release) const {
-  uint64_t freed = 0;
-  if (release) {
-    for (const model::LayerWeights& lw : weights.layers) {
-      for (const model::TensorView* v : {&lw.wq, &lw.wk, &lw.wv, &lw.wo, &lw.w_gate, &lw.w_up,
-                                         &lw.w_down}) {
-        if (model::owns_bytes_of(weights, *v)) freed += v->n_bytes;
-      }
+// The copies need memory beyond what the model holds already. With `frees_buffers`, the
+// model's own buffers (converted weights) go as their copies are made, a layer at a time, so
+// the most the process holds beyond today is at the end of some layer's copy, before that
+// layer's buffers go. An overcommitting kernel would grant the arena and end the process as
+// it fills: refused here instead.
+void CpuBackend::Impl::require_room_for_copies(bool frees_buffers) const {
+  uint64_t copied = 0, freed = 0, most = 0;
+  const auto step = [&](uint64_t arena_bytes,
+                        std::initializer_list<const model::TensorView*> sources) {
+    copied += arena_bytes;
+    most = std::max(most, copied > freed ? copied - freed : 0);
+    if (!frees_buffers) return;
+    for (const model::TensorView* v : sources) {
+      if (model::owns_bytes_of(weights, *v)) freed += v->n_bytes;
     }
-    if (model::owns_bytes_of(weights, output_weights)) freed += output_weights.n_bytes;
+  };
+  for (const model::LayerWeights& lw : weights.layers) {
+    step(LayerMatrices::arena_bytes(lw),
+         {&lw.wq, &lw.wk, &lw.wv, &lw.wo, &lw.w_gate, &lw.w_up, &lw.w_down});
   }
-  if (arena_bytes > freed) {
-    require_memory_room(arena_bytes - freed, "the CPU backend's copy of the model's weights");
-  }
+  step(MatrixArena::bytes_for(CpuMatrix::copy_bytes(output_weights)), {&output_weights});
+  require_memory_room(most, "the CPU backend's copy of the model's weights");
 }
 
 // Copies the matrices into the layouts the products read (cpu_matrix.h) a layer at a time,
 // each layer's sources (the norms, already floats) released as soon as they are copied, so
 // that the process holds its weights about once; `taken` hears of each layer.
-void CpuBackend::Impl::prepare_matrices(const WeightRelease& release, const WeightsTaken& taken) {
+void CpuBackend::Impl::prepare_matrices(const WeightRelease& release, const WeightsTaken& taken,
+                                        bool frees_buffers) {
   uint64_t bytes_taken = 0;
   const auto took = [&](std::initializer_list<const model::TensorView*> views) {
     for (const model::TensorView* v : views) bytes_taken += v->n_bytes;
@@ -182,7 +188,7 @@ void CpuBackend::Impl::prepare_matrices(const WeightRelease& release, const Weig
   for (const model::LayerWeights& lw : weights.layers) {
     arena_bytes += LayerMatrices::arena_bytes(lw);
   }
-  require_room_for_copies(arena_bytes, release);
+  require_room_for_copies(frees_buffers);
   arena = std::make_unique<MatrixArena>(arena_bytes);
   layers.reserve(weights.layers.size());
   for (const model::LayerWeights& lw : weights.layers) {
@@ -318,10 +324,10 @@ void CpuBackend::Impl::run_layer(int32_t l, std::span<const SequenceStep> steps,
 
 CpuBackend::CpuBackend(const model::ModelConfig& config, const model::Weights& weights,
                        int32_t n_threads, const WeightRelease& release,
-                       const WeightsTaken& taken)
+                       const WeightsTaken& taken, bool release_frees_buffers)
     : impl_(std::make_unique<Impl>(config, weights, n_threads)) {
   impl_->validate_model();
-  impl_->prepare_matrices(release, taken);
+  impl_->prepare_matrices(release, taken, release && release_frees_buffers);
 }
 
 CpuBackend::~CpuBackend() = default;

@@ -16,12 +16,15 @@ class CpuBackend final : public Backend {
   // copied into the layouts the products read, on huge pages (cpu_matrix.h), and the norms
   // into floats; each view so copied is then given to `release` (backend.h), when there is
   // one. The token embedding of an untied output matrix is read where it lies. `taken`
-  // (backend.h) follows the copying a layer at a time. n_threads: 0 = one per core. Throws
-  // Error(internal) when a weight's shape does not match the config, Error(invalid_argument)
-  // for a negative thread count, Error(out_of_memory) when the copies would need more memory
-  // than the process can get (memory_room.h).
+  // (backend.h) follows the copying a layer at a time. release_frees_buffers: `release`
+  // frees the buffers the weights own (model::release_weight_bytes), which makes room for
+  // the copies. n_threads: 0 = one per core. Throws Error(internal) when a weight's shape does
+  // not match the config, Error(invalid_argument) for a negative thread count,
+  // Error(out_of_memory) when the copies would need more memory than the process can get
+  // (memory_room.h).
   CpuBackend(const model::ModelConfig& config, const model::Weights& weights, int32_t n_threads,
-             const WeightRelease& release = {}, const WeightsTaken& taken = {});
+             const WeightRelease& release = {}, const WeightsTaken& taken = {},
+             bool release_frees_buffers = false);
   ~CpuBackend() override;
 
   std::string name() const override { return "cpu"; }

@@ -120,9 +120,16 @@ TEST_CASE("memory room: a container whose own group is the mount's root") {
   CHECK(room->limited_by == "the limit of the memory cgroup /");
 }
 
-TEST_CASE("memory room: without /proc/meminfo nothing is known") {
+TEST_CASE("memory room: without /proc/meminfo only a cgroup's limit is known") {
   test::TempDir root;
   CHECK_FALSE(memory_room(root.path()));
+  put(root / "proc/self/cgroup", "4:memory:/app\n");
+  put(root / "sys/fs/cgroup/memory/app/memory.limit_in_bytes", "300000000\n");
+  put(root / "sys/fs/cgroup/memory/app/memory.usage_in_bytes", "100000000\n");
+  const auto room = memory_room(root.path());
+  REQUIRE(room);
+  CHECK(room->bytes == 200000000ull);
+  CHECK(room->limited_by == "the limit of the memory cgroup /app");
 }
 
 TEST_CASE("require_memory_room: more than the room is Error(out_of_memory) naming both sizes") {
