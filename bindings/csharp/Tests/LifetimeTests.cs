@@ -126,7 +126,8 @@ namespace Parley.Tests
             Thread.Sleep(10);
         }
 
-        private static void RunOnThread(Action action)
+        // Runs action on a thread of its own and waits for it; what it threw is thrown here.
+        internal static void RunOnThread(Action action)
         {
             Exception error = null;
             var t = new Thread(() =>

@@ -4,7 +4,6 @@ using System;
 using System.Collections.Generic;
 using System.Linq;
 using System.Runtime.CompilerServices;
-using System.Runtime.ExceptionServices;
 using System.Threading;
 
 namespace Parley.Tests
@@ -44,7 +43,7 @@ namespace Parley.Tests
             reports.Clear();
             threads.Clear();
             int worker = -1;
-            RunOnThread(() =>
+            LifetimeTests.RunOnThread(() =>
             {
                 worker = Thread.CurrentThread.ManagedThreadId;
                 new Engine(Fixture.ModelPath, options).Dispose();
@@ -190,18 +189,6 @@ namespace Parley.Tests
         private static string Show(List<float> reports)
         {
             return "[" + string.Join(", ", reports.Select(f => f.ToString("R"))) + "]";
-        }
-
-        private static void RunOnThread(Action action)
-        {
-            Exception error = null;
-            var t = new Thread(() =>
-            {
-                try { action(); } catch (Exception e) { error = e; }
-            });
-            t.Start();
-            t.Join();
-            if (error != null) ExceptionDispatchInfo.Capture(error).Throw();
         }
     }
 }
