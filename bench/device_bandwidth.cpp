@@ -5,8 +5,8 @@
 #include <stdexcept>
 #include <string>
 
-#include "available_memory.h"
 #include "backend/cuda_loader.h"
+#include "common/memory_room.h"
 
 namespace parley::bench {
 namespace {

@@ -4,7 +4,7 @@
 #include <cstdio>
 #include <stdexcept>
 
-#include "available_memory.h"
+#include "common/memory_room.h"
 #include "synthetic_weights.h"
 
 namespace parley::bench {

@@ -38,7 +38,6 @@ void LoadProgress::finish() {
   finished_ = true;
   fraction_ = 1;
   if (!report_) return;
-  last_reported_ = 1;
   if (!report_(1.0f)) fail(Status::cancelled, "the load progress callback asked to stop");
 }
 

@@ -134,12 +134,18 @@ std::string shown_size(uint64_t bytes) {
 
 }  // namespace
 
+// The kernel writes "kB" and means KiB.
+std::optional<uint64_t> mem_available_bytes(const fs::path& root) {
+  const auto kib = keyed_value(root / "proc/meminfo", "MemAvailable");
+  if (!kib) return std::nullopt;
+  return *kib * 1024;
+}
+
 std::optional<MemoryRoom> memory_room(const fs::path& root) {
-  const fs::path meminfo = root / "proc/meminfo";
   std::optional<MemoryRoom> room;
-  if (const auto available_kib = keyed_value(meminfo, "MemAvailable")) {
-    room = MemoryRoom{(*available_kib + keyed_value(meminfo, "SwapFree").value_or(0)) * 1024,
-                      "the system's available memory and swap"};
+  if (const auto available = mem_available_bytes(root)) {
+    const uint64_t swap_free = keyed_value(root / "proc/meminfo", "SwapFree").value_or(0) * 1024;
+    room = MemoryRoom{*available + swap_free, "the system's available memory and swap"};
   }
   for (const Group& g : memory_groups(root)) {
     const auto group = group_room(g);

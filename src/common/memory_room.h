@@ -16,6 +16,10 @@ struct MemoryRoom {
   std::string limited_by;  // "the system's available memory and swap", "the memory cgroup /x"
 };
 
+// MemAvailable of /proc/meminfo (read under `root`): what the kernel says a new allocation
+// can still get without swapping; nullopt where there is no such line.
+std::optional<uint64_t> mem_available_bytes(const std::filesystem::path& root = "/");
+
 // The least of the system's MemAvailable plus free swap and, for each memory cgroup (v1 or
 // v2) the process or one of its ancestors is in that has a limit, that limit less what the
 // group holds that cannot be reclaimed (its usage less its file pages). Read under `root`

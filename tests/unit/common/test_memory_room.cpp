@@ -51,6 +51,7 @@ TEST_CASE("memory room: the system's available memory and free swap without a li
   REQUIRE(room);
   CHECK(room->bytes == kSystemRoom);
   CHECK(room->limited_by == "the system's available memory and swap");
+  CHECK(mem_available_bytes(root.path()) == 8000000ull * 1024);
   CHECK(memory_limit(root.path()) == 16000000ull * 1024);
 }
 
