@@ -221,7 +221,8 @@ const char* usage_text() {
                         (alias --dtype)
   --seed N              synthetic weights seed (default 1)
   --device D            engine device: cpu (default), auto, cuda, cuda:N
-  --scenario A[,B...]   prefill, decode, turn, prefix, spill, kv-bytes, codec, concurrent
+  --scenario A[,B...]   prefill, decode, turn, prefix, spill, kv-bytes, codec, concurrent,
+                        json-format
                         (default: all; turns and shared-prefix are old names of turn and
                         prefix)
   --threads N           CPU threads, 0 to 1024 (default 0: one per core)

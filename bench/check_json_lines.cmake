@@ -45,10 +45,11 @@ set(filled_prefix)  # the per-session lines fill TTFT; the summary line has its 
 set(filled_spill context_tokens ${spill_keys})
 set(filled_kv-bytes context_tokens)
 set(filled_codec)
+set(filled_json-format)
 set(filled_concurrent prompt_tokens context_tokens generated_tokens decode_tok_s ttft_ms
     tpot_ms_median tpot_ms_p90)
 set(concurrent_keys sessions shared_steps decode_steps sessions_per_step)
-set(scenarios prefill decode turn prefix spill kv-bytes codec concurrent)
+set(scenarios prefill decode turn prefix spill kv-bytes codec concurrent json-format)
 foreach(s IN LISTS scenarios)
   set(n_${s} 0)
 endforeach()
@@ -111,8 +112,9 @@ endforeach()
 # prefill and decode: 40, and 1000 and 2000 capped to the same length; turn: one line a turn;
 # prefix: two sessions, a prepared one and a summary; spill: one length; kv-bytes: one KV type;
 # codec: four zstd levels, with and without the filter; concurrent: 1 and 2 sessions, steps
-# shared or not, and a prompt beside a generating session.
-set(expected prefill 2 decode 2 turn 2 prefix 4 spill 1 kv-bytes 1 codec 8 concurrent 5)
+# shared or not, and a prompt beside a generating session; json-format: five reply states.
+set(expected prefill 2 decode 2 turn 2 prefix 4 spill 1 kv-bytes 1 codec 8 concurrent 5
+    json-format 5)
 set(report "")
 while(expected)
   list(POP_FRONT expected s n)

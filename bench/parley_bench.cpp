@@ -26,6 +26,7 @@ const std::vector<Scenario>& all_scenarios() {
       {"kv-bytes", run_kv_bytes}, {"prefix", run_prefix}, {"turn", run_turn},
       {"prefill", run_prefill},   {"decode", run_decode}, {"codec", run_codec},
       {"spill", run_spill},       {"concurrent", run_concurrent},
+      {"json-format", run_json_format},
   };
   return scenarios;
 }

@@ -7,7 +7,8 @@ By default each file gets its own section with a table per scenario. With --comb
 prefill and decode lines of all the files go into one table each, with model and weights
 columns, to compare models and weight types side by side.
 
-Reads the current output (scenarios prefill, decode, turn, prefix, spill, kv-bytes, codec);
+Reads the current output (scenarios prefill, decode, turn, prefix, spill, kv-bytes, codec,
+json-format);
 lines written under the older names turns and shared-prefix are read as turn and prefix.
 """
 import functools
@@ -131,8 +132,16 @@ def codec(lines):
                    "exact" if l["round_trip_ok"] else "DIFFERS"] for l in lines])
 
 
+def json_format(lines):
+    return table(["kv", "state", "reply so far", "mask ms", "allowed tokens", "vocabulary",
+                  "sort ms"],
+                 [[l["kv"], l["state"], "`" + l["reply_so_far"] + "`", f(l["mask_ms"], 3),
+                   l["allowed_tokens"], l["vocabulary_tokens"], f(l["vocabulary_sort_ms"], 1)]
+                  for l in lines])
+
+
 RENDER = {"kv-bytes": kv_bytes, "prefix": prefix, "turn": turn, "prefill": prefill,
-          "decode": decode, "spill": spill, "codec": codec}
+          "decode": decode, "spill": spill, "codec": codec, "json-format": json_format}
 
 
 class BadInput(Exception):

@@ -16,6 +16,7 @@ void run_decode(BenchContext& ctx);    // scenario_decode.cpp
 void run_codec(BenchContext& ctx);     // scenario_codec.cpp
 void run_spill(BenchContext& ctx);     // scenario_spill.cpp
 void run_concurrent(BenchContext& ctx);  // scenario_concurrent.cpp
+void run_json_format(BenchContext& ctx);  // scenario_json_format.cpp
 
 struct Scenario {
   std::string_view name;

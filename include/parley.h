@@ -82,7 +82,7 @@ extern "C" {
  * (PARLEY_DEPRECATED) stays exported and working until the next major version. */
 
 #define PARLEY_VERSION_MAJOR 0
-#define PARLEY_VERSION_MINOR 10
+#define PARLEY_VERSION_MINOR 11
 #define PARLEY_VERSION_PATCH 0
 #define PARLEY_VERSION_NUMBER \
   (PARLEY_VERSION_MAJOR * 10000 + PARLEY_VERSION_MINOR * 100 + PARLEY_VERSION_PATCH)
@@ -170,6 +170,12 @@ PARLEY_API const char *parley_last_error(void);
 #define PARLEY_STOP_CONTEXT_END   4 /* it reached the end of the context */
 #define PARLEY_STOP_CANCELLED     5 /* parley_session_interrupt() or the text callback */
 #define PARLEY_STOP_OUT_OF_MEMORY 6 /* the KV budget ran out */
+#define PARLEY_STOP_FORMAT_END    7 /* since 0.11: it is whole in its format (PARLEY_FORMAT_JSON:
+                                        the object closed) */
+
+/* What a reply must be (parley_generate_options.format, since 0.11) */
+#define PARLEY_FORMAT_TEXT 0 /* any text */
+#define PARLEY_FORMAT_JSON 1 /* one JSON object (RFC 8259), ending where it closes */
 
 #define PARLEY_SESSION_ACTIVE  0
 #define PARLEY_SESSION_IDLE    1
@@ -714,7 +720,20 @@ typedef struct parley_generate_options {
    * may not ban every token. Read during the call only. */
   const parley_logit_bias *logit_bias;
   uint32_t n_logit_bias;    /* default 0 */
-  int32_t  reserved1;       /* must be 0 */
+  /* Since 0.11 (before, a reserved 0). PARLEY_FORMAT_TEXT (the default) or PARLEY_FORMAT_JSON:
+   * each token is then drawn only from those that keep the reply's text the start of one JSON
+   * object (the sampler's settings choose among them), and the reply ends where the object
+   * closes (PARLEY_STOP_FORMAT_END), with nothing after it and never an end token before it.
+   * Its strings hold valid UTF-8 and \u escapes of surrogates in pairs; whitespace between
+   * tokens runs at most 32 bytes with at most one line break (a model cannot loop on blank
+   * lines); at most 64 objects and arrays nest; numbers are as JSON writes them, of any size.
+   * reply_prefix (for parley_session_continue, the reply so far and the prefix) must be the
+   * start of an object, else INVALID_ARGUMENT. max_tokens, the context's end, a stop string or
+   * a stop can still cut the object short: it is whole when stop_reason says FORMAT_END (and
+   * parley_session_continue in the format then generates nothing, FORMAT_END again). The
+   * format keeps the model from anything else; tell it, too, what to write (the system prompt,
+   * the message), or it may fill the object with little sense. */
+  int32_t  format;
 } parley_generate_options;
 
 /** Fills `o` with defaults; use the macro parley_generate_options_init(o). Since: 0.1. */

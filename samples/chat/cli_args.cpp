@@ -118,6 +118,13 @@ int32_t parse_overflow(const char* s) {
   throw bad_value("--overflow", v, "error or drop-oldest");
 }
 
+int32_t parse_format(const char* s) {
+  const std::string_view v = s;
+  if (v == "text") return PARLEY_FORMAT_TEXT;
+  if (v == "json") return PARLEY_FORMAT_JSON;
+  throw bad_value("--format", v, "text or json");
+}
+
 // The generation flags the library would refuse at every message, refused at start instead,
 // where the flag can be named. The vocabulary waits for the model (logit_bias_problem()), and
 // so does the check that the texts are UTF-8 (the library's tokenizer makes it: main.cpp).
@@ -175,6 +182,9 @@ const char* usage() {
          "                          several, up to 16; --stop $'\\n' gives one-line replies)\n"
          "      --reply-prefix TEXT every reply starts with TEXT and the model goes on from it\n"
          "      --logit-bias ID=B   add B to token ID's logit; B = -inf bans it (repeat for more)\n"
+         "      --format F          text (the default) or json: every reply is one JSON object\n"
+         "                          and ends where it closes (say what to write in -s or the\n"
+         "                          message)\n"
          "      --threads N         CPU threads (default: one per core)\n"
          "      --device D          auto, cpu, cuda or cuda:N (default auto)\n"
          "      --kv TYPE           KV cache type: int8 (the default; also 'default'), f16, f32\n"
@@ -235,6 +245,7 @@ CliArgs parse_args(int argc, char** argv) {
     else if (flag == "--stop") a.stop_strings.emplace_back(value());
     else if (flag == "--reply-prefix") a.reply_prefix = value();
     else if (flag == "--logit-bias") a.logit_bias.push_back(parse_logit_bias(value()));
+    else if (flag == "--format") a.gen.format = parse_format(value());
     else if (flag == "--threads") a.n_threads = int32_t(parse_integer(flag, value(), 0, 1024));
     else if (flag == "--device") a.device = value();
     else if (flag == "--kv") a.kv_type = parse_kv(value());

@@ -31,6 +31,7 @@ const char* stop_reason_name(int32_t reason) {
     case PARLEY_STOP_CONTEXT_END: return "context end";
     case PARLEY_STOP_CANCELLED: return "stopped";
     case PARLEY_STOP_OUT_OF_MEMORY: return "KV budget";
+    case PARLEY_STOP_FORMAT_END: return "end of the JSON object";
     default: return "unknown";
   }
 }

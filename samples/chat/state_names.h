@@ -12,7 +12,7 @@ const char* session_state_name(int32_t state);
 const char* kv_source_name(int32_t source);
 
 // PARLEY_STOP_*: "end token", "max tokens", "stop string", "context end", "stopped",
-// "KV budget"; "unknown" for other values.
+// "KV budget", "end of the JSON object"; "unknown" for other values.
 const char* stop_reason_name(int32_t reason);
 
 }  // namespace chat

@@ -95,7 +95,11 @@ engine::GenerateParams generate_params_from(const parley_generate_options* user)
   p.sampler.repeat_last_n = o.repeat_last_n;
   p.stop_strings = stop_strings_from(o);
   if (o.reply_prefix) p.reply_prefix = o.reply_prefix;
-  check_arg(o.reserved1 == 0, "reserved1 must be 0");
+  if (o.format != PARLEY_FORMAT_TEXT && o.format != PARLEY_FORMAT_JSON) {
+    fail(Status::invalid_argument, "format must be PARLEY_FORMAT_TEXT (0) or PARLEY_FORMAT_JSON "
+                                   "(1), not " + std::to_string(o.format));
+  }
+  p.format = o.format == PARLEY_FORMAT_JSON ? engine::ReplyFormat::json : engine::ReplyFormat::text;
   check_arg(o.n_logit_bias == 0 || o.logit_bias, "logit_bias is NULL but n_logit_bias is not 0");
   // No vocabulary has 2^24 tokens, and each is listed once at most: a larger count is a
   // garbage value, refused before it is read. The sampler checks the entries against the model.

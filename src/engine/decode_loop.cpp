@@ -9,6 +9,7 @@
 #include "engine/clock.h"
 #include "engine/engine.h"
 #include "engine/session.h"
+#include "text/json_prefix.h"
 #include "text/tokenizer.h"
 #include "text/utf8_stream.h"
 
@@ -52,6 +53,8 @@ class ReplyText {
   }
 
   const std::optional<text::StopStrings::Match>& stop() const { return stop_; }
+  // The reply's text so far, its earlier text included.
+  size_t size() const { return text_.size(); }
   // Where the reply's kept text ends, when not at the end of its text. After finish().
   std::optional<size_t> cut_at() const {
     std::optional<size_t> at;
@@ -137,6 +140,28 @@ std::string Session::decode(sample::Sampler& sampler, const GenerateParams& para
   // (They complete no character yet: the stream gives nothing for them.)
   for (size_t i = unfinished_ids; i > 0; --i) stream.push(tokens_[tokens_.size() - i]);
 
+  // A reply that must be one JSON object: at each step, the tokens that keep it one (the end
+  // tokens never: the reply ends where the object closes).
+  std::optional<text::JsonPrefix> json;
+  std::vector<uint8_t> allowed;
+  const JsonVocabulary* json_vocabulary = nullptr;
+  if (params.format == ReplyFormat::json) {
+    json_vocabulary = &engine_->json_vocabulary();
+    std::string so_far(earlier);
+    for (size_t i = unfinished_ids; i > 0; --i) {
+      so_far += engine_->tokenizer().piece_bytes(tokens_[tokens_.size() - i]);
+    }
+    require_json_start(params, so_far);
+    json.emplace();
+    json->feed(so_far + params.reply_prefix);
+    allowed.resize(size_t(engine_->tokenizer().n_vocab()));
+  }
+  const auto json_complete = [&] {
+    if (!json || !json->complete()) return false;
+    stats.stop_reason = StopReason::format_end;
+    return true;
+  };
+
   ReplyText reply(params.stop_strings, sink);
   uint32_t generated = 0;
   double first_token_ms = 0;
@@ -145,7 +170,7 @@ std::string Session::decode(sample::Sampler& sampler, const GenerateParams& para
   if (!reply.begin(earlier, params.reply_prefix, unfinished_ids)) {
     cut = ReplyCut::cancelled;
   }
-  while (cut == ReplyCut::none) {
+  while (cut == ReplyCut::none && !json_complete()) {
     if (tokens_.size() >= context) {  // (send() leaves room for one token: not at the start)
       stats.stop_reason = StopReason::context_end;
       break;
@@ -154,7 +179,22 @@ std::string Session::decode(sample::Sampler& sampler, const GenerateParams& para
       cut = ReplyCut::cancelled;
       break;
     }
-    const int32_t id = sampler.sample(logits_, tokens_);
+    if (json) {
+      json_vocabulary->allowed(*json, allowed);
+      for (const int32_t stop : stops) allowed[size_t(stop)] = 0;
+      // Only a vocabulary without byte pieces can lack the one character JSON needs next.
+      require(std::find(allowed.begin(), allowed.end(), uint8_t{1}) != allowed.end(),
+              Status::unsupported, [&] {
+                return "the model's vocabulary has no token that can go on with the reply's JSON "
+                       "object after its " + std::to_string(reply.size()) + " bytes (it lacks "
+                       "byte pieces to spell what JSON needs there)";
+              });
+    }
+    const int32_t id = sampler.sample(logits_, tokens_, allowed);
+    if (json) {
+      require(json->feed(json_vocabulary->bytes(id)), Status::internal,
+              "a reply token breaks the JSON it was allowed into");
+    }
     tokens_.push_back(id);  // its K/V is computed when it is fed back (or by the next turn)
     ++generated;
     const double t = now_ms();
@@ -175,7 +215,7 @@ std::string Session::decode(sample::Sampler& sampler, const GenerateParams& para
       cut = ReplyCut::cancelled;
       break;
     }
-    if (reply.stop()) break;
+    if (reply.stop() || json_complete()) break;
     if (generated == limit) {
       stats.stop_reason = StopReason::max_tokens;
       break;

@@ -137,6 +137,12 @@ Engine::Engine(std::unique_ptr<model::LoadedModel> model, const EngineOptions& o
 
 Engine::~Engine() { janitor_.reset(); }
 
+const JsonVocabulary& Engine::json_vocabulary() const {
+  std::call_once(json_vocabulary_made_,
+                 [&] { json_vocabulary_ = std::make_unique<JsonVocabulary>(*tokenizer_); });
+  return *json_vocabulary_;
+}
+
 uint64_t Engine::prefix_root(std::string_view cache_scope) const {
   return kv::prefix_root(model_->fingerprint, kv_type(), cache_scope);
 }

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "backend/backend.h"
+#include "engine/json_vocabulary.h"
 #include "engine/step_batcher.h"
 #include "kv/block_pool.h"
 #include "model/model_loader.h"
@@ -65,6 +66,9 @@ class Engine {
   const model::LoadedModel& model() const { return *model_; }
   const model::ModelConfig& config() const { return model_->config; }
   const text::Tokenizer& tokenizer() const { return *tokenizer_; }
+  // For replies that must be JSON: made on first use (a pass over the vocabulary), then
+  // shared by every session. Safe from any thread.
+  const JsonVocabulary& json_vocabulary() const;
   backend::Backend& backend() { return *backend_; }
   // Runs the decode steps of sessions that generate at the same time together.
   StepBatcher& step_batcher() { return *step_batcher_; }
@@ -166,6 +170,8 @@ class Engine {
   std::unique_ptr<text::Tokenizer> tokenizer_;
   std::unique_ptr<backend::Backend> backend_;
   std::unique_ptr<StepBatcher> step_batcher_;
+  mutable std::once_flag json_vocabulary_made_;
+  mutable std::unique_ptr<JsonVocabulary> json_vocabulary_;
   std::unique_ptr<kv::BlockPool> pool_;
   std::unique_ptr<store::Store> store_;
   uint32_t context_length_ = 0;

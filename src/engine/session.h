@@ -55,6 +55,12 @@ struct SessionOptions {
   bool store_when_built = false;
 };
 
+// What a reply must be (PARLEY_FORMAT_*).
+enum class ReplyFormat : int32_t {
+  text = 0,
+  json = 1,  // one JSON object, ending where it closes
+};
+
 struct GenerateParams {
   sample::SamplerParams sampler;
   uint64_t seed = 0;          // 0 = a fresh random seed
@@ -62,6 +68,7 @@ struct GenerateParams {
   bool ignore_eos = false;
   text::StopStrings stop_strings;  // the reply ends before the first of these it shows
   std::string reply_prefix;        // the reply starts with it; the model goes on from there
+  ReplyFormat format = ReplyFormat::text;
 };
 
 // Why a reply ended (PARLEY_STOP_*).
@@ -73,6 +80,7 @@ enum class StopReason : int32_t {
   context_end = 4,
   cancelled = 5,
   out_of_memory = 6,
+  format_end = 7,  // the reply is whole in its format
 };
 
 struct TurnStats {
@@ -459,6 +467,9 @@ class Session {
   size_t unfinished_character_ids() const;
   // The sampler's seed: the caller's, or a fresh random one for 0.
   static uint64_t seed_for(const GenerateParams& params);
+  // With format json: throws Error(invalid_argument) unless the reply's text so far (`earlier`,
+  // then the prefix) can still grow into one JSON object.
+  static void require_json_start(const GenerateParams& params, std::string_view earlier);
   // The error a kept turn still reports when its reply was cut short.
   void fail_if_cut(ReplyCut cut, const TurnStats& stats);
   // Drops KV past n tokens (tokens_ is the caller's).

@@ -8,9 +8,24 @@
 #include "engine/clock.h"
 #include "engine/engine.h"
 #include "engine/session.h"
+#include "text/json_prefix.h"
 #include "text/utf8_stream.h"
 
 namespace parley::engine {
+void Session::require_json_start(const GenerateParams& params, std::string_view earlier) {
+  if (params.format != ReplyFormat::json) return;
+  const std::string text = std::string(earlier) + params.reply_prefix;
+  const size_t taken = text::JsonPrefix::taken_length(text);
+  if (taken == text.size()) return;
+  const std::string what = earlier.empty()       ? "reply_prefix"
+                           : params.reply_prefix.empty() ? "the reply so far"
+                                                         : "the reply so far with reply_prefix";
+  fail(Status::invalid_argument,
+       what + " is not the start of a JSON object, which format JSON asks the reply to be: " +
+           "its byte " + std::to_string(taken + 1) + " of " + std::to_string(text.size()) +
+           " cannot come there");
+}
+
 uint64_t Session::seed_for(const GenerateParams& params) {
   if (params.seed) return params.seed;
   std::random_device rd;
@@ -126,6 +141,7 @@ void Session::run_turn(std::string_view user_text, const std::string_view* writt
           "reply text is not valid UTF-8");
   require(text::is_valid_utf8(params.reply_prefix), Status::invalid_argument,
           "reply_prefix is not valid UTF-8");
+  if (!written_reply) require_json_start(params, "");
   refuse_text_beyond_context(user_text, "message");
   // A written reply or a reply_prefix is tokenized whole too.
   refuse_text_beyond_context(written_reply ? *written_reply : params.reply_prefix, "reply");

@@ -139,8 +139,11 @@ Sampler::Sampler(const SamplerParams& params, uint64_t seed, size_t n_vocab)
   validate_bias(params_.logit_bias, n_vocab);
 }
 
-int32_t Sampler::sample(std::span<const float> logits, std::span<const int32_t> history) {
+int32_t Sampler::sample(std::span<const float> logits, std::span<const int32_t> history,
+                        std::span<const uint8_t> allowed) {
   require(!logits.empty(), Status::internal, "sampler: empty logits");
+  require(allowed.empty() || allowed.size() == logits.size(), Status::internal,
+          "sampler: the allowed tokens do not match the logits");
   require(logits.size() <= static_cast<size_t>(std::numeric_limits<int32_t>::max()),
           Status::internal, "sampler: more logits than int32 token ids");
 
@@ -149,6 +152,14 @@ int32_t Sampler::sample(std::span<const float> logits, std::span<const int32_t> 
   // NaN would break every comparison below; a NaN logit means "impossible", like -inf.
   for (float& x : l) {
     if (std::isnan(x)) x = kNegInf;
+  }
+  if (!allowed.empty()) {
+    bool any = false;
+    for (size_t i = 0; i < l.size(); ++i) {
+      if (!allowed[i]) l[i] = kNegInf;
+      any = any || l[i] != kNegInf;
+    }
+    require(any, Status::bad_model, kNanLogitsMessage);
   }
   for (const TokenBias& b : params_.logit_bias) {
     require(static_cast<size_t>(b.token) < l.size(), Status::internal,
@@ -167,7 +178,12 @@ int32_t Sampler::sample(std::span<const float> logits, std::span<const int32_t> 
   for (size_t i = 1; i < l.size(); ++i) {
     if (l[i] > l[best]) best = i;
   }
-  // Biases may not ban every token (checked by the API): no finite logit left is the model's.
+  // Biases may not ban every token (checked by the API): no finite logit left is the model's,
+  // unless the allowed tokens are all banned.
+  if (l[best] == kNegInf && !allowed.empty() && !params_.logit_bias.empty()) {
+    fail(Status::invalid_argument,
+         "logit_bias bans every token the reply's format allows at this point of the reply");
+  }
   require(l[best] != kNegInf, Status::bad_model, kNanLogitsMessage);
   if (params_.temperature == 0.0f) return static_cast<int32_t>(best);
 

@@ -39,9 +39,12 @@ class Sampler {
   Sampler(const SamplerParams& params, uint64_t seed, size_t n_vocab = 0);
 
   // history: the conversation's ids so far (the penalty looks at its last repeat_last_n).
-  // NaN logits count as -inf; none finite at all throws Error(internal). Greedy draws nothing
+  // allowed: empty, or one flag per logit; tokens flagged 0 are never drawn (a reply's format).
+  // NaN logits count as -inf; none finite at all (among the allowed) throws Error(bad_model),
+  // and allowed tokens all banned by the biases Error(invalid_argument). Greedy draws nothing
   // from the generator, any other call exactly one uniform, so same seed + same calls = same ids.
-  int32_t sample(std::span<const float> logits, std::span<const int32_t> history);
+  int32_t sample(std::span<const float> logits, std::span<const int32_t> history,
+                 std::span<const uint8_t> allowed = {});
 
  private:
   SamplerParams params_;

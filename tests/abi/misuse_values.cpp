@@ -178,7 +178,18 @@ MisuseRows value_rows() {
     g.stop = kUnread;
   });
   generate("reserved0 1", kInvalid, [](parley_generate_options& g) { g.reserved0 = 1; });
-  generate("reserved1 1", kInvalid, [](parley_generate_options& g) { g.reserved1 = 1; });
+  generate("format 2", kInvalid, [](parley_generate_options& g) { g.format = 2; });
+  generate("format -1", kInvalid, [](parley_generate_options& g) { g.format = -1; });
+  generate("format JSON, reply_prefix not an object's start", kInvalid,
+           [](parley_generate_options& g) {
+             g.format = PARLEY_FORMAT_JSON;
+             g.reply_prefix = "[";
+           });
+  generate("format JSON, reply_prefix an object's start", PARLEY_OK,
+           [](parley_generate_options& g) {
+             g.format = PARLEY_FORMAT_JSON;
+             g.reply_prefix = " {\"a\": ";
+           });
   generate("logit_bias NULL, n_logit_bias 1", kInvalid,
            [](parley_generate_options& g) { g.n_logit_bias = 1; });
   generate("logit_bias: n_logit_bias 2^24 + 1", kInvalid, [](parley_generate_options& g) {

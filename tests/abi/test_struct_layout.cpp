@@ -45,7 +45,7 @@ static_assert(offsetof(parley_generate_options, reserved0) == 60);
 static_assert(offsetof(parley_generate_options, reply_prefix) == 64);
 static_assert(offsetof(parley_generate_options, logit_bias) == 72);  // since 0.4
 static_assert(offsetof(parley_generate_options, n_logit_bias) == 80);
-static_assert(offsetof(parley_generate_options, reserved1) == 84);
+static_assert(offsetof(parley_generate_options, format) == 84);
 static_assert(sizeof(parley_generate_options) == 88);
 static_assert(offsetof(parley_logit_bias, token) == 0);
 static_assert(offsetof(parley_logit_bias, bias) == 4);

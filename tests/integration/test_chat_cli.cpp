@@ -21,6 +21,7 @@
 #include "chat_cli_support.h"
 #include "support/shared_assets.h"
 #include "support/shell.h"
+#include "text/json_prefix.h"
 
 #ifdef PARLEY_CHAT_EXE
 
@@ -308,6 +309,32 @@ TEST_CASE("--logit-bias bans or favours token ids; a malformed one is refused") 
   CHECK(past.exit_code == 1);
   CHECK(past.out.find("below the vocabulary's 512") != std::string::npos);
   CHECK(run_chat(base + " --logit-bias 512=1").out.empty());  // a refused send writes nothing
+}
+
+TEST_CASE("--format json: replies are one JSON object's start; other formats are refused") {
+  PARLEY_SHARED_OR_SKIP(gguf, "models/stories260k/stories260k-f32.gguf");
+  const std::string base = "-m " + quote(gguf.string()) + " --template raw --temp 0 -n 60 ";
+  // The story model does not close its objects of its own accord within 60 tokens.
+  const Run open = run_chat(base + "--format json -p " + quote("Once upon a time"));
+  REQUIRE(open.exit_code == 0);
+  REQUIRE(open.out.ends_with("\n"));
+  const std::string reply = open.out.substr(0, open.out.size() - 1);
+  CAPTURE(reply);
+  CHECK(reply.find('{') != std::string::npos);
+  CHECK(parley::text::JsonPrefix::taken_length(reply) == reply.size());
+  const Run whole = run_chat(base + "--format json --reply-prefix '{\"a\": []}' -p hi");
+  CHECK(whole.exit_code == 0);
+  CHECK(whole.out == "{\"a\": []}\n");
+  const Run console = run_chat(base + "--format json --reply-prefix '{}'", "hi\n/stats\n/quit\n");
+  CHECK(console.out.find("last reply ended at: end of the JSON object") != std::string::npos);
+  const Run bad_start = run_program(PARLEY_CHAT_EXE, base + "--format json --reply-prefix x -p hi",
+                                    "", Stderr::merged);
+  CHECK(bad_start.exit_code == 1);
+  CHECK(bad_start.out.find("reply_prefix is not the start of a JSON object") != std::string::npos);
+  const Run bad = run_program(PARLEY_CHAT_EXE, "-m x --format yaml -p hi", "", Stderr::merged);
+  CHECK(bad.exit_code == 1);
+  CHECK(bad.out ==
+        "parley-chat: error: invalid value for --format: 'yaml' (expected text or json)\n");
 }
 
 TEST_CASE("errors exit with status 1 and keep stdout empty") {

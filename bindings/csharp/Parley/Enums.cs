@@ -33,6 +33,15 @@ namespace Parley
         ContextEnd = 4,   // it reached the end of the context
         Cancelled = 5,    // Interrupt() or Dispose(), or the text handler stopped it
         OutOfMemory = 6,  // the KV budget ran out
+        FormatEnd = 7,    // since 0.11: it is whole in its GenerateOptions.Format (Json: the
+                          // object closed)
+    }
+
+    // What a reply must be (GenerateOptions.Format, since 0.11).
+    public enum ReplyFormat
+    {
+        Text = 0,  // any text
+        Json = 1,  // one JSON object (RFC 8259), ending where it closes
     }
 
     public enum SessionState

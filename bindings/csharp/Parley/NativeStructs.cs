@@ -153,7 +153,7 @@ namespace Parley
         public IntPtr reply_prefix;  // since 0.3: const char *, UTF-8
         public IntPtr logit_bias;  // since 0.4: const parley_logit_bias *, n_logit_bias entries
         public uint n_logit_bias;
-        public int reserved1;
+        public int format;  // since 0.11 (was reserved1): PARLEY_FORMAT_*
 
         internal static NativeGenerateOptions Defaults()
         {

@@ -83,6 +83,7 @@ namespace Parley
             RepeatPenalty = d.repeat_penalty;
             RepeatLastN = (int)d.repeat_last_n;
             IgnoreEos = d.ignore_eos != 0;
+            Format = (ReplyFormat)d.format;
         }
 
         public ulong Seed { get; set; }           // 0 = a fresh random seed
@@ -116,6 +117,18 @@ namespace Parley
         // ParleyStatus.InvalidArgument. null or empty = none.
         public IDictionary<int, float> LogitBias { get; set; }
 
+        // What the reply must be (since 0.11): Text (the default), or Json for one JSON object.
+        // Each token is then drawn only among those that keep the reply's text the start of
+        // an object (the sampling options choose among them), and the reply ends where the
+        // object closes, with TurnStats.StopReason FormatEnd and never an end token before it.
+        // ReplyPrefix (with Continue, the reply so far and the prefix) must be the start of an
+        // object, and LogitBias may not ban every token the format allows at some point: else
+        // ParleyStatus.InvalidArgument, as for a value that is no ReplyFormat. MaxTokens, the
+        // end of the context, Stop or Interrupt can still cut the object short: it is whole
+        // when StopReason says FormatEnd. Tell the model, too, what to write (the system
+        // prompt, the message), or it may fill the object with little sense.
+        public ReplyFormat Format { get; set; }
+
         // The strings Stop and ReplyPrefix point to, and the LogitBias array, live in
         // `strings`: dispose of it after the call.
         internal static NativeGenerateOptions ToNative(GenerateOptions options,
@@ -140,6 +153,7 @@ namespace Parley
             o.n_stop = stop == null ? 0u : (uint)stop.Count;
             o.reply_prefix = strings.Add(options.ReplyPrefix, "ReplyPrefix");
             o.logit_bias = strings.AddLogitBias(options.LogitBias, out o.n_logit_bias);
+            o.format = (int)options.Format;  // the library refuses one that is no ReplyFormat
             return o;
         }
     }

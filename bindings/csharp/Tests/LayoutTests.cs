@@ -73,7 +73,8 @@ namespace Parley.Tests
             Assert.Equal(72, (int)Marshal.OffsetOf(options, "logit_bias"), "offsetof logit_bias");
             Assert.Equal(80, (int)Marshal.OffsetOf(options, "n_logit_bias"),
                          "offsetof n_logit_bias");
-            Assert.Equal(84, (int)Marshal.OffsetOf(options, "reserved1"), "offsetof reserved1");
+            // Since 0.11 format holds reserved1's place.
+            Assert.Equal(84, (int)Marshal.OffsetOf(options, "format"), "offsetof format");
             Assert.Equal(8, Marshal.SizeOf(bias), "sizeof parley_logit_bias");
             Assert.Equal(0, (int)Marshal.OffsetOf(bias, "token"), "offsetof token");
             Assert.Equal(4, (int)Marshal.OffsetOf(bias, "bias"), "offsetof bias");

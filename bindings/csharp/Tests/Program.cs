@@ -44,6 +44,7 @@ namespace Parley.Tests
             PrepareTests.Register(runner);
             ScoreRepliesTests.Register(runner);
             LogitBiasTests.Register(runner);
+            FormatTests.Register(runner);
             EndIdsTests.Register(runner);
             ErrorTests.Register(runner);
             LoadProgressTests.Register(runner);

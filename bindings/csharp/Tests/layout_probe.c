@@ -112,7 +112,7 @@ int main(void) {
   FIELD(parley_generate_options, reply_prefix);
   FIELD(parley_generate_options, logit_bias);
   FIELD(parley_generate_options, n_logit_bias);
-  FIELD(parley_generate_options, reserved1);
+  FIELD(parley_generate_options, format);
 
   SIZE(parley_logit_bias);
   FIELD(parley_logit_bias, token);

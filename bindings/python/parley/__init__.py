@@ -20,7 +20,7 @@ from .info import (EngineStats, ModelInfo, ReplyScore, SessionInfo, StoredSessio
                    TokenCount, TurnStats)
 from .session import Session
 
-__version__ = "0.10.0"
+__version__ = "0.11.0"
 
 __all__ = [
     "Engine", "Session", "EngineStats", "ModelInfo", "ReplyScore", "SessionInfo",

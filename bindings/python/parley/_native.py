@@ -6,7 +6,7 @@ from ctypes import (CFUNCTYPE, POINTER, Structure, c_char, c_char_p, c_double, c
                     c_int32, c_int64, c_size_t, c_uint32, c_uint64, c_void_p)
 
 # The version this binding was written against (PARLEY_VERSION_NUMBER of parley.h).
-VERSION_NUMBER = 0 * 10000 + 10 * 100 + 0
+VERSION_NUMBER = 0 * 10000 + 11 * 100 + 0
 SCORE_WITH_END = 1  # PARLEY_SCORE_WITH_END: parley_session_score_replies scores each end
 
 parley_status = c_int32
@@ -149,7 +149,7 @@ class GenerateOptions(Structure):
         ("reply_prefix", c_char_p),  # since 0.3
         ("logit_bias", POINTER(LogitBias)),  # since 0.4
         ("n_logit_bias", c_uint32),
-        ("reserved1", c_int32),
+        ("format", c_int32),  # since 0.11
     ]
 
 

@@ -12,6 +12,7 @@ from .errors import InvalidArgumentError
 
 KV_TYPES = {"default": 0, "int8": 1, "f16": 2, "f32": 3}
 OVERFLOW_POLICIES = {"error": 0, "drop_oldest": 1}
+FORMATS = {"text": 0, "json": 1}  # parley_generate_options.format, since 0.11
 
 
 def text_arg(name, value, path=False, optional=True):
@@ -210,8 +211,18 @@ def session_options(lib, id, system, template, scope, overflow):
     return o
 
 
+def format_arg(format):
+    """The reply's format: "text" (or None, the default) or "json"."""
+    if format is None:
+        return FORMATS["text"]
+    if isinstance(format, str) and format in FORMATS:
+        return FORMATS[format]
+    raise InvalidArgumentError('format must be "text", "json" or None, not %r' % (format,))
+
+
 def generate_options(lib, max_tokens, temperature, top_k, top_p, min_p, repeat_penalty,
-                     repeat_last_n, seed, ignore_eos, stop, reply_prefix, logit_bias):
+                     repeat_last_n, seed, ignore_eos, stop, reply_prefix, logit_bias, format):
+    reply_format = format_arg(format)
     o = _native.GenerateOptions()
     lib.parley_generate_options_init_sized(ctypes.byref(o), ctypes.sizeof(o))
     o.seed = int_arg("seed", seed, ctypes.c_uint64)
@@ -227,4 +238,5 @@ def generate_options(lib, max_tokens, temperature, top_k, top_p, min_p, repeat_p
     # Like stop, the struct keeps the bytes alive (ctypes' _objects) until a stream() sends.
     o.reply_prefix = text_arg("reply_prefix", reply_prefix)
     o.logit_bias, o.n_logit_bias = logit_bias_arg(logit_bias)
+    o.format = reply_format
     return o

@@ -7,7 +7,7 @@ from ._options import OVERFLOW_POLICIES
 
 KV_SOURCES = {0: "new", 1: "resident", 2: "restored", 3: "rebuilt"}
 STOP_REASONS = {1: "end_token", 2: "max_tokens", 3: "stop_string", 4: "context_end",
-                5: "cancelled", 6: "out_of_memory"}
+                5: "cancelled", 6: "out_of_memory", 7: "format_end"}
 SESSION_STATES = {0: "active", 1: "idle", 2: "spilled"}
 ROLES = {0: "system", 1: "user", 2: "assistant"}
 # The names Engine.session(overflow=...) takes, by PARLEY_OVERFLOW_* value.
@@ -30,7 +30,9 @@ class TurnStats:
     """What one send(), continue_reply() or prepare() did. kv_source: "new", "resident",
     "restored" or "rebuilt". stop_reason, why the reply ended: "end_token" (the model ended
     it), "max_tokens", "stop_string", "context_end", "cancelled" (interrupt() or on_text),
-    "out_of_memory" (the KV budget ran out), or None for prepare(), which replies nothing.
+    "out_of_memory" (the KV budget ran out), "format_end" (since 0.11: the reply is whole in
+    its format; with format="json", the object closed), or None for prepare(), which replies
+    nothing.
     stop_index: the index in `stop` of the stop string that ended the reply; None when none
     did. prompt_tokens: tokens of this turn's input (the template's and the message's);
     reused_tokens: tokens whose KV was already there (history, a shared prefix);

@@ -61,7 +61,7 @@ class Session(NativeHandle):
 
     def send(self, text, *, max_tokens=256, temperature=0.8, top_k=40, top_p=0.95, min_p=0.05,
              repeat_penalty=1.0, repeat_last_n=64, seed=0, ignore_eos=False, stop=None,
-             reply_prefix=None, logit_bias=None, on_text=None):
+             reply_prefix=None, logit_bias=None, format=None, on_text=None):
         """Adds a user message and returns the whole reply; last_stats then describes it.
 
         max_tokens: the most tokens the reply may have; 0 = up to the context's end.
@@ -82,6 +82,14 @@ class Session(NativeHandle):
         those that end a reply), each listed once; a NaN or +inf bias (a C float: past its
         range a bias is infinite), an id outside the vocabulary or banning every token raises
         InvalidArgumentError. None or {} = none.
+        format (since 0.11): "text" (or None, the default) or "json": the reply is then one
+        JSON object. Each token is drawn only among those that keep the reply the start of
+        one, and the reply ends where the object closes (stop_reason "format_end"); max_tokens,
+        stop, the context's end or an interrupt can still cut it short, so it is whole only
+        with "format_end". reply_prefix must then be the start of an object ("{",
+        '{"name": '); a logit_bias that bans every token the format allows at some point, or
+        another format, raises InvalidArgumentError. Tell the model, too, what to write (the
+        system prompt, the message): the format only keeps it from anything else.
         on_text(piece) is called with each piece of text as it is generated, on this thread;
         returning True (the bool itself) stops the reply there (send then returns the partial
         reply, stop_reason "cancelled"); any other value (None, or the count
@@ -101,13 +109,14 @@ class Session(NativeHandle):
         it was and have no .reply (None)."""
         options = _options.generate_options(self._lib, max_tokens, temperature, top_k, top_p,
                                             min_p, repeat_penalty, repeat_last_n, seed,
-                                            ignore_eos, stop, reply_prefix, logit_bias)
+                                            ignore_eos, stop, reply_prefix, logit_bias,
+                                            format)
         return self._reply(_options.text_arg("text", text, optional=False), options, on_text)
 
     def continue_reply(self, *, max_tokens=256, temperature=0.8, top_k=40, top_p=0.95,
                        min_p=0.05, repeat_penalty=1.0, repeat_last_n=64, seed=0,
                        ignore_eos=False, stop=None, reply_prefix=None, logit_bias=None,
-                       on_text=None):
+                       format=None, on_text=None):
         """Generates without a new user message and returns the text this call generated
         (reply_prefix included), with the options, on_text and last_stats of send(). What it
         generates depends on how the conversation ends:
@@ -123,6 +132,7 @@ class Session(NativeHandle):
         max_tokens and stop apply to the new text. reply_prefix starts a reply that has no
         text yet, and (since 0.6) steers one under way: the reply goes on with it, and the
         model from there (" and then the dragon" starts a word, "," joins the last one).
+        With format="json" the reply so far and reply_prefix must be the start of an object.
         last_stats.prompt_tokens is 0.
         Raises InvalidArgumentError when there is no user message yet or when the model ended
         the last reply (send a message or rewind it). The errors that keep what was generated
@@ -130,12 +140,13 @@ class Session(NativeHandle):
         KV budget ran out during the reply) and StorageError."""
         options = _options.generate_options(self._lib, max_tokens, temperature, top_k, top_p,
                                             min_p, repeat_penalty, repeat_last_n, seed,
-                                            ignore_eos, stop, reply_prefix, logit_bias)
+                                            ignore_eos, stop, reply_prefix, logit_bias,
+                                            format)
         return self._reply(_CONTINUE, options, on_text)
 
     def stream(self, text, *, max_tokens=256, temperature=0.8, top_k=40, top_p=0.95,
                min_p=0.05, repeat_penalty=1.0, repeat_last_n=64, seed=0, ignore_eos=False,
-               stop=None, reply_prefix=None, logit_bias=None):
+               stop=None, reply_prefix=None, logit_bias=None, format=None):
         """Like send(), but returns an iterator of the reply's pieces, each yielded as it is
         generated. Generation waits while the loop body runs, so the body counts as inside
         the reply (calls on this session raise BusyError); leaving the loop early (break, an
@@ -151,12 +162,14 @@ class Session(NativeHandle):
         it then, with `with contextlib.closing(s.stream(...)) as it:` or it.close()."""
         options = _options.generate_options(self._lib, max_tokens, temperature, top_k, top_p,
                                             min_p, repeat_penalty, repeat_last_n, seed,
-                                            ignore_eos, stop, reply_prefix, logit_bias)
+                                            ignore_eos, stop, reply_prefix, logit_bias,
+                                            format)
         return self._stream(_options.text_arg("text", text, optional=False), options)
 
     def stream_continue(self, *, max_tokens=256, temperature=0.8, top_k=40, top_p=0.95,
                         min_p=0.05, repeat_penalty=1.0, repeat_last_n=64, seed=0,
-                        ignore_eos=False, stop=None, reply_prefix=None, logit_bias=None):
+                        ignore_eos=False, stop=None, reply_prefix=None, logit_bias=None,
+                        format=None):
         """Like continue_reply(), but returns an iterator of the pieces of the text it
         generates, each yielded as it is generated; the loop, leaving it early and the errors
         are as with stream(). Nothing is generated before the first next(), which raises what
@@ -166,7 +179,8 @@ class Session(NativeHandle):
         s.stream_continue(...)) as it:`, or call it.close(), when the loop may be left early."""
         options = _options.generate_options(self._lib, max_tokens, temperature, top_k, top_p,
                                             min_p, repeat_penalty, repeat_last_n, seed,
-                                            ignore_eos, stop, reply_prefix, logit_bias)
+                                            ignore_eos, stop, reply_prefix, logit_bias,
+                                            format)
         return self._stream(_CONTINUE, options)
 
     def _stream(self, data, options):

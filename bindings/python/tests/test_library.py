@@ -26,7 +26,7 @@ LAYOUT = {
     _native.GenerateOptions: (88, {"seed": 8, "max_tokens": 16, "temperature": 20,
                                    "ignore_eos": 44, "stop": 48, "n_stop": 56,
                                    "reserved0": 60, "reply_prefix": 64, "logit_bias": 72,
-                                   "n_logit_bias": 80, "reserved1": 84}),
+                                   "n_logit_bias": 80, "format": 84}),
     _native.LogitBias: (8, {"token": 0, "bias": 4}),
     _native.TurnStats: (64, {"generated_tokens": 20, "ttft_ms": 24, "kv_source": 48,
                              "reserved0": 52, "stop_reason": 56, "stop_index": 60}),

@@ -52,10 +52,11 @@ inline std::vector<double> restrict_to(const std::vector<double>& p,
 }
 
 inline std::vector<int> draw_counts(sample::Sampler& sampler, const std::vector<float>& logits,
-                                    int n_draws, std::span<const int32_t> history = {}) {
+                                    int n_draws, std::span<const int32_t> history = {},
+                                    std::span<const uint8_t> allowed = {}) {
   std::vector<int> counts(logits.size(), 0);
   for (int i = 0; i < n_draws; ++i) {
-    const int32_t id = sampler.sample(logits, history);
+    const int32_t id = sampler.sample(logits, history, allowed);
     REQUIRE(id >= 0);
     REQUIRE(static_cast<size_t>(id) < logits.size());
     ++counts[static_cast<size_t>(id)];

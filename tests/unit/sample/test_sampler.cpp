@@ -42,9 +42,10 @@ void check_rejected(const SamplerParams& params, const std::string& name) {
   }
 }
 
-Status status_of_sample(Sampler& sampler, const std::vector<float>& logits) {
+Status status_of_sample(Sampler& sampler, const std::vector<float>& logits,
+                        const std::vector<uint8_t>& allowed = {}) {
   try {
-    sampler.sample(logits, {});
+    sampler.sample(logits, {}, allowed);
   } catch (const Error& e) {
     return e.status();
   }
@@ -216,6 +217,27 @@ TEST_CASE("logits with no finite value are the model's fault, for greedy and sam
   CHECK(status_of_sample(sampler, {}) == Status::internal);
   // The sampler stays usable afterwards.
   CHECK(sampler.sample(std::vector<float>{0.0f, 10.0f, 0.0f}, {}) == 1);
+}
+
+TEST_CASE("allowed tokens: none of them finite is the model's fault, all of them banned the "
+          "caller's") {
+  const std::vector<float> logits = {kNaN, 2.0f, kNaN, 1.0f};
+  const std::vector<uint8_t> nan_only = {1, 0, 1, 0};
+  Sampler greedy(greedy_params(), 0);
+  Sampler sampler(SamplerParams{}, 0);
+  CHECK(status_of_sample(greedy, logits, nan_only) == Status::bad_model);
+  CHECK(status_of_sample(sampler, logits, nan_only) == Status::bad_model);
+  CHECK(status_of_sample(sampler, logits, {1, 1}) == Status::internal);  // not one per logit
+  SamplerParams banning = greedy_params();
+  banning.logit_bias = {{3, -kInf}};
+  Sampler banned(banning, 0, logits.size());
+  CHECK(status_of_sample(banned, logits, {0, 0, 1, 1}) == Status::invalid_argument);
+  CHECK(banned.sample(logits, {}, std::vector<uint8_t>{0, 1, 1, 1}) == 1);
+  // A bias lifts an allowed token only: a banned-by-format one stays out whatever its bias.
+  SamplerParams lifting = greedy_params();
+  lifting.logit_bias = {{1, 100.0f}};
+  Sampler lifted(lifting, 0, logits.size());
+  CHECK(lifted.sample(logits, {}, std::vector<uint8_t>{0, 0, 1, 1}) == 3);
 }
 
 TEST_CASE("extreme temperatures stay finite") {

@@ -295,3 +295,27 @@ TEST_CASE("logit_bias: frequencies match softmax((logits + bias) / T)") {
   Sampler sampler(params, 91);
   check_frequencies(draw_counts(sampler, logits, kDraws), restrict_to(p, keep), kDraws);
 }
+
+TEST_CASE("allowed tokens: only they appear, the pipeline applied to them alone") {
+  const std::vector<float> logits = scrambled_logits(40);
+  std::vector<uint8_t> allowed(logits.size(), 0);
+  std::vector<float> masked(logits.size(), -std::numeric_limits<float>::infinity());
+  for (size_t i = 0; i < logits.size(); i += 3) {
+    allowed[i] = 1;
+    masked[i] = logits[i];
+  }
+  // top-k and min-p rank the allowed tokens among themselves: the same as the logits with the
+  // others at -inf.
+  const std::vector<double> p = softmax(masked, 1.2);
+  const std::vector<size_t> order = by_probability(p);
+  std::vector<bool> keep(p.size(), false);
+  for (size_t i = 0; i < 6; ++i) keep[order[i]] = true;
+  SamplerParams params = plain_params(1.2f);
+  params.top_k = 6;
+  Sampler sampler(params, 31);
+  check_frequencies(draw_counts(sampler, logits, kDraws, {}, allowed), restrict_to(p, keep),
+                    kDraws);
+  // Greedy: the best allowed token, not the best one.
+  Sampler greedy(plain_params(0.0f), 1);
+  CHECK(greedy.sample(logits, {}, allowed) == int32_t(order[0]));
+}
