@@ -3,7 +3,8 @@
 // on, until the object closes); what it calls a whole object nlohmann::json reads as one
 // (a number beyond a double's range aside, which JSON allows and nlohmann refuses); an object
 // nlohmann reads is taken whole where none of JsonPrefix's own limits apply (no whitespace
-// outside strings' spaces, at most 64 brackets); feeding all bytes at once agrees.
+// outside strings but spaces, at most 32 of them in a row, at most 64 brackets, no NUL);
+// feeding all bytes at once agrees.
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
@@ -39,7 +40,8 @@ int reference_object(const std::string& text) {
 bool within_own_limits(std::string_view text) {
   size_t brackets = 0, spaces = 0, longest_spaces = 0;
   for (const char c : text) {
-    if (c == '\t' || c == '\n' || c == '\r') return false;
+    // (nlohmann reads a NUL as the end of its input)
+    if (c == '\t' || c == '\n' || c == '\r' || c == '\0') return false;
     if (c == '[' || c == '{') ++brackets;
     spaces = c == ' ' ? spaces + 1 : 0;
     longest_spaces = spaces > longest_spaces ? spaces : longest_spaces;
