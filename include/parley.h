@@ -725,12 +725,14 @@ typedef struct parley_generate_options {
    * object (the sampler's settings choose among them), and the reply ends where the object
    * closes (PARLEY_STOP_FORMAT_END), with nothing after it and never an end token before it.
    * Its strings hold valid UTF-8 and \u escapes of surrogates in pairs; whitespace between
-   * tokens runs at most 32 bytes with at most one line break (a model cannot loop on blank
-   * lines); at most 64 objects and arrays nest; numbers are as JSON writes them, of any size.
-   * reply_prefix (for parley_session_continue, the reply so far and the prefix) must be the
-   * start of an object, else INVALID_ARGUMENT. max_tokens, the context's end, a stop string or
-   * a stop can still cut the object short: it is whole when stop_reason says FORMAT_END (and
-   * parley_session_continue in the format then generates nothing, FORMAT_END again). The
+   * tokens is spaces and tabs, at most 32 bytes with at most one line feed (a model cannot
+   * loop on blank lines; no carriage return); at most 64 objects and arrays nest; numbers are
+   * as JSON writes them, of any size. reply_prefix (for parley_session_continue, the reply so
+   * far and the prefix) must be the start of such an object, else INVALID_ARGUMENT.
+   * max_tokens, the context's end, a stop string, a stop or the KV budget can still cut the
+   * object short (a stop string may cut it where it cannot go on): it is whole when
+   * stop_reason says FORMAT_END (and parley_session_continue in the format then generates
+   * nothing, FORMAT_END again). The
    * format keeps the model from anything else; tell it, too, what to write (the system prompt,
    * the message), or it may fill the object with little sense. */
   int32_t  format;

@@ -18,7 +18,9 @@ JsonVocabulary::JsonVocabulary(const text::Tokenizer& tokenizer) {
   });
   entry_of_.assign(size_t(n), UINT32_MAX);
   plain_text_.assign(size_t(n), 0);
-  // A token of plain text leaves a string between characters as it found it.
+  // A token of plain text leaves a string between characters as it found it, never passing
+  // through a quote: one that ends the string and starts another (`":0,"`) leaves a key
+  // string as it found it too, but what it may do depends on the container it is in.
   text::JsonPrefix in_string;
   in_string.feed(std::string_view("{\""));
   std::string_view before, before_not_plain;
@@ -32,7 +34,7 @@ JsonVocabulary::JsonVocabulary(const text::Tokenizer& tokenizer) {
     entry_of_[size_t(id)] = uint32_t(entries_.size());
     entries_.push_back(entry);
     text::JsonPrefix after = in_string;
-    if (after.feed(piece) && after == in_string) {
+    if (piece.find('"') == std::string::npos && after.feed(piece) && after == in_string) {
       plain_text_[size_t(id)] = 1;
     } else {
       not_plain_text_.push_back({entry.offset, entry.length, shared(before_not_plain), id});

@@ -14,7 +14,7 @@ namespace parley::engine {
 // The vocabulary's tokens sorted by the bytes they show, so that tokens that start alike share
 // the walk of JsonPrefix over their common start (and a refused start rules out all of them
 // at once). Inside a string, where most tokens go, the tokens of plain text (no quote, no
-// backslash, no control character, whole UTF-8 characters) are allowed without a walk: only
+// control character, whole UTF-8 characters, whole escapes) are allowed without a walk: only
 // the others are walked.
 class JsonVocabulary {
  public:

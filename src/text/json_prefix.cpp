@@ -6,7 +6,8 @@ namespace {
 constexpr std::string_view kLiterals[] = {"true", "false", "null"};
 
 bool is_digit(uint8_t c) { return c >= '0' && c <= '9'; }
-bool is_space(uint8_t c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
+// JSON's whitespace but '\r', which is never taken (see JsonPrefix).
+bool is_space(uint8_t c) { return c == ' ' || c == '\t' || c == '\n'; }
 
 int hex_value(uint8_t c) {
   if (is_digit(c)) return c - '0';
@@ -19,9 +20,8 @@ int hex_value(uint8_t c) {
 
 bool JsonPrefix::feed(uint8_t c) {
   if (!is_space(c)) {
-    if (space_breaks_ & 2) return false;  // a '\r' not followed by its '\n'
     space_run_ = 0;
-    space_breaks_ = 0;
+    space_break_ = false;
   }
   switch (mode_) {
     case Mode::start:
@@ -144,17 +144,11 @@ size_t JsonPrefix::taken_length(std::string_view text) {
 
 bool JsonPrefix::feed_space(uint8_t c) {
   if (!is_space(c)) return false;
-  // A '\r' may only come right before the run's one '\n'.
-  if (space_breaks_ & 2 && c != '\n') return false;
   if (c == '\n') {
-    if (space_breaks_ & 1) return false;
-    space_breaks_ = 1;
-  } else if (c == '\r') {
-    if (space_breaks_ & 1) return false;
-    space_breaks_ = 2;
+    if (space_break_) return false;
+    space_break_ = true;
   }
-  // A '\r' must leave room for its '\n'.
-  return ++space_run_ <= kMaxSpaceRun - (c == '\r' ? 1 : 0);
+  return ++space_run_ <= kMaxSpaceRun;
 }
 
 bool JsonPrefix::open(bool array) {

@@ -12,8 +12,9 @@ namespace parley::text {
 // never gets stuck. Beyond RFC 8259 it asks for:
 // - valid UTF-8 in strings, and \u escapes of surrogates in pairs (as strict parsers do);
 // - at most kMaxDepth nested objects and arrays;
-// - between tokens, runs of at most kMaxSpaceRun bytes of whitespace with at most one line
-//   break ("\n", or "\r\n"), so that a model cannot loop on blank lines;
+// - between tokens, runs of at most kMaxSpaceRun bytes of spaces and tabs with at most one
+//   line feed, so that a model cannot loop on blank lines; no "\r" (a stop string "\n"
+//   would cut "\r\n" where nothing but its "\n" can follow);
 // - nothing after the object's closing brace, whitespace included.
 // A plain value of a few bytes: copy it to try a byte and keep the state before.
 class JsonPrefix {
@@ -33,7 +34,8 @@ class JsonPrefix {
   }
   // The object has closed: the text is one whole JSON object, and no byte is taken any more.
   bool complete() const { return mode_ == Mode::done; }
-  // Inside a string, between characters: what the next bytes may be depends on nothing else.
+  // Inside a string, between characters (not in an escape or a multi-byte character): the
+  // bytes up to the string's closing quote may be the same whatever came before.
   bool between_string_characters() const { return mode_ == Mode::string; }
 
   bool operator==(const JsonPrefix&) const = default;
@@ -81,7 +83,7 @@ class JsonPrefix {
   Mode mode_ = Mode::start;
   uint8_t depth_ = 0;          // open containers
   uint8_t space_run_ = 0;      // whitespace bytes since the last token
-  uint8_t space_breaks_ = 0;   // bit 0: a '\n' in the run; bit 1: a '\r' just before
+  bool space_break_ = false;   // a '\n' in the run
   bool key_ = false;           // the string (or escape) being read is an object's key
   bool low_surrogate_ = false; // the \u being read must be a low surrogate
   uint8_t hex_left_ = 0;

@@ -40,7 +40,7 @@ std::vector<std::string> chosen_states() {
       "{\"a\": 0", "{\"a\": 12", "{\"a\": 1.", "{\"a\": 1.5", "{\"a\": 1e", "{\"a\": 1e+",
       "{\"a\": [1", "{\"a\": t", "{\"a\": fal", "{\"a\": nul", "{\"a\": null", "{\"a\": [",
       "{\"a\": [1,", "{\"a\": []", "{\"a\": {}", "{\"a\": 1,", "{\"a\": 1 ",
-      "{\"a\": 1\n", "{\"a\": 1\r", "{" + std::string(31, ' '), "{\n" + std::string(20, '\t'),
+      "{\"a\": 1\n", "{\"a\": 1\t", "{" + std::string(31, ' '), "{\n" + std::string(20, '\t'),
   };
   std::string deep = "{\"a\":";
   for (int i = 1; i < text::JsonPrefix::kMaxDepth; ++i) deep += '[';
@@ -48,11 +48,35 @@ std::vector<std::string> chosen_states() {
   return texts;
 }
 
-void check_tokenizer(const std::filesystem::path& model_file, int walks, uint32_t seed) {
+text::Tokenizer tokenizer_of_file(const std::filesystem::path& model_file) {
   model::TokenizerSource source;
   source.kind = model::TokenizerSource::Kind::sentencepiece_proto;
   source.proto_bytes = test::read_file(model_file);
-  const text::Tokenizer tokenizer(source);
+  return text::Tokenizer(source);
+}
+
+// A GGUF-style vocabulary: <unk>, <s>, </s>, the 256 byte pieces, then `pieces`.
+model::TokenizerSource synthetic_source(const std::vector<std::string>& pieces) {
+  model::GgufVocab v;
+  v.model = "llama";
+  const auto add = [&](const std::string& piece, int32_t type) {
+    v.tokens.push_back(piece);
+    v.token_types.push_back(type);
+    v.scores.push_back(-float(v.tokens.size()));
+  };
+  add("<unk>", 2);
+  add("<s>", 3);
+  add("</s>", 3);
+  static const char kHex[] = "0123456789ABCDEF";
+  for (int b = 0; b < 256; ++b) add(std::string("<0x") + kHex[b >> 4] + kHex[b & 15] + ">", 6);
+  for (const std::string& piece : pieces) add(piece, 1);
+  model::TokenizerSource source;
+  source.kind = model::TokenizerSource::Kind::gguf_vocab;
+  source.vocab = std::move(v);
+  return source;
+}
+
+void check_tokenizer(const text::Tokenizer& tokenizer, int walks, uint32_t seed) {
   const JsonVocabulary vocabulary(tokenizer);
   std::vector<uint8_t> chosen(size_t(tokenizer.n_vocab()));
   for (const std::string& text : chosen_states()) {
@@ -99,12 +123,22 @@ void check_tokenizer(const std::filesystem::path& model_file, int walks, uint32_
 
 TEST_CASE("the Llama 2 vocabulary: one walk allows exactly what token-by-token feeding does") {
   PARLEY_SHARED_OR_SKIP(model, "tokenizers/llama2/tokenizer.model");
-  check_tokenizer(model, 8, 11);
+  check_tokenizer(tokenizer_of_file(model), 8, 11);
 }
 
 TEST_CASE("the stories260K vocabulary: one walk allows exactly what token-by-token feeding does") {
   PARLEY_SHARED_OR_SKIP(model, "models/stories260k/hf/tokenizer.model");
-  check_tokenizer(model, 200, 12);
+  check_tokenizer(tokenizer_of_file(model), 200, 12);
+}
+
+TEST_CASE("tokens of JSON's own punctuation: one walk allows exactly what feeding each does") {
+  // Pieces that end a string and start another: from a key string they come back to a key
+  // string, from a value string they do not; and escapes, closers, U+2581 spaces.
+  const text::Tokenizer tokenizer(synthetic_source(
+      {"\":0,\"", "\":{},\"", "\": \"\", \"", "\":[\"", "\\\"", "\\\",", "\\n", "\\u00", "\"}",
+       "\"]", "\",", "\":", "a", "\xE2\x96\x81a", "\xE2\x96\x81\"", "}", "]", "{\"", "[\"", "1,",
+       "\xE2\x96\x81{", "true", "\xC3\xA9", "\xE2\x82"}));
+  check_tokenizer(tokenizer, 300, 13);
 }
 
 }  // namespace
