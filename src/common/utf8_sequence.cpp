@@ -5,24 +5,11 @@
 namespace parley {
 
 Utf8Sequence next_utf8_sequence(std::string_view s) {
-  const auto lead = uint8_t(s[0]);
-  if (lead < 0x80) return {Utf8Sequence::whole, 1};
-  size_t trailing = 0;
-  uint8_t low = 0x80;
-  uint8_t high = 0xBF;
-  if (lead >= 0xC2 && lead <= 0xDF) {
-    trailing = 1;
-  } else if (lead >= 0xE0 && lead <= 0xEF) {
-    trailing = 2;
-    if (lead == 0xE0) low = 0xA0;
-    if (lead == 0xED) high = 0x9F;
-  } else if (lead >= 0xF0 && lead <= 0xF4) {
-    trailing = 3;
-    if (lead == 0xF0) low = 0x90;
-    if (lead == 0xF4) high = 0x8F;
-  } else {
-    return {Utf8Sequence::invalid, 1};  // a continuation byte, C0, C1 or F5..FF
-  }
+  const Utf8Lead lead = utf8_lead(uint8_t(s[0]));
+  if (!lead.valid) return {Utf8Sequence::invalid, 1};
+  const size_t trailing = lead.trailing;
+  uint8_t low = lead.low;
+  uint8_t high = lead.high;
   for (size_t i = 1; i <= trailing; ++i) {
     if (i == s.size()) return {Utf8Sequence::incomplete, i};
     const auto b = uint8_t(s[i]);

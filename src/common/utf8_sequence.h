@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <string_view>
 
 namespace parley {
@@ -15,6 +16,27 @@ struct Utf8Sequence {
   } kind;
   size_t length;
 };
+
+// What a sequence's first byte says of the rest: how many continuation bytes follow, and the
+// range of the first of them (the others are 80..BF). `valid` false: no sequence starts with it
+// (a continuation byte, C0, C1, F5..FF). ASCII: valid, no continuation bytes.
+struct Utf8Lead {
+  bool valid;
+  uint8_t trailing;
+  uint8_t low;
+  uint8_t high;
+};
+constexpr Utf8Lead utf8_lead(uint8_t lead) {
+  if (lead < 0x80) return {true, 0, 0x80, 0xBF};
+  if (lead >= 0xC2 && lead <= 0xDF) return {true, 1, 0x80, 0xBF};
+  if (lead >= 0xE0 && lead <= 0xEF) {
+    return {true, 2, uint8_t(lead == 0xE0 ? 0xA0 : 0x80), uint8_t(lead == 0xED ? 0x9F : 0xBF)};
+  }
+  if (lead >= 0xF0 && lead <= 0xF4) {
+    return {true, 3, uint8_t(lead == 0xF0 ? 0x90 : 0x80), uint8_t(lead == 0xF4 ? 0x8F : 0xBF)};
+  }
+  return {false, 0, 0, 0};
+}
 
 // Follows the Unicode table of well-formed byte sequences (and the WHATWG decoder): the second
 // byte's range depends on the first, which rules out overlongs (E0 80..9F, F0 80..8F),

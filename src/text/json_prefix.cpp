@@ -1,5 +1,7 @@
 #include "text/json_prefix.h"
 
+#include "common/utf8_sequence.h"
+
 namespace parley::text {
 namespace {
 
@@ -216,22 +218,12 @@ bool JsonPrefix::feed_string(uint8_t c) {
   }
   if (c < 0x20) return false;  // control characters must be escaped
   if (c < 0x80) return true;
-  // RFC 3629's well-formed sequences: no overlong forms, no surrogates, nothing past U+10FFFF.
-  utf8_low_ = 0x80;
-  utf8_high_ = 0xBF;
-  if (c >= 0xC2 && c <= 0xDF) {
-    utf8_left_ = 1;
-  } else if (c >= 0xE0 && c <= 0xEF) {
-    utf8_left_ = 2;
-    if (c == 0xE0) utf8_low_ = 0xA0;
-    if (c == 0xED) utf8_high_ = 0x9F;
-  } else if (c >= 0xF0 && c <= 0xF4) {
-    utf8_left_ = 3;
-    if (c == 0xF0) utf8_low_ = 0x90;
-    if (c == 0xF4) utf8_high_ = 0x8F;
-  } else {
-    return false;
-  }
+  // Well-formed sequences only: no overlong forms, no surrogates, nothing past U+10FFFF.
+  const Utf8Lead lead = utf8_lead(c);
+  if (!lead.valid) return false;
+  utf8_left_ = lead.trailing;
+  utf8_low_ = lead.low;
+  utf8_high_ = lead.high;
   mode_ = Mode::utf8;
   return true;
 }

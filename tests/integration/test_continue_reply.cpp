@@ -46,18 +46,6 @@ Status status_of_continue(engine::Session& s, const engine::GenerateParams& para
   return Status::ok;
 }
 
-int collect(const char* utf8, size_t len, void* user) {
-  static_cast<std::string*>(user)->append(utf8, len);
-  return 0;
-}
-
-std::string turn_text(parley_session* s, uint32_t index) {
-  parley_turn t{};
-  t.struct_size = sizeof t;
-  REQUIRE(parley_session_get_turn(s, index, &t) == PARLEY_OK);
-  return t.text;
-}
-
 }  // namespace
 
 TEST_CASE("a reply cut at max_tokens and continued is the reply one longer call gives") {
@@ -344,7 +332,7 @@ TEST_CASE("parley_session_continue: a stopped continuation keeps its part; the s
   parley_session* s = create_raw_session(e, "story");
   parley_generate_options g = greedy_options(6);
   std::string streamed;
-  REQUIRE(parley_session_send(s, "Once upon a time", &g, collect, &streamed, nullptr) ==
+  REQUIRE(parley_session_send(s, "Once upon a time", &g, append_text, &streamed, nullptr) ==
           PARLEY_OK);
   // The callback stops the continuation after its first piece: kept, with stats.
   const auto stop_after_one = [](const char* utf8, size_t len, void* user) {
@@ -359,7 +347,7 @@ TEST_CASE("parley_session_continue: a stopped continuation keeps its part; the s
   CHECK(turn_text(s, 1) == streamed);
   REQUIRE(parley_session_suspend(s) == PARLEY_OK);  // the next call restores the KV
   g.max_tokens = 10;
-  REQUIRE(parley_session_continue(s, &g, collect, &streamed, &stats) == PARLEY_OK);
+  REQUIRE(parley_session_continue(s, &g, append_text, &streamed, &stats) == PARLEY_OK);
   CHECK(stats.kv_source == PARLEY_KV_SOURCE_RESTORED);
   CHECK(turn_text(s, 1) == streamed);
   CHECK(session_info(s).n_turns == 2);
@@ -376,7 +364,7 @@ TEST_CASE("parley_session_continue: a stopped continuation keeps its part; the s
   REQUIRE(parley_session_rewind(s, 1) == PARLEY_OK);
   g.max_tokens = 4;
   std::string again;
-  REQUIRE(parley_session_continue(s, &g, collect, &again, nullptr) == PARLEY_OK);
+  REQUIRE(parley_session_continue(s, &g, append_text, &again, nullptr) == PARLEY_OK);
   CHECK(streamed.starts_with(again));
   parley_session_close(s);
   parley_engine_close(e);

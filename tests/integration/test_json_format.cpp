@@ -22,18 +22,6 @@ using namespace parley::test;
 
 namespace {
 
-int collect(const char* utf8, size_t len, void* user) {
-  static_cast<std::string*>(user)->append(utf8, len);
-  return 0;
-}
-
-std::string turn_text(parley_session* s, uint32_t index) {
-  parley_turn t{};
-  t.struct_size = sizeof t;
-  REQUIRE(parley_session_get_turn(s, index, &t) == PARLEY_OK);
-  return t.text;
-}
-
 parley_generate_options json_options(uint32_t max_tokens, const char* prefix = nullptr) {
   parley_generate_options g = greedy_options(max_tokens);
   g.ignore_eos = 0;
@@ -51,7 +39,7 @@ struct Reply {
 Reply send(parley_session* s, const char* text, const parley_generate_options& g) {
   Reply r{};
   r.stats.struct_size = sizeof r.stats;
-  r.status = parley_session_send(s, text, &g, collect, &r.streamed, &r.stats);
+  r.status = parley_session_send(s, text, &g, append_text, &r.streamed, &r.stats);
   return r;
 }
 
@@ -215,7 +203,7 @@ TEST_CASE("a reply cut short goes on as JSON with parley_session_continue") {
     std::string streamed;
     parley_turn_stats stats{};
     stats.struct_size = sizeof stats;
-    REQUIRE_MESSAGE(parley_session_continue(s, &more, collect, &streamed, &stats) == PARLEY_OK,
+    REQUIRE_MESSAGE(parley_session_continue(s, &more, append_text, &streamed, &stats) == PARLEY_OK,
                     parley_last_error());
     whole += streamed;
     closed = stats.stop_reason == PARLEY_STOP_FORMAT_END;
@@ -229,7 +217,7 @@ TEST_CASE("a reply cut short goes on as JSON with parley_session_continue") {
   std::string streamed;
   parley_turn_stats stats{};
   stats.struct_size = sizeof stats;
-  REQUIRE(parley_session_continue(s, &more, collect, &streamed, &stats) == PARLEY_OK);
+  REQUIRE(parley_session_continue(s, &more, append_text, &streamed, &stats) == PARLEY_OK);
   CHECK(stats.stop_reason == PARLEY_STOP_FORMAT_END);
   CHECK(stats.generated_tokens == 0);
   CHECK(streamed.empty());

@@ -24,11 +24,6 @@ struct Reply {
   parley_turn_stats stats;
 };
 
-int collect(const char* utf8, size_t len, void* user) {
-  static_cast<std::string*>(user)->append(utf8, len);
-  return 0;
-}
-
 Reply send(parley_session* s, const char* text, uint32_t max_tokens,
            const std::vector<const char*>& stop = {}) {
   parley_generate_options g = greedy_options(max_tokens);
@@ -36,7 +31,7 @@ Reply send(parley_session* s, const char* text, uint32_t max_tokens,
   g.n_stop = uint32_t(stop.size());
   Reply r{};
   r.stats.struct_size = sizeof r.stats;
-  r.status = parley_session_send(s, text, &g, collect, &r.text, &r.stats);
+  r.status = parley_session_send(s, text, &g, append_text, &r.text, &r.stats);
   return r;
 }
 
@@ -409,7 +404,7 @@ TEST_CASE("a stop string that begins with a character's first byte takes that by
     parley_session* s = new_session(e, "raw");
     ForcedBytes forced({0xE2, 0xC3, 0xA9}, {});
     std::string streamed;
-    REQUIRE(parley_session_send(s, kPrompt, &forced.options, collect, &streamed, nullptr) == 0);
+    REQUIRE(parley_session_send(s, kPrompt, &forced.options, append_text, &streamed, nullptr) == 0);
     REQUIRE(streamed == replacement + e_acute);
     REQUIRE(reply_tokens(s).size() == 3);
     parley_session_close(s);
@@ -419,7 +414,7 @@ TEST_CASE("a stop string that begins with a character's first byte takes that by
     streamed.clear();
     parley_turn_stats stats{};
     stats.struct_size = sizeof stats;
-    REQUIRE(parley_session_send(s, kPrompt, &stopped.options, collect, &streamed, &stats) == 0);
+    REQUIRE(parley_session_send(s, kPrompt, &stopped.options, append_text, &streamed, &stats) == 0);
     CHECK(stats.stop_reason == PARLEY_STOP_STRING);
     CHECK(streamed == replacement);
     CHECK(std::string(turn_at(s, 1).text) == replacement);
@@ -437,7 +432,7 @@ TEST_CASE("a stop string that begins with a character's first byte takes that by
     const std::string euro = "\xE2\x82\xAC";
     ForcedBytes last({0xAC}, {euro.c_str()});
     std::string streamed;
-    REQUIRE(parley_session_continue(s, &last.options, collect, &streamed, nullptr) == 0);
+    REQUIRE(parley_session_continue(s, &last.options, append_text, &streamed, nullptr) == 0);
     CHECK(streamed.empty());
     CHECK(std::string(turn_at(s, 1).text).empty());
     CHECK(reply_tokens(s).empty());

@@ -55,6 +55,20 @@ inline parley_session_info session_info(parley_session* s) {
   return info;
 }
 
+// A parley_text_fn that appends each piece to the std::string `user` points to.
+inline int append_text(const char* utf8, size_t len, void* user) {
+  static_cast<std::string*>(user)->append(utf8, len);
+  return 0;
+}
+
+// The text of message `index` of `s` (parley_session_get_turn); fails the test when it cannot.
+inline std::string turn_text(parley_session* s, uint32_t index) {
+  parley_turn t{};
+  t.struct_size = sizeof t;
+  REQUIRE(parley_session_get_turn(s, index, &t) == PARLEY_OK);
+  return t.text;
+}
+
 // Every token a session holds (prompts and replies), through the two-call size protocol.
 inline std::vector<int32_t> session_tokens(parley_session* s) {
   size_t n = 0;
