@@ -136,7 +136,7 @@ TEST_CASE("tokens of JSON's own punctuation: one walk allows exactly what feedin
   // string, from a value string they do not; and escapes, closers, U+2581 spaces.
   const text::Tokenizer tokenizer(synthetic_source(
       {"\":0,\"", "\":{},\"", "\": \"\", \"", "\":[\"", "\\\"", "\\\",", "\\n", "\\u00", "\"}",
-       "\"]", "\",", "\":", "a", "\xE2\x96\x81a", "\xE2\x96\x81\"", "}", "]", "{\"", "[\"", "1,",
+       "\"]", "\",", "\":", "a", "\xE2\x96\x81" "a", "\xE2\x96\x81\"", "}", "]", "{\"", "[\"", "1,",
        "\xE2\x96\x81{", "true", "\xC3\xA9", "\xE2\x82"}));
   check_tokenizer(tokenizer, 300, 13);
 }
