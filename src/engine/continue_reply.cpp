@@ -39,7 +39,7 @@ void Session::continue_reply(const GenerateParams& params, const TextSink& sink,
   const bool reply_start = continuation_starts_reply();
   require(text::is_valid_utf8(params.reply_prefix), Status::invalid_argument,
           "reply_prefix is not valid UTF-8");
-  require_json_start(params, reply_start ? std::string_view() : messages_.back().text);
+  json_start(params, reply_start ? std::string_view() : messages_.back().text);
   sample::Sampler sampler(params.sampler, seed_for(params), size_t(engine_->config().n_vocab));
   stats = TurnStats{};
   stats.kv_source = kv_held();

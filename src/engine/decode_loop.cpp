@@ -9,7 +9,6 @@
 #include "engine/clock.h"
 #include "engine/engine.h"
 #include "engine/session.h"
-#include "text/json_prefix.h"
 #include "text/tokenizer.h"
 #include "text/utf8_stream.h"
 
@@ -151,9 +150,7 @@ std::string Session::decode(sample::Sampler& sampler, const GenerateParams& para
     for (size_t i = unfinished_ids; i > 0; --i) {
       so_far += engine_->tokenizer().piece_bytes(tokens_[tokens_.size() - i]);
     }
-    require_json_start(params, so_far);
-    json.emplace();
-    json->feed(so_far + params.reply_prefix);
+    json = json_start(params, so_far);
     allowed.resize(size_t(engine_->tokenizer().n_vocab()));
   }
   const auto json_complete = [&] {

@@ -25,6 +25,7 @@
 #include "store/store.h"
 #include "sample/sampler.h"
 #include "text/chat_template.h"
+#include "text/json_prefix.h"
 #include "text/stop_strings.h"
 
 namespace parley::engine {
@@ -467,9 +468,11 @@ class Session {
   size_t unfinished_character_ids() const;
   // The sampler's seed: the caller's, or a fresh random one for 0.
   static uint64_t seed_for(const GenerateParams& params);
-  // With format json: throws Error(invalid_argument) unless the reply's text so far (`earlier`,
-  // then the prefix) can still grow into one JSON object.
-  static void require_json_start(const GenerateParams& params, std::string_view earlier);
+  // With format json: the JSON state after the reply's text so far (`earlier`, then the
+  // prefix); throws Error(invalid_argument) when that text cannot grow into one JSON object.
+  // nullopt with format text.
+  static std::optional<text::JsonPrefix> json_start(const GenerateParams& params,
+                                                    std::string_view earlier);
   // The error a kept turn still reports when its reply was cut short.
   void fail_if_cut(ReplyCut cut, const TurnStats& stats);
   // Drops KV past n tokens (tokens_ is the caller's).

@@ -8,15 +8,16 @@
 #include "engine/clock.h"
 #include "engine/engine.h"
 #include "engine/session.h"
-#include "text/json_prefix.h"
 #include "text/utf8_stream.h"
 
 namespace parley::engine {
-void Session::require_json_start(const GenerateParams& params, std::string_view earlier) {
-  if (params.format != ReplyFormat::json) return;
+std::optional<text::JsonPrefix> Session::json_start(const GenerateParams& params,
+                                                   std::string_view earlier) {
+  if (params.format != ReplyFormat::json) return std::nullopt;
   const std::string text = std::string(earlier) + params.reply_prefix;
-  const size_t taken = text::JsonPrefix::taken_length(text);
-  if (taken == text.size()) return;
+  text::JsonPrefix state;
+  const size_t taken = state.feed_taken(text);
+  if (taken == text.size()) return state;
   const std::string what = earlier.empty()       ? "reply_prefix"
                            : params.reply_prefix.empty() ? "the reply so far"
                                                          : "the reply so far with reply_prefix";
@@ -141,7 +142,7 @@ void Session::run_turn(std::string_view user_text, const std::string_view* writt
           "reply text is not valid UTF-8");
   require(text::is_valid_utf8(params.reply_prefix), Status::invalid_argument,
           "reply_prefix is not valid UTF-8");
-  if (!written_reply) require_json_start(params, "");
+  if (!written_reply) json_start(params, "");
   refuse_text_beyond_context(user_text, "message");
   // A written reply or a reply_prefix is tokenized whole too.
   refuse_text_beyond_context(written_reply ? *written_reply : params.reply_prefix, "reply");

@@ -149,14 +149,16 @@ int32_t Sampler::sample(std::span<const float> logits, std::span<const int32_t> 
 
   std::vector<float>& l = scratch_logits_;
   l.assign(logits.begin(), logits.end());
-  // NaN would break every comparison below; a NaN logit means "impossible", like -inf.
-  for (float& x : l) {
-    if (std::isnan(x)) x = kNegInf;
-  }
-  if (!allowed.empty()) {
+  // NaN would break every comparison below; a NaN logit means "impossible", like -inf, and
+  // so does a token the reply's format does not allow.
+  if (allowed.empty()) {
+    for (float& x : l) {
+      if (std::isnan(x)) x = kNegInf;
+    }
+  } else {
     bool any = false;
     for (size_t i = 0; i < l.size(); ++i) {
-      if (!allowed[i]) l[i] = kNegInf;
+      if (!allowed[i] || std::isnan(l[i])) l[i] = kNegInf;
       any = any || l[i] != kNegInf;
     }
     require(any, Status::bad_model, kNanLogitsMessage);

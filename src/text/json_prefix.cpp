@@ -59,9 +59,7 @@ bool JsonPrefix::feed(uint8_t c) {
       return feed_string(c);
     case Mode::escape:
       if (c == 'u') {
-        mode_ = Mode::hex;
-        hex_left_ = 4;
-        code_ = 0;
+        start_hex(false);
         return true;
       }
       if (c != '"' && c != '\\' && c != '/' && c != 'b' && c != 'f' && c != 'n' && c != 'r' &&
@@ -78,10 +76,7 @@ bool JsonPrefix::feed(uint8_t c) {
       return true;
     case Mode::low_u:
       if (c != 'u') return false;
-      mode_ = Mode::hex;
-      hex_left_ = 4;
-      code_ = 0;
-      low_surrogate_ = true;
+      start_hex(true);
       return true;
     case Mode::utf8:
       return feed_utf8(c);
@@ -136,12 +131,18 @@ bool JsonPrefix::feed(uint8_t c) {
   return false;
 }
 
-size_t JsonPrefix::taken_length(std::string_view text) {
-  JsonPrefix p;
-  for (size_t i = 0; i < text.size(); ++i) {
-    if (!p.feed(static_cast<uint8_t>(text[i]))) return i;
+size_t JsonPrefix::feed_taken(std::string_view bytes) {
+  for (size_t i = 0; i < bytes.size(); ++i) {
+    if (!feed(static_cast<uint8_t>(bytes[i]))) return i;
   }
-  return text.size();
+  return bytes.size();
+}
+
+void JsonPrefix::start_hex(bool low_surrogate) {
+  mode_ = Mode::hex;
+  hex_left_ = 4;
+  code_ = 0;
+  low_surrogate_ = low_surrogate;
 }
 
 bool JsonPrefix::feed_space(uint8_t c) {

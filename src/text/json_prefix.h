@@ -25,13 +25,11 @@ class JsonPrefix {
   // False when no object starts with the text so far and `c`; the state is then spoiled
   // (try bytes on a copy).
   bool feed(uint8_t c);
+  // Feeds each byte in turn until one is refused; how many were taken (bytes.size() when
+  // all; fewer: the state spoiled).
+  size_t feed_taken(std::string_view bytes);
   // Feeds each byte in turn; false at the first one refused (the state spoiled).
-  bool feed(std::string_view bytes) {
-    for (const char c : bytes) {
-      if (!feed(static_cast<uint8_t>(c))) return false;
-    }
-    return true;
-  }
+  bool feed(std::string_view bytes) { return feed_taken(bytes) == bytes.size(); }
   // The object has closed: the text is one whole JSON object, and no byte is taken any more.
   bool complete() const { return mode_ == Mode::done; }
   // Inside a string, between characters (not in an escape or a multi-byte character): the
@@ -41,7 +39,7 @@ class JsonPrefix {
   bool operator==(const JsonPrefix&) const = default;
 
   // How many of text's first bytes a new state takes (text.size() when it takes all).
-  static size_t taken_length(std::string_view text);
+  static size_t taken_length(std::string_view text) { return JsonPrefix().feed_taken(text); }
 
  private:
   enum class Mode : uint8_t {
@@ -74,6 +72,7 @@ class JsonPrefix {
   bool open(bool array);                       // '{' or '['
   bool close(bool array);                      // '}' or ']'
   bool start_value(uint8_t c);                 // the first byte of a value
+  void start_hex(bool low_surrogate);          // after a \u
   bool end_number(uint8_t c);                  // a byte after a number that may end there
   bool feed_string(uint8_t c);
   bool feed_hex(uint8_t c);
