@@ -112,9 +112,10 @@ endforeach()
 # prefill and decode: 40, and 1000 and 2000 capped to the same length; turn: one line a turn;
 # prefix: two sessions, a prepared one and a summary; spill: one length; kv-bytes: one KV type;
 # codec: four zstd levels, with and without the filter; concurrent: 1 and 2 sessions, steps
-# shared or not, and a prompt beside a generating session; json-format: five reply states.
+# shared or not, and a prompt beside a generating session; json-format: five reply states
+# without a schema and five with one.
 set(expected prefill 2 decode 2 turn 2 prefix 4 spill 1 kv-bytes 1 codec 8 concurrent 5
-    json-format 5)
+    json-format 10)
 set(report "")
 while(expected)
   list(POP_FRONT expected s n)

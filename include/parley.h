@@ -82,7 +82,7 @@ extern "C" {
  * (PARLEY_DEPRECATED) stays exported and working until the next major version. */
 
 #define PARLEY_VERSION_MAJOR 0
-#define PARLEY_VERSION_MINOR 11
+#define PARLEY_VERSION_MINOR 12
 #define PARLEY_VERSION_PATCH 0
 #define PARLEY_VERSION_NUMBER \
   (PARLEY_VERSION_MAJOR * 10000 + PARLEY_VERSION_MINOR * 100 + PARLEY_VERSION_PATCH)
@@ -736,7 +736,35 @@ typedef struct parley_generate_options {
    * format keeps the model from anything else; tell it, too, what to write (the system prompt,
    * the message), or it may fill the object with little sense. */
   int32_t  format;
+  /* Since 0.12. With PARLEY_FORMAT_JSON: a JSON Schema (UTF-8 text) the object must satisfy;
+   * NULL or "" = any object. Each token is then drawn only from those that keep the reply the
+   * start of an object the schema accepts, and it closes only once it holds what the schema
+   * asks. The subset taken: type, enum, const; properties, required, additionalProperties;
+   * items, minItems, maxItems; anyOf/oneOf whose branches start differently (an object, a
+   * string, a number, null, ...: Optional fields); $ref within the schema ("#/$defs/X"), not
+   * recursive; true/false; annotations (title, description, default, format, ...) are read
+   * as such, and keywords JSON Schema does not define are ignored. Any other keyword that
+   * constrains values (minLength, pattern, minimum, allOf, uniqueItems true, ...) is refused
+   * with PARLEY_E_UNSUPPORTED, never ignored; a schema that is not JSON, is malformed, or that
+   * no object satisfies is PARLEY_E_INVALID_ARGUMENT; either message names the place (a JSON
+   * pointer). The reply is one of the values the schema accepts, written this way: an
+   * object's properties in the schema's order, optional ones maybe left out, and no others
+   * (an object schema that lists none takes any keys, and then a key may come twice, as
+   * JSON allows and parsers read as the last one); integers without fraction or
+   * exponent; enum and const values as compact JSON (in strings, \" \\ \n \t \r \b \f and
+   * \u00XX for other control characters; every other character as UTF-8, escaped in the
+   * schema or not); a schema without "type" is read from its
+   * keywords (properties: an object; items: an array; neither: any value). At most 32
+   * objects and arrays nest in what the schema asks, 8192 parts, 1 MiB of text. Set with
+   * PARLEY_FORMAT_TEXT it is INVALID_ARGUMENT. Read during the call only. */
+  const char *json_schema;
 } parley_generate_options;
+
+/** Whether parley_generate_options.json_schema would take `schema`: PARLEY_OK, or the error a
+ *  generation with it would return (INVALID_ARGUMENT, UNSUPPORTED; the message names the
+ *  place), so that a program can check its schemas when it loads them. NULL or "" is
+ *  INVALID_ARGUMENT. Needs no engine. Since: 0.12. */
+PARLEY_API parley_status parley_check_json_schema(const char *schema);
 
 /** Fills `o` with defaults; use the macro parley_generate_options_init(o). Since: 0.1. */
 PARLEY_API void parley_generate_options_init_sized(parley_generate_options *o, size_t size);

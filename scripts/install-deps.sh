@@ -7,7 +7,7 @@ packages=(
   g++ cmake ninja-build pkg-config binutils
   libsentencepiece-dev nlohmann-json3-dev libxxhash-dev libhwy-dev libzstd-dev libsqlite3-dev
   doctest-dev python3 python3-pytest python3-venv python3-setuptools python3-wheel
-  python3-numpy python3-sentencepiece python3-jinja2
+  python3-numpy python3-sentencepiece python3-jinja2 python3-jsonschema
   mono-mcs mono-runtime abigail-tools clang libclang-rt-14-dev
 )
 

@@ -13,7 +13,7 @@ root=$PWD
 seconds=${1:-120}
 build_dir=${BUILD_DIR:-build-fuzz}
 jobs=$(nproc)
-targets=(gguf safetensors kv_codec text conversation json)
+targets=(gguf safetensors kv_codec text conversation json json_schema)
 
 echo "== fuzz build ($build_dir)"
 start=$SECONDS

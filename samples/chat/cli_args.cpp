@@ -3,7 +3,10 @@
 #include <algorithm>
 #include <cfloat>
 #include <charconv>
+#include <cerrno>
 #include <cmath>
+#include <cstdio>
+#include <cstring>
 #include <cstdlib>
 #include <stdexcept>
 #include <string_view>
@@ -125,6 +128,33 @@ int32_t parse_format(const char* s) {
   throw bad_value("--format", v, "text or json");
 }
 
+// The --json-schema file's text. The library takes at most 1 MiB: a larger file (or
+// /dev/zero) is read only that far, and refused.
+std::string read_schema_file(const char* path) {
+  constexpr size_t kMaxBytes = (size_t{1} << 20) + 1;
+  std::FILE* f = std::fopen(path, "rb");
+  if (!f) {
+    throw std::invalid_argument("cannot read the --json-schema file '" + std::string(path) +
+                                "': " + std::strerror(errno));
+  }
+  std::string text;
+  char chunk[65536];
+  size_t n = 0;
+  while (text.size() < kMaxBytes && (n = std::fread(chunk, 1, sizeof chunk, f)) > 0) {
+    text.append(chunk, n);
+  }
+  const int err = std::ferror(f) ? errno : 0;  // e.g. a directory: EISDIR
+  std::fclose(f);
+  if (err) {
+    throw std::invalid_argument("cannot read the --json-schema file '" + std::string(path) +
+                                "': " + std::strerror(err));
+  }
+  if (text.empty()) {
+    throw std::invalid_argument("the --json-schema file '" + std::string(path) + "' is empty");
+  }
+  return text;
+}
+
 // The generation flags the library would refuse at every message, refused at start instead,
 // where the flag can be named. The vocabulary waits for the model (logit_bias_problem()), and
 // so does the check that the texts are UTF-8 (the library's tokenizer makes it: main.cpp).
@@ -146,6 +176,12 @@ void check_generate_flags(const CliArgs& args) {
   if (twice != ids.end()) {
     throw std::invalid_argument("--logit-bias gives token " + std::to_string(*twice) +
                                 " twice (give each token once)");
+  }
+  if (args.json_schema && parley_check_json_schema(args.json_schema->c_str()) != PARLEY_OK) {
+    std::string_view message = parley_last_error();
+    constexpr std::string_view kFunction = "parley_check_json_schema: ";
+    if (message.starts_with(kFunction)) message.remove_prefix(kFunction.size());
+    throw std::invalid_argument("--json-schema: " + std::string(message));
   }
 }
 
@@ -185,6 +221,10 @@ const char* usage() {
          "      --format F          text (the default) or json: every reply is one JSON object\n"
          "                          and ends where it closes (say what to write in -s or the\n"
          "                          message)\n"
+         "      --json-schema FILE  every reply is one JSON object that the JSON Schema in FILE\n"
+         "                          accepts (implies --format json; the subset the library\n"
+         "                          takes: type, enum, const, properties, required, items,\n"
+         "                          minItems, maxItems, anyOf, $ref, ...)\n"
          "      --threads N         CPU threads (default: one per core)\n"
          "      --device D          auto, cpu, cuda or cuda:N (default auto)\n"
          "      --kv TYPE           KV cache type: int8 (the default; also 'default'), f16, f32\n"
@@ -215,6 +255,7 @@ GenerateOptions::GenerateOptions(const CliArgs& args) : options_(args.gen) {
   options_.reply_prefix = args.reply_prefix ? args.reply_prefix->c_str() : nullptr;
   options_.logit_bias = args.logit_bias.empty() ? nullptr : args.logit_bias.data();
   options_.n_logit_bias = uint32_t(args.logit_bias.size());
+  options_.json_schema = args.json_schema ? args.json_schema->c_str() : nullptr;
 }
 
 CliArgs parse_args(int argc, char** argv) {
@@ -245,7 +286,11 @@ CliArgs parse_args(int argc, char** argv) {
     else if (flag == "--stop") a.stop_strings.emplace_back(value());
     else if (flag == "--reply-prefix") a.reply_prefix = value();
     else if (flag == "--logit-bias") a.logit_bias.push_back(parse_logit_bias(value()));
-    else if (flag == "--format") a.gen.format = parse_format(value());
+    else if (flag == "--format") {
+      a.gen.format = parse_format(value());
+      a.format_given = true;
+    }
+    else if (flag == "--json-schema") a.json_schema = read_schema_file(value());
     else if (flag == "--threads") a.n_threads = int32_t(parse_integer(flag, value(), 0, 1024));
     else if (flag == "--device") a.device = value();
     else if (flag == "--kv") a.kv_type = parse_kv(value());
@@ -262,6 +307,12 @@ CliArgs parse_args(int argc, char** argv) {
   }
   if (!a.help && !a.version && a.model.empty()) {
     throw std::invalid_argument("no model given: use -m PATH (see --help)");
+  }
+  if (a.json_schema) {
+    if (a.format_given && a.gen.format != PARLEY_FORMAT_JSON) {
+      throw std::invalid_argument("--json-schema asks for JSON replies, but --format is text");
+    }
+    a.gen.format = PARLEY_FORMAT_JSON;
   }
   // Refused here rather than at every message of a console.
   check_generate_flags(a);

@@ -23,17 +23,19 @@ struct CliArgs {
   uint32_t context_length = 0;
   int32_t overflow = PARLEY_OVERFLOW_ERROR;  // of the conversations this run starts
   bool overflow_given = false;  // --overflow: also for the stored conversations it opens
-  parley_generate_options gen{};  // without the three below: GenerateOptions
+  parley_generate_options gen{};  // without the texts below: GenerateOptions
   std::vector<std::string> stop_strings;  // --stop, in order
   std::optional<std::string> reply_prefix;
   std::vector<parley_logit_bias> logit_bias;  // --logit-bias
+  std::optional<std::string> json_schema;     // --json-schema: the file's text
+  bool format_given = false;                  // --format
   bool print_ids = false;
   bool help = false;
   bool version = false;
 };
 
-// args.gen with args.stop_strings, reply_prefix and logit_bias: valid while args lives
-// unchanged.
+// args.gen with args.stop_strings, reply_prefix, logit_bias and json_schema: valid while
+// args lives unchanged.
 class GenerateOptions {
  public:
   explicit GenerateOptions(const CliArgs& args);

@@ -12,6 +12,7 @@
 #include "common/shown_number.h"
 #include "parley.h"
 #include "text/chat_template.h"
+#include "text/json_schema.h"
 #include "text/stop_strings.h"
 #include "text/utf8_stream.h"
 
@@ -100,6 +101,12 @@ engine::GenerateParams generate_params_from(const parley_generate_options* user)
                                    "(1), not " + std::to_string(o.format));
   }
   p.format = o.format == PARLEY_FORMAT_JSON ? engine::ReplyFormat::json : engine::ReplyFormat::text;
+  if (o.json_schema && *o.json_schema) {
+    check_arg(p.format == engine::ReplyFormat::json,
+              "json_schema is set but format is PARLEY_FORMAT_TEXT (a schema asks for "
+              "PARLEY_FORMAT_JSON)");
+    p.json_schema = text::JsonSchema::compile(o.json_schema);
+  }
   check_arg(o.n_logit_bias == 0 || o.logit_bias, "logit_bias is NULL but n_logit_bias is not 0");
   // No vocabulary has 2^24 tokens, and each is listed once at most: a larger count is a
   // garbage value, refused before it is read. The sampler checks the entries against the model.

@@ -31,7 +31,8 @@ constexpr bool is_earlier_size<parley_engine_stats>(size_t size) {
 template <>
 constexpr bool is_earlier_size<parley_generate_options>(size_t size) {
   return size == offsetof(parley_generate_options, stop) ||        // 0.1, 0.2
-         size == offsetof(parley_generate_options, logit_bias);   // 0.3
+         size == offsetof(parley_generate_options, logit_bias) ||  // 0.3
+         size == offsetof(parley_generate_options, json_schema);  // 0.4 - 0.11
 }
 template <>
 constexpr bool is_earlier_size<parley_turn_stats>(size_t size) {

@@ -141,7 +141,7 @@ std::string Session::decode(sample::Sampler& sampler, const GenerateParams& para
 
   // A reply that must be one JSON object: at each step, the tokens that keep it one (the end
   // tokens never: the reply ends where the object closes).
-  std::optional<text::JsonPrefix> json;
+  std::optional<text::SchemaPrefix> json;
   std::vector<uint8_t> allowed;
   const JsonVocabulary* json_vocabulary = nullptr;
   if (params.format == ReplyFormat::json) {

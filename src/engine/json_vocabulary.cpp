@@ -46,7 +46,17 @@ JsonVocabulary::JsonVocabulary(const text::Tokenizer& tokenizer) {
   }
 }
 
-void JsonVocabulary::allowed(const text::JsonPrefix& state, std::span<uint8_t> allowed) const {
+void JsonVocabulary::allowed(const text::SchemaPrefix& state, std::span<uint8_t> allowed) const {
+  // The walk copies the state at each byte: without a schema, the JSON state alone.
+  if (state.schema()) {
+    allowed_by(state, allowed);
+  } else {
+    allowed_by(state.syntax(), allowed);
+  }
+}
+
+template <typename State>
+void JsonVocabulary::allowed_by(const State& state, std::span<uint8_t> allowed) const {
   if (state.between_string_characters()) {
     std::copy(plain_text_.begin(), plain_text_.end(), allowed.begin());
     walk(not_plain_text_, state, allowed);
@@ -56,10 +66,11 @@ void JsonVocabulary::allowed(const text::JsonPrefix& state, std::span<uint8_t> a
   }
 }
 
-void JsonVocabulary::walk(const std::vector<Entry>& entries, const text::JsonPrefix& state,
+template <typename State>
+void JsonVocabulary::walk(const std::vector<Entry>& entries, const State& state,
                           std::span<uint8_t> allowed) const {
   // states[d]: the state after an entry's first d bytes, valid for d <= good.
-  std::vector<text::JsonPrefix> states(longest_ + 1, state);
+  std::vector<State> states(longest_ + 1, state);
   size_t good = 0;
   bool refused = false;  // the entry before was refused at its byte `good`
   for (const Entry& e : entries) {

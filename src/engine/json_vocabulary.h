@@ -7,12 +7,13 @@
 #include <vector>
 
 #include "text/json_prefix.h"
+#include "text/schema_prefix.h"
 #include "text/tokenizer.h"
 
 namespace parley::engine {
 
 // The vocabulary's tokens sorted by the bytes they show, so that tokens that start alike share
-// the walk of JsonPrefix over their common start (and a refused start rules out all of them
+// the walk of SchemaPrefix over their common start (and a refused start rules out all of them
 // at once). Inside a string, where most tokens go, the tokens of plain text (no quote, no
 // control character, whole UTF-8 characters, whole escapes) are allowed without a walk: only
 // the others are walked.
@@ -24,7 +25,7 @@ class JsonVocabulary {
 
   // allowed[id] = 1 for each token whose bytes `state` takes whole, 0 for the others.
   // allowed.size() is the vocabulary's.
-  void allowed(const text::JsonPrefix& state, std::span<uint8_t> allowed) const;
+  void allowed(const text::SchemaPrefix& state, std::span<uint8_t> allowed) const;
 
   // The bytes the walk feeds for `id` (as Tokenizer::piece_bytes; "" for tokens left out).
   std::string_view bytes(int32_t id) const;
@@ -37,8 +38,12 @@ class JsonVocabulary {
     int32_t id;
   };
   // Sets allowed[id] for the entries `state` takes whole (the others are left as they are).
-  void walk(const std::vector<Entry>& entries, const text::JsonPrefix& state,
+  // State: text::JsonPrefix or text::SchemaPrefix.
+  template <typename State>
+  void walk(const std::vector<Entry>& entries, const State& state,
             std::span<uint8_t> allowed) const;
+  template <typename State>
+  void allowed_by(const State& state, std::span<uint8_t> allowed) const;
 
   std::string bytes_;
   std::vector<Entry> entries_;         // sorted by their bytes

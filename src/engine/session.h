@@ -25,7 +25,8 @@
 #include "store/store.h"
 #include "sample/sampler.h"
 #include "text/chat_template.h"
-#include "text/json_prefix.h"
+#include "text/json_schema.h"
+#include "text/schema_prefix.h"
 #include "text/stop_strings.h"
 
 namespace parley::engine {
@@ -70,6 +71,8 @@ struct GenerateParams {
   text::StopStrings stop_strings;  // the reply ends before the first of these it shows
   std::string reply_prefix;        // the reply starts with it; the model goes on from there
   ReplyFormat format = ReplyFormat::text;
+  // With format json: the schema the object must satisfy (null: any object).
+  std::shared_ptr<const text::JsonSchema> json_schema;
 };
 
 // Why a reply ended (PARLEY_STOP_*).
@@ -469,9 +472,9 @@ class Session {
   // The sampler's seed: the caller's, or a fresh random one for 0.
   static uint64_t seed_for(const GenerateParams& params);
   // With format json: the JSON state after the reply's text so far (`earlier`, then the
-  // prefix); throws Error(invalid_argument) when that text cannot grow into one JSON object.
-  // nullopt with format text.
-  static std::optional<text::JsonPrefix> json_start(const GenerateParams& params,
+  // prefix); throws Error(invalid_argument) when that text cannot grow into one JSON object
+  // (that the schema accepts). nullopt with format text. The state refers to the schema.
+  static std::optional<text::SchemaPrefix> json_start(const GenerateParams& params,
                                                     std::string_view earlier);
   // The error a kept turn still reports when its reply was cut short.
   void fail_if_cut(ReplyCut cut, const TurnStats& stats);

@@ -11,18 +11,20 @@
 #include "text/utf8_stream.h"
 
 namespace parley::engine {
-std::optional<text::JsonPrefix> Session::json_start(const GenerateParams& params,
-                                                   std::string_view earlier) {
+std::optional<text::SchemaPrefix> Session::json_start(const GenerateParams& params,
+                                                     std::string_view earlier) {
   if (params.format != ReplyFormat::json) return std::nullopt;
   const std::string text = std::string(earlier) + params.reply_prefix;
-  text::JsonPrefix state;
+  text::SchemaPrefix state(params.json_schema.get());
   const size_t taken = state.feed_taken(text);
   if (taken == text.size()) return state;
   const std::string what = earlier.empty()       ? "reply_prefix"
                            : params.reply_prefix.empty() ? "the reply so far"
                                                          : "the reply so far with reply_prefix";
   fail(Status::invalid_argument,
-       what + " is not the start of a JSON object, which format JSON asks the reply to be: " +
+       what + " is not the start of a JSON object" +
+           (params.json_schema ? " that json_schema accepts" : "") +
+           ", which format JSON asks the reply to be: " +
            "its byte " + std::to_string(taken + 1) + " of " + std::to_string(text.size()) +
            " cannot come there");
 }

@@ -131,6 +131,25 @@ bool JsonPrefix::feed(uint8_t c) {
   return false;
 }
 
+JsonPrefix::Expect JsonPrefix::expect() const {
+  switch (mode_) {
+    case Mode::start: return Expect::object;
+    case Mode::key_or_close: return Expect::key_or_close;
+    case Mode::key: return Expect::key;
+    case Mode::colon: return Expect::colon;
+    case Mode::value_or_close: return Expect::value_or_close;
+    case Mode::value: return Expect::value;
+    case Mode::after_value: return Expect::after_value;
+    case Mode::zero:
+    case Mode::integer:
+    case Mode::fraction:
+    case Mode::exponent_digits:
+      return Expect::number;
+    case Mode::done: return Expect::done;
+    default: return Expect::token;
+  }
+}
+
 size_t JsonPrefix::feed_taken(std::string_view bytes) {
   for (size_t i = 0; i < bytes.size(); ++i) {
     if (!feed(static_cast<uint8_t>(bytes[i]))) return i;

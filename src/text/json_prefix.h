@@ -36,6 +36,25 @@ class JsonPrefix {
   // bytes up to the string's closing quote may be the same whatever came before.
   bool between_string_characters() const { return mode_ == Mode::string; }
 
+  // What the next byte may be, coarsely (for a reader that follows the structure).
+  enum class Expect : uint8_t {
+    object,          // the object's '{'
+    key_or_close,    // a key or '}'
+    key,             // a key
+    colon,           // ':'
+    value_or_close,  // a value or ']'
+    value,           // a value
+    after_value,     // ',' or the innermost container's closing bracket
+    token,           // more of a string, a literal or a number that cannot end yet
+    number,          // more of a number, or a byte that ends it (',', a bracket, whitespace)
+    done,            // nothing
+  };
+  Expect expect() const;
+  // The open objects and arrays.
+  int depth() const { return depth_; }
+  // The innermost open container is an array.
+  bool in_array() const { return depth_ > 0 && ((arrays_ >> (depth_ - 1)) & 1); }
+
   bool operator==(const JsonPrefix&) const = default;
 
   // How many of text's first bytes a new state takes (text.size() when it takes all).

@@ -334,6 +334,18 @@ MisuseRows null_pointer_rows() {
   add("parley_session_add_exchange", "reply_text NULL", kInvalid,
       [](MisuseWorld& w) { return parley_session_add_exchange(w.session(), "a", nullptr); });
 
+  add("parley_check_json_schema", "schema NULL", kInvalid,
+      [](MisuseWorld&) { return parley_check_json_schema(nullptr); });
+  add("parley_check_json_schema", "schema \"\"", kInvalid,
+      [](MisuseWorld&) { return parley_check_json_schema(""); });
+  add("parley_check_json_schema", "schema not JSON", kInvalid,
+      [](MisuseWorld&) { return parley_check_json_schema("{"); });
+  add("parley_check_json_schema", "schema outside the subset", PARLEY_E_UNSUPPORTED,
+      [](MisuseWorld&) { return parley_check_json_schema("{\"not\": {}}"); });
+  add("parley_check_json_schema", "a schema it takes", PARLEY_OK, [](MisuseWorld&) {
+    return parley_check_json_schema("{\"properties\": {\"a\": {\"enum\": [1, \"b\"]}}}");
+  });
+
   // Tokens.
   add("parley_tokenize", "engine NULL", kInvalid, [](MisuseWorld&) {
     size_t n = 0;

@@ -5,6 +5,7 @@
 // size (a program built against that header) -> filled up to that size and not a byte
 // further; larger -> filled, with the tail set to zero. The
 // *_init_sized entry points write exactly `size` bytes (none below sizeof(size_t)).
+#include <algorithm>
 #include <cstddef>
 #include <cstring>
 
@@ -62,10 +63,13 @@ size_t size_of(const SizeCase& c) {
   return c.absolute ? c.delta_or_size : sizeof(T) + c.delta_or_size;  // wraps for negatives
 }
 
-// Options rows: `use` makes the call with the prepared struct.
+// Options rows: `use` makes the call with the prepared struct. A size that is an earlier
+// version's (`earlier`: 0.11's generate options are one field short) has its own row.
 template <typename T, typename Use>
-void option_rows(MisuseRows& r, const char* fn, const char* name, Use use) {
+void option_rows(MisuseRows& r, const char* fn, const char* name, Use use,
+                 std::initializer_list<size_t> earlier = {}) {
   for (const SizeCase& c : kOptionSizes) {
+    if (std::find(earlier.begin(), earlier.end(), size_of<T>(c)) != earlier.end()) continue;
     r.push_back({fn, std::string(name) + ": " + c.what, c.expected, [c, use](MisuseWorld& w) {
                    Padded<T> p = padded<T>(size_of<T>(c), 0);
                    // Defaults for the fields, keeping the size under test.
@@ -200,7 +204,8 @@ MisuseRows struct_size_rows() {
     o->temperature = 0;
     return parley_session_send(w.session(), "a", o, nullptr, nullptr, nullptr);
   };
-  option_rows<parley_generate_options>(r, "parley_session_send", "generate options", send_with);
+  option_rows<parley_generate_options>(r, "parley_session_send", "generate options", send_with,
+                                       {offsetof(parley_generate_options, json_schema)});
   // 0.2's struct ended before the stop strings.
   earlier_options_row<parley_generate_options>(
       r, "parley_session_send", "generate options: 0.2's size, garbage behind it",
@@ -209,6 +214,10 @@ MisuseRows struct_size_rows() {
   earlier_options_row<parley_generate_options>(
       r, "parley_session_send", "generate options: 0.3's size, garbage behind it",
       offsetof(parley_generate_options, logit_bias), send_with);
+  // 0.4 - 0.11's struct ended before the JSON schema.
+  earlier_options_row<parley_generate_options>(
+      r, "parley_session_send", "generate options: 0.11's size, garbage behind it",
+      offsetof(parley_generate_options, json_schema), send_with);
 
   const auto get_stats = [](MisuseWorld& w, parley_engine_stats* s) {
     return parley_engine_get_stats(w.engine(), s);
@@ -256,7 +265,8 @@ MisuseRows struct_size_rows() {
     return parley_session_continue(w.session_with_turn(), o, nullptr, nullptr, nullptr);
   };
   option_rows<parley_generate_options>(r, "parley_session_continue", "generate options",
-                                       continue_with);
+                                       continue_with,
+                                       {offsetof(parley_generate_options, json_schema)});
   out_rows<parley_turn_stats>(r, "parley_session_continue",
                               [](MisuseWorld& w, parley_turn_stats* t) {
                                 const parley_generate_options g = quick_generate();

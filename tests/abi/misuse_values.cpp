@@ -190,6 +190,30 @@ MisuseRows value_rows() {
              g.format = PARLEY_FORMAT_JSON;
              g.reply_prefix = " {\"a\": ";
            });
+  generate("json_schema with format TEXT", kInvalid,
+           [](parley_generate_options& g) { g.json_schema = "{}"; });
+  generate("json_schema not JSON", kInvalid, [](parley_generate_options& g) {
+    g.format = PARLEY_FORMAT_JSON;
+    g.json_schema = "{\"type\": ";
+  });
+  generate("json_schema not valid UTF-8", kInvalid, [](parley_generate_options& g) {
+    g.format = PARLEY_FORMAT_JSON;
+    g.json_schema = "{\"title\": \"\xFF\"}";
+  });
+  generate("json_schema with a keyword outside the subset", PARLEY_E_UNSUPPORTED,
+           [](parley_generate_options& g) {
+             g.format = PARLEY_FORMAT_JSON;
+             g.json_schema = "{\"minProperties\": 1}";
+           });
+  generate("json_schema \"\": none", PARLEY_OK, [](parley_generate_options& g) {
+    g.format = PARLEY_FORMAT_JSON;
+    g.json_schema = "";
+  });
+  generate("json_schema that reply_prefix breaks", kInvalid, [](parley_generate_options& g) {
+    g.format = PARLEY_FORMAT_JSON;
+    g.json_schema = "{\"properties\": {\"a\": {\"type\": \"integer\"}}}";
+    g.reply_prefix = "{\"a\": \"";
+  });
   generate("logit_bias NULL, n_logit_bias 1", kInvalid,
            [](parley_generate_options& g) { g.n_logit_bias = 1; });
   generate("logit_bias: n_logit_bias 2^24 + 1", kInvalid, [](parley_generate_options& g) {

@@ -46,7 +46,8 @@ static_assert(offsetof(parley_generate_options, reply_prefix) == 64);
 static_assert(offsetof(parley_generate_options, logit_bias) == 72);  // since 0.4
 static_assert(offsetof(parley_generate_options, n_logit_bias) == 80);
 static_assert(offsetof(parley_generate_options, format) == 84);
-static_assert(sizeof(parley_generate_options) == 88);
+static_assert(offsetof(parley_generate_options, json_schema) == 88);  // since 0.12
+static_assert(sizeof(parley_generate_options) == 96);
 static_assert(offsetof(parley_logit_bias, token) == 0);
 static_assert(offsetof(parley_logit_bias, bias) == 4);
 static_assert(sizeof(parley_logit_bias) == 8);

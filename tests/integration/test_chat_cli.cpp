@@ -337,6 +337,43 @@ TEST_CASE("--format json: replies are one JSON object's start; other formats are
         "parley-chat: error: invalid value for --format: 'yaml' (expected text or json)\n");
 }
 
+TEST_CASE("--json-schema FILE: replies are objects the schema accepts; bad schemas are refused") {
+  PARLEY_SHARED_OR_SKIP(gguf, "models/stories260k/stories260k-f32.gguf");
+  TempDir dir;
+  const std::string schema = (dir.path() / "quest.json").string();
+  write_text(schema, R"({"properties": {"done": {"type": "boolean"},
+      "kind": {"enum": ["fetch", "slay"]}}, "required": ["done", "kind"]})");
+  const std::string base = "-m " + quote(gguf.string()) + " --template raw --temp 0 -n 60 ";
+  // From the last value on, the schema leaves the model no way but to close within 60 tokens
+  // (whitespace runs end at 32 bytes).
+  const Run r = run_chat(base + "--json-schema " + quote(schema) + " --reply-prefix " +
+                         quote("{\"done\": true, \"kind\": ") + " -p " + quote("Once"));
+  REQUIRE(r.exit_code == 0);
+  CAPTURE(r.out);
+  REQUIRE(r.out.ends_with("}\n"));
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  CHECK(j.size() == 2);
+  CHECK(j["done"] == true);
+  CHECK((j["kind"] == "fetch" || j["kind"] == "slay"));
+  const auto refused = [&](const std::string& flags) {
+    const Run bad = run_program(PARLEY_CHAT_EXE, "-m x " + flags + " -p hi", "", Stderr::merged);
+    CHECK(bad.exit_code == 1);
+    return bad.out;
+  };
+  write_text(schema, R"({"properties": {"name": {"type": "string", "pattern": "^A"}}})");
+  CHECK(refused("--json-schema " + quote(schema)) ==
+        "parley-chat: error: --json-schema: json_schema at \"/properties/name\": \"pattern\" "
+        "(string patterns) is not supported\n");
+  CHECK(refused("--format text --json-schema " + quote(schema)) ==
+        "parley-chat: error: --json-schema asks for JSON replies, but --format is text\n");
+  const std::string missing = (dir.path() / "missing.json").string();
+  CHECK(refused("--json-schema " + quote(missing)) ==
+        "parley-chat: error: cannot read the --json-schema file '" + missing +
+            "': No such file or directory\n");
+  write_text(schema, "");
+  CHECK(refused("--json-schema " + quote(schema)).find("is empty") != std::string::npos);
+}
+
 TEST_CASE("errors exit with status 1 and keep stdout empty") {
   CHECK(run_chat("").exit_code == 1);
   CHECK(run_chat("--no-such-flag").exit_code == 1);

@@ -7,7 +7,7 @@ namespace Parley
     public static class Library
     {
         // The version this binding was written against (PARLEY_VERSION_NUMBER of parley.h).
-        internal const int BindingVersionNumber = 0 * 10000 + 11 * 100 + 0;
+        internal const int BindingVersionNumber = 0 * 10000 + 12 * 100 + 0;
 
         private static volatile bool s_versionChecked;
 

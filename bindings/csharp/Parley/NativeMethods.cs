@@ -142,6 +142,10 @@ namespace Parley
 
         // ---- Generation
 
+        // Since 0.12.
+        [DllImport(Library, CallingConvention = CallingConvention.Cdecl)]
+        internal static extern int parley_check_json_schema([In] byte[] schema);
+
         [DllImport(Library, CallingConvention = CallingConvention.Cdecl)]
         internal static extern void parley_generate_options_init_sized(
             ref NativeGenerateOptions o, UIntPtr size);

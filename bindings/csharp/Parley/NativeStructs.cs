@@ -154,6 +154,7 @@ namespace Parley
         public IntPtr logit_bias;  // since 0.4: const parley_logit_bias *, n_logit_bias entries
         public uint n_logit_bias;
         public int format;  // since 0.11 (was reserved1): PARLEY_FORMAT_*
+        public IntPtr json_schema;  // since 0.12: const char *, UTF-8
 
         internal static NativeGenerateOptions Defaults()
         {

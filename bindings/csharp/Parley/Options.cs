@@ -126,11 +126,39 @@ namespace Parley
         // ParleyStatus.InvalidArgument, as for a value that is no ReplyFormat. MaxTokens, the
         // end of the context, Stop or Interrupt can still cut the object short: it is whole
         // when StopReason says FormatEnd. Tell the model, too, what to write (the system
-        // prompt, the message), or it may fill the object with little sense.
+        // prompt, the message), or it may fill the object with little sense. A JsonSchema
+        // makes it Json whatever it says.
         public ReplyFormat Format { get; set; }
 
-        // The strings Stop and ReplyPrefix point to, and the LogitBias array, live in
-        // `strings`: dispose of it after the call.
+        // A JSON Schema the Json reply must satisfy (since 0.12); null or "" = any object. A
+        // non-empty one implies ReplyFormat.Json: the reply is held to it whatever Format says.
+        // Each token is then drawn only among those that keep the reply the start of an object
+        // the schema accepts, which closes only once it holds what the schema asks; properties
+        // come in the schema's order, and only those it lists. The subset taken: type, enum,
+        // const; properties, required, additionalProperties; items, minItems, maxItems;
+        // anyOf/oneOf whose branches start differently (an object, a string, null, ...:
+        // optional values); $ref within the schema ("#/$defs/X"), not recursive; true/false;
+        // annotations (title, description, ...) are ignored. Another keyword that constrains
+        // values (minLength, pattern, minimum, allOf, ...) throws ParleyException with Status
+        // Unsupported; a schema that is not JSON, is malformed or that no object satisfies,
+        // InvalidArgument; the message names the place as a JSON pointer ("/properties/n").
+        // CheckJsonSchema finds these without generating.
+        public string JsonSchema { get; set; }
+
+        // Throws what a reply with JsonSchema `schema` would throw for it (ParleyException
+        // with Status Unsupported or InvalidArgument, naming the place), so that a program can
+        // check its schemas when it loads them; returns when the library takes it. Needs no
+        // engine. "" throws InvalidArgument (JsonSchema takes it as no schema). Since 0.12.
+        public static void CheckJsonSchema(string schema)
+        {
+            byte[] utf8 = Utf8.ToNative(schema, "schema");
+            if (utf8 == null) throw new ArgumentNullException("schema");
+            Library.EnsureCompatible();
+            ParleyException.ThrowIfFailed(NativeMethods.parley_check_json_schema(utf8));
+        }
+
+        // The strings Stop, ReplyPrefix and JsonSchema point to, and the LogitBias array, live
+        // in `strings`: dispose of it after the call.
         internal static NativeGenerateOptions ToNative(GenerateOptions options,
                                                        NativeStrings strings)
         {
@@ -154,6 +182,12 @@ namespace Parley
             o.reply_prefix = strings.Add(options.ReplyPrefix, "ReplyPrefix");
             o.logit_bias = strings.AddLogitBias(options.LogitBias, out o.n_logit_bias);
             o.format = (int)options.Format;  // the library refuses one that is no ReplyFormat
+            // A Format left at its default cannot be told from Text chosen: a schema means Json.
+            if (!string.IsNullOrEmpty(options.JsonSchema))
+            {
+                o.json_schema = strings.Add(options.JsonSchema, "JsonSchema");
+                o.format = (int)ReplyFormat.Json;
+            }
             return o;
         }
     }

@@ -33,7 +33,7 @@ namespace Parley.Tests
         }
 
         // The ids whose text, decoded alone, is `text` (or starts with it).
-        private static List<int> IdsShowing(Engine engine, string text, bool startsWith)
+        internal static List<int> IdsShowing(Engine engine, string text, bool startsWith)
         {
             var ids = new List<int>();
             for (int id = 0; id < engine.ModelInfo.VocabSize; id++)

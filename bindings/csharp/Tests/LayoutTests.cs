@@ -16,7 +16,7 @@ namespace Parley.Tests
         {
             r.Add("every exported function is declared", EveryExportIsDeclared);
             r.Add("structs match the C layout", StructsMatchC);
-            r.Add("the 0.3 and 0.4 fields and structs are where parley.h documents them",
+            r.Add("the 0.3 to 0.12 fields and structs are where parley.h documents them",
                   AppendedFields);
             r.Add("the 0.8 session info fields are where parley.h documents them",
                   SessionInfoFields);
@@ -63,7 +63,7 @@ namespace Parley.Tests
             Type stats = NativeType(parley, "parley_turn_stats");
             Type bias = NativeType(parley, "parley_logit_bias");
             Type stored = NativeType(parley, "parley_stored_session_info");
-            Assert.Equal(88, Marshal.SizeOf(options), "sizeof parley_generate_options");
+            Assert.Equal(96, Marshal.SizeOf(options), "sizeof parley_generate_options");
             Assert.Equal(44, (int)Marshal.OffsetOf(options, "ignore_eos"), "offsetof ignore_eos");
             Assert.Equal(48, (int)Marshal.OffsetOf(options, "stop"), "offsetof stop");
             Assert.Equal(56, (int)Marshal.OffsetOf(options, "n_stop"), "offsetof n_stop");
@@ -75,6 +75,9 @@ namespace Parley.Tests
                          "offsetof n_logit_bias");
             // Since 0.11 format holds reserved1's place.
             Assert.Equal(84, (int)Marshal.OffsetOf(options, "format"), "offsetof format");
+            // Since 0.12 json_schema comes last.
+            Assert.Equal(88, (int)Marshal.OffsetOf(options, "json_schema"),
+                         "offsetof json_schema");
             Assert.Equal(8, Marshal.SizeOf(bias), "sizeof parley_logit_bias");
             Assert.Equal(0, (int)Marshal.OffsetOf(bias, "token"), "offsetof token");
             Assert.Equal(4, (int)Marshal.OffsetOf(bias, "bias"), "offsetof bias");

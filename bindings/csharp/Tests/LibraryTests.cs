@@ -50,7 +50,7 @@ namespace Parley.Tests
         {
             // As the Python binding: any later 0.x serves; an older library may lack what the
             // binding calls, another major may differ in layout.
-            const int Binding = 1100;
+            const int Binding = 1200;
             CheckVersion(Binding);
             CheckVersion(Binding + 1);
             CheckVersion(Binding + 100);
@@ -59,18 +59,18 @@ namespace Parley.Tests
             var e = Assert.Throws<LibraryVersionException>(() => CheckVersion(10000),
                                                            "Parley 1.0.0");
             Assert.True(
-                e.Message.Contains("is Parley 1.0.0, another major version than the 0.11.0"),
+                e.Message.Contains("is Parley 1.0.0, another major version than the 0.12.0"),
                 "the message says why: " + e.Message);
             Assert.Equal(10000, e.FoundVersionNumber, "the version found");
             // The last release before this binding's.
-            e = Assert.Throws<LibraryVersionException>(() => CheckVersion(1000),
-                                                       "Parley 0.10.0");
-            Assert.True(e.Message.Contains("is Parley 0.10.0, older than the 0.11.0"),
+            e = Assert.Throws<LibraryVersionException>(() => CheckVersion(1100),
+                                                       "Parley 0.11.0");
+            Assert.True(e.Message.Contains("is Parley 0.11.0, older than the 0.12.0"),
                         "the message says why: " + e.Message);
-            Assert.Equal(1000, e.FoundVersionNumber, "the version found");
+            Assert.Equal(1100, e.FoundVersionNumber, "the version found");
             Assert.Throws<LibraryVersionException>(() => CheckVersion(905), "Parley 0.9.5");
             Assert.Throws<LibraryVersionException>(() => CheckVersion(Binding - 1),
-                                                   "Parley 0.10.99");
+                                                   "Parley 0.11.99");
         }
 
         private static void LogHandler()

@@ -1,6 +1,7 @@
 // A small JSON reader and writer for the tests: Mono's base assemblies, which these tests
 // limit themselves to, have none. Objects are Dictionary<string, object>, arrays
 // List<object>, numbers long (or double with a fraction or exponent), then string, bool, null.
+// KeyPaths gives the order the text writes the keys in, which a Dictionary does not promise.
 using System;
 using System.Collections.Generic;
 using System.Globalization;
@@ -12,6 +13,7 @@ namespace Parley.Tests
     {
         private readonly string _s;
         private int _i;
+        private List<string> _keyPaths;  // for KeyPaths: each member's pointer, in text order
 
         private MiniJson(string s) { _s = s; }
 
@@ -19,10 +21,21 @@ namespace Parley.Tests
         public static object Parse(string text)
         {
             var p = new MiniJson(text);
-            object value = p.Value();
+            object value = p.Value("");
             p.Space();
             if (p._i != p._s.Length) throw p.Error("text after the value");
             return value;
+        }
+
+        // The JSON pointer of every object member in `text`, one whole JSON value, in the
+        // order the text writes them: "/a", "/a/b", "/a/b/0/c" and so on. Throws as Parse.
+        public static List<string> KeyPaths(string text)
+        {
+            var p = new MiniJson(text) { _keyPaths = new List<string>() };
+            p.Value("");
+            p.Space();
+            if (p._i != p._s.Length) throw p.Error("text after the value");
+            return p._keyPaths;
         }
 
         public static string Write(object value)
@@ -32,13 +45,14 @@ namespace Parley.Tests
             return sb.ToString();
         }
 
-        private object Value()
+        // `path` is the value's JSON pointer, for KeyPaths.
+        private object Value(string path)
         {
             Space();
             if (_i >= _s.Length) throw Error("unexpected end");
             char c = _s[_i];
-            if (c == '{') return Object();
-            if (c == '[') return Array();
+            if (c == '{') return Object(path);
+            if (c == '[') return Array(path);
             if (c == '"') return String();
             if (Literal("true")) return true;
             if (Literal("false")) return false;
@@ -46,7 +60,7 @@ namespace Parley.Tests
             return Number();
         }
 
-        private Dictionary<string, object> Object()
+        private Dictionary<string, object> Object(string path)
         {
             var o = new Dictionary<string, object>();
             _i++;
@@ -60,14 +74,16 @@ namespace Parley.Tests
                 Space();
                 if (!Next(':')) throw Error("':' expected");
                 if (o.ContainsKey(key)) throw Error("duplicate key " + key);
-                o[key] = Value();
+                string member = path + "/" + key.Replace("~", "~0").Replace("/", "~1");
+                if (_keyPaths != null) _keyPaths.Add(member);
+                o[key] = Value(member);
                 Space();
             } while (Next(','));
             if (!Next('}')) throw Error("'}' expected");
             return o;
         }
 
-        private List<object> Array()
+        private List<object> Array(string path)
         {
             var a = new List<object>();
             _i++;
@@ -75,7 +91,7 @@ namespace Parley.Tests
             if (Next(']')) return a;
             do
             {
-                a.Add(Value());
+                a.Add(Value(path + "/" + a.Count));
                 Space();
             } while (Next(','));
             if (!Next(']')) throw Error("']' expected");

@@ -45,6 +45,7 @@ namespace Parley.Tests
             ScoreRepliesTests.Register(runner);
             LogitBiasTests.Register(runner);
             FormatTests.Register(runner);
+            JsonSchemaTests.Register(runner);
             EndIdsTests.Register(runner);
             ErrorTests.Register(runner);
             LoadProgressTests.Register(runner);

@@ -113,6 +113,7 @@ int main(void) {
   FIELD(parley_generate_options, logit_bias);
   FIELD(parley_generate_options, n_logit_bias);
   FIELD(parley_generate_options, format);
+  FIELD(parley_generate_options, json_schema);
 
   SIZE(parley_logit_bias);
   FIELD(parley_logit_bias, token);

@@ -9,7 +9,7 @@ libparley.so.0 is found through PARLEY_LIBRARY (a path), else beside this packag
 the build trees of the repository this package sits in, else by the system loader.
 """
 
-from . import _interrupts, _library, _native, _options
+from . import _interrupts, _library, _native, _options, errors
 from ._library import LibraryError
 from .engine import Engine
 from .errors import (BackendError, BadModelError, BusyError, CancelledError,
@@ -20,12 +20,13 @@ from .info import (EngineStats, ModelInfo, ReplyScore, SessionInfo, StoredSessio
                    TokenCount, TurnStats)
 from .session import Session
 
-__version__ = "0.11.0"
+__version__ = "0.12.0"
 
 __all__ = [
     "Engine", "Session", "EngineStats", "ModelInfo", "ReplyScore", "SessionInfo",
     "StoredSessionInfo", "TokenCount", "TurnStats",
-    "version", "version_number", "library_path", "set_log_callback", "LibraryError",
+    "version", "version_number", "library_path", "set_log_callback", "check_json_schema",
+    "LibraryError",
     "ParleyError", "InvalidArgumentError", "NotFoundError", "IoError", "BadModelError",
     "UnsupportedError", "OutOfMemoryError", "ContextFullError", "BusyError", "CancelledError",
     "CorruptError", "ModelMismatchError", "StorageError", "BackendError", "InternalError",
@@ -41,6 +42,18 @@ def version():
 def version_number():
     """The loaded library's version as MAJOR*10000 + MINOR*100 + PATCH."""
     return _library.lib().parley_version_number()
+
+
+def check_json_schema(json_schema):
+    """Raises what a reply's json_schema would raise (UnsupportedError for a keyword outside
+    the subset taken, InvalidArgumentError for a schema that is not one), naming the place;
+    returns None when a generation would take it. For checking schemas when a program loads
+    them: no engine needed. json_schema: JSON text, or a value json.dumps takes (a dict).
+    Since 0.12."""
+    schema = _options.json_schema_arg(json_schema)
+    if schema is None:
+        raise InvalidArgumentError("json_schema is None")
+    errors.check(_library.lib().parley_check_json_schema(schema))
 
 
 def library_path():

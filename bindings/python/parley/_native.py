@@ -6,7 +6,7 @@ from ctypes import (CFUNCTYPE, POINTER, Structure, c_char, c_char_p, c_double, c
                     c_int32, c_int64, c_size_t, c_uint32, c_uint64, c_void_p)
 
 # The version this binding was written against (PARLEY_VERSION_NUMBER of parley.h).
-VERSION_NUMBER = 0 * 10000 + 11 * 100 + 0
+VERSION_NUMBER = 0 * 10000 + 12 * 100 + 0
 SCORE_WITH_END = 1  # PARLEY_SCORE_WITH_END: parley_session_score_replies scores each end
 
 parley_status = c_int32
@@ -150,6 +150,7 @@ class GenerateOptions(Structure):
         ("logit_bias", POINTER(LogitBias)),  # since 0.4
         ("n_logit_bias", c_uint32),
         ("format", c_int32),  # since 0.11
+        ("json_schema", c_char_p),  # since 0.12
     ]
 
 
@@ -217,6 +218,7 @@ SIGNATURES = {
     "parley_store_get_session_info": (parley_status,
                                       [engine_p, c_char_p, POINTER(StoredSessionInfo)]),
     "parley_generate_options_init_sized": (None, [POINTER(GenerateOptions), c_size_t]),
+    "parley_check_json_schema": (parley_status, [c_char_p]),  # since 0.12
     "parley_session_send": (parley_status,
                             [session_p, c_char_p, POINTER(GenerateOptions), parley_text_fn,
                              c_void_p, POINTER(TurnStats)]),

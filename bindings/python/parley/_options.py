@@ -3,6 +3,7 @@
 
 import collections.abc
 import ctypes
+import json
 import math
 import numbers
 import os
@@ -211,18 +212,39 @@ def session_options(lib, id, system, template, scope, overflow):
     return o
 
 
-def format_arg(format):
-    """The reply's format: "text" (or None, the default) or "json"."""
+def format_arg(format, json_schema=None):
+    """The reply's format: "text" (or None, the default) or "json"; None is "json" when a
+    json_schema is given, which "text" cannot take."""
     if format is None:
-        return FORMATS["text"]
-    if isinstance(format, str) and format in FORMATS:
-        return FORMATS[format]
-    raise InvalidArgumentError('format must be "text", "json" or None, not %r' % (format,))
+        return FORMATS["text" if json_schema is None else "json"]
+    if not isinstance(format, str) or format not in FORMATS:
+        raise InvalidArgumentError('format must be "text", "json" or None, not %r'
+                                   % (format,))
+    if format == "text" and json_schema is not None:
+        raise InvalidArgumentError('json_schema is given with format="text": a schema needs '
+                                   'format="json" (or format left out)')
+    return FORMATS[format]
+
+
+def json_schema_arg(json_schema):
+    """A JSON Schema -> UTF-8 JSON text: a str as it is, any other value as json.dumps writes
+    it (in its own key order: the schema's order is the reply's); None stays None (NULL).
+    Whether it is a schema, and one of the subset taken, is for the library to judge."""
+    if json_schema is None or isinstance(json_schema, (str, bytes)):
+        return text_arg("json_schema", json_schema)
+    try:
+        text = json.dumps(json_schema, ensure_ascii=False, allow_nan=False)
+    except (TypeError, ValueError, RecursionError) as e:
+        raise InvalidArgumentError("json_schema must be JSON text (a str) or a value json.dumps "
+                                   "takes (a dict): %s" % e) from None
+    return text_arg("json_schema", text)
 
 
 def generate_options(lib, max_tokens, temperature, top_k, top_p, min_p, repeat_penalty,
-                     repeat_last_n, seed, ignore_eos, stop, reply_prefix, logit_bias, format):
-    reply_format = format_arg(format)
+                     repeat_last_n, seed, ignore_eos, stop, reply_prefix, logit_bias, format,
+                     json_schema):
+    reply_format = format_arg(format, json_schema)
+    schema = json_schema_arg(json_schema)
     o = _native.GenerateOptions()
     lib.parley_generate_options_init_sized(ctypes.byref(o), ctypes.sizeof(o))
     o.seed = int_arg("seed", seed, ctypes.c_uint64)
@@ -239,4 +261,5 @@ def generate_options(lib, max_tokens, temperature, top_k, top_p, min_p, repeat_p
     o.reply_prefix = text_arg("reply_prefix", reply_prefix)
     o.logit_bias, o.n_logit_bias = logit_bias_arg(logit_bias)
     o.format = reply_format
+    o.json_schema = schema  # kept alive so too
     return o

@@ -61,7 +61,7 @@ class Session(NativeHandle):
 
     def send(self, text, *, max_tokens=256, temperature=0.8, top_k=40, top_p=0.95, min_p=0.05,
              repeat_penalty=1.0, repeat_last_n=64, seed=0, ignore_eos=False, stop=None,
-             reply_prefix=None, logit_bias=None, format=None, on_text=None):
+             reply_prefix=None, logit_bias=None, format=None, json_schema=None, on_text=None):
         """Adds a user message and returns the whole reply; last_stats then describes it.
 
         max_tokens: the most tokens the reply may have; 0 = up to the context's end.
@@ -90,6 +90,18 @@ class Session(NativeHandle):
         '{"name": '); a logit_bias that bans every token the format allows at some point, or
         another format, raises InvalidArgumentError. Tell the model, too, what to write (the
         system prompt, the message): the format only keeps it from anything else.
+        json_schema (since 0.12): a JSON Schema the object must satisfy, as JSON text (a str)
+        or a value json.dumps takes (a dict); format is then "json" when left out, and
+        format="text" raises InvalidArgumentError. The object lists the schema's properties
+        in its order (a dict's key order), optional ones maybe left out, and no others. The
+        subset taken: type, enum, const; properties, required, additionalProperties; items,
+        minItems, maxItems; anyOf/oneOf whose branches start differently (an Optional field:
+        a type or null); $ref within the schema ("#/$defs/X"), not recursive; true/false;
+        annotations (title, description, ...) are ignored. Another keyword that constrains
+        values (minLength, pattern, minimum, allOf, ...) raises UnsupportedError; a value
+        json.dumps refuses, text that is not JSON, a malformed schema or one no object
+        satisfies raise InvalidArgumentError, the library's message naming the place as a JSON
+        pointer ("/properties/age"). None or "" = any object.
         on_text(piece) is called with each piece of text as it is generated, on this thread;
         returning True (the bool itself) stops the reply there (send then returns the partial
         reply, stop_reason "cancelled"); any other value (None, or the count
@@ -110,13 +122,13 @@ class Session(NativeHandle):
         options = _options.generate_options(self._lib, max_tokens, temperature, top_k, top_p,
                                             min_p, repeat_penalty, repeat_last_n, seed,
                                             ignore_eos, stop, reply_prefix, logit_bias,
-                                            format)
+                                            format, json_schema)
         return self._reply(_options.text_arg("text", text, optional=False), options, on_text)
 
     def continue_reply(self, *, max_tokens=256, temperature=0.8, top_k=40, top_p=0.95,
                        min_p=0.05, repeat_penalty=1.0, repeat_last_n=64, seed=0,
                        ignore_eos=False, stop=None, reply_prefix=None, logit_bias=None,
-                       format=None, on_text=None):
+                       format=None, json_schema=None, on_text=None):
         """Generates without a new user message and returns the text this call generated
         (reply_prefix included), with the options, on_text and last_stats of send(). What it
         generates depends on how the conversation ends:
@@ -132,7 +144,8 @@ class Session(NativeHandle):
         max_tokens and stop apply to the new text. reply_prefix starts a reply that has no
         text yet, and (since 0.6) steers one under way: the reply goes on with it, and the
         model from there (" and then the dragon" starts a word, "," joins the last one).
-        With format="json" the reply so far and reply_prefix must be the start of an object.
+        With format="json" the reply so far and reply_prefix must be the start of an object
+        (with a json_schema, of one the schema accepts).
         last_stats.prompt_tokens is 0.
         Raises InvalidArgumentError when there is no user message yet or when the model ended
         the last reply (send a message or rewind it). The errors that keep what was generated
@@ -141,12 +154,12 @@ class Session(NativeHandle):
         options = _options.generate_options(self._lib, max_tokens, temperature, top_k, top_p,
                                             min_p, repeat_penalty, repeat_last_n, seed,
                                             ignore_eos, stop, reply_prefix, logit_bias,
-                                            format)
+                                            format, json_schema)
         return self._reply(_CONTINUE, options, on_text)
 
     def stream(self, text, *, max_tokens=256, temperature=0.8, top_k=40, top_p=0.95,
                min_p=0.05, repeat_penalty=1.0, repeat_last_n=64, seed=0, ignore_eos=False,
-               stop=None, reply_prefix=None, logit_bias=None, format=None):
+               stop=None, reply_prefix=None, logit_bias=None, format=None, json_schema=None):
         """Like send(), but returns an iterator of the reply's pieces, each yielded as it is
         generated. Generation waits while the loop body runs, so the body counts as inside
         the reply (calls on this session raise BusyError); leaving the loop early (break, an
@@ -163,13 +176,13 @@ class Session(NativeHandle):
         options = _options.generate_options(self._lib, max_tokens, temperature, top_k, top_p,
                                             min_p, repeat_penalty, repeat_last_n, seed,
                                             ignore_eos, stop, reply_prefix, logit_bias,
-                                            format)
+                                            format, json_schema)
         return self._stream(_options.text_arg("text", text, optional=False), options)
 
     def stream_continue(self, *, max_tokens=256, temperature=0.8, top_k=40, top_p=0.95,
                         min_p=0.05, repeat_penalty=1.0, repeat_last_n=64, seed=0,
                         ignore_eos=False, stop=None, reply_prefix=None, logit_bias=None,
-                        format=None):
+                        format=None, json_schema=None):
         """Like continue_reply(), but returns an iterator of the pieces of the text it
         generates, each yielded as it is generated; the loop, leaving it early and the errors
         are as with stream(). Nothing is generated before the first next(), which raises what
@@ -180,7 +193,7 @@ class Session(NativeHandle):
         options = _options.generate_options(self._lib, max_tokens, temperature, top_k, top_p,
                                             min_p, repeat_penalty, repeat_last_n, seed,
                                             ignore_eos, stop, reply_prefix, logit_bias,
-                                            format)
+                                            format, json_schema)
         return self._stream(_CONTINUE, options)
 
     def _stream(self, data, options):

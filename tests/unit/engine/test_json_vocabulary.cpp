@@ -1,6 +1,7 @@
 // JsonVocabulary: the tokens allowed next in a JSON reply, found by one walk over the sorted
-// vocabulary, are exactly those JsonPrefix takes when each token is fed on its own, for the
-// Llama 2 and the stories260K tokenizers in many states along random JSON replies.
+// vocabulary, are exactly those SchemaPrefix takes when each token is fed on its own (without
+// a schema: JsonPrefix's), for the Llama 2 and the stories260K tokenizers in many states along
+// random JSON replies, with and without a JSON Schema.
 #include <doctest/doctest.h>
 
 #include <random>
@@ -11,18 +12,20 @@
 #include "model/tokenizer_source.h"
 #include "support/shared_assets.h"
 #include "text/json_prefix.h"
+#include "text/json_schema.h"
+#include "text/schema_prefix.h"
 #include "text/tokenizer.h"
 
 namespace parley::engine {
 namespace {
 
 std::vector<uint8_t> allowed_one_by_one(const text::Tokenizer& tokenizer,
-                                        const text::JsonPrefix& state) {
+                                        const text::SchemaPrefix& state) {
   std::vector<uint8_t> allowed(size_t(tokenizer.n_vocab()), 0);
   for (int32_t id = 0; id < tokenizer.n_vocab(); ++id) {
     if (tokenizer.is_control(id) || tokenizer.is_unknown(id)) continue;
     const std::string bytes = tokenizer.piece_bytes(id);
-    text::JsonPrefix p = state;
+    text::SchemaPrefix p = state;
     allowed[size_t(id)] = !bytes.empty() && p.feed(bytes);
   }
   return allowed;
@@ -76,12 +79,41 @@ model::TokenizerSource synthetic_source(const std::vector<std::string>& pieces) 
   return source;
 }
 
-void check_tokenizer(const text::Tokenizer& tokenizer, int walks, uint32_t seed) {
+// Keys and enum values spelled out (where tokens of plain text are not all allowed inside a
+// string), strings left free, an integer, a choice, an array of objects.
+const char* const kSchema = R"({"properties": {
+    "name": {"type": "string"}, "mood": {"enum": ["happy", "sad", "x\"y", "\u00e9t\u00e9"]},
+    "level": {"type": "integer"}, "note": {"anyOf": [{"type": "string"}, {"type": "null"}]},
+    "items": {"type": "array", "items": {"type": "object", "properties": {"id": {"const": 7},
+              "tags": {"type": "object", "additionalProperties": {"type": "boolean"}}}}}},
+    "required": ["name", "mood"]})";
+
+std::vector<std::string> chosen_schema_states() {
+  return {"",
+          "{",
+          "{\"",
+          "{\"na",
+          "{\"name\": \"",
+          "{\"name\": \"x",
+          "{\"name\": \"x\"",
+          "{\"name\": \"x\", \"mood\": \"",
+          "{\"name\": \"x\", \"mood\": \"x",
+          "{\"name\": \"x\", \"mood\": \"\xc3",
+          "{\"name\": \"x\", \"mood\": \"sad\",",
+          "{\"name\": \"x\", \"mood\": \"sad\", \"level\": 1",
+          "{\"name\": \"x\", \"mood\": \"sad\", \"note\": ",
+          "{\"name\": \"x\", \"mood\": \"sad\", \"items\": [",
+          "{\"name\": \"x\", \"mood\": \"sad\", \"items\": [{\"id\": 7, \"tags\": {\"",
+          "{\"name\": \"x\", \"mood\": \"sad\", \"items\": [{\"id\": 7, \"tags\": {\"a\":"};
+}
+
+void check_tokenizer(const text::Tokenizer& tokenizer, int walks, uint32_t seed,
+                     const text::JsonSchema* schema = nullptr) {
   const JsonVocabulary vocabulary(tokenizer);
   std::vector<uint8_t> chosen(size_t(tokenizer.n_vocab()));
-  for (const std::string& text : chosen_states()) {
+  for (const std::string& text : schema ? chosen_schema_states() : chosen_states()) {
     CAPTURE(text);
-    text::JsonPrefix state;
+    text::SchemaPrefix state(schema);
     REQUIRE(state.feed(text));
     vocabulary.allowed(state, chosen);
     CHECK(chosen == allowed_one_by_one(tokenizer, state));
@@ -94,7 +126,7 @@ void check_tokenizer(const text::Tokenizer& tokenizer, int walks, uint32_t seed)
   std::vector<uint8_t> allowed(size_t(tokenizer.n_vocab()));
   int states = 0;
   for (int walk = 0; walk < walks; ++walk) {
-    text::JsonPrefix state;
+    text::SchemaPrefix state(schema);
     std::string text;
     for (int step = 0; step < 40 && !state.complete(); ++step) {
       vocabulary.allowed(state, allowed);
@@ -124,11 +156,13 @@ void check_tokenizer(const text::Tokenizer& tokenizer, int walks, uint32_t seed)
 TEST_CASE("the Llama 2 vocabulary: one walk allows exactly what token-by-token feeding does") {
   PARLEY_SHARED_OR_SKIP(model, "tokenizers/llama2/tokenizer.model");
   check_tokenizer(tokenizer_of_file(model), 8, 11);
+  check_tokenizer(tokenizer_of_file(model), 4, 21, text::JsonSchema::compile(kSchema).get());
 }
 
 TEST_CASE("the stories260K vocabulary: one walk allows exactly what token-by-token feeding does") {
   PARLEY_SHARED_OR_SKIP(model, "models/stories260k/hf/tokenizer.model");
   check_tokenizer(tokenizer_of_file(model), 200, 12);
+  check_tokenizer(tokenizer_of_file(model), 100, 22, text::JsonSchema::compile(kSchema).get());
 }
 
 TEST_CASE("tokens of JSON's own punctuation: one walk allows exactly what feeding each does") {
@@ -139,6 +173,7 @@ TEST_CASE("tokens of JSON's own punctuation: one walk allows exactly what feedin
        "\"]", "\",", "\":", "a", "\xE2\x96\x81" "a", "\xE2\x96\x81\"", "}", "]", "{\"", "[\"", "1,",
        "\xE2\x96\x81{", "true", "\xC3\xA9", "\xE2\x82"}));
   check_tokenizer(tokenizer, 300, 13);
+  check_tokenizer(tokenizer, 150, 23, text::JsonSchema::compile(kSchema).get());
 }
 
 }  // namespace
