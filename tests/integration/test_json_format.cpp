@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "json_replies.h"
 #include "parley.h"
 #include "support/c_api_options.h"
 #include "support/c_api_sessions.h"
@@ -28,19 +29,6 @@ parley_generate_options json_options(uint32_t max_tokens, const char* prefix = n
   g.format = PARLEY_FORMAT_JSON;
   g.reply_prefix = prefix;
   return g;
-}
-
-struct Reply {
-  parley_status status;
-  std::string streamed;
-  parley_turn_stats stats;
-};
-
-Reply send(parley_session* s, const char* text, const parley_generate_options& g) {
-  Reply r{};
-  r.stats.struct_size = sizeof r.stats;
-  r.status = parley_session_send(s, text, &g, append_text, &r.streamed, &r.stats);
-  return r;
 }
 
 bool parses_as_object(const std::string& text) {
@@ -189,35 +177,25 @@ TEST_CASE("a reply cut short goes on as JSON with parley_session_continue") {
   parley_generate_options g = json_options(4, "{\"story\": \"");
   g.temperature = 1.0f;
   g.seed = 5;
-  Reply r = send(s, "Once upon a time", g);
+  const Reply r = send(s, "Once upon a time", g);
   REQUIRE_MESSAGE(r.status == PARLEY_OK, parley_last_error());
   REQUIRE(r.stats.stop_reason == PARLEY_STOP_MAX_TOKENS);
-  std::string whole = r.streamed;
-  bool closed = false;
-  for (int i = 0; i < 30 && !closed; ++i) {
-    parley_generate_options more = json_options(20);
-    more.temperature = 1.0f;
-    more.seed = 100 + uint64_t(i);
-    more.logit_bias = closing.data();
-    more.n_logit_bias = uint32_t(closing.size());
-    std::string streamed;
-    parley_turn_stats stats{};
-    stats.struct_size = sizeof stats;
-    REQUIRE_MESSAGE(parley_session_continue(s, &more, append_text, &streamed, &stats) == PARLEY_OK,
-                    parley_last_error());
-    whole += streamed;
-    closed = stats.stop_reason == PARLEY_STOP_FORMAT_END;
-  }
+  parley_generate_options more = json_options(20);
+  more.temperature = 1.0f;
+  more.logit_bias = closing.data();
+  more.n_logit_bias = uint32_t(closing.size());
+  const Continued continued = continue_until_closed(s, more, 30);
+  const std::string whole = r.streamed + continued.text;
   CAPTURE(whole);
-  REQUIRE(closed);
+  REQUIRE(continued.closed);
   CHECK(turn_text(s, 1) == whole);
   CHECK(parses_as_object(whole));
   // Once whole, going on adds nothing.
-  parley_generate_options more = json_options(20);
+  const parley_generate_options again = json_options(20);
   std::string streamed;
   parley_turn_stats stats{};
   stats.struct_size = sizeof stats;
-  REQUIRE(parley_session_continue(s, &more, append_text, &streamed, &stats) == PARLEY_OK);
+  REQUIRE(parley_session_continue(s, &again, append_text, &streamed, &stats) == PARLEY_OK);
   CHECK(stats.stop_reason == PARLEY_STOP_FORMAT_END);
   CHECK(stats.generated_tokens == 0);
   CHECK(streamed.empty());

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "json_replies.h"
 #include "parley.h"
 #include "support/c_api_options.h"
 #include "support/c_api_sessions.h"
@@ -45,19 +46,6 @@ parley_generate_options schema_options(uint32_t max_tokens, const char* schema) 
   g.format = PARLEY_FORMAT_JSON;
   g.json_schema = schema;
   return g;
-}
-
-struct Reply {
-  parley_status status;
-  std::string streamed;
-  parley_turn_stats stats;
-};
-
-Reply send(parley_session* s, const char* text, const parley_generate_options& g) {
-  Reply r{};
-  r.stats.struct_size = sizeof r.stats;
-  r.status = parley_session_send(s, text, &g, append_text, &r.streamed, &r.stats);
-  return r;
 }
 
 // Biases the tokens that show one of `texts` alone: the story model writes strings and digits
@@ -175,27 +163,17 @@ TEST_CASE("a reply cut short goes on under its schema with parley_session_contin
   const std::vector<parley_logit_bias> ending = nudged_to_end(e);
   parley_generate_options g = schema_options(6, kCharacter);
   g.reply_prefix = "{\"name\": \"";
-  Reply r = send(s, "Once upon a time", g);
+  const Reply r = send(s, "Once upon a time", g);
   REQUIRE_MESSAGE(r.status == PARLEY_OK, parley_last_error());
   REQUIRE(r.stats.stop_reason == PARLEY_STOP_MAX_TOKENS);
-  std::string whole = r.streamed;
-  bool closed = false;
-  for (int i = 0; i < 30 && !closed; ++i) {
-    parley_generate_options more = schema_options(20, kCharacter);
-    more.temperature = 1.0f;
-    more.seed = 100 + uint64_t(i);
-    more.logit_bias = ending.data();
-    more.n_logit_bias = uint32_t(ending.size());
-    std::string streamed;
-    parley_turn_stats stats{};
-    stats.struct_size = sizeof stats;
-    REQUIRE_MESSAGE(parley_session_continue(s, &more, append_text, &streamed, &stats) == PARLEY_OK,
-                    parley_last_error());
-    whole += streamed;
-    closed = stats.stop_reason == PARLEY_STOP_FORMAT_END;
-  }
+  parley_generate_options more = schema_options(20, kCharacter);
+  more.temperature = 1.0f;
+  more.logit_bias = ending.data();
+  more.n_logit_bias = uint32_t(ending.size());
+  const Continued continued = continue_until_closed(s, more, 30);
+  const std::string whole = r.streamed + continued.text;
   CAPTURE(whole);
-  REQUIRE(closed);
+  REQUIRE(continued.closed);
   CHECK(turn_text(s, 1) == whole);
   check_character(Json::parse(whole));
   parley_session_close(s);
