@@ -740,20 +740,22 @@ typedef struct parley_generate_options {
    * NULL or "" = any object. Each token is then drawn only from those that keep the reply the
    * start of an object the schema accepts, and it closes only once it holds what the schema
    * asks. The subset taken: type, enum, const; properties, required, additionalProperties;
-   * items, minItems, maxItems; anyOf/oneOf whose branches start differently (an object, a
-   * string, a number, null, ...: Optional fields); $ref within the schema ("#/$defs/X"), not
-   * recursive; true/false; annotations (title, description, default, format, ...) are read
-   * as such, and keywords JSON Schema does not define are ignored. Any other keyword that
-   * constrains values (minLength, pattern, minimum, allOf, uniqueItems true, ...) is refused
-   * with PARLEY_E_UNSUPPORTED, never ignored; a schema that is not JSON, is malformed, or that
-   * no object satisfies is PARLEY_E_INVALID_ARGUMENT; either message names the place (a JSON
-   * pointer). The reply is one of the values the schema accepts, written this way: an
+   * items, minItems, maxItems (at most 65534); anyOf/oneOf whose branches start differently
+   * (an object, a string, a number, null, ...: Optional fields; a oneOf's branches each with
+   * a "type"); $ref within the schema ("#/$defs/X"), not recursive; true/false; annotations
+   * (title, description, default, format, ...) are read as such, and keywords JSON Schema
+   * does not define are ignored. Any other keyword that constrains values (minLength,
+   * pattern, minimum, allOf, uniqueItems true, ...), an $id below the root and an enum or
+   * const number of 2^63 or more are refused with PARLEY_E_UNSUPPORTED, never ignored; a
+   * schema that is not JSON, is malformed, or that no object satisfies is
+   * PARLEY_E_INVALID_ARGUMENT; either message names the place (a JSON pointer). An optional
+   * property or a branch that no value satisfies is left out. The reply is one of the values the schema accepts, written this way: an
    * object's properties in the schema's order, optional ones maybe left out, and no others
    * (an object schema that lists none takes any keys, and then a key may come twice, as
    * JSON allows and parsers read as the last one); integers without fraction or
    * exponent; enum and const values as compact JSON (in strings, \" \\ \n \t \r \b \f and
-   * \u00XX for other control characters; every other character as UTF-8, escaped in the
-   * schema or not); a schema without "type" is read from its
+   * \u00xx, lowercase, for other control characters; every other character as UTF-8,
+   * escaped in the schema or not); a schema without "type" is read from its
    * keywords (properties: an object; items: an array; neither: any value). At most 32
    * objects and arrays nest in what the schema asks, 8192 parts, 1 MiB of text. Set with
    * PARLEY_FORMAT_TEXT it is INVALID_ARGUMENT. Read during the call only. */

@@ -53,6 +53,11 @@ const std::map<std::string, std::string, std::less<>> kUnsupported = {
     {"multipleOf", "multiples"},
     {"$dynamicRef", "dynamic references"},
     {"$recursiveRef", "dynamic references"}};
+// The keywords this subset follows; any other (not an annotation, not refused) is unknown to
+// JSON Schema and ignored.
+const std::set<std::string, std::less<>> kFollowed = {
+    "type", "enum", "const", "properties", "required", "additionalProperties", "items",
+    "minItems", "maxItems", "anyOf", "oneOf", "$ref"};
 const std::set<std::string, std::less<>> kObjectKeywords = {"properties", "required",
                                                             "additionalProperties"};
 const std::set<std::string, std::less<>> kArrayKeywords = {"items", "minItems", "maxItems"};
@@ -98,6 +103,24 @@ int nesting_of(const Json& value, int cap) {
   return deepest;
 }
 
+// Whether `value` holds a number nlohmann keeps as a double that is whole and past 64-bit
+// integers: written back, a long integer would come out rounded, unequal to the schema's.
+bool holds_huge_number(const Json& value) {
+  std::vector<const Json*> open = {&value};
+  while (!open.empty()) {
+    const Json* v = open.back();
+    open.pop_back();
+    if (v->is_number_float()) {
+      const double d = v->get<double>();
+      if (std::trunc(d) == d && std::fabs(d) >= 9.2233720368547758e18) return true;
+    }
+    if (v->is_structured()) {
+      for (const Json& child : *v) open.push_back(&child);
+    }
+  }
+  return false;
+}
+
 bool has_type(const Json& value, std::string_view type) {
   if (type == "object") return value.is_object();
   if (type == "array") return value.is_array();
@@ -110,13 +133,16 @@ bool has_type(const Json& value, std::string_view type) {
   return value.is_number_float() && std::trunc(value.get<double>()) == value.get<double>();
 }
 
+// A count keyword's value (JSON Schema takes 2.0 for 2), at most UINT32_MAX.
 uint32_t count_of(const Json& s, const char* keyword, const std::string& at) {
   const Json& v = s.at(keyword);
-  if (!v.is_number_unsigned() && !(v.is_number_integer() && v.get<int64_t>() >= 0)) {
+  const bool whole = v.is_number_integer() ||
+                     (v.is_number_float() && std::trunc(v.get<double>()) == v.get<double>());
+  if (!whole || v.get<double>() < 0) {
     invalid(at, std::string("\"") + keyword + "\" must be a non-negative integer");
   }
-  const uint64_t n = v.get<uint64_t>();
-  return n > UINT32_MAX ? UINT32_MAX : static_cast<uint32_t>(n);
+  const double n = v.get<double>();
+  return n >= double(UINT32_MAX) ? UINT32_MAX : static_cast<uint32_t>(v.get<uint64_t>());
 }
 
 }  // namespace
@@ -127,7 +153,10 @@ class JsonSchemaCompiler {
 
   std::shared_ptr<const JsonSchema> run() {
     const NodeId root = compile(document_, "", 0);
-    if (!root) invalid("", "no value satisfies the schema");
+    if (!root) {
+      invalid("", "no value satisfies the schema" +
+                      (why_nothing_.empty() ? std::string() : " (" + why_nothing_ + ")"));
+    }
     schema_.root_ = object_root(*root);
     return std::make_shared<const JsonSchema>(std::move(schema_));
   }
@@ -145,7 +174,7 @@ class JsonSchemaCompiler {
     if (s.is_boolean()) return s.get<bool>() ? NodeId(scalar(Kind::any)) : std::nullopt;
     if (!s.is_object()) invalid(at, std::string("a schema is an object, true or false, not ") +
                                         s.type_name());
-    std::vector<std::string> validating;  // the keywords besides annotations
+    std::vector<std::string> validating;  // the keywords followed
     for (const auto& [key, value] : s.items()) {
       if (kAnnotations.count(key)) continue;
       const auto refused = kUnsupported.find(key);
@@ -157,7 +186,12 @@ class JsonSchemaCompiler {
         if (value.get<bool>()) unsupported(at, "\"uniqueItems\": true is not supported");
         continue;
       }
-      validating.push_back(key);
+      if (kFollowed.count(key)) validating.push_back(key);
+    }
+    // Below the root, an $id starts another document, against which its "#..." references
+    // would resolve.
+    if (s.contains("$id") && &s != &document_) {
+      unsupported(at, "\"$id\" below the schema's root (another document) is not supported");
     }
     const auto only = [&](std::string_view keyword, const std::set<std::string_view>& beside) {
       for (const std::string& k : validating) {
@@ -174,7 +208,7 @@ class JsonSchemaCompiler {
     if (any_of || one_of) {
       const char* keyword = any_of ? "anyOf" : "oneOf";
       only(keyword, {});
-      return branches(s.at(keyword), child_at(at, keyword), nesting);
+      return branches(s.at(keyword), child_at(at, keyword), nesting, one_of && !any_of);
     }
     if (s.contains("enum") || s.contains("const")) {
       if (s.contains("enum") && s.contains("const")) {
@@ -186,10 +220,18 @@ class JsonSchemaCompiler {
     return typed(s, at, nesting);
   }
 
+  // A schema no value satisfies: dropped where it is an optional property or a branch; the
+  // first reason found explains a root that nothing satisfies.
+  NodeId nothing(const std::string& at, const std::string& why) {
+    if (why_nothing_.empty()) why_nothing_ = (at.empty() ? "" : "at \"" + at + "\": ") + why;
+    return std::nullopt;
+  }
+
   NodeId reference(const Json& ref, const std::string& at, int nesting) {
     if (!ref.is_string()) invalid(at, "\"$ref\" must be a string");
     const std::string target = ref.get<std::string>();
-    if (target.empty() || target[0] != '#' || target.find('%') != std::string::npos) {
+    if (target.empty() || target[0] != '#' || target.find('%') != std::string::npos ||
+        (target.size() > 1 && target[1] != '/')) {
       unsupported(at, "\"$ref\": \"" + target + "\" is not supported: only references within "
                       "the schema (\"#/$defs/Name\") are");
     }
@@ -199,22 +241,22 @@ class JsonSchemaCompiler {
                       "schemas are not supported)");
     }
     const std::string pointer_text = target.substr(1);
-    Json::json_pointer pointer;
+    const Json* referred = nullptr;
     try {
-      pointer = Json::json_pointer(pointer_text);
+      const Json::json_pointer pointer(pointer_text);
+      if (document_.contains(pointer)) referred = &document_.at(pointer);
     } catch (const Json::exception& e) {
-      invalid(at, "\"$ref\": \"" + target + "\" is not a JSON pointer (" + e.what() + ")");
+      invalid(at, "\"$ref\": \"" + target + "\" is not a JSON pointer into the schema (" +
+                      e.what() + ")");
     }
-    if (!document_.contains(pointer)) {
-      invalid(at, "\"$ref\": \"" + target + "\" names no place in the schema");
-    }
-    const NodeId id = compile(document_.at(pointer), pointer_text, nesting + 1);
+    if (!referred) invalid(at, "\"$ref\": \"" + target + "\" names no place in the schema");
+    const NodeId id = compile(*referred, pointer_text, nesting + 1);
     refs_open_.erase(target);
     refs_done_.emplace(target, id);
     return id;
   }
 
-  NodeId branches(const Json& list, const std::string& at, int nesting) {
+  NodeId branches(const Json& list, const std::string& at, int nesting, bool one_of) {
     if (!list.is_array() || list.empty()) invalid(at, "must be a non-empty array of schemas");
     JsonSchema::Choice table;
     table.fill(JsonSchema::kNone);
@@ -236,9 +278,18 @@ class JsonSchemaCompiler {
         branch_of[k] = i;
       }
     }
-    if (alive.empty()) return std::nullopt;
+    if (alive.empty()) return nothing(at, "no branch accepts a value");
     if (alive.size() == 1) return alive[0];
-    return choice(table);
+    const bool narrowed = std::any_of(alive.begin(), alive.end(),
+                                      [&](uint16_t id) { return bool(narrowed_[id]); });
+    if (narrowed && one_of) {
+      unsupported(at, "a branch without \"type\" takes values of every kind, so \"oneOf\" "
+                      "cannot keep to one branch by how a value starts (give each a \"type\", "
+                      "or use \"anyOf\")");
+    }
+    const uint16_t id = choice(table);
+    narrowed_[id] = narrowed;
+    return id;
   }
 
   NodeId literals(const Json& s, const std::string& at) {
@@ -247,7 +298,7 @@ class JsonSchemaCompiler {
       values.push_back(&s.at("const"));
     } else {
       const Json& list = s.at("enum");
-      if (!list.is_array() || list.empty()) invalid(at, "\"enum\" must be a non-empty array");
+      if (!list.is_array()) invalid(at, "\"enum\" must be an array");
       for (const Json& v : list) values.push_back(&v);
     }
     const std::vector<std::string> types = s.contains("type") ? type_names(s, at)
@@ -264,6 +315,10 @@ class JsonSchemaCompiler {
         unsupported(at, "objects and arrays nest deeper than " +
                             std::to_string(JsonSchema::kMaxContainerDepth));
       }
+      if (holds_huge_number(*v)) {
+        unsupported(at, "a value holds a number of 2^63 or more, which would be written "
+                        "rounded (a 64-bit float)");
+      }
       std::string text = v->dump();
       if (text.size() > JsonSchema::kMaxLiteralBytes) {
         unsupported(at, "a value of " + std::to_string(text.size()) + " bytes is longer than " +
@@ -272,7 +327,8 @@ class JsonSchemaCompiler {
       deepest = std::max(deepest, nesting);
       set.texts.push_back(std::move(text));
     }
-    if (set.texts.empty()) return std::nullopt;
+    if (values.empty()) return nothing(at, "\"enum\" is empty");
+    if (set.texts.empty()) return nothing(at, "no value of \"enum\" or \"const\" has its type");
     if (set.texts.size() > JsonSchema::kMaxCount) {
       unsupported(at, "more than " + std::to_string(JsonSchema::kMaxCount) + " values");
     }
@@ -318,6 +374,15 @@ class JsonSchemaCompiler {
       }
       if (names.empty()) return scalar(Kind::any);
     }
+    const NodeId id = typed_as(s, names, at, nesting);
+    // Without "type" the schema takes values of every kind; generation writes those its
+    // keywords are about. A oneOf cannot keep its branches apart by kind then.
+    if (id && !s.contains("type")) narrowed_[*id] = true;
+    return id;
+  }
+
+  NodeId typed_as(const Json& s, std::set<std::string> names, const std::string& at,
+                  int nesting) {
     if (names.count("number")) names.erase("integer");  // every integer is a number
     JsonSchema::Choice table;
     table.fill(JsonSchema::kNone);
@@ -364,6 +429,9 @@ class JsonSchemaCompiler {
         }
       }
     }
+    // Beside listed properties (even ones no value satisfies) additionalProperties is never
+    // used: generated objects hold listed ones only.
+    const bool listed_any = !properties.empty();
     bool others_allowed = true;
     NodeId others = scalar(Kind::any);
     if (s.contains("additionalProperties")) {
@@ -371,9 +439,7 @@ class JsonSchemaCompiler {
       if (!a.is_boolean() && !a.is_object()) {
         invalid(at, "\"additionalProperties\" must be a schema, true or false");
       }
-      // Beside listed properties it is never used: generated objects hold those only.
-      if (properties.empty()) others = compile(a, child_at(at, "additionalProperties"),
-                                               nesting + 1);
+      if (!listed_any) others = compile(a, child_at(at, "additionalProperties"), nesting + 1);
       others_allowed = !a.is_boolean() || a.get<bool>();
       if (!others) others_allowed = false;
     }
@@ -382,18 +448,18 @@ class JsonSchemaCompiler {
                                        [&](const auto& p) { return p.first == name; });
       if (listed == properties.end()) {
         if (!others_allowed) {
-          invalid(at, "\"required\" names \"" + name + "\", which \"additionalProperties\" "
-                      "forbids: no object satisfies the schema");
+          return nothing(at, "\"required\" names \"" + name + "\", which "
+                             "\"additionalProperties\" forbids");
         }
         unsupported(at, "\"required\" names \"" + name + "\", which \"properties\" does not "
                         "list (a required property needs its schema there)");
       }
       if (!listed->second) {
-        invalid(at, "the required property \"" + name + "\" accepts no value");
+        return nothing(at, "the required property \"" + name + "\" accepts no value");
       }
     }
     std::erase_if(properties, [](const auto& p) { return !p.second; });
-    if (properties.empty() && others_allowed) {
+    if (!listed_any && others_allowed) {
       Node node;
       node.kind = Kind::map;
       node.child = *others;
@@ -445,15 +511,19 @@ class JsonSchemaCompiler {
     node.kind = Kind::array;
     if (s.contains("minItems")) node.min_items = count_of(s, "minItems", at);
     if (s.contains("maxItems")) node.max_items = count_of(s, "maxItems", at);
+    // (A reply's state counts items in 16 bits.)
+    for (const char* keyword : {"minItems", "maxItems"}) {
+      if (s.contains(keyword) && count_of(s, keyword, at) > JsonSchema::kMaxCount) {
+        unsupported(at, "\"" + std::string(keyword) + "\" above " +
+                            std::to_string(JsonSchema::kMaxCount));
+      }
+    }
     if (node.min_items > node.max_items) {
-      invalid(at, "\"minItems\" is above \"maxItems\": no array satisfies the schema");
+      return nothing(at, "\"minItems\" is above \"maxItems\"");
     }
-    if (node.min_items > JsonSchema::kMaxCount) {
-      unsupported(at, "\"minItems\" above " + std::to_string(JsonSchema::kMaxCount));
-    }
-    if (node.max_items > JsonSchema::kMaxCount) node.max_items = UINT32_MAX;
     if (!items) {
-      if (node.min_items > 0) return std::nullopt;
+      if (node.min_items > 0) return nothing(at, "\"items\" accepts no value, \"minItems\" asks "
+                                                 "for some");
       node.max_items = 0;
       items = scalar(Kind::any);
     }
@@ -464,6 +534,10 @@ class JsonSchemaCompiler {
   // The root as an object: format JSON writes one object.
   uint16_t object_root(uint16_t id) {
     const Node& node = schema_.nodes_[id];
+    // Keywords about arrays alone leave objects free.
+    if (narrowed_[id] && starts_of(id)[size_t(Start::object)] == JsonSchema::kNone) {
+      return object_root(scalar(Kind::any));
+    }
     switch (node.kind) {
       case Kind::object:
       case Kind::map:
@@ -585,6 +659,7 @@ class JsonSchemaCompiler {
     }
     schema_.nodes_.push_back(node);
     depth_.push_back(uint8_t(depth));
+    narrowed_.push_back(false);
     return uint16_t(schema_.nodes_.size() - 1);
   }
 
@@ -604,6 +679,8 @@ class JsonSchemaCompiler {
     a.fill(JsonSchema::kNone);
     return a;
   }();
+  std::vector<bool> narrowed_;  // by node: read from keywords without "type" (see typed())
+  std::string why_nothing_;
   std::map<std::string, NodeId> refs_done_;
   std::set<std::string> refs_open_;
 };

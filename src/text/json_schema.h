@@ -15,12 +15,14 @@ namespace parley::text {
 // - type (a name or a list of them), enum, const;
 // - properties, required, additionalProperties (objects);
 // - items (one schema), minItems, maxItems (arrays);
-// - anyOf and oneOf whose branches start differently (a string, a number, an object, ...);
+// - anyOf and oneOf whose branches start differently (a string, a number, an object, ...;
+//   a oneOf's branches each with a type, since one without takes every kind);
 // - $ref to a place in the same document ("#/$defs/Name"), not recursive;
 // - true, false, and annotations (title, description, default, format, examples, ...).
 // Keywords that would constrain values in ways generation does not follow (minLength,
 // pattern, minimum, allOf, ...) are refused (UNSUPPORTED), never ignored; keywords unknown to
-// JSON Schema are ignored, as it asks.
+// JSON Schema are ignored, as it asks. What no value satisfies is left out where it is an
+// optional property or a branch; elsewhere the schema is refused (INVALID_ARGUMENT).
 //
 // Generation writes a subset of the values the schema accepts: an object's properties in the
 // order the schema lists them, none besides those (unless the schema lists none: then any

@@ -254,7 +254,9 @@ def test_an_unsupported_keyword_raises_unsupported_error_naming_its_place(engine
     ({"type": "object", "properties": {"a": {"$ref": "#/$defs/X"}}},
      'json_schema at "/properties/a": "$ref": "#/$defs/X" names no place'),
     ({"type": "string"}, "no object satisfies the schema"),
-    ({"enum": []}, '"enum" must be a non-empty array'),
+    ({"enum": []}, 'no value satisfies the schema ("enum" is empty)'),
+    ({"type": "object", "properties": {"a": {"enum": []}}, "required": ["a"]},
+     'no value satisfies the schema (at "/properties/a": "enum" is empty)'),
 ])
 def test_a_schema_that_is_not_json_or_malformed_is_an_invalid_argument(engine, schema, words):
     with engine.session(template="raw") as s:

@@ -306,20 +306,36 @@ TEST_CASE("schemas outside the subset, malformed or unsatisfiable are refused by
       {R"({"required":["x"],"additionalProperties":false})",
        {"", Status::invalid_argument, "forbids"}},
       {R"({"required":["x"]})", {"", Status::unsupported, "does not list"}},
-      {R"({"properties":{"v":{"type":"array","minItems":3,"maxItems":2}}})",
-       {"", Status::invalid_argument, "above \"maxItems\""}},
+      {R"({"properties":{"v":{"type":"array","minItems":3,"maxItems":2}},"required":["v"]})",
+       {"", Status::invalid_argument,
+        "no value satisfies the schema (at \"/properties/v\": \"minItems\" is above"}},
       {R"({"properties":{"v":{"maxItems":-1}}})",
        {"", Status::invalid_argument, "\"maxItems\" must be a non-negative integer"}},
       {R"({"properties":{"v":{"items":[{}]}}})", {"", Status::unsupported, "tuples"}},
       {R"({"properties":{"v":{"uniqueItems":true}}})", {"", Status::unsupported, "uniqueItems"}},
-      {R"({"properties":{"v":{"enum":[]}}})", {"", Status::invalid_argument, "non-empty"}},
+      {R"({"properties":{"v":{"enum":[]}},"required":["v"]})",
+       {"", Status::invalid_argument, "(at \"/properties/v\": \"enum\" is empty)"}},
+      {R"({"properties":{"v":{"type":"string","enum":[1]}},"required":["v"]})",
+       {"", Status::invalid_argument, "no value of \"enum\" or \"const\" has its type"}},
+      {R"({"properties":{"v":{"enum":{}}}})", {"", Status::invalid_argument, "must be an array"}},
       {R"({"properties":{"v":{"anyOf":[]}}})", {"", Status::invalid_argument, "non-empty"}},
       {R"({"required":["a","a"],"properties":{"a":{}}})",
        {"", Status::invalid_argument, "lists \"a\" twice"}},
       {R"({"properties":{"a":false},"required":["a"]})",
        {"", Status::invalid_argument, "\"a\" accepts no value"}},
       {R"({"properties":{"a":{"type":"array","items":false,"minItems":1}},"required":["a"]})",
-       {"", Status::invalid_argument, "\"a\" accepts no value"}},
+       {"", Status::invalid_argument, "\"items\" accepts no value"}},
+      {R"({"properties":{"v":{"oneOf":[{"items":{"type":"string"}},{"type":"string"}]}}})",
+       {"", Status::unsupported, "a branch without \"type\" takes values of every kind"}},
+      {R"({"properties":{"a":{"$id":"https://example.com/a","type":"object"}}})",
+       {"", Status::unsupported, "\"$id\" below the schema's root"}},
+      {R"({"properties":{"a":{"enum":[12345678901234567890123]}}})",
+       {"", Status::unsupported, "2^63 or more"}},
+      {R"({"properties":{"a":{"type":"array","maxItems":70000}}})",
+       {"", Status::unsupported, "\"maxItems\" above 65534"}},
+      {R"({"properties":{"w":{"$ref":"#/required/99999999999999999999999"}},"required":[]})",
+       {"", Status::invalid_argument, "is not a JSON pointer into the schema"}},
+      {R"({"properties":{"w":{"$ref":"#node"}}})", {"", Status::unsupported, "within the schema"}},
       {deep, {"", Status::unsupported, "nest deeper than 32"}},
       {big, {"", Status::invalid_argument, "at most 1048576"}},
       {deep_value, {"", Status::unsupported, "nest deeper than 32"}},
@@ -336,12 +352,44 @@ TEST_CASE("schemas outside the subset, malformed or unsatisfiable are refused by
   }
 }
 
+TEST_CASE("what no value satisfies is left out where it may be; keywords about arrays alone") {
+  // Properties listed are the only ones, also when no value satisfies them.
+  const char* const kNone = R"({"properties":{"a":false},"additionalProperties":{}})";
+  CHECK(accepts(kNone, "{}"));
+  CHECK(refused_at(kNone, R"({"a":1})") == 1);
+  CHECK(refused_at(kNone, R"({"x":1})") == 1);
+  const char* const kOptional =
+      R"({"properties":{"opt":{"type":"array","minItems":3,"maxItems":1},"b":{"type":"null"}},
+          "required":["b"]})";
+  CHECK(accepts(kOptional, R"({"b":null})"));
+  CHECK(refused_at(kOptional, R"({"opt":[]})") == 2);
+  const char* const kBranch =
+      R"({"properties":{"v":{"anyOf":[{"type":"object","properties":{"a":false},
+          "required":["a"]},{"type":"integer"}]}},"required":["v"]})";
+  CHECK(accepts(kBranch, R"({"v":3})"));
+  CHECK(refused_at(kBranch, R"({"v":{})") == 5);
+  // An array's keywords without "type" say nothing of objects: the root takes any object.
+  CHECK(accepts(R"({"items":{"type":"string"},"minItems":2})", R"({"x":[1]})"));
+  // anyOf takes a branch without "type" (any value it writes satisfies the anyOf).
+  CHECK(accepts(R"({"properties":{"v":{"anyOf":[{"items":{"type":"string"}},{"type":"null"}]}}})",
+                R"({"v":["a"]})"));
+  // Counts may be written as whole floats; the root's $id is its own.
+  CHECK(accepts(R"({"$id":"https://example.com/s","properties":{"v":{"type":"array",
+                   "minItems":1.0,"maxItems":2.0}},"required":["v"]})",
+                R"({"v":[1,2]})"));
+}
+
 TEST_CASE("annotations and keywords JSON Schema does not define are no refusal") {
   const auto schema = JsonSchema::compile(
       R"({"$schema":"https://json-schema.org/draft/2020-12/schema","title":"T",
           "description":"d","x-order":1,"properties":{"a":{"type":"string","format":"date",
           "examples":["x"],"deprecated":false,"uniqueItems":false}},"required":["a"]})");
   CHECK(take(*schema, R"({"a":"x"})").complete);
+  // Beside the keywords that take no others, too.
+  CHECK(accepts(R"({"properties":{"a":{"const":"x","x-extra":1},"b":{"$ref":"#/$defs/B",
+                   "x-note":"y"},"c":{"anyOf":[{"type":"null"}],"x-order":2}},
+                   "required":["a","b","c"],"$defs":{"B":{"type":"boolean"}}})",
+                R"({"a":"x","b":true,"c":null})"));
 }
 
 // Bytes a random generator picks among those the prefix takes, leaning to the ones that
