@@ -18,7 +18,7 @@ execute_process(
   COMMAND ${BENCH} --synthetic stories15m --threads 1 --kv int8,int8 --repeat 2 --copy-mib 8
           --prompt-tokens 40,1000,2000 --context 40,1000,2000 --tokens 4 --turns 2 --turn-tokens 4
           --sessions 2 --system-tokens 16 --spill-tokens 48 --codec-min-s 0 --concurrent 1,2
-  OUTPUT_VARIABLE out ERROR_VARIABLE err RESULT_VARIABLE rc TIMEOUT 200)
+  OUTPUT_VARIABLE out ERROR_VARIABLE err RESULT_VARIABLE rc TIMEOUT 450)
 if(NOT rc EQUAL 0)
   message(FATAL_ERROR "parley-bench exited with ${rc}: ${err}")
 endif()
