@@ -10,8 +10,9 @@ if(NOT BENCH)
 endif()
 
 # Tiny sizes throughout: the shape of the output is the point, not its figures (a small copy
-# loop, one pass per codec timing, one run each). Under AddressSanitizer the run takes about
-# 35 s on two quiet cores: the timeout leaves room for a busy machine, and still ends a hang.
+# loop, one pass per codec timing, one run each). Under AddressSanitizer the run took 35 s on
+# one VM's two quiet cores and 157 s alone on a slower one: the timeout leaves room for a busy
+# slow machine, and still ends a hang.
 # Prompts of 40 tokens and more share whole blocks with the longer ones, which starts with the
 # same words; 1000 and 2000 are both capped to the context; int8 is given twice.
 execute_process(
